@@ -1,0 +1,1 @@
+//! The pure core: facts in, actions out, no I/O.

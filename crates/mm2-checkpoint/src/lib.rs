@@ -1,0 +1,7 @@
+//! mm2-checkpoint: MirrorMaker 2's checkpointing engine.
+//!
+//! [`core`] is the pure, I/O-free heart: record formats, replication policies,
+//! filters, the offset-sync store, the checkpoint store and the decisions of each
+//! round. A thin driver runs it on `kafka-lite`.
+
+pub mod core;
