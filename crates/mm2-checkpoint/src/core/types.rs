@@ -1,0 +1,52 @@
+//! Small domain types shared by every part of the core.
+
+use std::fmt;
+
+/// A topic-partition, written `topic-N` like Kafka's `TopicPartition.toString`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TopicPartition {
+    /// Topic name.
+    pub topic: String,
+    /// Partition number.
+    pub partition: i32,
+}
+
+impl TopicPartition {
+    /// Builds a topic-partition.
+    pub fn new(topic: impl Into<String>, partition: i32) -> Self {
+        Self {
+            topic: topic.into(),
+            partition,
+        }
+    }
+}
+
+impl fmt::Display for TopicPartition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}", self.topic, self.partition)
+    }
+}
+
+/// The answer to "where downstream is upstream offset `u` of this source partition?"
+///
+/// MM2 folds the first three cases into "empty or -1"; we keep them apart so the
+/// driver can count and log why a partition was not translated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Translation {
+    /// The offset-syncs topic has not been read to its end yet (spec C.4): nothing
+    /// may be translated before that.
+    NotReady,
+    /// No offset sync has ever been seen for this source partition.
+    NoSync,
+    /// The offset is older than the earliest usable sync (MM2's `-1`).
+    TooOld,
+    /// The offset translates to this downstream offset.
+    Translated(i64),
+}
+
+/// Anything that translates upstream offsets of a source partition to downstream
+/// offsets. The offset-sync store implements it; round decisions depend only on this.
+pub trait OffsetTranslator {
+    /// Translates upstream offset `upstream` of source partition `tp` (spec C.5).
+    fn translate(&self, tp: &TopicPartition, upstream: i64) -> Translation;
+}
