@@ -6,7 +6,7 @@
 
 use std::hint::black_box;
 
-use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use mm2_checkpoint::core::{InitMode, OffsetSyncStore, OffsetTranslator, TopicPartition};
 
 const TOPICS: usize = 100;
@@ -36,35 +36,13 @@ fn warmed_store(topics: &[String]) -> OffsetSyncStore {
 
 fn ingest(c: &mut Criterion) {
     let topics = topic_names();
+    let mut store = warmed_store(&topics);
+    let mut n = WARM_SYNCS;
     let partitions = topics.len() as u64 * PARTITIONS as u64;
     let mut group = c.benchmark_group("sync_store_ingest");
     group.throughput(Throughput::Elements(partitions));
     // One iteration applies the next sync to every one of the 10,000 partitions,
-    // round-robin, each +100 past its previous sync.
-    group.bench_function("apply_round_10k_partitions", |b| {
-        b.iter_batched_ref(
-            || (warmed_store(&topics), WARM_SYNCS),
-            |(store, n)| {
-                for topic in &topics {
-                    for p in 0..PARTITIONS {
-                        store.apply(black_box(topic), p, *n * STEP, *n * STEP);
-                    }
-                }
-                *n += 1;
-            },
-            BatchSize::PerIteration,
-        );
-    });
-    group.finish();
-}
-
-fn ingest_steady(c: &mut Criterion) {
-    let topics = topic_names();
-    let mut store = warmed_store(&topics);
-    let mut n = WARM_SYNCS;
-    let partitions = topics.len() as u64 * PARTITIONS as u64;
-    let mut group = c.benchmark_group("sync_store_ingest_steady");
-    group.throughput(Throughput::Elements(partitions));
+    // round-robin, each +100 past its previous sync; histories stay in steady state.
     group.bench_function("apply_round_10k_partitions", |b| {
         b.iter(|| {
             for topic in &topics {
@@ -101,5 +79,34 @@ fn translate(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, ingest_steady, ingest, translate);
+/// Resident set size in bytes (Linux `/proc/self/statm`, 4 KiB pages), if available.
+fn rss_bytes() -> Option<usize> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: usize = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
+}
+
+/// Not a timing: prints what 10,000 tracked partitions cost, measured as the growth
+/// of the process's resident set while the store fills, next to the store's estimate.
+fn memory(_: &mut Criterion) {
+    let topics = topic_names();
+    let before = rss_bytes();
+    let store = warmed_store(&topics);
+    let after = rss_bytes();
+    let estimate = store.approx_heap_bytes();
+    let partitions = store.partition_count();
+    match (before, after) {
+        (Some(before), Some(after)) => println!(
+            "memory: {partitions} partitions: RSS +{} B ({} B/partition); estimate {} B ({} B/partition)",
+            after.saturating_sub(before),
+            after.saturating_sub(before) / partitions,
+            estimate,
+            estimate / partitions,
+        ),
+        _ => println!("memory: estimate {estimate} B for {partitions} partitions (no /proc)"),
+    }
+    black_box(store);
+}
+
+criterion_group!(benches, memory, ingest, translate);
 criterion_main!(benches);
