@@ -219,7 +219,8 @@ impl PartitionHistory {
 ///
 /// Its `Display` form lists each run of slots holding the same sync as
 /// `[first_slot..]=upstream:downstream`, e.g. `[0..]=16:16,[1..]=15:15,[2..]=0:0`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Two layouts are equal when their slots hold equal values grouped in the same runs.
+#[derive(Clone, Debug)]
 pub struct SlotLayout {
     syncs: [OffsetSync; SLOTS_PER_PARTITION],
     entries: [u8; SLOTS_PER_PARTITION],
@@ -270,6 +271,17 @@ impl SlotLayout {
         runs
     }
 }
+
+impl PartialEq for SlotLayout {
+    fn eq(&self, other: &Self) -> bool {
+        // Ring indexes differ between stores; what matters is where the runs break.
+        self.syncs == other.syncs
+            && (1..SLOTS_PER_PARTITION)
+                .all(|slot| self.same_sync(slot - 1, slot) == other.same_sync(slot - 1, slot))
+    }
+}
+
+impl Eq for SlotLayout {}
 
 impl fmt::Display for SlotLayout {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -1011,7 +1023,7 @@ mod tests {
             feed(&mut live, &syncs);
             feed(&mut loaded, &syncs);
             loaded.finish_initial_read();
-            prop_assert_eq!(layout(&live).to_string(), layout(&loaded).to_string());
+            prop_assert_eq!(layout(&live), layout(&loaded));
         }
 
         #[test]
