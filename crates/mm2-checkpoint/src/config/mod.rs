@@ -39,7 +39,7 @@ pub use security::{
 };
 
 use providers::Providers;
-use security::{ConnectionSettings, build_connection, is_connection_key, is_secret_key};
+use security::{ConnectionSettings, build_connection, is_connection_key};
 
 const MIRROR_PACKAGE: &str = "org.apache.kafka.connect.mirror.";
 const DEFAULT_TOPICS: &str = ".*";
@@ -212,6 +212,17 @@ impl MirrorConfig {
         };
         let clusters = lookup.clusters()?;
         let mut warnings = Vec::new();
+        for key in props.keys() {
+            let client_key = ["consumer.", "producer.", "admin."]
+                .iter()
+                .find_map(|p| key.strip_prefix(p));
+            if client_key.is_some_and(is_connection_key) {
+                warnings.push(format!(
+                    "`{key}` is ignored (MM2 drops top-level client keys too); put it on a \
+                     cluster, e.g. `<alias>.{key}`"
+                ));
+            }
+        }
         let global_heartbeats = props
             .get("emit.heartbeats.enabled")
             .is_none_or(java_parse_boolean);
@@ -224,6 +235,16 @@ impl MirrorConfig {
                 let flow = format!("{source}->{target}");
                 if !lookup.flow_enabled(&flow, global_heartbeats, &mut warnings)? {
                     continue;
+                }
+                let prefix = format!("{flow}.");
+                for key in props.keys() {
+                    if key.strip_prefix(&prefix).is_some_and(is_connection_key) {
+                        warnings.push(format!(
+                            "`{key}` is ignored (as in MM2, a flow-level connection key reaches no \
+                             client); use `{source}.<key>`/`{target}.<key>` or \
+                             `{flow}.source.admin.<key>`-style keys"
+                        ));
+                    }
                 }
                 flows.push(lookup.flow(&flow, source, target, env, &mut warnings)?);
             }
@@ -608,15 +629,10 @@ impl Lookup<'_> {
                         None => format!("{client} has none"),
                     })
                     .collect();
-                let shown = if is_secret_key(&key) {
-                    ""
-                } else {
-                    " a different value"
-                };
                 return Err(ConfigError::for_key(
                     format!("{alias}.{key}"),
                     format!(
-                        "cluster `{alias}` ({role} of flow {flow}) has{shown} conflicting `{key}` \
+                        "cluster `{alias}` ({role} of flow {flow}) has conflicting `{key}` \
                          settings for its clients ({}); mm2-checkpoint uses one connection per \
                          cluster, so set it once as `{alias}.{key}`",
                         detail.join(", ")
