@@ -150,6 +150,12 @@ impl PemSource {
         }
     }
 
+    /// Reads the PEM text and puts each section into canonical line layout.
+    fn read_normalized(&self, env: &dyn Environment, key: &str) -> Result<Vec<u8>, ConfigError> {
+        let bytes = self.read(env, key)?;
+        Ok(normalize_pem(&String::from_utf8_lossy(&bytes)).into_bytes())
+    }
+
     fn describe(&self) -> String {
         match self {
             Self::File(path) => format!("PEM file {}", path.display()),
@@ -214,14 +220,14 @@ impl TlsSettings {
         let roots = match &self.trust {
             TrustRoots::Default => Vec::new(),
             TrustRoots::Pem { source, key } => {
-                let bytes = source.read(env, key)?;
+                let bytes = source.read_normalized(env, key)?;
                 certificates(&bytes, key, source)?
             }
         };
         let identity = match &self.identity {
             None => None,
             Some(id) => {
-                let chain_bytes = id.certificate_chain.read(env, &id.key)?;
+                let chain_bytes = id.certificate_chain.read_normalized(env, &id.key)?;
                 let chain = certificates(&chain_bytes, &id.key, &id.certificate_chain)?;
                 let key_bytes = id.private_key.read(env, &id.key)?;
                 if contains(&key_bytes, b"ENCRYPTED PRIVATE KEY")
@@ -233,6 +239,7 @@ impl TlsSettings {
                          decrypt it (`openssl pkcs8 -topk8 -nocrypt`) and protect the file instead",
                     ));
                 }
+                let key_bytes = normalize_pem(&String::from_utf8_lossy(&key_bytes)).into_bytes();
                 let key = PrivateKeyDer::from_pem_slice(&key_bytes).map_err(|e| {
                     ConfigError::for_key(
                         id.key.as_str(),
@@ -247,6 +254,42 @@ impl TlsSettings {
             }
         };
         Ok(TlsMaterial { roots, identity })
+    }
+}
+
+/// Rewrites every `-----BEGIN X----- … -----END X-----` section with the markers
+/// on their own lines and the base64 body without whitespace.
+///
+/// Kafka's PEM reader finds sections with a regular expression and ignores line
+/// breaks, so inline values written on one line (or joined by `\` continuation
+/// lines, which drop the newlines) work there; this makes them work here too.
+/// Text outside sections is dropped. Without any complete section the text is
+/// returned unchanged, so the parser reports what is missing.
+fn normalize_pem(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(begin) = rest.find("-----BEGIN ") {
+        let after_begin = &rest[begin + "-----BEGIN ".len()..];
+        let Some(label_len) = after_begin.find("-----") else {
+            break;
+        };
+        let label = &after_begin[..label_len];
+        let body_and_rest = &after_begin[label_len + "-----".len()..];
+        let end_marker = format!("-----END {label}-----");
+        let Some(body_len) = body_and_rest.find(&end_marker) else {
+            break;
+        };
+        let body: String = body_and_rest[..body_len]
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect();
+        out.push_str(&format!("-----BEGIN {label}-----\n{body}\n{end_marker}\n"));
+        rest = &body_and_rest[body_len + end_marker.len()..];
+    }
+    if out.is_empty() {
+        text.to_string()
+    } else {
+        out
     }
 }
 

@@ -847,6 +847,17 @@ fn inline_pem_certificates_are_accepted() {
 }
 
 #[test]
+fn inline_pem_joined_by_continuation_lines_is_accepted_like_kafka() {
+    // Continuation lines drop the newlines, so the PEM arrives on one line.
+    let body: Vec<&str> = TEST_CERT.lines().collect();
+    let joined = body.join(" \\\n    ");
+    let tls = tls_of(&ssl(&format!(
+        "B.ssl.truststore.type = PEM\nB.ssl.truststore.certificates = {joined}"
+    )));
+    assert_eq!(tls.load(&tls_env()).unwrap().roots.len(), 1);
+}
+
+#[test]
 fn missing_trust_store_file_is_an_error_naming_the_key() {
     let e = error(&ssl(
         "B.ssl.truststore.type = PEM\nB.ssl.truststore.location = /nope.pem",
