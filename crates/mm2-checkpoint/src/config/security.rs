@@ -400,7 +400,8 @@ pub(crate) fn build_connection(
     let bootstrap_servers =
         parse_bootstrap_servers(&bootstrap.value).map_err(|m| bootstrap.error(m))?;
 
-    let security_protocol = match keys.get("security.protocol") {
+    // An empty value is an error here (as in Kafka), not a fallback to PLAINTEXT.
+    let security_protocol = match keys.raw("security.protocol") {
         None => SecurityProtocol::Plaintext,
         Some(s) => match s.value.trim().to_ascii_uppercase().as_str() {
             "PLAINTEXT" => SecurityProtocol::Plaintext,

@@ -721,6 +721,12 @@ fn unknown_security_protocol_is_an_error() {
 }
 
 #[test]
+fn empty_security_protocol_is_an_error_not_plaintext() {
+    let e = error(&with("security.protocol = SSL\nA.security.protocol ="));
+    assert_eq!(e.key(), Some("A.security.protocol"));
+}
+
+#[test]
 fn login_module_must_match_the_mechanism() {
     let text = sasl_scram(SCRAM_JAAS).replace("SCRAM-SHA-512", "PLAIN");
     let e = error(&text);
