@@ -207,7 +207,10 @@ pub fn up(layout: &Layout) -> Result<bool> {
 
     if let Ok(file) = read_clusters_file(layout) {
         if report(&file, false) {
-            println!("kafka: clusters already up ({})", layout.clusters_file().display());
+            println!(
+                "kafka: clusters already up ({})",
+                layout.clusters_file().display()
+            );
             return Ok(false);
         }
         eprintln!("kafka: clusters.json is stale; restarting the clusters");
@@ -263,7 +266,10 @@ pub fn up(layout: &Layout) -> Result<bool> {
         if let Err(e) = stop_all(layout) {
             eprintln!("kafka: cleanup after failed start also failed: {e:#}");
         }
-        bail!("starting the Kafka test clusters failed:\n{}", failures.join("\n\n"));
+        bail!(
+            "starting the Kafka test clusters failed:\n{}",
+            failures.join("\n\n")
+        );
     }
 
     let file = ClustersFile {
@@ -277,14 +283,20 @@ pub fn up(layout: &Layout) -> Result<bool> {
     fs::write(layout.clusters_file(), json + "\n")
         .with_context(|| format!("writing {}", layout.clusters_file().display()))?;
     report(&file, true);
-    println!("kafka: clusters up; details in {}", layout.clusters_file().display());
+    println!(
+        "kafka: clusters up; details in {}",
+        layout.clusters_file().display()
+    );
     Ok(true)
 }
 
 /// `kafka down`: stops the brokers we started, removes their data and `clusters.json`.
 pub fn down(layout: &Layout) -> Result<()> {
     stop_all(layout)?;
-    println!("kafka: clusters down (broker logs kept under {})", layout.root.display());
+    println!(
+        "kafka: clusters down (broker logs kept under {})",
+        layout.root.display()
+    );
     Ok(())
 }
 
@@ -377,8 +389,11 @@ fn start_cluster(
     let users = users(name);
     let addr = |port: u16| format!("127.0.0.1:{port}");
 
-    fs::write(&config_file, server_properties(plan, &data_dir, pki, &users)?)
-        .with_context(|| format!("writing {}", config_file.display()))?;
+    fs::write(
+        &config_file,
+        server_properties(plan, &data_dir, pki, &users)?,
+    )
+    .with_context(|| format!("writing {}", config_file.display()))?;
     fs::write(&log4j_file, BROKER_LOG4J)
         .with_context(|| format!("writing {}", log4j_file.display()))?;
 
@@ -391,12 +406,15 @@ fn start_cluster(
         started.elapsed().as_secs_f64()
     );
 
-    let log = fs::File::create(&log_file)
-        .with_context(|| format!("creating {}", log_file.display()))?;
+    let log =
+        fs::File::create(&log_file).with_context(|| format!("creating {}", log_file.display()))?;
     let log_err = log.try_clone()?;
     let child = Command::new("java")
         .args(BROKER_JVM_OPTS)
-        .arg(format!("-Dlog4j2.configurationFile={}", log4j_file.display()))
+        .arg(format!(
+            "-Dlog4j2.configurationFile={}",
+            log4j_file.display()
+        ))
         .arg(format!("-Dkafka.logs.dir={}", log_dir.display()))
         .arg("-cp")
         .arg(runtime.classpath())
@@ -551,7 +569,9 @@ fn write_client_configs(
         ),
         (
             "ssl",
-            format!("security.protocol=SSL\nssl.truststore.type=PEM\nssl.truststore.location={ca}\n"),
+            format!(
+                "security.protocol=SSL\nssl.truststore.type=PEM\nssl.truststore.location={ca}\n"
+            ),
         ),
         (
             "mtls",
@@ -619,12 +639,7 @@ fn format_storage(
 
 /// Polls until the broker answers ApiVersions on PLAINTEXT and every other
 /// listener accepts connections, or fails with the tail of the broker log.
-fn wait_until_serving(
-    name: &str,
-    pid: u32,
-    listeners: &Listeners,
-    log_file: &Path,
-) -> Result<()> {
+fn wait_until_serving(name: &str, pid: u32, listeners: &Listeners, log_file: &Path) -> Result<()> {
     let deadline = Instant::now() + START_TIMEOUT;
     loop {
         // Not `is_our_broker`: right after exec the command line can briefly read empty.
@@ -758,20 +773,18 @@ fn free_ports(n: usize) -> Result<Vec<u16>> {
     let sockets = (0..n)
         .map(|_| TcpListener::bind("127.0.0.1:0").context("binding a free loopback port"))
         .collect::<Result<Vec<_>>>()?;
-    sockets
-        .iter()
-        .map(|s| Ok(s.local_addr()?.port()))
-        .collect()
+    sockets.iter().map(|s| Ok(s.local_addr()?.port())).collect()
 }
 
 /// A fresh KRaft cluster id: 16 random bytes, URL-safe base64 without padding.
 fn random_cluster_id() -> Result<String> {
-    const ALPHABET: &[u8; 64] =
-        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     let mut urandom = fs::File::open("/dev/urandom").context("opening /dev/urandom")?;
     loop {
         let mut bytes = [0u8; 16];
-        urandom.read_exact(&mut bytes).context("reading /dev/urandom")?;
+        urandom
+            .read_exact(&mut bytes)
+            .context("reading /dev/urandom")?;
         let value = u128::from_be_bytes(bytes);
         // 22 digits of 6 bits cover 132 bits: the last digit holds the final
         // 2 bits followed by 4 zero bits, as in unpadded base64.

@@ -52,7 +52,10 @@ fn run(args: &[String]) -> Result<ExitCode> {
         ["kafka", "up"] => {
             let started = Instant::now();
             kafka::up(&layout)?;
-            eprintln!("xtask: kafka up took {:.1}s", started.elapsed().as_secs_f64());
+            eprintln!(
+                "xtask: kafka up took {:.1}s",
+                started.elapsed().as_secs_f64()
+            );
             Ok(ExitCode::SUCCESS)
         }
         ["kafka", "down"] => {
@@ -74,7 +77,9 @@ fn run(args: &[String]) -> Result<ExitCode> {
             let extra = match rest {
                 [] => &[][..],
                 ["--", extra @ ..] => extra,
-                _ => bail!("`cargo xtask test` takes extra cargo arguments only after `--`\n\n{USAGE}"),
+                _ => bail!(
+                    "`cargo xtask test` takes extra cargo arguments only after `--`\n\n{USAGE}"
+                ),
             };
             test(&layout, extra)
         }

@@ -41,7 +41,10 @@ pub const TOOLS: &[(&str, &str)] = &[
         "kafka-console-consumer",
         "org.apache.kafka.tools.consumer.ConsoleConsumer",
     ),
-    ("kafka-console-producer", "org.apache.kafka.tools.ConsoleProducer"),
+    (
+        "kafka-console-producer",
+        "org.apache.kafka.tools.ConsoleProducer",
+    ),
     (
         "kafka-consumer-groups",
         "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
@@ -63,7 +66,9 @@ impl KafkaRuntime {
     /// `$XDG_CACHE_HOME/mm2-checkpoint/kafka-<v>`, else `~/.cache/mm2-checkpoint/kafka-<v>`.
     pub fn locate() -> Result<Self> {
         if let Some(dir) = std::env::var_os("MM2_KAFKA_CACHE").filter(|d| !d.is_empty()) {
-            return Ok(Self { home: PathBuf::from(dir) });
+            return Ok(Self {
+                home: PathBuf::from(dir),
+            });
         }
         let base = match std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
             Some(dir) => PathBuf::from(dir),

@@ -65,12 +65,15 @@ pub fn api_versions(addr: &str) -> Result<usize> {
     let field = |at: usize, n: usize| resp.get(at..at + n).context("short ApiVersions response");
     let correlation = i32::from_be_bytes(field(0, 4)?.try_into()?);
     if correlation != CORRELATION_ID {
-        bail!("ApiVersions response from {addr} has correlation id {correlation}, sent {CORRELATION_ID}");
+        bail!(
+            "ApiVersions response from {addr} has correlation id {correlation}, sent {CORRELATION_ID}"
+        );
     }
     let error = i16::from_be_bytes(field(4, 2)?.try_into()?);
     if error != 0 {
         bail!("ApiVersions from {addr} returned error code {error}");
     }
     let count = i32::from_be_bytes(field(6, 4)?.try_into()?);
-    usize::try_from(count).with_context(|| format!("ApiVersions from {addr}: negative array length {count}"))
+    usize::try_from(count)
+        .with_context(|| format!("ApiVersions from {addr}: negative array length {count}"))
 }
