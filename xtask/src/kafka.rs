@@ -206,7 +206,7 @@ pub fn up(layout: &Layout) -> Result<bool> {
     runtime.ensure()?;
 
     if let Ok(file) = read_clusters_file(layout) {
-        if report(&file, false) {
+        if report(&file, true) {
             println!(
                 "kafka: clusters already up ({})",
                 layout.clusters_file().display()

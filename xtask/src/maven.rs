@@ -138,6 +138,7 @@ impl KafkaRuntime {
         let status = Command::new("mvn")
             .arg("-q")
             .arg("-B")
+            .arg("-Dstyle.color=never")
             .arg("-f")
             .arg(&pom)
             .arg(format!(
