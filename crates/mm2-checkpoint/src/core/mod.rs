@@ -6,3 +6,4 @@
 pub mod types;
 
 pub use types::{OffsetTranslator, TopicPartition, Translation};
+pub mod format;
