@@ -7,3 +7,4 @@ pub mod types;
 
 pub use types::{OffsetTranslator, TopicPartition, Translation};
 pub mod format;
+pub mod policy;
