@@ -6,5 +6,6 @@
 pub mod types;
 
 pub use types::{OffsetTranslator, TopicPartition, Translation};
+pub mod filter;
 pub mod format;
 pub mod policy;
