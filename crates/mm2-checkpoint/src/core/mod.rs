@@ -6,6 +6,8 @@
 pub mod types;
 
 pub use types::{OffsetTranslator, TopicPartition, Translation};
+pub mod checkpoint_store;
 pub mod filter;
 pub mod format;
 pub mod policy;
+pub mod round;
