@@ -424,11 +424,11 @@ impl Heartbeat {
     }
 }
 
-fn non_null<'a>(
+fn non_null(
     kind: RecordKind,
     part: RecordPart,
-    bytes: Option<&'a [u8]>,
-) -> Result<&'a [u8], DecodeError> {
+    bytes: Option<&[u8]>,
+) -> Result<&[u8], DecodeError> {
     bytes.ok_or(DecodeError::Null { kind, part })
 }
 

@@ -9,5 +9,6 @@ pub use types::{OffsetTranslator, TopicPartition, Translation};
 pub mod checkpoint_store;
 pub mod filter;
 pub mod format;
+pub mod group_sync;
 pub mod policy;
 pub mod round;

@@ -302,9 +302,10 @@ mod tests {
         })
     }
 
-    fn groups(
-        entries: &[(&str, &[(&str, i32, Option<CommittedOffset>)])],
-    ) -> BTreeMap<String, GroupOffsets> {
+    /// (topic, partition, commit) of one upstream partition.
+    type Part = (&'static str, i32, Option<CommittedOffset>);
+
+    fn groups(entries: &[(&str, &[Part])]) -> BTreeMap<String, GroupOffsets> {
         entries
             .iter()
             .map(|(g, parts)| {
