@@ -12,3 +12,13 @@ pub mod format;
 pub mod group_sync;
 pub mod policy;
 pub mod round;
+
+pub use checkpoint_store::{CheckpointStore, RestoreOutcome, RestoreStats, StoredCheckpoint};
+pub use filter::{FilterError, GroupFilter, TopicFilter};
+pub use format::{Checkpoint, CheckpointKey, DecodeError, EncodeError};
+pub use group_sync::{
+    GroupCommit, GroupSyncOutcome, GroupSyncPlan, TargetGroup, TargetGroupState, TargetRefresh,
+    plan_group_sync,
+};
+pub use policy::{Flow, OffsetSyncsLocation, ReplicationPolicy};
+pub use round::{CheckpointRound, CommittedOffset, GroupOffsets, RoundPlan, SkipReason};

@@ -218,16 +218,13 @@ impl ReplicationPolicy {
     /// The default rule of `topicSource`: Java `topic.split(quote(sep))` (trailing
     /// empty pieces dropped, a leading empty piece kept), then the first piece if at
     /// least two remain.
+    ///
+    /// At least two pieces remain exactly when the separator occurs and some piece
+    /// after the first is non-empty, which is checked without allocating.
     fn default_topic_source<'t>(&self, topic: &'t str) -> Option<&'t str> {
-        let mut pieces: Vec<&str> = topic.split(self.separator()).collect();
-        while pieces.last().is_some_and(|p| p.is_empty()) {
-            pieces.pop();
-        }
-        if pieces.len() < 2 {
-            None
-        } else {
-            pieces.first().copied()
-        }
+        let sep = self.separator();
+        let (first, rest) = topic.split_once(sep)?;
+        rest.split(sep).any(|p| !p.is_empty()).then_some(first)
     }
 
     /// `topicSource(topic)`: the alias of the cluster `topic` was replicated from, or
@@ -669,7 +666,27 @@ mod tests {
         );
     }
 
+    /// Reference model of Java's `topic.split(Pattern.quote(sep))` + "first piece if
+    /// at least two".
+    fn java_split_source<'t>(topic: &'t str, sep: &str) -> Option<&'t str> {
+        let mut pieces: Vec<&str> = topic.split(sep).collect();
+        while pieces.last().is_some_and(|p| p.is_empty()) {
+            pieces.pop();
+        }
+        if pieces.len() < 2 {
+            None
+        } else {
+            pieces.first().copied()
+        }
+    }
+
     proptest! {
+        #[test]
+        fn topic_source_matches_java_split_model(topic in "[ab._]{0,12}", sep in prop_oneof![Just("."), Just("__"), Just("a.")]) {
+            let p = ReplicationPolicy::new_default(Some(sep), None).unwrap();
+            prop_assert_eq!(p.topic_source(&topic), java_split_source(&topic, sep));
+        }
+
         /// A topic named by `formatRemoteTopic` walks back to its alias and name, as
         /// long as the alias is non-empty and free of the separator.
         #[test]
