@@ -30,7 +30,7 @@
 //! * **Nothing is recorded here** (H.3): planning does not change the store; the
 //!   driver reports produced checkpoints with [`CheckpointStore::on_produced`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::checkpoint_store::{CheckpointStore, StoredCheckpoint};
 use super::filter::TopicFilter;
@@ -169,76 +169,117 @@ impl CheckpointRound<'_> {
         store: &CheckpointStore,
         groups: &BTreeMap<String, GroupOffsets>,
     ) -> RoundPlan {
+        let topics = self.plan_topics(groups);
         let mut plan = RoundPlan::default();
         for (group, offsets) in groups {
-            self.plan_group(translator, store, group, offsets, &mut plan);
+            self.plan_group(translator, store, &topics, group, offsets, &mut plan);
         }
-        plan.skipped
-            .sort_by(|a, b| (&a.group, &a.upstream).cmp(&(&b.group, &b.upstream)));
         plan
+    }
+
+    /// The filter decision and downstream name of every upstream topic in the round.
+    ///
+    /// Both depend on the topic name only, so they are computed once per topic
+    /// rather than once per group-partition. Each downstream name also gets its rank
+    /// in sorted order, so groups can be sorted by downstream partition with integer
+    /// comparisons.
+    fn plan_topics<'g>(&self, groups: &'g BTreeMap<String, GroupOffsets>) -> TopicPlans<'g> {
+        let mut topics: HashMap<&'g str, Option<(String, u32)>> = HashMap::new();
+        for tp in groups.values().flat_map(BTreeMap::keys) {
+            if !topics.contains_key(tp.topic.as_str()) {
+                let downstream = self
+                    .topic_filter
+                    .should_replicate_topic(&tp.topic)
+                    .then(|| (self.policy.checkpoint_topic(self.flow, &tp.topic), 0));
+                topics.insert(&tp.topic, downstream);
+            }
+        }
+        let mut names: Vec<&str> = topics
+            .values()
+            .filter_map(|d| d.as_ref().map(|(name, _)| name.as_str()))
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        let ranks: HashMap<String, u32> = names
+            .iter()
+            .zip(0u32..)
+            .map(|(name, rank)| ((*name).to_owned(), rank))
+            .collect();
+        for (name, rank) in topics.values_mut().flatten() {
+            *rank = ranks.get(name.as_str()).copied().unwrap_or(u32::MAX);
+        }
+        topics
     }
 
     fn plan_group<T: OffsetTranslator + ?Sized>(
         &self,
         translator: &T,
         store: &CheckpointStore,
+        topics: &TopicPlans<'_>,
         group: &str,
         offsets: &GroupOffsets,
         plan: &mut RoundPlan,
     ) {
-        let skip = |plan: &mut RoundPlan, upstream: &TopicPartition, reason| {
-            plan.skipped.push(SkippedPartition {
+        let mut skipped: Vec<SkippedPartition> = Vec::new();
+        let skip = |skipped: &mut Vec<SkippedPartition>, upstream: &TopicPartition, reason| {
+            skipped.push(SkippedPartition {
                 group: group.to_owned(),
                 upstream: upstream.clone(),
                 reason,
             });
         };
-        // Downstream partition -> the upstream partitions renaming to it.
-        let mut by_downstream: BTreeMap<
-            TopicPartition,
-            Vec<(&TopicPartition, &Option<CommittedOffset>)>,
-        > = BTreeMap::new();
+        // (downstream rank, partition, downstream name, upstream, commit), to be
+        // sorted by downstream partition.
+        let mut candidates = Vec::with_capacity(offsets.len());
         for (upstream, committed) in offsets {
-            if !self.topic_filter.should_replicate_topic(&upstream.topic) {
-                skip(plan, upstream, SkipReason::Filtered);
-                continue;
+            match topics.get(upstream.topic.as_str()).and_then(Option::as_ref) {
+                Some((name, rank)) => {
+                    candidates.push((*rank, upstream.partition, name, upstream, committed))
+                }
+                None => skip(&mut skipped, upstream, SkipReason::Filtered),
             }
-            let downstream = TopicPartition {
-                topic: self.policy.checkpoint_topic(self.flow, &upstream.topic),
-                partition: upstream.partition,
-            };
-            by_downstream
-                .entry(downstream)
-                .or_default()
-                .push((upstream, committed));
         }
+        // Stable and adaptive: usually already sorted, since renaming tends to keep
+        // the order.
+        candidates.sort_by_key(|c| (c.0, c.1));
         let last_of_group = store.group(group);
-        for (downstream, sources) in by_downstream {
-            let [(upstream, committed)] = sources.as_slice() else {
-                for (upstream, _) in &sources {
+        let mut rest = candidates.as_slice();
+        while let Some(first) = rest.first() {
+            let same = rest
+                .iter()
+                .take_while(|c| (c.0, c.1) == (first.0, first.1))
+                .count();
+            let (run, tail) = rest.split_at(same);
+            rest = tail;
+            let downstream = TopicPartition {
+                topic: first.2.clone(),
+                partition: first.1,
+            };
+            let &[(_, _, _, upstream, committed)] = run else {
+                for (_, _, _, upstream, _) in run {
                     let reason = SkipReason::Conflict {
                         downstream: downstream.clone(),
                     };
-                    skip(plan, upstream, reason);
+                    skip(&mut skipped, upstream, reason);
                 }
                 continue;
             };
             let Some(committed) = committed else {
-                skip(plan, upstream, SkipReason::NullOffset);
+                skip(&mut skipped, upstream, SkipReason::NullOffset);
                 continue;
             };
             let downstream_offset = match translator.translate(upstream, committed.offset) {
                 Translation::Translated(d) if d >= 0 => d,
                 Translation::Translated(_) | Translation::TooOld => {
-                    skip(plan, upstream, SkipReason::TooOld);
+                    skip(&mut skipped, upstream, SkipReason::TooOld);
                     continue;
                 }
                 Translation::NotReady => {
-                    skip(plan, upstream, SkipReason::NotReady);
+                    skip(&mut skipped, upstream, SkipReason::NotReady);
                     continue;
                 }
                 Translation::NoSync => {
-                    skip(plan, upstream, SkipReason::NoSync);
+                    skip(&mut skipped, upstream, SkipReason::NoSync);
                     continue;
                 }
             };
@@ -255,16 +296,21 @@ impl CheckpointRound<'_> {
             if checkpoint_is_more_recent(last, &cp) {
                 plan.checkpoints.push(cp);
             } else {
-                skip(plan, upstream, SkipReason::NotMoreRecent);
+                skip(&mut skipped, upstream, SkipReason::NotMoreRecent);
             }
         }
+        skipped.sort_by(|a, b| a.upstream.cmp(&b.upstream));
+        plan.skipped.append(&mut skipped);
     }
 }
+
+/// Per upstream topic: `None` if filtered out, else its downstream name and the
+/// name's rank in sorted order.
+type TopicPlans<'g> = HashMap<&'g str, Option<(String, u32)>>;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
 
     /// A translator with fixed answers per (topic-partition, upstream offset), and a
     /// default answer for everything else.
@@ -589,5 +635,36 @@ mod tests {
                 ..SkipCounts::default()
             }
         );
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Whatever the input, every upstream partition is accounted for exactly once
+        /// (a checkpoint or a skip), and both lists come out sorted.
+        #[test]
+        fn every_partition_is_accounted_for_once_and_output_is_sorted(
+            input in proptest::collection::btree_map(
+                "g[ab]",
+                proptest::collection::btree_map(
+                    (proptest::sample::select(vec!["x", "S.x", "T.x", "T.S.x", "a", "__c", "T.a"]), 0..3i32)
+                        .prop_map(|(t, p)| TopicPartition::new(t, p)),
+                    proptest::option::of((0..50i64).prop_map(|o| CommittedOffset { offset: o, metadata: String::new() })),
+                    0..8,
+                ),
+                0..3,
+            ),
+            shift in -5..5i64,
+        ) {
+            let f = Fixture::new();
+            let store = store_with(20, 10);
+            let plan = f.round().plan(&ShiftBy(shift), &store, &input);
+            let total: usize = input.values().map(BTreeMap::len).sum();
+            prop_assert_eq!(plan.checkpoints.len() + plan.skipped.len(), total);
+            let keys: Vec<_> = plan.checkpoints.iter().map(|c| c.key.clone()).collect();
+            prop_assert!(keys.windows(2).all(|w| w[0] < w[1]));
+            let skips: Vec<_> = plan.skipped.iter().map(|s| (s.group.clone(), s.upstream.clone())).collect();
+            prop_assert!(skips.windows(2).all(|w| w[0] < w[1]));
+        }
     }
 }
