@@ -141,7 +141,16 @@ type Waiter = oneshot::Sender<Result<Bytes, Error>>;
 struct InFlight {
     waiters: HashMap<i32, Waiter>,
     /// Why the connection is unusable, once it is.
-    closed: Option<String>,
+    closed: Option<Closed>,
+}
+
+/// Why a connection closed.
+#[derive(Clone)]
+struct Closed {
+    reason: String,
+    /// The TLS layer failed (an alert from the broker, say): reported as
+    /// [`Error::Tls`] rather than a retriable closed connection.
+    tls: bool,
 }
 
 impl Shared {
@@ -151,10 +160,17 @@ impl Shared {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn closed_error(&self, reason: &str) -> Error {
-        Error::ConnectionClosed {
-            broker: self.broker.clone(),
-            detail: reason.to_string(),
+    fn closed_error(&self, closed: &Closed) -> Error {
+        if closed.tls {
+            Error::Tls {
+                broker: self.broker.clone(),
+                detail: closed.reason.clone(),
+            }
+        } else {
+            Error::ConnectionClosed {
+                broker: self.broker.clone(),
+                detail: closed.reason.clone(),
+            }
         }
     }
 
@@ -163,8 +179,8 @@ impl Shared {
         correlation_id: i32,
     ) -> Result<oneshot::Receiver<Result<Bytes, Error>>, Error> {
         let mut state = self.lock();
-        if let Some(reason) = &state.closed {
-            return Err(self.closed_error(reason));
+        if let Some(closed) = &state.closed {
+            return Err(self.closed_error(closed));
         }
         let (tx, rx) = oneshot::channel();
         state.waiters.insert(correlation_id, tx);
@@ -177,16 +193,39 @@ impl Shared {
 
     /// Marks the connection closed and fails every in-flight request.
     fn poison(&self, reason: String) {
-        let waiters = {
+        self.close(Closed { reason, tls: false });
+    }
+
+    /// Closes the connection after a failed read or write, telling TLS
+    /// failures apart from plain I/O ones.
+    fn poison_io(&self, action: &str, error: &std::io::Error) {
+        match error
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        {
+            Some(tls) => self.close(Closed {
+                reason: crate::tls::describe_error(tls),
+                tls: true,
+            }),
+            None => self.poison(format!("{action} failed: {error}")),
+        }
+    }
+
+    fn close(&self, closed: Closed) {
+        let (waiters, closed) = {
             let mut state = self.lock();
             if state.closed.is_none() {
-                tracing::debug!(broker = %self.broker, %reason, "connection closed");
-                state.closed = Some(reason.clone());
+                tracing::debug!(broker = %self.broker, reason = %closed.reason, "connection closed");
+                state.closed = Some(closed);
             }
-            std::mem::take(&mut state.waiters)
+            let closed = state.closed.clone().unwrap_or_else(|| Closed {
+                reason: String::new(),
+                tls: false,
+            });
+            (std::mem::take(&mut state.waiters), closed)
         };
         for (_, waiter) in waiters {
-            let _ = waiter.send(Err(self.closed_error(&reason)));
+            let _ = waiter.send(Err(self.closed_error(&closed)));
         }
     }
 
@@ -245,7 +284,7 @@ impl BrokerConnection {
         let writer = tokio::spawn(async move {
             while let Some(frame) = queue.recv().await {
                 if let Err(e) = write_half.write_all(&frame).await {
-                    writer_shared.poison(format!("write failed: {e}"));
+                    writer_shared.poison_io("write", &e);
                     return;
                 }
             }
@@ -273,7 +312,7 @@ impl BrokerConnection {
                         return;
                     }
                     Err(FrameError::Io(e)) => {
-                        reader_shared.poison(format!("read failed: {e}"));
+                        reader_shared.poison_io("read", &e);
                         return;
                     }
                 }
@@ -381,9 +420,13 @@ impl BrokerConnection {
             correlation_id,
         };
         let closed = || {
-            inner
-                .shared
-                .closed_error("the connection's writer has stopped")
+            // The writer or reader stopped: report why, if known.
+            let state = inner.shared.lock().closed.clone();
+            let closed = state.unwrap_or_else(|| Closed {
+                reason: "the connection's tasks stopped".into(),
+                tls: false,
+            });
+            inner.shared.closed_error(&closed)
         };
         let exchange = async {
             inner.frames.send(frame).await.map_err(|_| closed())?;

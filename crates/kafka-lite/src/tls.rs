@@ -187,6 +187,30 @@ fn read_certs(path: &std::path::Path) -> Result<Vec<CertificateDer<'static>>, Er
         })
 }
 
+/// Describes a rustls failure, with a hint for the usual causes.
+pub(crate) fn describe_error(error: &rustls::Error) -> String {
+    use rustls::AlertDescription as Alert;
+    let hint = match error {
+        rustls::Error::AlertReceived(Alert::CertificateRequired) => {
+            " (the broker requires a client certificate: configure TlsConfig::client_cert)"
+        }
+        rustls::Error::AlertReceived(
+            Alert::BadCertificate | Alert::HandshakeFailure | Alert::UnknownCA,
+        ) => {
+            " (the broker rejected the handshake: does the listener require a client certificate \
+             signed by a CA it trusts?)"
+        }
+        rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer) => {
+            " (the broker certificate is not signed by a trusted CA: set TlsConfig::ca_pem_file)"
+        }
+        rustls::Error::InvalidCertificate(
+            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+        ) => " (the certificate does not name the broker host)",
+        _ => "",
+    };
+    format!("{error}{hint}")
+}
+
 fn config_error(detail: String) -> Error {
     Error::TlsConfig { detail }
 }

@@ -98,13 +98,13 @@ pub async fn connect(
 /// Classifies a failure during the TLS handshake: rustls errors (bad
 /// certificate, alert from the broker) are TLS errors, the rest is I/O.
 fn tls_error(address: &str, error: io::Error) -> Error {
-    let is_rustls = error
+    if let Some(tls) = error
         .get_ref()
-        .is_some_and(|inner| inner.is::<rustls::Error>());
-    if is_rustls {
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+    {
         Error::Tls {
             broker: address.to_string(),
-            detail: error.to_string(),
+            detail: crate::tls::describe_error(tls),
         }
     } else if matches!(
         error.kind(),
