@@ -262,3 +262,35 @@ async fn pipelined_requests_on_one_connection_all_succeed() {
         handle.await.expect("task").expect("Metadata answered");
     }
 }
+
+#[tokio::test]
+async fn broker_pool_shares_a_connection_and_replaces_a_closed_one() {
+    let pool = kafka_lite::BrokerPool::new(Connector::new(base_config()).expect("connector"));
+    let address = source().bootstrap.get(Listener::Plaintext);
+    let first = pool.get(address).await.expect("connect");
+    let again = pool.get(address).await.expect("cached");
+    assert!(
+        first.same_connection(&again),
+        "the pool reuses an open connection"
+    );
+
+    first.close();
+    let err = again
+        .send(MetadataRequest::default().with_topics(Some(vec![])))
+        .await
+        .expect_err("closed connection");
+    assert!(
+        matches!(err, Error::ConnectionClosed { .. }) && err.is_retriable(),
+        "{err:?}"
+    );
+
+    let fresh = pool.get(address).await.expect("reconnect");
+    assert!(
+        !fresh.same_connection(&first),
+        "a closed connection is replaced"
+    );
+    fresh
+        .send(MetadataRequest::default().with_topics(Some(vec![])))
+        .await
+        .expect("the new connection works");
+}

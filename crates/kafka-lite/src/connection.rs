@@ -343,6 +343,20 @@ impl BrokerConnection {
         self.inner.shared.lock().closed.is_some() || self.inner.frames.is_closed()
     }
 
+    /// Closes the connection: in-flight and later requests fail with
+    /// [`Error::ConnectionClosed`]. Other clones of this handle see it closed.
+    pub fn close(&self) {
+        self.inner.shared.poison("closed by the client".to_string());
+        for task in &self.inner.tasks {
+            task.abort();
+        }
+    }
+
+    /// Whether two handles refer to the same underlying connection.
+    pub fn same_connection(&self, other: &BrokerConnection) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// The version range the broker advertised for `api_key`, if any.
     pub fn broker_versions(&self, api_key: i16) -> Option<VersionRange> {
         self.inner.api_versions.get(&api_key).copied()
