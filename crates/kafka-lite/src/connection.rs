@@ -144,13 +144,16 @@ struct InFlight {
     closed: Option<Closed>,
 }
 
-/// Why a connection closed.
+/// Why a connection closed; decides the error its requests fail with.
 #[derive(Clone)]
-struct Closed {
-    reason: String,
-    /// The TLS layer failed (an alert from the broker, say): reported as
-    /// [`Error::Tls`] rather than a retriable closed connection.
-    tls: bool,
+enum Closed {
+    /// End of stream, I/O failure or closed by us: retriable
+    /// [`Error::ConnectionClosed`].
+    Io(String),
+    /// The TLS layer failed (an alert from the broker, say): [`Error::Tls`].
+    Tls(String),
+    /// The broker announced an impossible frame: [`Error::FrameTooLarge`].
+    FrameTooLarge { size: i64, max: usize },
 }
 
 impl Shared {
@@ -161,16 +164,21 @@ impl Shared {
     }
 
     fn closed_error(&self, closed: &Closed) -> Error {
-        if closed.tls {
-            Error::Tls {
-                broker: self.broker.clone(),
-                detail: closed.reason.clone(),
-            }
-        } else {
-            Error::ConnectionClosed {
-                broker: self.broker.clone(),
-                detail: closed.reason.clone(),
-            }
+        let broker = self.broker.clone();
+        match closed {
+            Closed::Io(detail) => Error::ConnectionClosed {
+                broker,
+                detail: detail.clone(),
+            },
+            Closed::Tls(detail) => Error::Tls {
+                broker,
+                detail: detail.clone(),
+            },
+            Closed::FrameTooLarge { size, max } => Error::FrameTooLarge {
+                broker,
+                size: *size,
+                max: *max,
+            },
         }
     }
 
@@ -193,7 +201,7 @@ impl Shared {
 
     /// Marks the connection closed and fails every in-flight request.
     fn poison(&self, reason: String) {
-        self.close(Closed { reason, tls: false });
+        self.close(Closed::Io(reason));
     }
 
     /// Closes the connection after a failed read or write, telling TLS
@@ -203,10 +211,7 @@ impl Shared {
             .get_ref()
             .and_then(|inner| inner.downcast_ref::<rustls::Error>())
         {
-            Some(tls) => self.close(Closed {
-                reason: crate::tls::describe_error(tls),
-                tls: true,
-            }),
+            Some(tls) => self.close(Closed::Tls(crate::tls::describe_error(tls))),
             None => self.poison(format!("{action} failed: {error}")),
         }
     }
@@ -214,16 +219,11 @@ impl Shared {
     fn close(&self, closed: Closed) {
         let (waiters, closed) = {
             let mut state = self.lock();
-            if state.closed.is_none() {
-                tracing::debug!(broker = %self.broker, reason = %closed.reason, "connection closed");
-                state.closed = Some(closed);
-            }
-            let closed = state.closed.clone().unwrap_or_else(|| Closed {
-                reason: String::new(),
-                tls: false,
-            });
+            // The first reason wins; later failures are consequences.
+            let closed = state.closed.get_or_insert(closed).clone();
             (std::mem::take(&mut state.waiters), closed)
         };
+        tracing::debug!(broker = %self.broker, reason = %self.closed_error(&closed), "connection closed");
         for (_, waiter) in waiters {
             let _ = waiter.send(Err(self.closed_error(&closed)));
         }
@@ -303,12 +303,7 @@ impl BrokerConnection {
                         return;
                     }
                     Err(FrameError::TooLarge { size, max }) => {
-                        let err = Error::FrameTooLarge {
-                            broker: reader_shared.broker.clone(),
-                            size,
-                            max,
-                        };
-                        reader_shared.poison(err.to_string());
+                        reader_shared.close(Closed::FrameTooLarge { size, max });
                         return;
                     }
                     Err(FrameError::Io(e)) => {
@@ -436,10 +431,8 @@ impl BrokerConnection {
         let closed = || {
             // The writer or reader stopped: report why, if known.
             let state = inner.shared.lock().closed.clone();
-            let closed = state.unwrap_or_else(|| Closed {
-                reason: "the connection's tasks stopped".into(),
-                tls: false,
-            });
+            let closed =
+                state.unwrap_or_else(|| Closed::Io("the connection's tasks stopped".into()));
             inner.shared.closed_error(&closed)
         };
         let exchange = async {

@@ -106,7 +106,10 @@ pub enum Error {
     },
 
     /// A frame length announced by the broker is negative or above the limit.
-    #[error("broker {broker} sent a frame of {size} bytes; the limit is {max} bytes")]
+    #[error(
+        "broker {broker} sent a frame of {size} bytes; the limit is {max} bytes{}",
+        tls_hint(*.size)
+    )]
     FrameTooLarge {
         /// The broker address.
         broker: String,
@@ -251,6 +254,16 @@ fn fmt_range(range: &Option<VersionRange>) -> String {
         Some(r) if r.min == r.max => format!("v{}", r.min),
         Some(r) => format!("v{}-v{}", r.min, r.max),
         None => "no versions (API not offered)".to_string(),
+    }
+}
+
+/// A plaintext client reading a TLS record sees its header (content type
+/// 0x15 alert or 0x16 handshake, version 0x03xx) as a huge frame length.
+fn tls_hint(size: i64) -> &'static str {
+    if matches!(size >> 16, 0x1503 | 0x1603) {
+        " (these bytes look like TLS: is this an SSL listener? configure TLS)"
+    } else {
+        ""
     }
 }
 

@@ -198,7 +198,7 @@ async fn oversized_frame_closes_the_connection_naming_the_limit() {
     read_request(&mut peer).await;
     peer.write_all(&(1i32 << 30).to_be_bytes()).await.unwrap();
     let err = request.await.unwrap().unwrap_err();
-    assert!(matches!(err, Error::ConnectionClosed { .. }), "{err}");
+    assert!(matches!(err, Error::FrameTooLarge { .. }), "{err}");
     assert!(
         err.to_string()
             .contains("1073741824 bytes; the limit is 1048576"),
