@@ -1,17 +1,21 @@
-//! The boundary between the command line and the run loop.
+//! The driver: runs the pure core on kafka-lite.
 //!
-//! TEMPORARY: the functions below only define the interface the binary calls.
-//! Their bodies return [`DriverError::NotBuilt`]; the driver that runs flows on
-//! `kafka-lite` replaces this file, keeping these signatures (or changing
-//! `main.rs` with them). Everything the binary hands over is listed here:
+//! Per enabled flow one task ([`flow`]): create the checkpoints topic, discover
+//! the source groups, restore the checkpoint store, read the offset-syncs topic to
+//! its end, then emission rounds, group syncs and group refreshes on their
+//! intervals, with the offset-syncs topic followed in between. Every decision is
+//! the core's; this module moves facts and reports outcomes (logs, metrics,
+//! readiness). `translate` reads the checkpoints of a few groups and optionally
+//! commits them to the target groups.
 //!
-//! * a validated [`MirrorConfig`] (no network I/O has happened yet);
-//! * [`RunOptions`] / [`TranslateOptions`] from the command line;
-//! * a [`ShutdownSignal`] that SIGTERM/SIGINT trigger; the driver returns once
-//!   it fires, after finishing or abandoning the round in flight;
-//! * [`Metrics`], including its [`crate::metrics::Readiness`]
-//!   (`metrics.readiness()`), which starts not ready with the `startup`
-//!   condition that the driver clears.
+//! The CLI hands over a validated [`MirrorConfig`], [`RunOptions`] /
+//! [`TranslateOptions`], a [`ShutdownSignal`] and [`Metrics`].
+
+pub mod connect;
+pub mod flow;
+pub mod kafka;
+mod run;
+mod translate;
 
 use std::fmt;
 
@@ -52,14 +56,33 @@ pub struct TranslateOptions {
 /// Why the driver stopped with a failure (exit code 1).
 #[derive(Debug)]
 pub enum DriverError {
-    /// TEMPORARY: the run loop is not part of this build yet.
-    NotBuilt,
+    /// This CPU cannot run the TLS crypto provider.
+    Cpu(String),
+    /// A flow could not be set up (connection settings, filters).
+    Setup(String),
+    /// `--once`: a flow's round could not complete.
+    Once {
+        /// The flow.
+        flow: String,
+        /// What failed.
+        error: String,
+    },
+    /// `translate`: reading or committing failed.
+    Translate(String),
+    /// A flow task panicked or was cancelled.
+    Task(String),
 }
 
 impl fmt::Display for DriverError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            DriverError::NotBuilt => f.write_str("the run loop is not built yet"),
+            DriverError::Cpu(e) => write!(f, "{e}"),
+            DriverError::Setup(e) => write!(f, "{e}"),
+            DriverError::Once { flow, error } => {
+                write!(f, "flow {flow}: the round could not complete: {error}")
+            }
+            DriverError::Translate(e) => write!(f, "{e}"),
+            DriverError::Task(e) => write!(f, "a flow task failed: {e}"),
         }
     }
 }
@@ -73,8 +96,7 @@ pub async fn run(
     shutdown: ShutdownSignal,
     metrics: Metrics,
 ) -> Result<(), DriverError> {
-    let _ = (config, options, shutdown, metrics);
-    Err(DriverError::NotBuilt)
+    run::run(config, options, shutdown, metrics).await
 }
 
 /// Translates the committed offsets of `options.groups` across `options.flow`,
@@ -84,6 +106,17 @@ pub async fn translate(
     options: TranslateOptions,
     shutdown: ShutdownSignal,
 ) -> Result<(), DriverError> {
-    let _ = (config, options, shutdown);
-    Err(DriverError::NotBuilt)
+    translate::translate(config, options, shutdown).await
+}
+
+/// Checks the TLS crypto provider can run on this CPU (graviola builds).
+pub(crate) fn check_cpu(config: &MirrorConfig) -> Result<(), DriverError> {
+    let uses_tls = config
+        .flows
+        .iter()
+        .any(|f| f.source.tls.is_some() || f.target.tls.is_some());
+    if uses_tls && cfg!(not(feature = "ring")) {
+        kafka_lite::tls::graviola_cpu_support().map_err(|e| DriverError::Cpu(e.to_string()))?;
+    }
+    Ok(())
 }

@@ -1,0 +1,824 @@
+//! One flow `S->T`: startup, emission rounds, group sync and the offset-syncs
+//! follow loop. Every decision is the core's; this module only moves facts
+//! between the clusters and the core.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use kafka_lite::Error;
+use kafka_protocol::error::ResponseError;
+
+use crate::config::{FlowConfig, OffsetSyncsTopicLocation, ReplicationPolicyKind};
+use crate::core::format::OffsetSync as OffsetSyncRecord;
+use crate::core::{
+    Checkpoint, CheckpointRound, CheckpointStore, CommittedOffset, DecodeError, Flow, GroupFilter,
+    GroupOffsets, GroupSyncOutcome, InitMode, OffsetSyncStore, ReplicationPolicy, SkipReason,
+    TargetGroup, TargetGroupState, TargetRefresh, TopicFilter, TopicPartition, plan_group_sync,
+};
+use crate::metrics::{self, Metrics, TopicKind, UntranslatableReason};
+
+use super::connect::{self, Connection};
+use super::kafka::{Cluster, CommitOutcome, CreateOutcome, Fetched, OutRecord, error_label};
+
+/// A failed cluster operation: which cluster, which operation, what error.
+#[derive(Debug)]
+pub struct StepError {
+    /// Cluster alias.
+    pub cluster: String,
+    /// The operation, e.g. `ListGroups`.
+    pub op: &'static str,
+    /// What went wrong.
+    pub error: Error,
+}
+
+impl fmt::Display for StepError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "cluster {}: {} failed: {}",
+            self.cluster, self.op, self.error
+        )
+    }
+}
+
+/// Failures that stop a flow before it can run.
+#[derive(Debug)]
+pub enum SetupError {
+    /// The connection settings are unusable.
+    Connect(connect::ConnectError),
+    /// The TLS configuration could not be built.
+    Client(String, Error),
+    /// A filter or policy could not be built.
+    Invalid(String),
+}
+
+impl fmt::Display for SetupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SetupError::Connect(e) => write!(f, "{e}"),
+            SetupError::Client(alias, e) => write!(f, "cluster {alias}: {e}"),
+            SetupError::Invalid(msg) => f.write_str(msg),
+        }
+    }
+}
+
+/// Milliseconds since the epoch.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// The fixed parts of one flow.
+pub struct FlowContext {
+    /// `S->T`.
+    pub name: String,
+    /// The flow's settings.
+    pub cfg: FlowConfig,
+    /// The core's flow.
+    pub flow: Flow,
+    /// The replication policy.
+    pub policy: ReplicationPolicy,
+    /// The topic filter.
+    pub topic_filter: TopicFilter,
+    /// The group filter.
+    pub group_filter: GroupFilter,
+    /// The source cluster.
+    pub source: Cluster,
+    /// The target cluster.
+    pub target: Cluster,
+    /// The cluster holding the offset-syncs topic.
+    pub syncs_cluster: Cluster,
+    /// The offset-syncs topic.
+    pub syncs_topic: String,
+    /// The checkpoints topic (on the target).
+    pub checkpoints_topic: String,
+    /// Metrics.
+    pub metrics: Metrics,
+    _connections: (Connection, Connection),
+}
+
+impl FlowContext {
+    /// Builds the flow's clients, filters and policy (no network I/O).
+    pub fn new(cfg: FlowConfig, metrics: Metrics) -> Result<Self, SetupError> {
+        let name = cfg.name();
+        let client_id = format!("mm2-checkpoint-{name}");
+        let source_conn = connect::connection(
+            &cfg.source,
+            &client_id,
+            cfg.admin_timeout.min(Duration::from_secs(30)),
+        )
+        .map_err(SetupError::Connect)?;
+        let target_conn = connect::connection(
+            &cfg.target,
+            &client_id,
+            cfg.admin_timeout.min(Duration::from_secs(30)),
+        )
+        .map_err(SetupError::Connect)?;
+        let source = Cluster::new(
+            &cfg.source.alias,
+            source_conn.bootstrap.clone(),
+            source_conn.config.clone(),
+        )
+        .map_err(|e| SetupError::Client(cfg.source.alias.clone(), e))?;
+        let target = Cluster::new(
+            &cfg.target.alias,
+            target_conn.bootstrap.clone(),
+            target_conn.config.clone(),
+        )
+        .map_err(|e| SetupError::Client(cfg.target.alias.clone(), e))?;
+        let rp = &cfg.replication_policy;
+        let policy = match rp.kind {
+            ReplicationPolicyKind::Default => ReplicationPolicy::Default {
+                separator: rp.separator.clone(),
+                internal_separator: rp.internal_separator.clone(),
+            },
+            ReplicationPolicyKind::Identity => ReplicationPolicy::Identity {
+                separator: rp.separator.clone(),
+                internal_separator: rp.internal_separator.clone(),
+                source_alias: Some(cfg.source.alias.clone()),
+            },
+        };
+        let opt = |s: &str| (!s.trim().is_empty()).then(|| s.to_owned());
+        let f = &cfg.filters;
+        let topic_filter =
+            TopicFilter::new(opt(&f.topics).as_deref(), opt(&f.topics_exclude).as_deref())
+                .map_err(|e| SetupError::Invalid(format!("flow {name}: topics filter: {e}")))?;
+        let group_filter =
+            GroupFilter::new(opt(&f.groups).as_deref(), opt(&f.groups_exclude).as_deref())
+                .map_err(|e| SetupError::Invalid(format!("flow {name}: groups filter: {e}")))?;
+        let syncs_cluster = match cfg.offset_syncs_topic_location {
+            OffsetSyncsTopicLocation::Source => source.clone(),
+            OffsetSyncsTopicLocation::Target => target.clone(),
+        };
+        Ok(FlowContext {
+            flow: Flow::new(cfg.source.alias.clone(), cfg.target.alias.clone()),
+            syncs_topic: cfg.offset_syncs_topic(),
+            checkpoints_topic: cfg.checkpoints_topic(),
+            name,
+            cfg,
+            policy,
+            topic_filter,
+            group_filter,
+            source,
+            target,
+            syncs_cluster,
+            metrics,
+            _connections: (source_conn, target_conn),
+        })
+    }
+
+    /// Wraps a cluster result: counts and returns the error with its context.
+    pub fn step<T>(
+        &self,
+        cluster: &Cluster,
+        op: &'static str,
+        r: Result<T, Error>,
+    ) -> Result<T, StepError> {
+        r.map_err(|error| {
+            self.metrics
+                .request_error(cluster.alias(), op, &error_label(&error));
+            StepError {
+                cluster: cluster.alias().to_owned(),
+                op,
+                error,
+            }
+        })
+    }
+
+    fn ready_condition(&self) -> String {
+        format!("flow {} initial read", self.name)
+    }
+
+    fn cluster_condition(&self) -> String {
+        format!("flow {} clusters", self.name)
+    }
+
+    /// Creates the checkpoints topic on the target if missing (1 partition,
+    /// compacted, the configured replication factor, falling back to the broker
+    /// count when the factor is invalid for this cluster).
+    pub async fn ensure_checkpoints_topic(&self) -> Result<(), StepError> {
+        let t = &self.target;
+        let topic = &self.checkpoints_topic;
+        let exists = self.step(t, "Metadata", t.topic_exists(topic).await)?;
+        if exists {
+            return Ok(());
+        }
+        let configs = [("cleanup.policy", "compact")];
+        let rf = self.cfg.checkpoints_topic_replication_factor;
+        match t.create_topic(topic, 1, rf, &configs).await {
+            Ok(CreateOutcome::Created) => {
+                tracing::info!(flow = %self.name, topic, replication_factor = rf, "created the checkpoints topic");
+                Ok(())
+            }
+            Ok(CreateOutcome::AlreadyExisted) => Ok(()),
+            Err(Error::Kafka {
+                error: ResponseError::InvalidReplicationFactor,
+                ..
+            }) => {
+                let brokers = self.step(t, "Metadata", t.broker_count().await)?;
+                let fallback = i16::try_from(brokers.max(1)).unwrap_or(i16::MAX);
+                tracing::warn!(
+                    flow = %self.name,
+                    topic,
+                    "checkpoints.topic.replication.factor={rf} is invalid on cluster {} \
+                     ({brokers} brokers); creating the topic with replication factor {fallback}",
+                    t.alias()
+                );
+                let r = t.create_topic(topic, 1, fallback, &configs).await;
+                self.step(t, "CreateTopics", r).map(|_| ())
+            }
+            Err(e) => self.step(t, "CreateTopics", Err(e)),
+        }
+    }
+
+    /// Lists the source's groups, applies the group filter and keeps the groups
+    /// with at least one committed partition the topic filter accepts (spec E).
+    pub async fn discover_groups(&self) -> Result<Vec<String>, StepError> {
+        let s = &self.source;
+        let listed = self.step(s, "ListGroups", s.list_groups().await)?;
+        let candidates: Vec<String> = listed
+            .into_iter()
+            .filter(|g| self.group_filter.should_replicate_group(g))
+            .collect();
+        if candidates.is_empty() {
+            return Ok(Vec::new());
+        }
+        let offsets = self.step(s, "OffsetFetch", s.fetch_group_offsets(&candidates).await)?;
+        let mut kept = Vec::new();
+        for (group, result) in offsets {
+            match result {
+                Ok(tps) => {
+                    if tps
+                        .keys()
+                        .any(|tp| self.topic_filter.should_replicate_topic(&tp.topic))
+                    {
+                        kept.push(group);
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(flow = %self.name, group, error = %e, "cannot list the group's offsets; left out");
+                }
+            }
+        }
+        Ok(kept)
+    }
+
+    /// Reads partition 0 of `topic` on `cluster` from the earliest offset to the end
+    /// captured at start, handing each record to `apply`. Logs progress every 5 s.
+    pub async fn read_to_end(
+        &self,
+        cluster: &Cluster,
+        topic: &str,
+        kind: &str,
+        mut apply: impl FnMut(&super::kafka::FetchedRecord),
+    ) -> Result<i64, StepError> {
+        let start = self.step(
+            cluster,
+            "ListOffsets",
+            cluster.list_offset(topic, 0, -2).await,
+        )?;
+        let end = self.step(
+            cluster,
+            "ListOffsets",
+            cluster.list_offset(topic, 0, -1).await,
+        )?;
+        let mut pos = start;
+        let mut last_log = Instant::now();
+        let began = Instant::now();
+        let total = (end - start).max(1) as f64;
+        while pos < end {
+            let fetched: Fetched =
+                self.step(cluster, "Fetch", cluster.fetch(topic, 0, pos, 500).await)?;
+            for r in &fetched.records {
+                if r.offset >= end {
+                    break;
+                }
+                apply(r);
+            }
+            if fetched.next_offset <= pos && fetched.records.is_empty() {
+                if fetched.high_watermark < end {
+                    // The log was truncated below the captured end; stop there.
+                    break;
+                }
+                continue;
+            }
+            pos = fetched.next_offset.max(pos);
+            if kind == "offset-syncs" {
+                self.metrics.set_initial_read_progress(
+                    &self.name,
+                    topic,
+                    (pos - start) as f64 / total,
+                );
+            }
+            if last_log.elapsed() >= Duration::from_secs(5) {
+                last_log = Instant::now();
+                tracing::info!(flow = %self.name, topic, position = pos, end, "reading the {kind} topic");
+            }
+        }
+        if kind == "offset-syncs" {
+            self.metrics
+                .set_initial_read_progress(&self.name, topic, 1.0);
+        }
+        tracing::info!(
+            flow = %self.name, topic, records = end - start,
+            elapsed_ms = began.elapsed().as_millis() as u64,
+            "read the {kind} topic to its end"
+        );
+        Ok(pos.min(end).max(start))
+    }
+
+    /// Restores a checkpoint store for `groups` from the checkpoints topic.
+    /// Returns the store and whether the read succeeded.
+    pub async fn restore_checkpoints(&self, groups: &[String]) -> (CheckpointStore, bool) {
+        let mut store = CheckpointStore::new(groups.iter().cloned());
+        let mut logged = BTreeSet::new();
+        let metrics = self.metrics.clone();
+        let name = self.name.clone();
+        let r = self
+            .read_to_end(
+                &self.target,
+                &self.checkpoints_topic,
+                "checkpoints",
+                |rec| {
+                    if let crate::core::RestoreOutcome::Skipped(e) =
+                        store.restore_record(rec.key.as_deref(), rec.value.as_deref())
+                    {
+                        note_skipped(
+                            &metrics,
+                            &name,
+                            TopicKind::Checkpoints,
+                            &e,
+                            rec.offset,
+                            &mut logged,
+                        );
+                    }
+                },
+            )
+            .await;
+        match r {
+            Ok(_) => {
+                let stats = store.restore_stats();
+                tracing::info!(
+                    flow = %self.name, restored = stats.restored, other_groups = stats.not_assigned,
+                    skipped = stats.skipped(), "restored checkpoints"
+                );
+                (store, true)
+            }
+            Err(e) => {
+                tracing::warn!(
+                    flow = %self.name, error = %e,
+                    "cannot read the checkpoints topic; offset syncs will be read in must-read-to-end mode"
+                );
+                (CheckpointStore::new(groups.iter().cloned()), false)
+            }
+        }
+    }
+}
+
+fn note_skipped(
+    metrics: &Metrics,
+    flow: &str,
+    kind: TopicKind,
+    e: &DecodeError,
+    offset: i64,
+    logged: &mut BTreeSet<&'static str>,
+) {
+    let (reason, label) = match e {
+        DecodeError::Null { .. } => (metrics::SkipReason::Tombstone, "tombstone"),
+        DecodeError::UnsupportedVersion { .. } => {
+            (metrics::SkipReason::UnknownVersion, "unknown_version")
+        }
+        _ => (metrics::SkipReason::Corrupt, "corrupt"),
+    };
+    metrics.record_skipped(flow, kind, reason);
+    if logged.insert(label) {
+        tracing::warn!(
+            flow, topic_kind = kind.as_str(), offset, error = %e,
+            "skipping a {label} record (logged once per kind; see records_skipped_total)"
+        );
+    }
+}
+
+/// The changing state of a running flow.
+pub struct FlowState {
+    /// The offset-sync store.
+    pub syncs: OffsetSyncStore,
+    /// Next offset of the offset-syncs topic to read.
+    pub syncs_pos: i64,
+    /// The checkpoint store.
+    pub checkpoints: CheckpointStore,
+    /// The groups this flow checkpoints.
+    pub groups: Vec<String>,
+    logged: BTreeSet<&'static str>,
+}
+
+/// What an emission round did.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RoundSummary {
+    /// Checkpoints produced.
+    pub emitted: usize,
+    /// Partitions skipped.
+    pub skipped: usize,
+}
+
+/// What a group sync did, per outcome.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SyncSummary {
+    /// Groups committed.
+    pub committed: usize,
+    /// Groups skipped as active (also when the broker refused).
+    pub skipped_active: usize,
+    /// Groups already at or ahead of the checkpoints.
+    pub skipped_target_ahead: usize,
+    /// Groups in an unknown state.
+    pub skipped_unknown_state: usize,
+    /// Failed commits.
+    pub failed: usize,
+}
+
+impl FlowContext {
+    /// Startup: topic, groups, restore, initial read of the offset syncs.
+    pub async fn start(&self) -> Result<FlowState, StepError> {
+        let readiness = self.metrics.readiness();
+        readiness.set_not_ready(
+            self.ready_condition(),
+            "the offset-syncs topic has not been read to its end",
+        );
+        self.ensure_checkpoints_topic().await?;
+        let groups = self.discover_groups().await?;
+        tracing::info!(flow = %self.name, groups = groups.len(), "discovered consumer groups");
+        let (checkpoints, restored) = self.restore_checkpoints(&groups).await;
+        let mode = if restored {
+            InitMode::LoadAllHistory
+        } else {
+            InitMode::MustReadToEnd
+        };
+        let mut state = FlowState {
+            syncs: OffsetSyncStore::new(mode),
+            syncs_pos: 0,
+            checkpoints,
+            groups,
+            logged: BTreeSet::new(),
+        };
+        let c = &self.syncs_cluster;
+        let exists = self.step(c, "Metadata", c.topic_exists(&self.syncs_topic).await)?;
+        if !exists {
+            return Err(StepError {
+                cluster: c.alias().to_owned(),
+                op: "Metadata",
+                error: Error::Kafka {
+                    api: "Metadata",
+                    error: ResponseError::UnknownTopicOrPartition,
+                    context: format!(
+                        "the offset-syncs topic {} does not exist yet (is MM2's source connector running?)",
+                        self.syncs_topic
+                    ),
+                },
+            });
+        }
+        let metrics = self.metrics.clone();
+        let name = self.name.clone();
+        let mut applied = 0u64;
+        let FlowState { syncs, logged, .. } = &mut state;
+        let pos =
+            self.read_to_end(c, &self.syncs_topic, "offset-syncs", |rec| {
+                match OffsetSyncRecord::decode(rec.key.as_deref(), rec.value.as_deref()) {
+                    Ok(s) => {
+                        syncs.apply(
+                            &s.topic_partition.topic,
+                            s.topic_partition.partition,
+                            s.upstream_offset,
+                            s.downstream_offset,
+                        );
+                        applied += 1;
+                    }
+                    Err(e) => note_skipped(
+                        &metrics,
+                        &name,
+                        TopicKind::OffsetSyncs,
+                        &e,
+                        rec.offset,
+                        logged,
+                    ),
+                }
+            })
+            .await?;
+        self.metrics.offset_syncs_read(&self.name, applied);
+        state.syncs_pos = pos;
+        state.syncs.finish_initial_read();
+        readiness.set_ready(&self.ready_condition());
+        tracing::info!(
+            flow = %self.name, syncs = applied, partitions = state.syncs.partition_count(),
+            mode = ?mode, "offset syncs loaded; translation is ready"
+        );
+        Ok(state)
+    }
+
+    /// Reads new offset syncs (non-blocking) up to the current end.
+    pub async fn poll_syncs(&self, state: &mut FlowState) -> Result<u64, StepError> {
+        let c = &self.syncs_cluster;
+        let mut applied = 0u64;
+        loop {
+            let fetched = self.step(
+                c,
+                "Fetch",
+                c.fetch(&self.syncs_topic, 0, state.syncs_pos, 0).await,
+            )?;
+            for rec in &fetched.records {
+                match OffsetSyncRecord::decode(rec.key.as_deref(), rec.value.as_deref()) {
+                    Ok(s) => {
+                        state.syncs.apply(
+                            &s.topic_partition.topic,
+                            s.topic_partition.partition,
+                            s.upstream_offset,
+                            s.downstream_offset,
+                        );
+                        applied += 1;
+                    }
+                    Err(e) => note_skipped(
+                        &self.metrics,
+                        &self.name,
+                        TopicKind::OffsetSyncs,
+                        &e,
+                        rec.offset,
+                        &mut state.logged,
+                    ),
+                }
+            }
+            let advanced = fetched.next_offset > state.syncs_pos;
+            state.syncs_pos = state.syncs_pos.max(fetched.next_offset);
+            if !advanced || state.syncs_pos >= fetched.high_watermark {
+                break;
+            }
+        }
+        if applied > 0 {
+            self.metrics.offset_syncs_read(&self.name, applied);
+        }
+        Ok(applied)
+    }
+
+    /// Re-discovers the groups; if the set changed, rebuilds the checkpoint store
+    /// for the new set from the checkpoints topic.
+    pub async fn refresh_groups(&self, state: &mut FlowState) -> Result<(), StepError> {
+        let groups = self.discover_groups().await?;
+        if groups != state.groups {
+            tracing::info!(flow = %self.name, before = state.groups.len(), after = groups.len(), "the set of consumer groups changed");
+            let (store, ok) = self.restore_checkpoints(&groups).await;
+            if ok {
+                state.checkpoints = store;
+                state.groups = groups;
+                let keep: BTreeSet<String> = state.groups.iter().cloned().collect();
+                self.metrics
+                    .retain_checkpoint_latency_groups(&self.name, |g| keep.contains(g));
+            }
+        }
+        Ok(())
+    }
+
+    /// One emission round.
+    pub async fn emit_round(&self, state: &mut FlowState) -> Result<RoundSummary, StepError> {
+        let started = Instant::now();
+        if state.groups.is_empty() {
+            self.metrics
+                .observe_round_duration(&self.name, started.elapsed());
+            return Ok(RoundSummary::default());
+        }
+        let s = &self.source;
+        let fetched = self.step(s, "OffsetFetch", s.fetch_group_offsets(&state.groups).await)?;
+        let mut groups: BTreeMap<String, GroupOffsets> = BTreeMap::new();
+        for (group, result) in fetched {
+            match result {
+                Ok(offsets) => {
+                    let offsets: GroupOffsets = offsets
+                        .into_iter()
+                        .map(|(tp, v)| {
+                            (
+                                tp,
+                                v.map(|(offset, metadata)| CommittedOffset { offset, metadata }),
+                            )
+                        })
+                        .collect();
+                    groups.insert(group, offsets);
+                }
+                Err(e) => {
+                    self.metrics
+                        .request_error(s.alias(), "OffsetFetch", &error_label(&e));
+                    tracing::warn!(flow = %self.name, cluster = s.alias(), group, error = %e, "OffsetFetch failed for a group; skipped this round");
+                }
+            }
+        }
+        let round = CheckpointRound {
+            flow: &self.flow,
+            policy: &self.policy,
+            topic_filter: &self.topic_filter,
+        };
+        let plan = round.plan(&state.syncs, &state.checkpoints, &groups);
+        let counts = plan.skip_counts();
+        for (reason, n) in [
+            (UntranslatableReason::NotReady, counts.not_ready),
+            (UntranslatableReason::NoSync, counts.no_sync),
+            (UntranslatableReason::TooOld, counts.too_old),
+            (UntranslatableReason::Filtered, counts.filtered),
+            (UntranslatableReason::NullOffset, counts.null_offset),
+            (UntranslatableReason::Suppressed, counts.not_more_recent),
+            (UntranslatableReason::Conflict, counts.conflict),
+        ] {
+            self.metrics
+                .set_untranslatable_partitions(&self.name, reason, n);
+        }
+        for sk in &plan.skipped {
+            if let SkipReason::Conflict { downstream } = &sk.reason {
+                tracing::warn!(flow = %self.name, group = sk.group, upstream = %sk.upstream, %downstream, "two upstream partitions map to one downstream partition; skipped");
+            }
+        }
+        let summary = RoundSummary {
+            emitted: plan.checkpoints.len(),
+            skipped: plan.skipped.len(),
+        };
+        if !plan.checkpoints.is_empty() {
+            self.produce_checkpoints(state, &plan.checkpoints).await?;
+        }
+        self.metrics
+            .observe_round_duration(&self.name, started.elapsed());
+        tracing::debug!(flow = %self.name, emitted = summary.emitted, skipped = summary.skipped, "emission round done");
+        Ok(summary)
+    }
+
+    async fn produce_checkpoints(
+        &self,
+        state: &mut FlowState,
+        cps: &[Checkpoint],
+    ) -> Result<(), StepError> {
+        let ts = now_ms();
+        let mut records = Vec::with_capacity(cps.len());
+        let mut encodable = Vec::with_capacity(cps.len());
+        for cp in cps {
+            match (cp.encode_key(), cp.encode_value()) {
+                (Ok(key), Ok(value)) => {
+                    records.push(OutRecord {
+                        key,
+                        value,
+                        timestamp: ts,
+                    });
+                    encodable.push(cp.clone());
+                }
+                (Err(e), _) | (_, Err(e)) => {
+                    tracing::warn!(flow = %self.name, group = cp.key.group, tp = %cp.key.topic_partition, error = %e, "cannot encode a checkpoint; skipped");
+                }
+            }
+        }
+        const CHUNK: usize = 2000;
+        let t = &self.target;
+        for (recs, cps) in records.chunks(CHUNK).zip(encodable.chunks(CHUNK)) {
+            match t.produce(&self.checkpoints_topic, 0, recs).await {
+                Ok(_) => {
+                    state.checkpoints.on_produced(cps);
+                    self.metrics
+                        .checkpoints_emitted(&self.name, cps.len() as u64);
+                }
+                Err(e) => {
+                    state.checkpoints.on_produce_failed(cps);
+                    return self.step(t, "Produce", Err(e));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One target group sync.
+    pub async fn sync_groups(&self, store: &CheckpointStore) -> Result<SyncSummary, StepError> {
+        let t = &self.target;
+        let groups: Vec<String> = store
+            .assigned_groups()
+            .map(str::to_owned)
+            .chain(store.groups().map(|(g, _)| g.to_owned()))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let refresh = self.refresh_target(&groups).await;
+        let plan = plan_group_sync(store, &refresh);
+        let mut summary = SyncSummary::default();
+        let commits: BTreeMap<&str, _> =
+            plan.commits.iter().map(|c| (c.group.as_str(), c)).collect();
+        for (group, outcome) in &plan.outcomes {
+            let m = match outcome {
+                GroupSyncOutcome::Committed { .. } => {
+                    let Some(commit) = commits.get(group.as_str()) else {
+                        continue;
+                    };
+                    let offsets = commit
+                        .offsets
+                        .iter()
+                        .map(|(tp, o)| (tp.clone(), (o.offset, o.metadata.clone())))
+                        .collect();
+                    match t.commit_group_offsets(group, &offsets).await {
+                        Ok(CommitOutcome::Committed) => {
+                            tracing::info!(flow = %self.name, group, partitions = offsets.len(), "synced the target group's offsets");
+                            summary.committed += 1;
+                            metrics::GroupSyncOutcome::Committed
+                        }
+                        Ok(CommitOutcome::GroupActive) => {
+                            tracing::info!(flow = %self.name, group, "the target group became active; not synced");
+                            summary.skipped_active += 1;
+                            metrics::GroupSyncOutcome::SkippedActive
+                        }
+                        Err(e) => {
+                            self.metrics
+                                .request_error(t.alias(), "OffsetCommit", &error_label(&e));
+                            tracing::warn!(flow = %self.name, cluster = t.alias(), group, error = %e, "OffsetCommit failed");
+                            summary.failed += 1;
+                            metrics::GroupSyncOutcome::Failed
+                        }
+                    }
+                }
+                GroupSyncOutcome::SkippedActive(_) => {
+                    summary.skipped_active += 1;
+                    metrics::GroupSyncOutcome::SkippedActive
+                }
+                GroupSyncOutcome::SkippedTargetAhead { .. } => {
+                    summary.skipped_target_ahead += 1;
+                    metrics::GroupSyncOutcome::SkippedTargetAhead
+                }
+                GroupSyncOutcome::SkippedUnknownState => {
+                    summary.skipped_unknown_state += 1;
+                    metrics::GroupSyncOutcome::SkippedUnknownState
+                }
+                GroupSyncOutcome::NothingToDo => continue,
+            };
+            self.metrics.group_synced(&self.name, m);
+        }
+        if matches!(refresh, TargetRefresh::Failed) {
+            return Err(StepError {
+                cluster: t.alias().to_owned(),
+                op: "DescribeGroups",
+                error: Error::Kafka {
+                    api: "DescribeGroups",
+                    error: ResponseError::CoordinatorNotAvailable,
+                    context: "the target groups could not be described; no sync this round".into(),
+                },
+            });
+        }
+        Ok(summary)
+    }
+
+    /// Describes `groups` on the target and lists the offsets of the Empty ones.
+    pub async fn refresh_target(&self, groups: &[String]) -> TargetRefresh {
+        let t = &self.target;
+        if groups.is_empty() {
+            return TargetRefresh::Done(BTreeMap::new());
+        }
+        let described = match t.describe_groups(groups).await {
+            Ok(d) => d,
+            Err(e) => {
+                let _ = self.step::<()>(t, "DescribeGroups", Err(e)).map_err(|e| {
+                    tracing::warn!(flow = %self.name, error = %e, "target refresh failed; no group sync this round");
+                });
+                return TargetRefresh::Failed;
+            }
+        };
+        let empty: Vec<String> = described
+            .iter()
+            .filter(|(_, d)| TargetGroupState::from_kafka_name(&d.state) == TargetGroupState::Empty)
+            .map(|(g, _)| g.clone())
+            .collect();
+        let mut offsets = if empty.is_empty() {
+            BTreeMap::new()
+        } else {
+            match t.fetch_group_offsets(&empty).await {
+                Ok(o) => o,
+                Err(e) => {
+                    self.metrics
+                        .request_error(t.alias(), "OffsetFetch", &error_label(&e));
+                    tracing::warn!(flow = %self.name, cluster = t.alias(), error = %e, "OffsetFetch of target groups failed");
+                    BTreeMap::new()
+                }
+            }
+        };
+        let mut out = BTreeMap::new();
+        for (group, d) in described {
+            let state = TargetGroupState::from_kafka_name(&d.state);
+            let committed = offsets.remove(&group).and_then(Result::ok).map(|o| {
+                o.into_iter()
+                    .map(|(tp, v): (TopicPartition, Option<(i64, String)>)| {
+                        (tp, v.map(|(off, _)| off))
+                    })
+                    .collect()
+            });
+            out.insert(group, TargetGroup::from_state(state, committed));
+        }
+        TargetRefresh::Done(out)
+    }
+
+    /// Marks the flow's clusters reachable or not in the readiness flag.
+    pub fn set_clusters_ok(&self, ok: bool, reason: &str) {
+        let readiness = self.metrics.readiness();
+        if ok {
+            readiness.set_ready(&self.cluster_condition());
+        } else {
+            readiness.set_not_ready(self.cluster_condition(), reason.to_owned());
+        }
+    }
+}

@@ -1,0 +1,237 @@
+//! `run`: one task per flow, each a single loop over its timers.
+
+use std::time::Duration;
+
+use tokio::time::{Instant, sleep_until};
+
+use crate::config::MirrorConfig;
+use crate::metrics::Metrics;
+
+use crate::shutdown::ShutdownSignal;
+
+use super::flow::{FlowContext, FlowState, StepError};
+use super::{DriverError, RunOptions, check_cpu};
+
+/// Backoff after consecutive failures: 1 s doubling up to `cap`.
+struct Backoff {
+    failures: u32,
+    cap: Duration,
+}
+
+impl Backoff {
+    fn new(cap: Duration) -> Self {
+        Backoff { failures: 0, cap }
+    }
+
+    fn failed(&mut self) -> Duration {
+        self.failures = self.failures.saturating_add(1);
+        let secs = 1u64 << self.failures.saturating_sub(1).min(6);
+        Duration::from_secs(secs).min(self.cap.max(Duration::from_secs(1)))
+    }
+
+    fn succeeded(&mut self) {
+        self.failures = 0;
+    }
+}
+
+pub(super) async fn run(
+    config: MirrorConfig,
+    options: RunOptions,
+    shutdown: ShutdownSignal,
+    metrics: Metrics,
+) -> Result<(), DriverError> {
+    check_cpu(&config)?;
+    for w in &config.warnings {
+        tracing::warn!("{w}");
+    }
+    let mut contexts = Vec::new();
+    for flow in config.flows {
+        let ctx = FlowContext::new(flow, metrics.clone())
+            .map_err(|e| DriverError::Setup(e.to_string()))?;
+        metrics.readiness().set_not_ready(
+            format!("flow {} initial read", ctx.name),
+            "starting".to_string(),
+        );
+        contexts.push(ctx);
+    }
+    metrics.readiness().set_ready("startup");
+    if contexts.is_empty() {
+        tracing::warn!("no enabled flow in the configuration; nothing to do");
+        if !options.once {
+            shutdown.triggered().await;
+        }
+        return Ok(());
+    }
+    let mut tasks = tokio::task::JoinSet::new();
+    for ctx in contexts {
+        let shutdown = shutdown.clone();
+        let once = options.once;
+        tasks.spawn(async move {
+            let name = ctx.name.clone();
+            let r = if once {
+                run_once(&ctx, &shutdown).await
+            } else {
+                run_forever(&ctx, &shutdown).await;
+                Ok(())
+            };
+            (name, r)
+        });
+    }
+    let mut first_error = None;
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok((_, Ok(()))) => {}
+            Ok((flow, Err(error))) => {
+                tracing::error!(flow, %error, "the round could not complete");
+                first_error.get_or_insert(DriverError::Once {
+                    flow,
+                    error: error.to_string(),
+                });
+            }
+            Err(e) => {
+                first_error.get_or_insert(DriverError::Task(e.to_string()));
+            }
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+/// `--once`: start (retrying until `admin.timeout.ms`), one emission round, one
+/// group sync if enabled.
+async fn run_once(ctx: &FlowContext, shutdown: &ShutdownSignal) -> Result<(), StepError> {
+    let deadline = Instant::now() + ctx.cfg.admin_timeout;
+    let mut backoff = Backoff::new(Duration::from_secs(5));
+    let mut state = loop {
+        match ctx.start().await {
+            Ok(state) => break state,
+            Err(e) => {
+                let wait = backoff.failed();
+                if Instant::now() + wait >= deadline || shutdown.is_triggered() {
+                    return Err(e);
+                }
+                tracing::warn!(flow = %ctx.name, error = %e, retry_in_ms = wait.as_millis() as u64, "startup failed; retrying");
+                tokio::select! {
+                    _ = shutdown.triggered() => return Err(e),
+                    _ = tokio::time::sleep(wait) => {}
+                }
+            }
+        }
+    };
+    let summary = ctx.emit_round(&mut state).await?;
+    tracing::info!(flow = %ctx.name, groups = state.groups.len(), emitted = summary.emitted, skipped = summary.skipped, "emission round done");
+    if ctx.cfg.sync_group_offsets_enabled {
+        let s = ctx.sync_groups(&state.checkpoints).await?;
+        tracing::info!(
+            flow = %ctx.name, committed = s.committed, skipped_active = s.skipped_active,
+            skipped_target_ahead = s.skipped_target_ahead, skipped_unknown_state = s.skipped_unknown_state,
+            failed = s.failed, "group sync done"
+        );
+    }
+    Ok(())
+}
+
+/// The daemon loop of one flow. Returns when `shutdown` fires; an operation in
+/// flight (a produce or commit) finishes first.
+async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
+    let mut backoff = Backoff::new(Duration::from_secs(30));
+    let mut state: FlowState = loop {
+        match ctx.start().await {
+            Ok(state) => {
+                ctx.set_clusters_ok(true, "");
+                break state;
+            }
+            Err(e) => {
+                ctx.set_clusters_ok(false, &e.to_string());
+                let wait = backoff.failed();
+                tracing::warn!(flow = %ctx.name, error = %e, retry_in_ms = wait.as_millis() as u64, "startup failed; retrying");
+                tokio::select! {
+                    _ = shutdown.triggered() => return,
+                    _ = tokio::time::sleep(wait) => {}
+                }
+            }
+        }
+    };
+    backoff.succeeded();
+    let emit_every = ctx.cfg.emit_checkpoints_interval;
+    let sync_every = ctx.cfg.sync_group_offsets_interval;
+    let refresh_every = ctx.cfg.refresh_groups_interval;
+    let poll_every = ctx
+        .cfg
+        .consumer_poll_timeout
+        .max(Duration::from_millis(100));
+    let now = Instant::now();
+    // The first round runs right away (the startup just read everything).
+    let mut next_emit = now;
+    let mut next_sync = now + sync_every;
+    let mut next_refresh = now + refresh_every;
+    let mut next_poll = now + poll_every;
+    let mut sync_backoff = Backoff::new(sync_every);
+    loop {
+        let mut next = next_emit.min(next_poll);
+        if ctx.cfg.sync_group_offsets_enabled {
+            next = next.min(next_sync);
+        }
+        if ctx.cfg.refresh_groups_enabled {
+            next = next.min(next_refresh);
+        }
+        tokio::select! {
+            _ = shutdown.triggered() => return,
+            _ = sleep_until(next) => {}
+        }
+        let now = Instant::now();
+        if now >= next_poll {
+            if let Err(e) = ctx.poll_syncs(&mut state).await {
+                tracing::warn!(flow = %ctx.name, error = %e, "reading new offset syncs failed");
+                ctx.set_clusters_ok(false, &e.to_string());
+            }
+            next_poll = Instant::now() + poll_every;
+        }
+        if ctx.cfg.refresh_groups_enabled && now >= next_refresh {
+            match ctx.refresh_groups(&mut state).await {
+                Ok(()) => next_refresh = Instant::now() + refresh_every,
+                Err(e) => {
+                    tracing::warn!(flow = %ctx.name, error = %e, "group refresh failed; retrying");
+                    next_refresh = Instant::now() + Duration::from_secs(5).min(refresh_every);
+                }
+            }
+        }
+        if now >= next_emit {
+            // Catch up with the offset syncs before translating.
+            let r = match ctx.poll_syncs(&mut state).await {
+                Ok(_) => ctx.emit_round(&mut state).await,
+                Err(e) => Err(e),
+            };
+            match r {
+                Ok(summary) => {
+                    backoff.succeeded();
+                    ctx.set_clusters_ok(true, "");
+                    tracing::info!(flow = %ctx.name, emitted = summary.emitted, skipped = summary.skipped, "emission round done");
+                    next_emit = Instant::now() + emit_every;
+                }
+                Err(e) => {
+                    ctx.set_clusters_ok(false, &e.to_string());
+                    let wait = backoff.failed().min(emit_every);
+                    tracing::warn!(flow = %ctx.name, error = %e, retry_in_ms = wait.as_millis() as u64, "emission round failed; retrying");
+                    next_emit = Instant::now() + wait;
+                }
+            }
+        }
+        if ctx.cfg.sync_group_offsets_enabled && now >= next_sync {
+            match ctx.sync_groups(&state.checkpoints).await {
+                Ok(s) => {
+                    sync_backoff.succeeded();
+                    tracing::info!(
+                        flow = %ctx.name, committed = s.committed, skipped_active = s.skipped_active,
+                        skipped_target_ahead = s.skipped_target_ahead, failed = s.failed, "group sync done"
+                    );
+                    next_sync = Instant::now() + sync_every;
+                }
+                Err(e) => {
+                    let wait = sync_backoff.failed().min(sync_every);
+                    tracing::warn!(flow = %ctx.name, error = %e, retry_in_ms = wait.as_millis() as u64, "group sync failed; retrying");
+                    next_sync = Instant::now() + wait;
+                }
+            }
+        }
+    }
+}

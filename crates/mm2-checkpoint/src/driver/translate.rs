@@ -1,0 +1,254 @@
+//! `translate`: what `RemoteClusterUtils.translateOffsets` returns for a few
+//! groups, read from the checkpoints topic on the target; `--apply` commits it
+//! to the target groups through the core's group-sync decision.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::config::MirrorConfig;
+use crate::core::{CheckpointStore, GroupSyncOutcome, TargetRefresh, plan_group_sync};
+use crate::metrics::Metrics;
+use crate::shutdown::ShutdownSignal;
+
+use super::flow::FlowContext;
+use super::kafka::CommitOutcome;
+use super::{DriverError, TranslateFormat, TranslateOptions, check_cpu};
+
+/// One translated partition.
+struct Row<'a> {
+    group: &'a str,
+    topic: &'a str,
+    partition: i32,
+    upstream: i64,
+    downstream: i64,
+}
+
+pub(super) async fn translate(
+    config: MirrorConfig,
+    options: TranslateOptions,
+    _shutdown: ShutdownSignal,
+) -> Result<(), DriverError> {
+    check_cpu(&config)?;
+    let Some(flow) = config.flows.into_iter().find(|f| f.name() == options.flow) else {
+        return Err(DriverError::Translate(format!(
+            "flow {} is not an enabled flow of the configuration",
+            options.flow
+        )));
+    };
+    let metrics = Metrics::new(env!("CARGO_PKG_VERSION"), "n/a");
+    let ctx = FlowContext::new(flow, metrics).map_err(|e| DriverError::Setup(e.to_string()))?;
+    let mut store = CheckpointStore::new(options.groups.iter().cloned());
+    let read = ctx
+        .read_to_end(&ctx.target, &ctx.checkpoints_topic, "checkpoints", |rec| {
+            store.restore_record(rec.key.as_deref(), rec.value.as_deref());
+        })
+        .await
+        .map_err(|e| DriverError::Translate(format!("reading {}: {e}", ctx.checkpoints_topic)))?;
+    let _ = read;
+    let mut rows = Vec::new();
+    for group in &options.groups {
+        if let Some(cps) = store.group(group) {
+            for (tp, cp) in cps {
+                rows.push(Row {
+                    group,
+                    topic: &tp.topic,
+                    partition: tp.partition,
+                    upstream: cp.upstream_offset,
+                    downstream: cp.downstream_offset,
+                });
+            }
+        }
+    }
+    let applied = if options.apply {
+        let refresh = ctx.refresh_target(&options.groups).await;
+        if matches!(refresh, TargetRefresh::Failed) {
+            return Err(DriverError::Translate(format!(
+                "cluster {}: the target groups could not be described; nothing committed",
+                ctx.target.alias()
+            )));
+        }
+        let plan = plan_group_sync(&store, &refresh);
+        let commits: BTreeMap<&str, _> =
+            plan.commits.iter().map(|c| (c.group.as_str(), c)).collect();
+        let mut results = BTreeMap::new();
+        for (group, outcome) in &plan.outcomes {
+            let text = match outcome {
+                GroupSyncOutcome::Committed {
+                    partitions,
+                    target_ahead,
+                } => match commits.get(group.as_str()) {
+                    None => "nothing to commit".to_string(),
+                    Some(commit) => {
+                        let offsets = commit
+                            .offsets
+                            .iter()
+                            .map(|(tp, o)| (tp.clone(), (o.offset, o.metadata.clone())))
+                            .collect();
+                        match ctx.target.commit_group_offsets(group, &offsets).await {
+                            Ok(CommitOutcome::Committed) if *target_ahead > 0 => format!(
+                                "committed {partitions} partitions ({target_ahead} already at or ahead, left alone)"
+                            ),
+                            Ok(CommitOutcome::Committed) => {
+                                format!("committed {partitions} partitions")
+                            }
+                            Ok(CommitOutcome::GroupActive) => {
+                                "refused: the group has active members".to_string()
+                            }
+                            Err(e) => format!("failed: {e}"),
+                        }
+                    }
+                },
+                GroupSyncOutcome::SkippedActive(state) => {
+                    format!("refused: the group is active on the target ({state:?})")
+                }
+                GroupSyncOutcome::SkippedTargetAhead { partitions } => format!(
+                    "not committed: the target group is at or ahead on all {partitions} partitions (never rewound)"
+                ),
+                GroupSyncOutcome::SkippedUnknownState => {
+                    "not committed: the target group's state is unknown".to_string()
+                }
+                GroupSyncOutcome::NothingToDo => "nothing to commit: no checkpoint".to_string(),
+            };
+            results.insert(group.clone(), text);
+        }
+        Some(results)
+    } else {
+        None
+    };
+    let out = match options.format {
+        TranslateFormat::Table => table(&ctx.name, &options.groups, &rows, applied.as_ref()),
+        TranslateFormat::Json => json(&ctx.name, &options.groups, &rows, applied.as_ref()),
+    };
+    print!("{out}");
+    Ok(())
+}
+
+fn table(
+    flow: &str,
+    groups: &[String],
+    rows: &[Row<'_>],
+    applied: Option<&BTreeMap<String, String>>,
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# flow {flow}: offsets on the target (from the checkpoints topic)"
+    );
+    let headers = [
+        "GROUP",
+        "TOPIC",
+        "PARTITION",
+        "SOURCE OFFSET",
+        "TARGET OFFSET",
+    ];
+    let cells: Vec<[String; 5]> = rows
+        .iter()
+        .map(|r| {
+            [
+                r.group.to_string(),
+                r.topic.to_string(),
+                r.partition.to_string(),
+                r.upstream.to_string(),
+                r.downstream.to_string(),
+            ]
+        })
+        .collect();
+    let mut widths = headers.map(str::len);
+    for row in &cells {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.len());
+        }
+    }
+    let line = |cols: [&str; 5]| {
+        let mut s = String::new();
+        for (i, (c, w)) in cols.iter().zip(widths).enumerate() {
+            if i > 0 {
+                s.push_str("  ");
+            }
+            if i >= 2 {
+                let _ = write!(s, "{c:>w$}");
+            } else {
+                let _ = write!(s, "{c:<w$}");
+            }
+        }
+        s.trim_end().to_string()
+    };
+    let _ = writeln!(out, "{}", line(headers));
+    for row in &cells {
+        let _ = writeln!(
+            out,
+            "{}",
+            line([&row[0], &row[1], &row[2], &row[3], &row[4]].map(String::as_str))
+        );
+    }
+    for g in groups {
+        if !rows.iter().any(|r| r.group == g) {
+            let _ = writeln!(out, "# {g}: no checkpoint");
+        }
+    }
+    if let Some(applied) = applied {
+        let _ = writeln!(out, "# --apply:");
+        for (g, text) in applied {
+            let _ = writeln!(out, "{g}: {text}");
+        }
+    }
+    out
+}
+
+fn json_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn json(
+    flow: &str,
+    groups: &[String],
+    rows: &[Row<'_>],
+    applied: Option<&BTreeMap<String, String>>,
+) -> String {
+    let mut out = String::new();
+    let _ = write!(out, "{{\"flow\":{},\"groups\":[", json_str(flow));
+    for (i, g) in groups.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let _ = write!(out, "{{\"group\":{},\"offsets\":[", json_str(g));
+        let mut first = true;
+        for r in rows.iter().filter(|r| r.group == g) {
+            if !first {
+                out.push(',');
+            }
+            first = false;
+            let _ = write!(
+                out,
+                "{{\"topic\":{},\"partition\":{},\"source_offset\":{},\"target_offset\":{}}}",
+                json_str(r.topic),
+                r.partition,
+                r.upstream,
+                r.downstream
+            );
+        }
+        out.push(']');
+        if let Some(text) = applied.and_then(|a| a.get(g)) {
+            let _ = write!(out, ",\"apply\":{}", json_str(text));
+        }
+        out.push('}');
+    }
+    out.push_str("]}\n");
+    out
+}

@@ -1,0 +1,279 @@
+//! Shared helpers of the daemon end-to-end tests: real clusters (from
+//! `cargo xtask kafka up`), unique names, MM2-style offset syncs written with
+//! kafka-lite and the core's encoders, and the built binary run as a child.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use e2e::{Cluster as TestCluster, Listener, clusters, unique_name};
+use mm2_checkpoint::core::format::OffsetSync;
+use mm2_checkpoint::core::{Checkpoint, TopicPartition};
+use mm2_checkpoint::driver::kafka::{Cluster, OutRecord};
+
+/// A tokio runtime for the async client calls.
+pub fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+/// A kafka-lite client of a test cluster over PLAINTEXT.
+pub fn client(c: &TestCluster) -> Cluster {
+    Cluster::new(
+        &c.name,
+        vec![c.bootstrap.get(Listener::Plaintext).to_string()],
+        kafka_lite::ConnectionConfig::default(),
+    )
+    .expect("client")
+}
+
+/// One test's world: unique aliases (so unique internal topics), a unique
+/// upstream topic, and clients of both clusters.
+pub struct World {
+    /// Source alias.
+    pub s: String,
+    /// Target alias.
+    pub t: String,
+    /// Upstream topic on the source.
+    pub topic: String,
+    /// Source client.
+    pub source: Cluster,
+    /// Target client.
+    pub target: Cluster,
+    /// Working directory of this test.
+    pub dir: PathBuf,
+}
+
+impl World {
+    /// A fresh world; `topic` gets `partitions` partitions on the source and its
+    /// remote twin `<s>.<topic>` on the target.
+    pub fn new(rt: &tokio::runtime::Runtime, name: &str, partitions: i32) -> World {
+        let id = unique_name(name).replace(['-', '.'], "_");
+        let s = format!("s{id}");
+        let t = format!("t{id}");
+        let topic = format!("orders_{id}");
+        let c = clusters();
+        let source = client(c.source());
+        let target = client(c.target());
+        rt.block_on(async {
+            source
+                .create_topic(&topic, partitions, 1, &[])
+                .await
+                .expect("create source topic");
+            target
+                .create_topic(&format!("{s}.{topic}"), partitions, 1, &[])
+                .await
+                .expect("create target topic");
+        });
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(&id);
+        std::fs::create_dir_all(&dir).expect("test dir");
+        World {
+            s,
+            t,
+            topic,
+            source,
+            target,
+            dir,
+        }
+    }
+
+    /// The offset-syncs topic for location=source.
+    pub fn syncs_topic(&self) -> String {
+        format!("mm2-offset-syncs.{}.internal", self.t)
+    }
+
+    /// The checkpoints topic on the target.
+    pub fn checkpoints_topic(&self) -> String {
+        format!("{}.checkpoints.internal", self.s)
+    }
+
+    /// Writes offset syncs `(partition, upstream, downstream)` of the upstream
+    /// topic to `topic` on `cluster`, as MM2's source task does (creating the
+    /// topic, one compacted partition, if needed).
+    pub fn write_syncs(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        on: &Cluster,
+        topic: &str,
+        syncs: &[(i32, i64, i64)],
+    ) {
+        let records: Vec<OutRecord> = syncs
+            .iter()
+            .map(|&(p, up, down)| {
+                let sync = OffsetSync {
+                    topic_partition: TopicPartition::new(&self.topic, p),
+                    upstream_offset: up,
+                    downstream_offset: down,
+                };
+                OutRecord {
+                    key: sync.encode_key().expect("key"),
+                    value: sync.encode_value(),
+                    timestamp: 0,
+                }
+            })
+            .collect();
+        rt.block_on(async {
+            on.create_topic(topic, 1, 1, &[("cleanup.policy", "compact")])
+                .await
+                .expect("create syncs topic");
+            on.produce(topic, 0, &records).await.expect("produce syncs");
+        });
+    }
+
+    /// Commits `offsets` (partition → offset) of the upstream topic for `group` on the source.
+    pub fn commit_source(&self, rt: &tokio::runtime::Runtime, group: &str, offsets: &[(i32, i64)]) {
+        let map: BTreeMap<TopicPartition, (i64, String)> = offsets
+            .iter()
+            .map(|&(p, o)| (TopicPartition::new(&self.topic, p), (o, format!("md-{o}"))))
+            .collect();
+        rt.block_on(self.source.commit_group_offsets(group, &map))
+            .expect("commit source group");
+    }
+
+    /// Commits offsets of the downstream topic for `group` on the target.
+    pub fn commit_target(&self, rt: &tokio::runtime::Runtime, group: &str, offsets: &[(i32, i64)]) {
+        let map: BTreeMap<TopicPartition, (i64, String)> = offsets
+            .iter()
+            .map(|&(p, o)| {
+                (
+                    TopicPartition::new(self.remote_topic(), p),
+                    (o, String::new()),
+                )
+            })
+            .collect();
+        rt.block_on(self.target.commit_group_offsets(group, &map))
+            .expect("commit target group");
+    }
+
+    /// `<s>.<topic>`.
+    pub fn remote_topic(&self) -> String {
+        format!("{}.{}", self.s, self.topic)
+    }
+
+    /// An mm2.properties for this world (PLAINTEXT, fast intervals, the given
+    /// groups filter) plus `extra` lines; returns its path.
+    pub fn properties(&self, groups: &str, extra: &str) -> PathBuf {
+        let c = clusters();
+        let text = format!(
+            "clusters = {s}, {t}\n\
+             {s}.bootstrap.servers = {sb}\n\
+             {t}.bootstrap.servers = {tb}\n\
+             {s}->{t}.enabled = true\n\
+             groups = {groups}\n\
+             emit.checkpoints.interval.seconds = 1\n\
+             sync.group.offsets.interval.seconds = 1\n\
+             admin.timeout.ms = 20000\n\
+             {extra}\n",
+            s = self.s,
+            t = self.t,
+            sb = c.source().bootstrap.get(Listener::Plaintext),
+            tb = c.target().bootstrap.get(Listener::Plaintext),
+        );
+        let path = self.dir.join("mm2.properties");
+        std::fs::write(&path, text).expect("write mm2.properties");
+        path
+    }
+
+    /// The checkpoints topic's records, decoded, in order.
+    pub fn checkpoints(&self, rt: &tokio::runtime::Runtime) -> Vec<Checkpoint> {
+        read_all(rt, &self.target, &self.checkpoints_topic())
+            .into_iter()
+            .map(|(k, v)| {
+                Checkpoint::decode(k.as_deref(), v.as_deref()).expect("checkpoint decodes")
+            })
+            .collect()
+    }
+
+    /// The committed offsets of `group` on the target: partition → offset.
+    pub fn target_offsets(&self, rt: &tokio::runtime::Runtime, group: &str) -> BTreeMap<i32, i64> {
+        let all = rt
+            .block_on(self.target.fetch_group_offsets(&[group.to_string()]))
+            .expect("fetch target offsets");
+        let offsets = all
+            .get(group)
+            .and_then(|r| r.as_ref().ok())
+            .cloned()
+            .unwrap_or_default();
+        offsets
+            .into_iter()
+            .filter(|(tp, _)| tp.topic == self.remote_topic())
+            .filter_map(|(tp, v)| v.map(|(o, _)| (tp.partition, o)))
+            .collect()
+    }
+}
+
+/// A record's key and value bytes.
+pub type RawRecord = (Option<Vec<u8>>, Option<Vec<u8>>);
+
+/// Every record of partition 0 of `topic` up to its current end.
+pub fn read_all(
+    rt: &tokio::runtime::Runtime,
+    c: &Cluster,
+    topic: &str,
+) -> Vec<RawRecord> {
+    rt.block_on(async {
+        let end = c.list_offset(topic, 0, -1).await.expect("end offset");
+        let mut pos = c.list_offset(topic, 0, -2).await.expect("start offset");
+        let mut out = Vec::new();
+        while pos < end {
+            let f = c.fetch(topic, 0, pos, 200).await.expect("fetch");
+            for r in f.records {
+                if r.offset < end {
+                    out.push((r.key.map(|b| b.to_vec()), r.value.map(|b| b.to_vec())));
+                }
+            }
+            pos = f.next_offset.max(pos);
+        }
+        out
+    })
+}
+
+/// Runs the binary with `args`, failing the test after `timeout`.
+pub fn mm2(args: &[&str], timeout: Duration) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mm2-checkpoint"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn mm2-checkpoint");
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(_status) = child.try_wait().expect("wait") {
+            return child.wait_with_output().expect("output");
+        }
+        if started.elapsed() > timeout {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!(
+                "mm2-checkpoint {args:?} did not finish in {timeout:?}\nstderr:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `run --once` with `config`; asserts exit 0.
+pub fn run_once(config: &std::path::Path) -> Output {
+    let out = mm2(
+        &[
+            "run",
+            "--once",
+            "--config",
+            config.to_str().expect("utf-8 path"),
+        ],
+        Duration::from_secs(60),
+    );
+    assert!(
+        out.status.success(),
+        "run --once failed ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
