@@ -21,7 +21,7 @@ fn run_once_emits_translated_checkpoints_with_mm2_bytes() {
     let config = w.properties(&group, "");
     run_once(&config);
     let cps = w.checkpoints(&rt);
-    let mut got: Vec<(String, String, i32, i64, i64, String)> = cps
+    let mut got: Vec<_> = cps
         .iter()
         .map(|c| {
             (
@@ -57,4 +57,110 @@ fn run_once_emits_translated_checkpoints_with_mm2_bytes() {
             ),
         ]
     );
+}
+
+#[test]
+fn a_second_run_restores_the_store_and_never_repeats_or_rewinds() {
+    let rt = rt();
+    let w = World::new(&rt, "restart", 1);
+    w.write_syncs(
+        &rt,
+        &w.source,
+        &w.syncs_topic(),
+        &[(0, 0, 5), (0, 100, 105)],
+    );
+    let group = format!("g-{}", w.topic);
+    w.commit_source(&rt, &group, &[(0, 100)]);
+    let config = w.properties(&group, "");
+    run_once(&config);
+    assert_eq!(w.checkpoints(&rt).len(), 1);
+    // Same commit: the restored checkpoint suppresses a repeat.
+    run_once(&config);
+    let cps = w.checkpoints(&rt);
+    assert_eq!(cps.len(), 1, "a restart repeated a checkpoint: {cps:?}");
+    // The group moves on: the next checkpoint is higher downstream.
+    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 200, 205)]);
+    w.commit_source(&rt, &group, &[(0, 200)]);
+    run_once(&config);
+    let downs: Vec<i64> = w
+        .checkpoints(&rt)
+        .iter()
+        .map(|c| c.downstream_offset)
+        .collect();
+    assert_eq!(downs, vec![105, 205]);
+}
+
+#[test]
+fn without_an_offset_syncs_topic_run_once_fails_and_emits_nothing() {
+    let rt = rt();
+    let w = World::new(&rt, "nosyncs", 1);
+    let group = format!("g-{}", w.topic);
+    w.commit_source(&rt, &group, &[(0, 10)]);
+    let config = w.properties(&group, "admin.timeout.ms = 3000");
+    let out = common::mm2(
+        &["run", "--once", "--config", config.to_str().unwrap()],
+        std::time::Duration::from_secs(60),
+    );
+    assert!(
+        !out.status.success(),
+        "run --once succeeded without offset syncs"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&w.syncs_topic()),
+        "the error does not name the offset-syncs topic:\n{stderr}"
+    );
+    assert!(w.checkpoints(&rt).is_empty());
+}
+
+#[test]
+fn offset_syncs_on_the_target_cluster_are_read_there() {
+    let rt = rt();
+    let w = World::new(&rt, "loctarget", 1);
+    let topic = format!("mm2-offset-syncs.{}.internal", w.s);
+    w.write_syncs(&rt, &w.target, &topic, &[(0, 0, 7), (0, 20, 27)]);
+    let group = format!("g-{}", w.topic);
+    w.commit_source(&rt, &group, &[(0, 20)]);
+    let config = w.properties(&group, "offset-syncs.topic.location = target");
+    run_once(&config);
+    let got: Vec<_> = w.checkpoints(&rt).iter().map(common::tuple).collect();
+    assert_eq!(got, vec![(group, w.remote_topic(), 0, 20, 27)]);
+}
+
+#[test]
+fn identity_policy_checkpoints_keep_the_topic_name() {
+    let rt = rt();
+    let w = World::identity(&rt, "identity", 1);
+    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 0, 1), (0, 40, 41)]);
+    let group = format!("g-{}", w.topic);
+    w.commit_source(&rt, &group, &[(0, 40)]);
+    let config = w.properties(
+        &group,
+        "replication.policy.class = org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
+    );
+    run_once(&config);
+    let got: Vec<_> = w.checkpoints(&rt).iter().map(common::tuple).collect();
+    assert_eq!(got, vec![(group, w.topic.clone(), 0, 40, 41)]);
+}
+
+#[test]
+fn groups_excluded_by_the_filter_get_no_checkpoint() {
+    let rt = rt();
+    let w = World::new(&rt, "filter", 1);
+    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 0, 2), (0, 30, 32)]);
+    let kept = format!("keep-{}", w.topic);
+    let dropped = format!("drop-{}", w.topic);
+    w.commit_source(&rt, &kept, &[(0, 30)]);
+    w.commit_source(&rt, &dropped, &[(0, 30)]);
+    let config = w.properties(
+        &format!("{kept}, {dropped}"),
+        &format!("groups.exclude = {dropped}"),
+    );
+    run_once(&config);
+    let groups: Vec<String> = w
+        .checkpoints(&rt)
+        .iter()
+        .map(|c| c.key.group.clone())
+        .collect();
+    assert_eq!(groups, vec![kept]);
 }

@@ -41,6 +41,8 @@ pub struct World {
     pub t: String,
     /// Upstream topic on the source.
     pub topic: String,
+    /// Its name on the target.
+    pub remote: String,
     /// Source client.
     pub source: Cluster,
     /// Target client.
@@ -53,6 +55,16 @@ impl World {
     /// A fresh world; `topic` gets `partitions` partitions on the source and its
     /// remote twin `<s>.<topic>` on the target.
     pub fn new(rt: &tokio::runtime::Runtime, name: &str, partitions: i32) -> World {
+        Self::build(rt, name, partitions, false)
+    }
+
+    /// Like [`World::new`] for IdentityReplicationPolicy: the target topic has
+    /// the upstream topic's name.
+    pub fn identity(rt: &tokio::runtime::Runtime, name: &str, partitions: i32) -> World {
+        Self::build(rt, name, partitions, true)
+    }
+
+    fn build(rt: &tokio::runtime::Runtime, name: &str, partitions: i32, identity: bool) -> World {
         let id = unique_name(name).replace(['-', '.'], "_");
         let s = format!("s{id}");
         let t = format!("t{id}");
@@ -65,17 +77,28 @@ impl World {
                 .create_topic(&topic, partitions, 1, &[])
                 .await
                 .expect("create source topic");
+            let remote = if identity {
+                topic.clone()
+            } else {
+                format!("{s}.{topic}")
+            };
             target
-                .create_topic(&format!("{s}.{topic}"), partitions, 1, &[])
+                .create_topic(&remote, partitions, 1, &[])
                 .await
                 .expect("create target topic");
         });
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(&id);
         std::fs::create_dir_all(&dir).expect("test dir");
+        let remote = if identity {
+            topic.clone()
+        } else {
+            format!("{s}.{topic}")
+        };
         World {
             s,
             t,
             topic,
+            remote,
             source,
             target,
             dir,
@@ -152,7 +175,7 @@ impl World {
 
     /// `<s>.<topic>`.
     pub fn remote_topic(&self) -> String {
-        format!("{}.{}", self.s, self.topic)
+        self.remote.clone()
     }
 
     /// An mm2.properties for this world (PLAINTEXT, fast intervals, the given
@@ -211,11 +234,7 @@ impl World {
 pub type RawRecord = (Option<Vec<u8>>, Option<Vec<u8>>);
 
 /// Every record of partition 0 of `topic` up to its current end.
-pub fn read_all(
-    rt: &tokio::runtime::Runtime,
-    c: &Cluster,
-    topic: &str,
-) -> Vec<RawRecord> {
+pub fn read_all(rt: &tokio::runtime::Runtime, c: &Cluster, topic: &str) -> Vec<RawRecord> {
     rt.block_on(async {
         let end = c.list_offset(topic, 0, -1).await.expect("end offset");
         let mut pos = c.list_offset(topic, 0, -2).await.expect("start offset");
@@ -256,6 +275,17 @@ pub fn mm2(args: &[&str], timeout: Duration) -> Output {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// A checkpoint as a comparable tuple: (group, topic, partition, upstream, downstream).
+pub fn tuple(c: &Checkpoint) -> (String, String, i32, i64, i64) {
+    (
+        c.key.group.clone(),
+        c.key.topic_partition.topic.clone(),
+        c.key.topic_partition.partition,
+        c.upstream_offset,
+        c.downstream_offset,
+    )
 }
 
 /// `run --once` with `config`; asserts exit 0.
