@@ -484,6 +484,29 @@ impl Cluster {
         group: &str,
         offsets: &BTreeMap<TopicPartition, (i64, String)>,
     ) -> Result<CommitOutcome, Error> {
+        let mut attempt = 0u32;
+        loop {
+            match self.commit_once(group, offsets).await {
+                Err(Error::Kafka {
+                    error:
+                        ResponseError::CoordinatorNotAvailable
+                        | ResponseError::CoordinatorLoadInProgress
+                        | ResponseError::NotCoordinator,
+                    ..
+                }) if attempt < 50 => {
+                    attempt += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn commit_once(
+        &self,
+        group: &str,
+        offsets: &BTreeMap<TopicPartition, (i64, String)>,
+    ) -> Result<CommitOutcome, Error> {
         let coords = self.coordinators(&[group.to_owned()]).await?;
         let Some(address) = coords.get(group) else {
             return Err(Error::Kafka {

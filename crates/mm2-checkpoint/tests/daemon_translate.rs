@@ -1,0 +1,116 @@
+//! `translate`: the checkpointed offsets as a table or JSON, and `--apply`.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{World, mm2, rt, run_once};
+
+fn translate(config: &std::path::Path, w: &World, extra: &[&str]) -> std::process::Output {
+    let flow = format!("{}->{}", w.s, w.t);
+    let mut args = vec![
+        "translate",
+        "--config",
+        config.to_str().unwrap(),
+        "--flow",
+        &flow,
+    ];
+    args.extend_from_slice(extra);
+    let out = mm2(&args, Duration::from_secs(60));
+    assert!(
+        out.status.success(),
+        "translate failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+#[test]
+fn translate_prints_each_groups_target_offsets_as_json() {
+    let rt = rt();
+    let w = World::new(&rt, "trjson", 2);
+    w.write_syncs(
+        &rt,
+        &w.source,
+        &w.syncs_topic(),
+        &[(0, 0, 3), (0, 10, 13), (1, 0, 4), (1, 20, 24)],
+    );
+    let group = format!("g-{}", w.topic);
+    let other = format!("none-{}", w.topic);
+    w.commit_source(&rt, &group, &[(0, 10), (1, 20)]);
+    let config = w.properties(&group, "");
+    run_once(&config);
+    let out = translate(
+        &config,
+        &w,
+        &["--group", &group, "--group", &other, "--format", "json"],
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON output");
+    let groups = doc["groups"].as_array().expect("groups");
+    assert_eq!(groups.len(), 2);
+    assert_eq!(groups[0]["group"], group.as_str());
+    let offsets: Vec<(String, i64, i64)> = groups[0]["offsets"]
+        .as_array()
+        .expect("offsets")
+        .iter()
+        .map(|o| {
+            (
+                o["topic"].as_str().unwrap().to_string(),
+                o["partition"].as_i64().unwrap(),
+                o["target_offset"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        offsets,
+        vec![(w.remote_topic(), 0, 13), (w.remote_topic(), 1, 24)]
+    );
+    assert_eq!(groups[1]["offsets"].as_array().map(Vec::len), Some(0));
+}
+
+#[test]
+fn translate_table_lists_the_target_offset() {
+    let rt = rt();
+    let w = World::new(&rt, "trtable", 1);
+    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 0, 3), (0, 10, 13)]);
+    let group = format!("g-{}", w.topic);
+    w.commit_source(&rt, &group, &[(0, 10)]);
+    let config = w.properties(&group, "");
+    run_once(&config);
+    let out = translate(&config, &w, &["--group", &group]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let row = text
+        .lines()
+        .find(|l| l.starts_with(&group))
+        .unwrap_or_else(|| panic!("no row for the group:\n{text}"));
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(
+        cols,
+        vec![group.as_str(), &w.remote_topic(), "0", "10", "13"]
+    );
+}
+
+#[test]
+fn translate_apply_commits_to_the_target_group_without_rewinding() {
+    let rt = rt();
+    let w = World::new(&rt, "trapply", 2);
+    w.write_syncs(
+        &rt,
+        &w.source,
+        &w.syncs_topic(),
+        &[(0, 0, 3), (0, 10, 13), (1, 0, 4), (1, 20, 24)],
+    );
+    let group = format!("g-{}", w.topic);
+    w.commit_source(&rt, &group, &[(0, 10), (1, 20)]);
+    // Partition 1 is already ahead on the target.
+    w.commit_target(&rt, &group, &[(0, 1), (1, 99)]);
+    let config = w.properties(&group, "");
+    run_once(&config);
+    let out = translate(&config, &w, &["--group", &group, "--apply"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("{group}: committed 1 partitions")),
+        "{text}"
+    );
+    assert_eq!(w.target_offsets(&rt, &group), [(0, 13), (1, 99)].into());
+}
