@@ -1,0 +1,124 @@
+//! Daemon mode: follows new offset syncs, serves metrics and readiness, and
+//! exits 0 on SIGTERM.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{World, rt};
+
+fn get(addr: &str, path: &str) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).ok()?;
+    let status = buf.split_whitespace().nth(1)?.parse().ok()?;
+    let body = buf.split_once("\r\n\r\n").map(|(_, b)| b.to_string())?;
+    Some((status, body))
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+struct Daemon(Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !f() {
+        assert!(started.elapsed() < timeout, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn metric(body: &str, prefix: &str) -> Option<f64> {
+    body.lines()
+        .find(|l| l.starts_with(prefix))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+#[test]
+fn the_daemon_follows_new_syncs_serves_metrics_and_exits_0_on_sigterm() {
+    let rt = rt();
+    let w = World::new(&rt, "daemon", 1);
+    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 0, 3), (0, 10, 13)]);
+    let group = format!("g-{}", w.topic);
+    w.commit_source(&rt, &group, &[(0, 10)]);
+    let config = w.properties(&group, "");
+    let addr = format!("127.0.0.1:{}", free_port());
+    let child = Command::new(env!("CARGO_BIN_EXE_mm2-checkpoint"))
+        .args([
+            "run",
+            "--config",
+            config.to_str().unwrap(),
+            "--metrics-addr",
+            &addr,
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the daemon");
+    let mut daemon = Daemon(child);
+    let flow = format!("{}->{}", w.s, w.t);
+    let emitted = format!("mm2_checkpoint_checkpoints_emitted_total{{flow=\"{flow}\"}}");
+    wait_for("the first checkpoint", Duration::from_secs(60), || {
+        get(&addr, "/metrics").and_then(|(_, body)| metric(&body, &emitted)) == Some(1.0)
+    });
+    assert_eq!(get(&addr, "/readyz").map(|(s, _)| s), Some(200));
+    // A new sync and a new commit arrive while running: followed, emitted.
+    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 20, 23)]);
+    w.commit_source(&rt, &group, &[(0, 20)]);
+    wait_for("the second checkpoint", Duration::from_secs(60), || {
+        get(&addr, "/metrics").and_then(|(_, body)| metric(&body, &emitted)) == Some(2.0)
+    });
+    let (_, body) = get(&addr, "/metrics").expect("metrics");
+    let syncs_read = format!("mm2_checkpoint_offset_syncs_read_total{{flow=\"{flow}\"}}");
+    assert_eq!(metric(&body, &syncs_read), Some(3.0), "{body}");
+    assert!(
+        body.contains("mm2_checkpoint_round_duration_seconds_count"),
+        "{body}"
+    );
+    let downs: Vec<i64> = w
+        .checkpoints(&rt)
+        .iter()
+        .map(|c| c.downstream_offset)
+        .collect();
+    assert_eq!(downs, vec![13, 23]);
+    let pid = daemon.0.id().to_string();
+    let killed = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = daemon.0.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no exit after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(status.code(), Some(0));
+}

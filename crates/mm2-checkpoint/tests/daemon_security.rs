@@ -1,0 +1,51 @@
+//! A flow whose source is reached over SASL/SCRAM-SHA-512 and whose target is
+//! reached over TLS (PEM trust store): checkpoints and group sync still work.
+
+mod common;
+
+use common::{World, rt, run_once};
+use e2e::{Listener, clusters};
+
+#[test]
+fn scram_source_and_tls_target_emit_and_sync() {
+    let rt = rt();
+    let w = World::new(&rt, "security", 1);
+    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 0, 3), (0, 10, 13)]);
+    let group = format!("g-{}", w.topic);
+    w.commit_source(&rt, &group, &[(0, 10)]);
+    let c = clusters();
+    let scram = &c.source().sasl_users.scram_sha_512;
+    let text = format!(
+        "clusters = {s}, {t}\n\
+         {s}.bootstrap.servers = {sb}\n\
+         {s}.security.protocol = SASL_PLAINTEXT\n\
+         {s}.sasl.mechanism = SCRAM-SHA-512\n\
+         {s}.sasl.jaas.config = org.apache.kafka.common.security.scram.ScramLoginModule required username=\"{user}\" password=\"{password}\";\n\
+         {t}.bootstrap.servers = {tb}\n\
+         {t}.security.protocol = SSL\n\
+         {t}.ssl.truststore.type = PEM\n\
+         {t}.ssl.truststore.location = {ca}\n\
+         {s}->{t}.enabled = true\n\
+         groups = {group}\n\
+         sync.group.offsets.enabled = true\n\
+         admin.timeout.ms = 20000\n",
+        s = w.s,
+        t = w.t,
+        sb = c.source().bootstrap.get(Listener::SaslPlaintext),
+        tb = c.target().bootstrap.get(Listener::Ssl),
+        user = scram.user,
+        password = scram.password.expose(),
+        ca = c.target().tls.ca_pem.display(),
+    );
+    let config = w.dir.join("mm2-secure.properties");
+    std::fs::write(&config, text).expect("write config");
+    let out = run_once(&config);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains(scram.password.expose()),
+        "the password was logged"
+    );
+    let got: Vec<_> = w.checkpoints(&rt).iter().map(common::tuple).collect();
+    assert_eq!(got, vec![(group.clone(), w.remote_topic(), 0, 10, 13)]);
+    assert_eq!(w.target_offsets(&rt, &group), [(0, 13)].into());
+}
