@@ -865,4 +865,6 @@ fn read_i16(bytes: &[u8], at: usize) -> Option<i16> {
 }
 
 #[cfg(test)]
+mod java_vectors;
+#[cfg(test)]
 mod tests;
