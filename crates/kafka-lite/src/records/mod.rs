@@ -695,6 +695,10 @@ fn decode_batch(batch: &Bytes) -> Result<DecodedBatch, RecordsError> {
     let decompressor =
         |payload: &mut Bytes, compression: Compression| -> anyhow::Result<Bytes> {
             let codec = Codec::from_protocol(compression);
+            if record_count == 0 && payload.is_empty() {
+                // An empty batch (compaction keeps them for producer state) has no codec data.
+                return Ok(Bytes::new());
+            }
             let data = compression::decompress(codec, payload, MAX_DECOMPRESSED_BATCH_BYTES)
                 .map_err(|e| match e {
                     DecompressError::Malformed(reason) => RecordsError::Decompress {

@@ -762,3 +762,18 @@ fn control_type_reads_the_marker_key() {
     );
     assert_eq!(batch(0, 1, true, None).control_type(), None);
 }
+
+#[test]
+fn empty_batch_left_by_compaction_decodes_with_no_records() {
+    // Records removed by compaction: header only, count 0, offsets 42..=44 kept.
+    let mut batch = BytesMut::from(&HAND_WRITTEN_BATCH[..BATCH_HEADER_LEN]);
+    batch[BATCH_LENGTH_AT..BATCH_LENGTH_AT + 4].copy_from_slice(&49i32.to_be_bytes());
+    batch[ATTRIBUTES_AT..ATTRIBUTES_AT + 2].copy_from_slice(&4i16.to_be_bytes()); // zstd
+    batch[LAST_OFFSET_DELTA_AT..LAST_OFFSET_DELTA_AT + 4].copy_from_slice(&2i32.to_be_bytes());
+    batch[RECORD_COUNT_AT..RECORD_COUNT_AT + 4].copy_from_slice(&0i32.to_be_bytes());
+    let crc = crc32c::crc32c(&batch[ATTRIBUTES_AT..]);
+    batch[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+    let batches = decode_all(&batch.freeze()).expect("decode");
+    assert_eq!(batches[0].records, vec![]);
+    assert_eq!(batches[0].next_offset(), 45);
+}
