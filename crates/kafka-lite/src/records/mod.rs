@@ -1,23 +1,29 @@
 //! Record batches (message format v2, "magic 2"): encoding for Produce requests,
 //! decoding of Fetch responses, and the read_committed filter.
 //!
-//! The byte layout of records and batches is kafka-protocol's
-//! ([`RecordBatchEncoder`], [`RecordBatchDecoder`]); this module adds what a client needs
-//! around it:
+//! Encoding is kafka-protocol's [`RecordBatchEncoder`], fed through its custom
+//! compression hook so that all five codecs work without C code (see the `compression`
+//! submodule). Decoding is this module's own, for robustness: kafka-protocol 0.18's
+//! `RecordBatchDecoder` trusts the data it reads. It reserves memory for the declared
+//! record count and for each record's declared header count (fuzzing found a 3-byte
+//! header count asking for 36 GiB), adds timestamp deltas without overflow checks, and
+//! keeps headers in a map, losing repeated header keys, which Kafka allows. Here:
 //!
-//! * all five codecs without C code, through kafka-protocol's custom compression hooks
-//!   (see the `compression` submodule);
-//! * a strict reading of each batch header (CRC-32C, magic, offset range, record count)
-//!   before kafka-protocol sees it, so corrupt or hostile input yields a [`RecordsError`]
-//!   and never a panic, an abort on allocation, or a silently wrapped number;
-//! * the rule that a Fetch response may end in a partial batch (see [`decode_batches`]);
-//! * [`read_committed`], which drops aborted transactional records and control batches
-//!   the way the Java consumer does for `isolation.level=read_committed`.
+//! * each complete batch's header is checked (magic, CRC-32C, codec id, offset range,
+//!   record count against the bytes present) before anything is allocated for it;
+//! * decompression is bounded by [`MAX_DECOMPRESSED_BATCH_BYTES`];
+//! * records are parsed with the Java client's rules (fields fill the declared sizes
+//!   exactly, no bytes left over), every length and count bounded by the bytes left,
+//!   so corrupt or hostile input yields a [`RecordsError`], never a panic, an abort on
+//!   allocation or a wrapped number;
+//! * a Fetch response may end in a partial batch (see [`decode_batches`]);
+//! * [`read_committed`] drops aborted transactional records and control batches the way
+//!   the Java consumer does for `isolation.level=read_committed`.
 //!
 //! Limitations: only magic v2 is read (brokers from 0.11 write it; Kafka 4 accepts
-//! nothing else). Header keys are kept in a map by kafka-protocol, so a record carrying
-//! the same header key twice decodes with only one of them; encoding refuses such a
-//! record rather than drop one silently.
+//! nothing else). Encoding goes through kafka-protocol's header map, so it refuses a
+//! record that repeats a header key rather than drop one silently; decoding keeps
+//! repeated keys.
 
 mod compression;
 
@@ -29,7 +35,7 @@ use indexmap::IndexMap;
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{
     Compression, NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, Record,
-    RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType as KpTimestampType,
+    RecordBatchEncoder, RecordEncodeOptions, TimestampType as KpTimestampType,
 };
 
 use self::compression::DecompressError;
@@ -679,108 +685,49 @@ fn complete_batch_len(bytes: &Bytes) -> Result<Option<usize>, RecordsError> {
 fn decode_batch(batch: &Bytes) -> Result<DecodedBatch, RecordsError> {
     let header = read_header(batch)?;
     let base_offset = header.base_offset;
-
-    // kafka-protocol adds record deltas to the base offset and first timestamp without
-    // overflow checks (a panic in debug builds, a wrapped value in release). It decodes
-    // a copy whose base offset and first timestamp are zero, so that the deltas come out
-    // as they are, and the checked additions happen below.
-    let mut zeroed = BytesMut::from(&batch[..]);
-    zeroed[BASE_OFFSET_AT..BASE_OFFSET_AT + 8].fill(0);
-    zeroed[FIRST_TIMESTAMP_AT..FIRST_TIMESTAMP_AT + 8].fill(0);
-    let crc = crc32c::crc32c(&zeroed[ATTRIBUTES_AT..]);
-    zeroed[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
-    let mut zeroed = zeroed.freeze();
-
-    let record_count = header.record_count;
-    let decompressor =
-        |payload: &mut Bytes, compression: Compression| -> anyhow::Result<Bytes> {
-            let codec = Codec::from_protocol(compression);
-            if record_count == 0 && payload.is_empty() {
-                // An empty batch (compaction keeps them for producer state) has no codec data.
-                return Ok(Bytes::new());
-            }
-            let data = compression::decompress(codec, payload, MAX_DECOMPRESSED_BATCH_BYTES)
-                .map_err(|e| match e {
-                    DecompressError::Malformed(reason) => RecordsError::Decompress {
-                        base_offset,
-                        codec,
-                        reason,
-                    },
-                    DecompressError::TooLarge(limit) => RecordsError::DecompressedTooLarge {
-                        base_offset,
-                        codec,
-                        limit,
-                    },
-                })?;
-            // kafka-protocol reserves room for `record_count` records up front; never let a
-            // count the data cannot hold reach it.
-            let fits = usize::try_from(record_count)
-                .ok()
-                .and_then(|count| count.checked_mul(MIN_RECORD_LEN))
-                .is_some_and(|needed| needed <= data.len());
-            if !fits {
-                return Err(RecordsError::InvalidRecordCount {
+    let payload = batch.slice(BATCH_HEADER_LEN.min(batch.len())..);
+    let data = if header.record_count == 0 && payload.is_empty() {
+        // An empty batch (compaction keeps them for producer state) has no codec data.
+        payload
+    } else {
+        compression::decompress(header.codec, &payload, MAX_DECOMPRESSED_BATCH_BYTES).map_err(
+            |e| match e {
+                DecompressError::Malformed(reason) => RecordsError::Decompress {
                     base_offset,
-                    count: record_count,
-                    bytes: data.len(),
-                }
-                .into());
-            }
-            Ok(data)
-        };
-    let set = RecordBatchDecoder::decode_with_custom_compression(&mut zeroed, Some(decompressor))
-        .map_err(|e| match e.downcast::<RecordsError>() {
-        Ok(typed) => typed,
-        Err(other) => RecordsError::InvalidRecord {
+                    codec: header.codec,
+                    reason,
+                },
+                DecompressError::TooLarge(limit) => RecordsError::DecompressedTooLarge {
+                    base_offset,
+                    codec: header.codec,
+                    limit,
+                },
+            },
+        )?
+    };
+    // Refuse a count the data cannot hold before reserving room for it.
+    let count = usize::try_from(header.record_count)
+        .ok()
+        .filter(|count| {
+            count
+                .checked_mul(MIN_RECORD_LEN)
+                .is_some_and(|needed| needed <= data.len())
+        })
+        .ok_or(RecordsError::InvalidRecordCount {
             base_offset,
-            reason: format!("{other:#}"),
-        },
-    })?;
-
+            count: header.record_count,
+            bytes: data.len(),
+        })?;
+    let records =
+        decode_records(&header, count, data).map_err(|reason| RecordsError::InvalidRecord {
+            base_offset,
+            reason,
+        })?;
     let timestamp_type = if header.attributes & ATTR_LOG_APPEND_TIME != 0 {
         TimestampType::LogAppendTime
     } else {
         TimestampType::CreateTime
     };
-    let last_delta = header.last_offset - base_offset;
-    let mut records = Vec::with_capacity(set.records.len());
-    for record in set.records {
-        // With the zeroed copy, `offset` and `timestamp` are the record's deltas.
-        if !(0..=last_delta).contains(&record.offset) {
-            return Err(RecordsError::InvalidRecord {
-                base_offset,
-                reason: format!(
-                    "offset delta {} outside the batch (last offset delta {last_delta})",
-                    record.offset
-                ),
-            });
-        }
-        let timestamp = match timestamp_type {
-            TimestampType::LogAppendTime => header.max_timestamp,
-            TimestampType::CreateTime => header
-                .first_timestamp
-                .checked_add(record.timestamp)
-                .ok_or_else(|| RecordsError::InvalidRecord {
-                    base_offset,
-                    reason: format!("timestamp delta {} overflows", record.timestamp),
-                })?,
-        };
-        records.push(ConsumerRecord {
-            offset: base_offset + record.offset,
-            timestamp,
-            key: record.key,
-            value: record.value,
-            headers: record
-                .headers
-                .into_iter()
-                .map(|(key, value)| Header {
-                    key: key.to_string(),
-                    value,
-                })
-                .collect(),
-        });
-    }
-
     Ok(DecodedBatch {
         base_offset,
         last_offset: header.last_offset,
@@ -796,6 +743,138 @@ fn decode_batch(batch: &Bytes) -> Result<DecodedBatch, RecordsError> {
         max_timestamp: header.max_timestamp,
         records,
     })
+}
+
+/// Decodes exactly `count` records filling all of `data` (a batch's decompressed
+/// records), with the same rules as the Java client's `DefaultRecord`: each record's
+/// fields fill its declared size, lengths are -1 (null) or non-negative, offsets stay
+/// inside the batch. Every allocation is bounded by the bytes present.
+fn decode_records(
+    header: &BatchHeader,
+    count: usize,
+    data: Bytes,
+) -> Result<Vec<ConsumerRecord>, String> {
+    let log_append = header.attributes & ATTR_LOG_APPEND_TIME != 0;
+    let last_delta = header.last_offset - header.base_offset;
+    let mut batch = Cursor(data);
+    let mut records = Vec::with_capacity(count);
+    for index in 0..count {
+        let size = batch.varint()?;
+        let size =
+            usize::try_from(size).map_err(|_| format!("record {index}: negative size {size}"))?;
+        let mut rec = Cursor(batch.take(size).ok_or_else(|| {
+            format!(
+                "record {index}: size {size} exceeds the {} bytes left",
+                batch.0.len()
+            )
+        })?);
+        let _attributes = rec.take(1).ok_or("record attributes missing")?;
+        let timestamp_delta = rec.varlong()?;
+        let offset_delta = i64::from(rec.varint()?);
+        if !(0..=last_delta).contains(&offset_delta) {
+            return Err(format!(
+                "record {index}: offset delta {offset_delta} outside the batch (last offset delta {last_delta})"
+            ));
+        }
+        let timestamp = if log_append {
+            header.max_timestamp
+        } else {
+            header
+                .first_timestamp
+                .checked_add(timestamp_delta)
+                .ok_or_else(|| {
+                    format!("record {index}: timestamp delta {timestamp_delta} overflows")
+                })?
+        };
+        let key = rec.nullable_bytes("key")?;
+        let value = rec.nullable_bytes("value")?;
+        let header_count = rec.varint()?;
+        // Each header takes at least two bytes (key length, value length).
+        let header_count = usize::try_from(header_count)
+            .ok()
+            .filter(|n| n.saturating_mul(2) <= rec.0.len())
+            .ok_or_else(|| format!("record {index}: invalid header count {header_count}"))?;
+        let mut headers = Vec::with_capacity(header_count);
+        for _ in 0..header_count {
+            let key = rec.nullable_bytes("header key")?.ok_or("null header key")?;
+            let key = String::from_utf8(key.to_vec())
+                .map_err(|_| format!("record {index}: header key is not UTF-8"))?;
+            let value = rec.nullable_bytes("header value")?;
+            headers.push(Header { key, value });
+        }
+        if !rec.0.is_empty() {
+            return Err(format!(
+                "record {index}: {} bytes left over inside its declared size {size}",
+                rec.0.len()
+            ));
+        }
+        records.push(ConsumerRecord {
+            // Cannot overflow: the header check left room for any i32 delta.
+            offset: header.base_offset + offset_delta,
+            timestamp,
+            key,
+            value,
+            headers,
+        });
+    }
+    if !batch.0.is_empty() {
+        return Err(format!(
+            "{} bytes left over after the declared {count} records",
+            batch.0.len()
+        ));
+    }
+    Ok(records)
+}
+
+/// Reads Kafka's record fields from the front of a buffer, slicing without copying.
+struct Cursor(Bytes);
+
+impl Cursor {
+    fn take(&mut self, len: usize) -> Option<Bytes> {
+        (len <= self.0.len()).then(|| self.0.split_to(len))
+    }
+
+    /// An unsigned LEB128 number of at most `max_bytes` bytes.
+    fn unsigned(&mut self, max_bytes: usize) -> Result<u64, String> {
+        let mut value = 0u64;
+        for i in 0..max_bytes {
+            let byte = *self.0.first().ok_or("varint cut short")?;
+            self.0 = self.0.slice(1..);
+            value |= u64::from(byte & 0x7f) << (7 * i);
+            if byte & 0x80 == 0 {
+                return Ok(value);
+            }
+        }
+        Err(format!("varint longer than {max_bytes} bytes"))
+    }
+
+    /// A zigzag varint (int32).
+    fn varint(&mut self) -> Result<i32, String> {
+        let raw = self.unsigned(5)?;
+        let raw = u32::try_from(raw).map_err(|_| "varint exceeds 32 bits".to_owned())?;
+        Ok((raw >> 1) as i32 ^ -((raw & 1) as i32))
+    }
+
+    /// A zigzag varlong (int64).
+    fn varlong(&mut self) -> Result<i64, String> {
+        let raw = self.unsigned(10)?;
+        Ok((raw >> 1) as i64 ^ -((raw & 1) as i64))
+    }
+
+    /// A varint length, then that many bytes; length -1 is null.
+    fn nullable_bytes(&mut self, what: &str) -> Result<Option<Bytes>, String> {
+        let len = self.varint()?;
+        if len == -1 {
+            return Ok(None);
+        }
+        let len = usize::try_from(len).map_err(|_| format!("negative {what} length {len}"))?;
+        self.take(len).map(Some).ok_or_else(|| {
+            format!(
+                "{what} length {len} exceeds the {} bytes left",
+                self.0.len()
+            )
+        })
+    }
 }
 
 /// Reads and checks the header of a whole batch (`batch` is exactly the batch's bytes,

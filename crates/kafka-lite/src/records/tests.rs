@@ -777,3 +777,50 @@ fn empty_batch_left_by_compaction_decodes_with_no_records() {
     assert_eq!(batches[0].records, vec![]);
     assert_eq!(batches[0].next_offset(), 45);
 }
+
+#[test]
+fn repeated_header_keys_are_all_kept() {
+    // One record: null key and value, headers a=1, a=2.
+    let record = [
+        0x1c, 0, 0, 0, 0x01, 0x01, 0x04, 0x02, b'a', 0x02, b'1', 0x02, b'a', 0x02, b'2',
+    ];
+    let batches = decode_all(&with_foreign_payload(0, &record)).expect("decode");
+    assert_eq!(
+        batches[0].records[0].headers,
+        vec![Header::new("a", "1"), Header::new("a", "2")]
+    );
+}
+
+/// Found by the `record_batch` fuzz target: kafka-protocol's decoder reserves room for
+/// the declared header count up front.
+#[test]
+fn huge_header_count_is_rejected_before_allocation() {
+    // One record: null key and value, header count i32::MAX (zigzag varint).
+    let record = [0x14, 0, 0, 0, 0x01, 0x01, 0xfe, 0xff, 0xff, 0xff, 0x0f];
+    let err = decode_all(&with_foreign_payload(0, &record)).unwrap_err();
+    assert!(
+        matches!(&err, RecordsError::InvalidRecord { reason, .. } if reason.contains("header count")),
+        "{err}"
+    );
+}
+
+#[test]
+fn bytes_after_the_declared_records_are_rejected() {
+    let mut payload = HAND_WRITTEN_BATCH[BATCH_HEADER_LEN..].to_vec();
+    payload.push(0);
+    assert!(matches!(
+        decode_all(&with_foreign_payload(0, &payload)),
+        Err(RecordsError::InvalidRecord { .. })
+    ));
+}
+
+#[test]
+fn record_fields_must_fill_the_declared_record_size() {
+    let mut payload = HAND_WRITTEN_BATCH[BATCH_HEADER_LEN..].to_vec();
+    payload[0] = 0x12; // size 9 instead of 8
+    payload.push(0);
+    assert!(matches!(
+        decode_all(&with_foreign_payload(0, &payload)),
+        Err(RecordsError::InvalidRecord { .. })
+    ));
+}
