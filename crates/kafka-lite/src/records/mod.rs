@@ -30,7 +30,7 @@ mod compression;
 use std::fmt;
 use std::str::FromStr;
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use indexmap::IndexMap;
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{
@@ -839,7 +839,8 @@ impl Cursor {
         let mut value = 0u64;
         for i in 0..max_bytes {
             let byte = *self.0.first().ok_or("varint cut short")?;
-            self.0 = self.0.slice(1..);
+            // `advance` only moves the start; `slice` would touch the reference count.
+            self.0.advance(1);
             value |= u64::from(byte & 0x7f) << (7 * i);
             if byte & 0x80 == 0 {
                 return Ok(value);
