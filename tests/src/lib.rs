@@ -1,2 +1,373 @@
 //! Shared helpers for the end-to-end tests: the cluster file written by
 //! `cargo xtask kafka up`.
+//!
+//! Every end-to-end test runs against two real Apache Kafka clusters,
+//! `source` and `target`, that xtask starts once for the whole test run. This
+//! crate reads the cluster file xtask writes (`target/kafka/clusters.json`,
+//! or the path in `MM2_CLUSTERS_FILE`) into typed structs, and hands out
+//! unique topic and group names so tests can share the clusters in parallel.
+//!
+//! There is deliberately no "skip if Kafka is missing": a test that cannot
+//! reach its brokers fails loudly, with a message saying how to start them.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Deserialize;
+
+/// Environment variable naming the cluster file; `cargo xtask test` sets it.
+pub const CLUSTERS_FILE_ENV: &str = "MM2_CLUSTERS_FILE";
+
+/// Everything `cargo xtask kafka up` started, as recorded in `clusters.json`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Clusters {
+    /// Apache Kafka version the brokers run, e.g. `4.1.1`.
+    pub kafka_version: String,
+    /// Java classpath of the cached Kafka jars (a `.../libs/*` wildcard).
+    pub kafka_libs: String,
+    /// Launcher script: `kafka-run-class <main class> [args...]`.
+    pub kafka_run_class: PathBuf,
+    /// Directory with `kafka-topics`, `kafka-console-consumer`,
+    /// `kafka-console-producer`, `kafka-consumer-groups` and `kafka-storage`.
+    pub kafka_bin: PathBuf,
+    /// The clusters by name.
+    pub clusters: BTreeMap<String, Cluster>,
+}
+
+/// One single-node KRaft cluster (broker and controller in one JVM).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Cluster {
+    /// `source` or `target`.
+    pub name: String,
+    /// KRaft cluster id.
+    pub cluster_id: String,
+    /// PID of the broker JVM.
+    pub pid: u32,
+    /// Bootstrap address (`127.0.0.1:port`) per listener.
+    pub bootstrap: Listeners,
+    /// The controller listener; not for clients.
+    pub controller: String,
+    /// One user per SASL mechanism, accepted on the SASL_PLAINTEXT listener.
+    pub sasl_users: SaslUsers,
+    /// PEM files for the SSL and mTLS listeners.
+    pub tls: TlsFiles,
+    /// Java client `.properties` files for Kafka's CLI tools (`--command-config`),
+    /// keyed `plaintext`, `sasl_plain`, `sasl_scram_sha_256`,
+    /// `sasl_scram_sha_512`, `ssl`, `mtls`.
+    pub client_configs: BTreeMap<String, PathBuf>,
+    /// The broker's `server.properties`.
+    pub config_file: PathBuf,
+    /// Directory of the broker's logs.
+    pub log_dir: PathBuf,
+    /// The broker log: look here when a test fails oddly.
+    pub log_file: PathBuf,
+    /// The broker's `log.dirs`.
+    pub data_dir: PathBuf,
+}
+
+/// The ways a client can connect to a test cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Listener {
+    /// No TLS, no authentication.
+    Plaintext,
+    /// SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) over plain TCP.
+    SaslPlaintext,
+    /// TLS; the broker presents a certificate signed by [`TlsFiles::ca_pem`].
+    Ssl,
+    /// TLS with a required client certificate ([`TlsFiles::client_cert_pem`]).
+    Mtls,
+}
+
+impl Listener {
+    /// Every listener, in a fixed order.
+    pub const ALL: [Listener; 4] = [
+        Listener::Plaintext,
+        Listener::SaslPlaintext,
+        Listener::Ssl,
+        Listener::Mtls,
+    ];
+
+    /// The key used for this listener in `clusters.json`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Listener::Plaintext => "plaintext",
+            Listener::SaslPlaintext => "sasl_plaintext",
+            Listener::Ssl => "ssl",
+            Listener::Mtls => "mtls",
+        }
+    }
+}
+
+impl fmt::Display for Listener {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Bootstrap addresses of one cluster, one per listener.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Listeners {
+    /// PLAINTEXT listener.
+    pub plaintext: String,
+    /// SASL_PLAINTEXT listener.
+    pub sasl_plaintext: String,
+    /// SSL listener (server authentication only).
+    pub ssl: String,
+    /// SSL listener that requires a client certificate.
+    pub mtls: String,
+}
+
+impl Listeners {
+    /// The address of `listener`.
+    pub fn get(&self, listener: Listener) -> &str {
+        match listener {
+            Listener::Plaintext => &self.plaintext,
+            Listener::SaslPlaintext => &self.sasl_plaintext,
+            Listener::Ssl => &self.ssl,
+            Listener::Mtls => &self.mtls,
+        }
+    }
+}
+
+/// One test user per SASL mechanism.
+#[derive(Debug, Clone, Deserialize)]
+pub struct SaslUsers {
+    /// SASL/PLAIN.
+    pub plain: Credentials,
+    /// SCRAM-SHA-256.
+    pub scram_sha_256: Credentials,
+    /// SCRAM-SHA-512.
+    pub scram_sha_512: Credentials,
+}
+
+/// A user name and password.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Credentials {
+    /// User name.
+    pub user: String,
+    /// Password; redacted in `Debug` output.
+    pub password: Password,
+}
+
+/// A password that never shows up in `Debug` output or panic messages.
+#[derive(Clone, Deserialize)]
+#[serde(transparent)]
+pub struct Password(String);
+
+impl Password {
+    /// The password itself, for handing to a client.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Password {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Password(<redacted>)")
+    }
+}
+
+/// TLS material a client needs.
+#[derive(Debug, Clone, Deserialize)]
+pub struct TlsFiles {
+    /// The test CA: trust anchor for the broker certificate.
+    pub ca_pem: PathBuf,
+    /// Client certificate for the mTLS listener, signed by the same CA.
+    pub client_cert_pem: PathBuf,
+    /// Client private key (unencrypted PKCS#8 PEM).
+    pub client_key_pem: PathBuf,
+}
+
+/// Why the cluster file could not be read.
+#[derive(Debug)]
+pub enum ClustersFileError {
+    /// The file is missing or unreadable.
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not valid cluster JSON.
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What was wrong, and where.
+        source: serde_json::Error,
+    },
+    /// A cluster the tests need is not in the file.
+    MissingCluster {
+        /// The file.
+        path: PathBuf,
+        /// The missing cluster's name.
+        name: &'static str,
+    },
+}
+
+impl fmt::Display for ClustersFileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Read { path, source } => {
+                write!(f, "cannot read cluster file {}: {source}", path.display())
+            }
+            Self::Parse { path, source } => {
+                write!(f, "cluster file {} is malformed: {source}", path.display())
+            }
+            Self::MissingCluster { path, name } => {
+                write!(f, "cluster file {} has no `{name}` cluster", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for ClustersFileError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Read { source, .. } => Some(source),
+            Self::Parse { source, .. } => Some(source),
+            Self::MissingCluster { .. } => None,
+        }
+    }
+}
+
+impl Clusters {
+    /// Where the cluster file is: `$MM2_CLUSTERS_FILE`, else
+    /// `<workspace>/target/kafka/clusters.json`.
+    pub fn default_path() -> PathBuf {
+        match std::env::var_os(CLUSTERS_FILE_ENV).filter(|p| !p.is_empty()) {
+            Some(path) => PathBuf::from(path),
+            None => Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("..")
+                .join("target")
+                .join("kafka")
+                .join("clusters.json"),
+        }
+    }
+
+    /// Reads and checks a cluster file.
+    pub fn from_file(path: &Path) -> Result<Self, ClustersFileError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ClustersFileError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let clusters: Clusters =
+            serde_json::from_str(&text).map_err(|source| ClustersFileError::Parse {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        for name in ["source", "target"] {
+            if !clusters.clusters.contains_key(name) {
+                return Err(ClustersFileError::MissingCluster {
+                    path: path.to_path_buf(),
+                    name,
+                });
+            }
+        }
+        Ok(clusters)
+    }
+
+    /// Loads the cluster file from [`Clusters::default_path`].
+    ///
+    /// # Panics
+    ///
+    /// If there is no usable cluster file: end-to-end tests must fail, not
+    /// skip, when Kafka is not running.
+    pub fn load() -> Self {
+        let path = Self::default_path();
+        match Self::from_file(&path) {
+            Ok(clusters) => clusters,
+            Err(e) => panic!(
+                "\n\n*** no Kafka test clusters: run `cargo xtask kafka up` or `cargo xtask test` ***\n({e})\n\n"
+            ),
+        }
+    }
+
+    /// The cluster MM2 replicates from.
+    pub fn source(&self) -> &Cluster {
+        self.named("source")
+    }
+
+    /// The cluster MM2 replicates to.
+    pub fn target(&self) -> &Cluster {
+        self.named("target")
+    }
+
+    /// Every cluster, by name.
+    pub fn all(&self) -> impl Iterator<Item = &Cluster> {
+        self.clusters.values()
+    }
+
+    /// Path of a Kafka CLI launcher, e.g. `tool("kafka-consumer-groups")`.
+    pub fn tool(&self, name: &str) -> PathBuf {
+        self.kafka_bin.join(name)
+    }
+
+    fn named(&self, name: &str) -> &Cluster {
+        // `from_file` guarantees both clusters exist.
+        match self.clusters.get(name) {
+            Some(cluster) => cluster,
+            None => panic!("cluster file has no `{name}` cluster"),
+        }
+    }
+}
+
+/// The clusters of this test run, loaded once per test binary.
+///
+/// # Panics
+///
+/// As [`Clusters::load`], if no clusters are running.
+pub fn clusters() -> &'static Clusters {
+    static CLUSTERS: OnceLock<Clusters> = OnceLock::new();
+    CLUSTERS.get_or_init(Clusters::load)
+}
+
+/// A name no other test (in this process or a concurrent one) uses:
+/// `<prefix>-<pid>-<millis>-<counter>`. Use it for topics and groups on the
+/// shared clusters.
+pub fn unique_name(prefix: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let millis = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or_default();
+    format!("{prefix}-{}-{millis}-{n}", std::process::id())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unique_names_differ_within_a_process() {
+        assert_ne!(unique_name("t"), unique_name("t"));
+    }
+
+    #[test]
+    fn unique_name_starts_with_the_prefix() {
+        assert!(unique_name("offset-syncs").starts_with("offset-syncs-"));
+    }
+
+    #[test]
+    fn a_missing_cluster_file_is_an_error_naming_the_path() {
+        let path = Path::new("/nonexistent/mm2/clusters.json");
+        let err = Clusters::from_file(path).expect_err("file does not exist");
+        assert!(matches!(err, ClustersFileError::Read { .. }));
+        assert!(err.to_string().contains("/nonexistent/mm2/clusters.json"));
+    }
+
+    #[test]
+    fn password_debug_output_is_redacted() {
+        let creds = Credentials {
+            user: "alice".into(),
+            password: Password("hunter2".into()),
+        };
+        let shown = format!("{creds:?}");
+        assert!(shown.contains("alice"));
+        assert!(!shown.contains("hunter2"));
+    }
+}

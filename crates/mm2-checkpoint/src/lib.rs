@@ -4,4 +4,5 @@
 //! filters, the offset-sync store, the checkpoint store and the decisions of each
 //! round. A thin driver runs it on `kafka-lite`.
 
+pub mod config;
 pub mod core;

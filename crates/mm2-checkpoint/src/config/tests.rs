@@ -1,0 +1,1272 @@
+//! Behaviour tests for turning `mm2.properties` into flows.
+
+use super::providers::tests::FakeEnvironment;
+use super::*;
+
+/// Two clusters, flow A->B enabled.
+const BASE: &str = "clusters = A, B\n\
+    A.bootstrap.servers = a1:9092, a2:9092\n\
+    B.bootstrap.servers = b1:9092\n\
+    A->B.enabled = true\n";
+
+/// A throwaway self-signed test certificate and its unencrypted key.
+const TEST_CERT: &str = "-----BEGIN CERTIFICATE-----
+MIIBkjCCATmgAwIBAgIUWBVWE9Q3Mw8QpqAhaWP4mmtLarkwCgYIKoZIzj0EAwIw
+HjEcMBoGA1UEAwwTbW0yLWNoZWNrcG9pbnQgdGVzdDAgFw0yNjEyMDIxMjIyMTha
+GA8yMTI2MTEwODEyMjIxOFowHjEcMBoGA1UEAwwTbW0yLWNoZWNrcG9pbnQgdGVz
+dDBZMBMGByqGSM49AgEGCCqGSM49AwEHA0IABP988P31JnH/rsG6u24PwyQCAgbG
+f7i+xBOwp1aLREGfw4Gj+3+dP6sjAHYyBctUlfnHPT/SQQIxyfbob8ncn8OjUzBR
+MB0GA1UdDgQWBBTu2DFXSOTPKVCboFz54JnmX2M2kzAfBgNVHSMEGDAWgBTu2DFX
+SOTPKVCboFz54JnmX2M2kzAPBgNVHRMBAf8EBTADAQH/MAoGCCqGSM49BAMCA0cA
+MEQCIGOMbGwNJbVW7Mak9rZceaEJeQTPw+Jq/0+YpoebrvtNAiAdR2ZFHGdBWKdy
+DszJjmIV/A1942L/8bv7VNIKh9o6Hw==
+-----END CERTIFICATE-----
+";
+const TEST_KEY: &str = "-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgoF5FsyDV4ZuUiaQp
++D9hA5Jnu593wKVDsCMCknSaEJWhRANCAAT/fPD99SZx/67BurtuD8MkAgIGxn+4
+vsQTsKdWi0RBn8OBo/t/nT+rIwB2MgXLVJX5xz0/0kECMcn26G/J3J/D
+-----END PRIVATE KEY-----
+";
+
+const SCRAM_JAAS: &str = "org.apache.kafka.common.security.scram.ScramLoginModule required \
+    username=\"alice\" password=\"alice-secret\";";
+
+fn load_with(text: &str, env: &FakeEnvironment) -> Result<MirrorConfig, ConfigError> {
+    MirrorConfig::from_properties(&Properties::parse(text)?, env)
+}
+
+fn load(text: &str) -> MirrorConfig {
+    load_with(text, &FakeEnvironment::default()).unwrap_or_else(|e| panic!("config rejected: {e}"))
+}
+
+fn error(text: &str) -> ConfigError {
+    match load_with(text, &FakeEnvironment::default()) {
+        Ok(_) => panic!("config accepted but should be rejected"),
+        Err(e) => e,
+    }
+}
+
+fn error_with(text: &str, env: &FakeEnvironment) -> ConfigError {
+    match load_with(text, env) {
+        Ok(_) => panic!("config accepted but should be rejected"),
+        Err(e) => e,
+    }
+}
+
+/// The only flow of a config that enables exactly one.
+fn only_flow(text: &str) -> FlowConfig {
+    let mut config = load(text);
+    assert_eq!(config.flows.len(), 1, "expected one flow");
+    config.flows.remove(0)
+}
+
+fn with(extra: &str) -> String {
+    format!("{BASE}{extra}\n")
+}
+
+fn names(config: &MirrorConfig) -> Vec<String> {
+    config.flows.iter().map(FlowConfig::name).collect()
+}
+
+fn tls_env() -> FakeEnvironment {
+    FakeEnvironment::default()
+        .with_file("/etc/kafka/ca.pem", TEST_CERT)
+        .with_file("/etc/kafka/client.pem", &format!("{TEST_KEY}{TEST_CERT}"))
+}
+
+// ---- which flows run ----
+
+#[test]
+fn only_flows_with_enabled_true_run() {
+    let config = load(BASE);
+    assert_eq!(config.clusters, vec!["A", "B"]);
+    assert_eq!(names(&config), vec!["A->B"]);
+}
+
+#[test]
+fn flow_enabled_is_case_insensitive() {
+    let text = BASE.replace("A->B.enabled = true", "A->B.enabled = TRUE");
+    assert_eq!(names(&load(&text)), vec!["A->B"]);
+}
+
+#[test]
+fn both_directions_can_be_enabled() {
+    let config = load(&with("B->A.enabled = true"));
+    assert_eq!(names(&config), vec!["A->B", "B->A"]);
+    assert_eq!(config.flows[1].source.alias, "B");
+    assert_eq!(config.flows[1].target.alias, "A");
+}
+
+#[test]
+fn three_clusters_yield_flows_in_clusters_order() {
+    let config = load(
+        "clusters = C, A, B\n\
+         A.bootstrap.servers = a:1\nB.bootstrap.servers = b:1\nC.bootstrap.servers = c:1\n\
+         A->B.enabled = true\nC->A.enabled = true\nA->C.enabled = true\n",
+    );
+    assert_eq!(names(&config), vec!["C->A", "A->C", "A->B"]);
+}
+
+#[test]
+fn disabled_flow_stays_off() {
+    assert_eq!(names(&load(&with("B->A.enabled = false"))), vec!["A->B"]);
+}
+
+#[test]
+fn top_level_enabled_enables_every_pair_with_a_warning() {
+    let config = load(
+        "clusters = A, B\nA.bootstrap.servers = a:1\nB.bootstrap.servers = b:1\nenabled = true\n",
+    );
+    assert_eq!(names(&config), vec!["A->B", "B->A"]);
+    assert!(
+        config
+            .warnings
+            .iter()
+            .any(|w| w.contains("top-level `enabled=true`"))
+    );
+}
+
+#[test]
+fn flow_enabled_false_overrides_top_level_enabled() {
+    let config = load(
+        "clusters = A, B\nA.bootstrap.servers = a:1\nB.bootstrap.servers = b:1\n\
+         enabled = true\nB->A.enabled = false\n",
+    );
+    assert_eq!(names(&config), vec!["A->B"]);
+}
+
+#[test]
+fn top_level_enabled_needs_a_heartbeat_herder_like_mm2() {
+    // With heartbeats off, MM2 creates no herder for B->A, so top-level
+    // `enabled=true` does not start it; A->B has its own `enabled=true`.
+    let config = load(&with("enabled = true\nemit.heartbeats.enabled = false"));
+    assert_eq!(names(&config), vec!["A->B"]);
+}
+
+#[test]
+fn non_boolean_flow_enabled_is_an_error_naming_key_and_value() {
+    let e = error(&BASE.replace("A->B.enabled = true", "A->B.enabled = yes"));
+    assert_eq!(e.key(), Some("A->B.enabled"));
+    assert_eq!(e.line(), Some(4));
+    assert!(e.message().contains("yes"), "{e}");
+}
+
+#[test]
+fn missing_clusters_is_an_error() {
+    let e = error("A.bootstrap.servers = a:1\nA->B.enabled = true\n");
+    assert_eq!(e.key(), Some("clusters"));
+}
+
+#[test]
+fn single_cluster_is_an_error() {
+    assert_eq!(
+        error("clusters = A\nA.bootstrap.servers = a:1\n").key(),
+        Some("clusters")
+    );
+}
+
+#[test]
+fn empty_alias_is_an_error() {
+    assert_eq!(
+        error(&BASE.replace("clusters = A, B", "clusters = A,,B")).key(),
+        Some("clusters")
+    );
+}
+
+#[test]
+fn duplicate_aliases_are_listed_once() {
+    let config = load(&BASE.replace("clusters = A, B", "clusters = A, B, A"));
+    assert_eq!(config.clusters, vec!["A", "B"]);
+}
+
+#[test]
+fn no_enabled_flow_is_an_error() {
+    let e = error("clusters = A, B\nA.bootstrap.servers = a:1\nB.bootstrap.servers = b:1\n");
+    assert!(e.message().contains("no flow is enabled"), "{e}");
+}
+
+#[test]
+fn missing_bootstrap_servers_of_an_enabled_flow_names_the_key() {
+    let e = error("clusters = A, B\nA.bootstrap.servers = a:1\nA->B.enabled = true\n");
+    assert_eq!(e.key(), Some("B.bootstrap.servers"));
+}
+
+#[test]
+fn cluster_used_only_by_disabled_flows_needs_no_bootstrap_servers() {
+    let config = load(&BASE.replace("clusters = A, B", "clusters = A, B, C"));
+    assert_eq!(names(&config), vec!["A->B"]);
+}
+
+#[test]
+fn invalid_bootstrap_servers_is_an_error_with_line() {
+    let e = error(&BASE.replace("b1:9092", "b1"));
+    assert_eq!(e.key(), Some("B.bootstrap.servers"));
+    assert_eq!(e.line(), Some(3));
+}
+
+#[test]
+fn bootstrap_servers_are_parsed_in_order() {
+    let f = only_flow(BASE);
+    let servers: Vec<String> = f
+        .source
+        .bootstrap_servers
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(servers, vec!["a1:9092", "a2:9092"]);
+}
+
+// ---- defaults ----
+
+#[test]
+fn emit_checkpoints_interval_defaults_to_60_seconds() {
+    assert_eq!(
+        only_flow(BASE).emit_checkpoints_interval,
+        Duration::from_secs(60)
+    );
+}
+
+#[test]
+fn sync_group_offsets_is_off_by_default() {
+    assert!(!only_flow(BASE).sync_group_offsets_enabled);
+}
+
+#[test]
+fn sync_group_offsets_interval_defaults_to_60_seconds() {
+    assert_eq!(
+        only_flow(BASE).sync_group_offsets_interval,
+        Duration::from_secs(60)
+    );
+}
+
+#[test]
+fn refresh_groups_is_on_by_default() {
+    assert!(only_flow(BASE).refresh_groups_enabled);
+}
+
+#[test]
+fn refresh_groups_interval_defaults_to_600_seconds() {
+    assert_eq!(
+        only_flow(BASE).refresh_groups_interval,
+        Duration::from_secs(600)
+    );
+}
+
+#[test]
+fn filters_default_to_mm2_lists() {
+    let f = only_flow(BASE).filters;
+    assert_eq!(f.topics, ".*");
+    assert_eq!(f.topics_exclude, ".*[\\-\\.]internal, .*\\.replica, __.*");
+    assert_eq!(f.groups, ".*");
+    assert_eq!(f.groups_exclude, "console-consumer-.*, connect-.*, __.*");
+}
+
+#[test]
+fn replication_policy_defaults_to_default_policy_with_dots() {
+    let p = only_flow(BASE).replication_policy;
+    assert_eq!(p.kind, ReplicationPolicyKind::Default);
+    assert_eq!(p.separator, ".");
+    assert_eq!(p.internal_separator, ".");
+}
+
+#[test]
+fn offset_syncs_topic_lives_on_the_source_by_default() {
+    let f = only_flow(BASE);
+    assert_eq!(
+        f.offset_syncs_topic_location,
+        OffsetSyncsTopicLocation::Source
+    );
+    assert_eq!(f.offset_syncs_topic(), "mm2-offset-syncs.B.internal");
+    assert_eq!(f.offset_syncs_cluster().alias, "A");
+    assert_eq!(f.checkpoints_topic(), "A.checkpoints.internal");
+}
+
+#[test]
+fn checkpoints_topic_replication_factor_defaults_to_3() {
+    assert_eq!(only_flow(BASE).checkpoints_topic_replication_factor, 3);
+}
+
+#[test]
+fn consumer_poll_timeout_defaults_to_1000_ms() {
+    assert_eq!(
+        only_flow(BASE).consumer_poll_timeout,
+        Duration::from_millis(1000)
+    );
+}
+
+#[test]
+fn admin_timeout_defaults_to_60000_ms() {
+    assert_eq!(only_flow(BASE).admin_timeout, Duration::from_millis(60_000));
+}
+
+#[test]
+fn offset_lag_max_defaults_to_100() {
+    assert_eq!(only_flow(BASE).offset_lag_max, 100);
+}
+
+#[test]
+fn security_protocol_defaults_to_plaintext() {
+    let f = only_flow(BASE);
+    assert_eq!(f.source.security_protocol, SecurityProtocol::Plaintext);
+    assert!(f.source.tls.is_none() && f.source.sasl.is_none());
+}
+
+// ---- layering of connector keys ----
+
+#[test]
+fn top_level_key_applies_to_every_flow() {
+    let config = load(&with("B->A.enabled = true\ngroups = app-.*"));
+    assert!(config.flows.iter().all(|f| f.filters.groups == "app-.*"));
+}
+
+#[test]
+fn flow_key_overrides_top_level_key() {
+    let config = load(&with(
+        "B->A.enabled = true\ngroups = app-.*\nB->A.groups = other-.*",
+    ));
+    assert_eq!(config.flows[0].filters.groups, "app-.*");
+    assert_eq!(config.flows[1].filters.groups, "other-.*");
+}
+
+#[test]
+fn cluster_prefixed_connector_key_is_ignored_like_mm2() {
+    // MM2 turns `A.groups` into `source.cluster.groups`, which nothing reads.
+    assert_eq!(only_flow(&with("A.groups = app-.*")).filters.groups, ".*");
+}
+
+#[test]
+fn origins_name_the_key_and_line_or_default() {
+    let f = only_flow(&with("A->B.topics = orders.*"));
+    assert_eq!(
+        f.origins.get("topics").map(String::as_str),
+        Some("A->B.topics (line 5)")
+    );
+    assert_eq!(f.origins.get("groups").map(String::as_str), Some("default"));
+    assert_eq!(
+        f.origins
+            .get("source.bootstrap.servers")
+            .map(String::as_str),
+        Some("A.bootstrap.servers (line 2)")
+    );
+}
+
+#[test]
+fn hash_inside_a_value_is_kept() {
+    assert_eq!(only_flow(&with("topics = a#b")).filters.topics, "a#b");
+}
+
+#[test]
+fn all_settings_are_read() {
+    let f = only_flow(&with(
+        "emit.checkpoints.interval.seconds = 5\nsync.group.offsets.enabled = True\n\
+         sync.group.offsets.interval.seconds = 7\nrefresh.groups.enabled = false\n\
+         refresh.groups.interval.seconds = 9\nconsumer.poll.timeout.ms = 250\n\
+         admin.timeout.ms = 3000\noffset.lag.max = 0\ncheckpoints.topic.replication.factor = 1\n\
+         offset-syncs.topic.location = target\ntopics.exclude = x\ngroups.exclude = y",
+    ));
+    assert_eq!(f.emit_checkpoints_interval, Duration::from_secs(5));
+    assert!(f.sync_group_offsets_enabled);
+    assert_eq!(f.sync_group_offsets_interval, Duration::from_secs(7));
+    assert!(!f.refresh_groups_enabled);
+    assert_eq!(f.refresh_groups_interval, Duration::from_secs(9));
+    assert_eq!(f.consumer_poll_timeout, Duration::from_millis(250));
+    assert_eq!(f.admin_timeout, Duration::from_millis(3000));
+    assert_eq!(f.offset_lag_max, 0);
+    assert_eq!(f.checkpoints_topic_replication_factor, 1);
+    assert_eq!(
+        f.offset_syncs_topic_location,
+        OffsetSyncsTopicLocation::Target
+    );
+    assert_eq!(f.filters.topics_exclude, "x");
+    assert_eq!(f.filters.groups_exclude, "y");
+}
+
+#[test]
+fn offset_syncs_location_target_names_the_topic_after_the_source() {
+    let f = only_flow(&with("A->B.offset-syncs.topic.location = target"));
+    assert_eq!(f.offset_syncs_topic(), "mm2-offset-syncs.A.internal");
+    assert_eq!(f.offset_syncs_cluster().alias, "B");
+}
+
+// ---- validation of checkpoint keys ----
+
+#[test]
+fn emit_checkpoints_disabled_is_an_error_naming_the_key() {
+    let e = error(&with("A->B.emit.checkpoints.enabled = false"));
+    assert_eq!(e.key(), Some("A->B.emit.checkpoints.enabled"));
+    assert_eq!(e.line(), Some(5));
+}
+
+#[test]
+fn emit_checkpoints_disabled_in_upper_case_is_also_an_error() {
+    assert_eq!(
+        error(&with("emit.checkpoints.enabled = FALSE")).key(),
+        Some("emit.checkpoints.enabled")
+    );
+}
+
+#[test]
+fn emit_offset_syncs_disabled_is_an_error() {
+    assert_eq!(
+        error(&with("emit.offset-syncs.enabled = false")).key(),
+        Some("emit.offset-syncs.enabled")
+    );
+}
+
+#[test]
+fn checkpoint_keys_of_disabled_flows_are_not_validated() {
+    assert_eq!(
+        names(&load(&with("B->A.emit.checkpoints.enabled = false"))),
+        vec!["A->B"]
+    );
+}
+
+#[test]
+fn invalid_boolean_is_an_error_naming_key_and_value() {
+    let e = error(&with("sync.group.offsets.enabled = on"));
+    assert_eq!(e.key(), Some("sync.group.offsets.enabled"));
+    assert!(e.message().contains("`on`"), "{e}");
+}
+
+#[test]
+fn non_integer_interval_is_an_error() {
+    let e = error(&with("emit.checkpoints.interval.seconds = 1m"));
+    assert_eq!(e.key(), Some("emit.checkpoints.interval.seconds"));
+}
+
+#[test]
+fn zero_interval_is_an_error() {
+    assert_eq!(
+        error(&with("sync.group.offsets.interval.seconds = 0")).key(),
+        Some("sync.group.offsets.interval.seconds")
+    );
+}
+
+#[test]
+fn negative_timeout_is_an_error() {
+    assert_eq!(
+        error(&with("admin.timeout.ms = -1")).key(),
+        Some("admin.timeout.ms")
+    );
+}
+
+#[test]
+fn integers_allow_surrounding_whitespace_like_kafka() {
+    assert_eq!(
+        only_flow(&with("refresh.groups.interval.seconds =  30  ")).refresh_groups_interval,
+        Duration::from_secs(30)
+    );
+}
+
+#[test]
+fn replication_factor_minus_one_means_broker_default() {
+    assert_eq!(
+        only_flow(&with("checkpoints.topic.replication.factor = -1"))
+            .checkpoints_topic_replication_factor,
+        -1
+    );
+}
+
+#[test]
+fn replication_factor_zero_is_an_error() {
+    assert_eq!(
+        error(&with("checkpoints.topic.replication.factor = 0")).key(),
+        Some("checkpoints.topic.replication.factor")
+    );
+}
+
+#[test]
+fn offset_syncs_location_is_case_sensitive() {
+    let e = error(&with("offset-syncs.topic.location = Target"));
+    assert_eq!(e.key(), Some("offset-syncs.topic.location"));
+}
+
+#[test]
+fn identity_policy_is_accepted_by_simple_and_full_name() {
+    for name in [
+        "IdentityReplicationPolicy",
+        "org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
+    ] {
+        let f = only_flow(&with(&format!("replication.policy.class = {name}")));
+        assert_eq!(f.replication_policy.kind, ReplicationPolicyKind::Identity);
+    }
+}
+
+#[test]
+fn default_policy_is_accepted_by_full_name() {
+    let f = only_flow(&with(
+        "replication.policy.class = org.apache.kafka.connect.mirror.DefaultReplicationPolicy",
+    ));
+    assert_eq!(f.replication_policy.kind, ReplicationPolicyKind::Default);
+}
+
+#[test]
+fn custom_replication_policy_is_an_error_naming_the_supported_ones() {
+    let e = error(&with("replication.policy.class = com.example.MyPolicy"));
+    assert_eq!(e.key(), Some("replication.policy.class"));
+    assert!(e.message().contains("IdentityReplicationPolicy"), "{e}");
+    assert!(e.message().contains("com.example.MyPolicy"), "{e}");
+}
+
+#[test]
+fn custom_separator_is_used_for_internal_topics_by_default() {
+    let f = only_flow(&with("replication.policy.separator = __"));
+    assert_eq!(f.replication_policy.separator, "__");
+    assert_eq!(f.replication_policy.internal_separator, "__");
+    assert_eq!(f.offset_syncs_topic(), "mm2-offset-syncs__B__internal");
+    assert_eq!(f.checkpoints_topic(), "A__checkpoints__internal");
+}
+
+#[test]
+fn internal_separator_can_stay_a_dot() {
+    let f = only_flow(&with(
+        "replication.policy.separator = __\nreplication.policy.internal.topic.separator.enabled = false",
+    ));
+    assert_eq!(f.replication_policy.separator, "__");
+    assert_eq!(f.replication_policy.internal_separator, ".");
+    assert_eq!(f.checkpoints_topic(), "A.checkpoints.internal");
+}
+
+#[test]
+fn internal_separator_flag_alone_changes_nothing() {
+    let f = only_flow(&with(
+        "replication.policy.internal.topic.separator.enabled = false",
+    ));
+    assert_eq!(f.replication_policy.internal_separator, ".");
+}
+
+#[test]
+fn separator_can_be_set_per_flow() {
+    let f = only_flow(&with(
+        "replication.policy.separator = _\nA->B.replication.policy.separator = -",
+    ));
+    assert_eq!(f.replication_policy.separator, "-");
+}
+
+#[test]
+fn empty_separator_is_an_error() {
+    assert_eq!(
+        error(&with("replication.policy.separator =")).key(),
+        Some("replication.policy.separator")
+    );
+}
+
+#[test]
+fn default_filter_classes_are_accepted() {
+    only_flow(&with(
+        "topic.filter.class = org.apache.kafka.connect.mirror.DefaultTopicFilter\n\
+         group.filter.class = org.apache.kafka.connect.mirror.DefaultGroupFilter",
+    ));
+}
+
+#[test]
+fn custom_topic_filter_class_is_an_error() {
+    assert_eq!(
+        error(&with("topic.filter.class = com.example.F")).key(),
+        Some("topic.filter.class")
+    );
+}
+
+#[test]
+fn custom_group_filter_class_is_an_error() {
+    assert_eq!(
+        error(&with("A->B.group.filter.class = com.example.G")).key(),
+        Some("A->B.group.filter.class")
+    );
+}
+
+#[test]
+fn custom_forwarding_admin_is_an_error() {
+    assert_eq!(
+        error(&with("forwarding.admin.class = com.example.Admin")).key(),
+        Some("forwarding.admin.class")
+    );
+}
+
+#[test]
+fn default_forwarding_admin_is_accepted() {
+    only_flow(&with(
+        "forwarding.admin.class = org.apache.kafka.clients.admin.ForwardingAdmin",
+    ));
+}
+
+#[test]
+fn deprecated_blacklist_keys_are_used_with_a_warning() {
+    let config = load(&with(
+        "topics.blacklist = old-.*\ngroups.blacklist = oldg-.*",
+    ));
+    assert_eq!(config.flows[0].filters.topics_exclude, "old-.*");
+    assert_eq!(config.flows[0].filters.groups_exclude, "oldg-.*");
+    assert!(
+        config
+            .warnings
+            .iter()
+            .any(|w| w.contains("topics.blacklist"))
+    );
+}
+
+#[test]
+fn new_exclude_key_wins_over_deprecated_one() {
+    let f = only_flow(&with("topics.blacklist = old-.*\ntopics.exclude = new-.*"));
+    assert_eq!(f.filters.topics_exclude, "new-.*");
+}
+
+// ---- config providers in flows ----
+
+const PROVIDERS: &str = "config.providers = env,file\n\
+    config.providers.env.class = org.apache.kafka.common.config.provider.EnvVarConfigProvider\n\
+    config.providers.file.class = org.apache.kafka.common.config.provider.FileConfigProvider\n";
+
+fn sasl_scram(jaas: &str) -> String {
+    format!(
+        "{BASE}{PROVIDERS}A.security.protocol = SASL_PLAINTEXT\nA.sasl.mechanism = SCRAM-SHA-512\n\
+         A.sasl.jaas.config = {jaas}\n"
+    )
+}
+
+#[test]
+fn env_reference_fills_a_password() {
+    let env = FakeEnvironment::default().with_var("A_PASSWORD", "from-env");
+    let jaas = "org.apache.kafka.common.security.scram.ScramLoginModule required username=\"alice\" password=\"${env:A_PASSWORD}\";";
+    let config = load_with(&sasl_scram(jaas), &env).unwrap();
+    let sasl = config.flows[0].source.sasl.clone().unwrap();
+    assert_eq!(sasl.password.expose(), "from-env");
+}
+
+#[test]
+fn file_reference_fills_a_value() {
+    let env = FakeEnvironment::default()
+        .with_file("/etc/mm2/secrets.properties", "a.servers = fromfile:9092\n");
+    let text = format!(
+        "{}{PROVIDERS}",
+        BASE.replace(
+            "a1:9092, a2:9092",
+            "${file:/etc/mm2/secrets.properties:a.servers}"
+        )
+    );
+    let config = load_with(&text, &env).unwrap();
+    assert_eq!(config.flows[0].source.bootstrap_servers[0].host, "fromfile");
+}
+
+#[test]
+fn missing_env_var_is_an_error_naming_the_config_key_and_line() {
+    let jaas = "org.apache.kafka.common.security.scram.ScramLoginModule required username=\"u\" password=\"${env:NOPE}\";";
+    let e = error(&sasl_scram(jaas));
+    assert_eq!(e.key(), Some("A.sasl.jaas.config"));
+    assert_eq!(e.line(), Some(10));
+    assert!(e.message().contains("NOPE"));
+}
+
+#[test]
+fn reference_without_declared_provider_is_an_error() {
+    let e = error(&BASE.replace("a1:9092, a2:9092", "${env:SERVERS}"));
+    assert_eq!(e.key(), Some("A.bootstrap.servers"));
+    assert!(e.message().contains("not declared"), "{e}");
+}
+
+#[test]
+fn unused_keys_with_broken_references_are_ignored() {
+    only_flow(&with(&format!(
+        "{PROVIDERS}some.unknown.key = ${{env:NOT_SET}}"
+    )));
+}
+
+// ---- SASL ----
+
+#[test]
+fn scram_credentials_come_from_the_jaas_config() {
+    let f = only_flow(&sasl_scram(SCRAM_JAAS));
+    let sasl = f.source.sasl.unwrap();
+    assert_eq!(f.source.security_protocol, SecurityProtocol::SaslPlaintext);
+    assert_eq!(sasl.mechanism, SaslMechanism::ScramSha512);
+    assert_eq!(sasl.username, "alice");
+    assert_eq!(sasl.password.expose(), "alice-secret");
+    assert!(f.target.sasl.is_none());
+}
+
+#[test]
+fn scram_sha_256_is_supported() {
+    let f = only_flow(&sasl_scram(SCRAM_JAAS).replace("SCRAM-SHA-512", "SCRAM-SHA-256"));
+    assert_eq!(f.source.sasl.unwrap().mechanism, SaslMechanism::ScramSha256);
+}
+
+#[test]
+fn plain_uses_the_plain_login_module() {
+    let text = sasl_scram("org.apache.kafka.common.security.plain.PlainLoginModule required username=\"u\" password=\"p\";")
+        .replace("SCRAM-SHA-512", "PLAIN");
+    let config = load(&text);
+    assert_eq!(
+        config.flows[0].source.sasl.clone().unwrap().mechanism,
+        SaslMechanism::Plain
+    );
+    assert!(config.warnings.iter().any(|w| w.contains("unencrypted")));
+}
+
+#[test]
+fn security_protocol_is_case_insensitive() {
+    let text = sasl_scram(SCRAM_JAAS).replace("SASL_PLAINTEXT", "sasl_plaintext");
+    assert_eq!(
+        only_flow(&text).source.security_protocol,
+        SecurityProtocol::SaslPlaintext
+    );
+}
+
+#[test]
+fn unknown_security_protocol_is_an_error() {
+    assert_eq!(
+        error(&with("A.security.protocol = TLS")).key(),
+        Some("A.security.protocol")
+    );
+}
+
+#[test]
+fn empty_security_protocol_is_an_error_not_plaintext() {
+    let e = error(&with("security.protocol = SSL\nA.security.protocol ="));
+    assert_eq!(e.key(), Some("A.security.protocol"));
+}
+
+#[test]
+fn login_module_must_match_the_mechanism() {
+    let text = sasl_scram(SCRAM_JAAS).replace("SCRAM-SHA-512", "PLAIN");
+    let e = error(&text);
+    assert_eq!(e.key(), Some("A.sasl.jaas.config"));
+    assert!(e.message().contains("PlainLoginModule"), "{e}");
+}
+
+#[test]
+fn gssapi_is_an_error_saying_what_to_use() {
+    let e = error(&sasl_scram(SCRAM_JAAS).replace("SCRAM-SHA-512", "GSSAPI"));
+    assert_eq!(e.key(), Some("A.sasl.mechanism"));
+    assert!(
+        e.message().contains("not supported") && e.message().contains("SCRAM-SHA-512"),
+        "{e}"
+    );
+}
+
+#[test]
+fn oauthbearer_is_an_error() {
+    assert_eq!(
+        error(&sasl_scram(SCRAM_JAAS).replace("SCRAM-SHA-512", "OAUTHBEARER")).key(),
+        Some("A.sasl.mechanism")
+    );
+}
+
+#[test]
+fn missing_mechanism_means_gssapi_and_is_an_error() {
+    let e = error(&sasl_scram(SCRAM_JAAS).replace("A.sasl.mechanism = SCRAM-SHA-512\n", ""));
+    assert_eq!(e.key(), Some("A.sasl.mechanism"));
+    assert!(e.message().contains("GSSAPI"), "{e}");
+}
+
+#[test]
+fn missing_jaas_config_is_an_error() {
+    let text = format!("{BASE}A.security.protocol = SASL_SSL\nA.sasl.mechanism = PLAIN\n");
+    assert_eq!(error(&text).key(), Some("A.sasl.jaas.config"));
+}
+
+#[test]
+fn jaas_without_password_is_an_error() {
+    let jaas = "org.apache.kafka.common.security.scram.ScramLoginModule required username=\"u\";";
+    assert!(error(&sasl_scram(jaas)).message().contains("password"));
+}
+
+#[test]
+fn malformed_jaas_error_does_not_leak_the_password() {
+    let jaas = "org.apache.kafka.common.security.scram.ScramLoginModule required username=\"u\" password=\"leaky";
+    let e = error(&sasl_scram(jaas));
+    assert_eq!(e.key(), Some("A.sasl.jaas.config"));
+    assert!(!e.to_string().contains("leaky"), "{e}");
+}
+
+#[test]
+fn sasl_callback_handler_is_an_error() {
+    let text = format!(
+        "{}A.sasl.login.callback.handler.class = com.example.H\n",
+        sasl_scram(SCRAM_JAAS)
+    );
+    assert_eq!(
+        error(&text).key(),
+        Some("A.sasl.login.callback.handler.class")
+    );
+}
+
+#[test]
+fn sasl_keys_without_a_sasl_protocol_are_ignored_with_a_warning() {
+    let config = load(&with("A.sasl.mechanism = GSSAPI"));
+    assert!(config.flows[0].source.sasl.is_none());
+    assert!(
+        config
+            .warnings
+            .iter()
+            .any(|w| w.contains("sasl.* settings are ignored"))
+    );
+}
+
+#[test]
+fn scram_delegation_tokens_are_an_error() {
+    let jaas = "org.apache.kafka.common.security.scram.ScramLoginModule required username=\"u\" password=\"p\" tokenauth=\"true\";";
+    assert!(error(&sasl_scram(jaas)).message().contains("tokenauth"));
+}
+
+// ---- TLS ----
+
+fn ssl(extra: &str) -> String {
+    format!("{BASE}B.security.protocol = SSL\n{extra}\n")
+}
+
+fn tls_of(text: &str) -> TlsSettings {
+    let config = load_with(text, &tls_env()).unwrap_or_else(|e| panic!("config rejected: {e}"));
+    config.flows[0].target.tls.clone().unwrap()
+}
+
+#[test]
+fn ssl_without_trust_store_uses_default_roots_and_verifies_host_names() {
+    let tls = tls_of(&ssl(""));
+    assert_eq!(tls.trust, TrustRoots::Default);
+    assert!(tls.identity.is_none());
+    assert!(tls.verify_hostname);
+}
+
+#[test]
+fn pem_trust_store_file_is_read_and_parsed() {
+    let tls = tls_of(&ssl(
+        "B.ssl.truststore.type = PEM\nB.ssl.truststore.location = /etc/kafka/ca.pem",
+    ));
+    assert_eq!(
+        tls.trust,
+        TrustRoots::Pem {
+            source: PemSource::File("/etc/kafka/ca.pem".into()),
+            key: "B.ssl.truststore.location".into()
+        }
+    );
+    assert_eq!(tls.load(&tls_env()).unwrap().roots.len(), 1);
+}
+
+#[test]
+fn inline_pem_certificates_are_accepted() {
+    let inline = TEST_CERT.replace('\n', "\\n");
+    let tls = tls_of(&ssl(&format!(
+        "B.ssl.truststore.type = PEM\nB.ssl.truststore.certificates = {inline}"
+    )));
+    assert_eq!(tls.load(&tls_env()).unwrap().roots.len(), 1);
+}
+
+#[test]
+fn inline_pem_joined_by_continuation_lines_is_accepted_like_kafka() {
+    // Continuation lines drop the newlines, so the PEM arrives on one line.
+    let body: Vec<&str> = TEST_CERT.lines().collect();
+    let joined = body.join(" \\\n    ");
+    let tls = tls_of(&ssl(&format!(
+        "B.ssl.truststore.type = PEM\nB.ssl.truststore.certificates = {joined}"
+    )));
+    assert_eq!(tls.load(&tls_env()).unwrap().roots.len(), 1);
+}
+
+#[test]
+fn missing_trust_store_file_is_an_error_naming_the_key() {
+    let e = error(&ssl(
+        "B.ssl.truststore.type = PEM\nB.ssl.truststore.location = /nope.pem",
+    ));
+    assert_eq!(e.key(), Some("B.ssl.truststore.location"));
+    assert!(e.message().contains("/nope.pem"));
+}
+
+#[test]
+fn trust_store_without_certificates_is_an_error() {
+    let env = tls_env().with_file("/etc/kafka/empty.pem", "nothing here\n");
+    let e = error_with(
+        &ssl("B.ssl.truststore.type = PEM\nB.ssl.truststore.location = /etc/kafka/empty.pem"),
+        &env,
+    );
+    assert_eq!(e.key(), Some("B.ssl.truststore.location"));
+    assert!(e.message().contains("CERTIFICATE"), "{e}");
+}
+
+#[test]
+fn jks_trust_store_is_an_error_saying_to_convert_to_pem() {
+    let e = error(&ssl(
+        "B.ssl.truststore.type = JKS\nB.ssl.truststore.location = /etc/kafka/ca.jks",
+    ));
+    assert_eq!(e.key(), Some("B.ssl.truststore.type"));
+    assert!(
+        e.message().contains("PEM") && e.message().contains("JKS"),
+        "{e}"
+    );
+}
+
+#[test]
+fn trust_store_type_defaults_to_jks_like_kafka() {
+    let e = error(&ssl("B.ssl.truststore.location = /etc/kafka/ca.jks"));
+    assert_eq!(e.key(), Some("B.ssl.truststore.type"));
+    assert!(e.message().contains("default"), "{e}");
+}
+
+#[test]
+fn pkcs12_trust_store_is_an_error() {
+    let e = error(&ssl(
+        "B.ssl.truststore.type = PKCS12\nB.ssl.truststore.location = /etc/kafka/ca.p12",
+    ));
+    assert!(e.message().contains("PKCS12"), "{e}");
+}
+
+#[test]
+fn trust_store_location_and_inline_certificates_together_are_an_error() {
+    let e = error_with(
+        &ssl(
+            "B.ssl.truststore.type = PEM\nB.ssl.truststore.location = /etc/kafka/ca.pem\nB.ssl.truststore.certificates = x",
+        ),
+        &tls_env(),
+    );
+    assert_eq!(e.key(), Some("B.ssl.truststore.certificates"));
+}
+
+#[test]
+fn trust_store_password_with_pem_is_an_error() {
+    let e = error_with(
+        &ssl(
+            "B.ssl.truststore.type = PEM\nB.ssl.truststore.location = /etc/kafka/ca.pem\nB.ssl.truststore.password = pw",
+        ),
+        &tls_env(),
+    );
+    assert_eq!(e.key(), Some("B.ssl.truststore.password"));
+    assert!(!e.to_string().contains("pw\n"));
+}
+
+#[test]
+fn pem_key_store_file_gives_a_client_identity() {
+    let tls = tls_of(&ssl(
+        "B.ssl.keystore.type = PEM\nB.ssl.keystore.location = /etc/kafka/client.pem",
+    ));
+    let material = tls.load(&tls_env()).unwrap();
+    let (chain, _key) = material.identity.unwrap();
+    assert_eq!(chain.len(), 1);
+}
+
+#[test]
+fn inline_key_store_needs_chain_and_key() {
+    let key = TEST_KEY.replace('\n', "\\n");
+    let chain = TEST_CERT.replace('\n', "\\n");
+    let tls = tls_of(&ssl(&format!(
+        "B.ssl.keystore.type = PEM\nB.ssl.keystore.key = {key}\nB.ssl.keystore.certificate.chain = {chain}"
+    )));
+    assert!(tls.load(&tls_env()).unwrap().identity.is_some());
+    let e = error(&ssl(&format!(
+        "B.ssl.keystore.type = PEM\nB.ssl.keystore.key = {key}"
+    )));
+    assert_eq!(e.key(), Some("B.ssl.keystore.certificate.chain"));
+}
+
+#[test]
+fn encrypted_private_key_is_an_error() {
+    let env = tls_env().with_file(
+        "/etc/kafka/enc.pem",
+        &format!("-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n{TEST_CERT}"),
+    );
+    let e = error_with(
+        &ssl("B.ssl.keystore.type = PEM\nB.ssl.keystore.location = /etc/kafka/enc.pem"),
+        &env,
+    );
+    assert_eq!(e.key(), Some("B.ssl.keystore.location"));
+    assert!(e.message().contains("encrypted"), "{e}");
+}
+
+#[test]
+fn key_password_is_an_error() {
+    let e = error_with(
+        &ssl(
+            "B.ssl.keystore.type = PEM\nB.ssl.keystore.location = /etc/kafka/client.pem\nB.ssl.key.password = pw",
+        ),
+        &tls_env(),
+    );
+    assert_eq!(e.key(), Some("B.ssl.key.password"));
+}
+
+#[test]
+fn jks_key_store_is_an_error() {
+    let e = error(&ssl(
+        "B.ssl.keystore.location = /etc/kafka/client.jks\nB.ssl.keystore.password = pw",
+    ));
+    assert_eq!(e.key(), Some("B.ssl.keystore.type"));
+}
+
+#[test]
+fn empty_endpoint_identification_turns_host_name_checks_off_loudly() {
+    let text = ssl("B.ssl.endpoint.identification.algorithm =");
+    let config = load_with(&text, &tls_env()).unwrap();
+    assert!(!config.flows[0].target.tls.clone().unwrap().verify_hostname);
+    assert!(config.warnings.iter().any(|w| w.contains("DISABLED")));
+}
+
+#[test]
+fn https_endpoint_identification_verifies_host_names() {
+    assert!(tls_of(&ssl("B.ssl.endpoint.identification.algorithm = HTTPS")).verify_hostname);
+}
+
+#[test]
+fn unknown_endpoint_identification_is_an_error() {
+    assert_eq!(
+        error(&ssl("B.ssl.endpoint.identification.algorithm = ldaps")).key(),
+        Some("B.ssl.endpoint.identification.algorithm")
+    );
+}
+
+#[test]
+fn ssl_engine_factory_is_an_error() {
+    assert_eq!(
+        error(&ssl("B.ssl.engine.factory.class = com.example.E")).key(),
+        Some("B.ssl.engine.factory.class")
+    );
+}
+
+#[test]
+fn security_providers_is_an_error() {
+    assert_eq!(
+        error(&with("security.providers = com.example.P")).key(),
+        Some("security.providers")
+    );
+}
+
+#[test]
+fn ssl_keys_without_tls_are_ignored_with_a_warning() {
+    let config = load(&with("A.ssl.truststore.location = /x.jks"));
+    assert!(config.flows[0].source.tls.is_none());
+    assert!(
+        config
+            .warnings
+            .iter()
+            .any(|w| w.contains("ssl.* settings are ignored"))
+    );
+}
+
+// ---- layering of connection keys ----
+
+#[test]
+fn top_level_connection_key_applies_to_every_cluster() {
+    let f = only_flow(&with("security.protocol = SSL"));
+    assert_eq!(f.source.security_protocol, SecurityProtocol::Ssl);
+    assert_eq!(f.target.security_protocol, SecurityProtocol::Ssl);
+}
+
+#[test]
+fn cluster_connection_key_overrides_top_level() {
+    let f = only_flow(&with(
+        "security.protocol = SSL\nA.security.protocol = PLAINTEXT",
+    ));
+    assert_eq!(f.source.security_protocol, SecurityProtocol::Plaintext);
+    assert_eq!(f.target.security_protocol, SecurityProtocol::Ssl);
+}
+
+#[test]
+fn agreeing_client_prefixed_keys_are_accepted() {
+    let f = only_flow(&with(
+        "A.consumer.security.protocol = SSL\nA.admin.security.protocol = SSL",
+    ));
+    assert_eq!(f.source.security_protocol, SecurityProtocol::Ssl);
+}
+
+#[test]
+fn client_prefixed_key_on_one_client_only_is_a_conflict() {
+    let e = error(&with("A.consumer.security.protocol = SSL"));
+    assert_eq!(e.key(), Some("A.security.protocol"));
+    assert!(e.message().contains("A.consumer.security.protocol"), "{e}");
+    assert!(e.message().contains("one connection"), "{e}");
+}
+
+#[test]
+fn target_producer_counts_for_conflicts() {
+    let e = error(&with(
+        "B.producer.security.protocol = SSL\nB.consumer.security.protocol = SSL\nB.admin.security.protocol = PLAINTEXT",
+    ));
+    assert_eq!(e.key(), Some("B.security.protocol"));
+}
+
+#[test]
+fn source_producer_settings_are_not_used() {
+    let f = only_flow(&with("A.producer.security.protocol = SSL"));
+    assert_eq!(f.source.security_protocol, SecurityProtocol::Plaintext);
+}
+
+#[test]
+fn flow_role_client_keys_override_cluster_keys() {
+    let f = only_flow(&with(
+        "A.security.protocol = SSL\nA->B.source.consumer.security.protocol = PLAINTEXT\n\
+         A->B.source.admin.security.protocol = PLAINTEXT",
+    ));
+    assert_eq!(f.source.security_protocol, SecurityProtocol::Plaintext);
+}
+
+#[test]
+fn flow_client_keys_lose_to_cluster_keys_like_mm2() {
+    // `A->B.admin.k` becomes connector `admin.k`, which MM2 ranks below `source.admin.k`.
+    let f = only_flow(&with(
+        "A.security.protocol = SSL\nA->B.consumer.security.protocol = PLAINTEXT\n\
+         A->B.admin.security.protocol = PLAINTEXT\nA->B.producer.security.protocol = PLAINTEXT",
+    ));
+    assert_eq!(f.source.security_protocol, SecurityProtocol::Ssl);
+    // B has no cluster-level key, so the flow's client keys decide.
+    assert_eq!(f.target.security_protocol, SecurityProtocol::Plaintext);
+}
+
+#[test]
+fn flow_client_keys_apply_when_nothing_else_is_set() {
+    let f = only_flow(&with(
+        "A->B.consumer.security.protocol = SSL\nA->B.admin.security.protocol = SSL\nA->B.producer.security.protocol = SSL",
+    ));
+    assert_eq!(f.source.security_protocol, SecurityProtocol::Ssl);
+    assert_eq!(f.target.security_protocol, SecurityProtocol::Ssl);
+}
+
+#[test]
+fn same_cluster_gets_its_own_connection_in_each_flow() {
+    let config = load(&with(
+        "B->A.enabled = true\nA.security.protocol = SSL\n\
+         B->A.target.consumer.security.protocol = PLAINTEXT\nB->A.target.producer.security.protocol = PLAINTEXT\n\
+         B->A.target.admin.security.protocol = PLAINTEXT",
+    ));
+    assert_eq!(
+        config.flows[0].source.security_protocol,
+        SecurityProtocol::Ssl
+    );
+    assert_eq!(
+        config.flows[1].target.security_protocol,
+        SecurityProtocol::Plaintext
+    );
+}
+
+#[test]
+fn conflict_on_a_secret_key_does_not_show_values() {
+    let text = format!(
+        "{}A.consumer.sasl.jaas.config = other-secret-jaas\n",
+        sasl_scram(SCRAM_JAAS)
+    );
+    let e = error(&text);
+    assert_eq!(e.key(), Some("A.sasl.jaas.config"));
+    assert!(!e.to_string().contains("secret"), "{e}");
+}
+
+// ---- secrets and rendering ----
+
+fn rich_config() -> MirrorConfig {
+    let text = format!(
+        "{}B.security.protocol = SASL_SSL\nB.sasl.mechanism = SCRAM-SHA-256\nB.sasl.jaas.config = {SCRAM_JAAS}\n\
+         B.ssl.truststore.type = PEM\nB.ssl.truststore.location = /etc/kafka/ca.pem\n\
+         B.ssl.keystore.type = PEM\nB.ssl.keystore.location = /etc/kafka/client.pem\n",
+        sasl_scram(SCRAM_JAAS)
+    );
+    load_with(&text, &tls_env()).unwrap_or_else(|e| panic!("config rejected: {e}"))
+}
+
+#[test]
+fn debug_output_of_a_config_has_no_passwords() {
+    let dbg = format!("{:?}", rich_config());
+    assert!(!dbg.contains("alice-secret"), "{dbg}");
+    assert!(dbg.contains("[redacted]"));
+}
+
+#[test]
+fn rendered_settings_mask_secrets_and_show_values_and_origins() {
+    let text = render_effective_settings(&rich_config());
+    assert!(!text.contains("alice-secret"), "{text}");
+    assert!(text.contains("sasl password = [redacted]"), "{text}");
+    assert!(text.contains("[flow A->B]"), "{text}");
+    assert!(
+        text.contains("bootstrap.servers = a1:9092,a2:9092    # A.bootstrap.servers (line 2)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("emit.checkpoints.interval.seconds = 60    # default"),
+        "{text}"
+    );
+    assert!(
+        text.contains("offset-syncs topic = mm2-offset-syncs.B.internal on A"),
+        "{text}"
+    );
+    assert!(
+        text.contains("checkpoints topic = A.checkpoints.internal on B"),
+        "{text}"
+    );
+    assert!(
+        text.contains("trust = PEM file /etc/kafka/ca.pem"),
+        "{text}"
+    );
+}
+
+#[test]
+fn rendered_settings_list_warnings() {
+    let config = load_with(
+        &ssl("B.ssl.endpoint.identification.algorithm ="),
+        &tls_env(),
+    )
+    .unwrap();
+    let text = render_effective_settings(&config);
+    assert!(text.contains("host name verification = OFF"), "{text}");
+    assert!(text.contains("warnings:"), "{text}");
+}
+
+// ---- files ----
+
+#[test]
+fn load_reads_a_real_file() {
+    let path = std::env::temp_dir().join(format!(
+        "mm2-checkpoint-config-test-{}.properties",
+        std::process::id()
+    ));
+    std::fs::write(&path, BASE).unwrap();
+    let config = MirrorConfig::load(&path, &ProcessEnvironment);
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(names(&config.unwrap()), vec!["A->B"]);
+}
+
+#[test]
+fn load_of_a_missing_file_is_an_error_naming_it() {
+    let e = MirrorConfig::load(
+        Path::new("/nonexistent/mm2.properties"),
+        &ProcessEnvironment,
+    )
+    .unwrap_err();
+    assert!(e.message().contains("/nonexistent/mm2.properties"), "{e}");
+}
+
+#[test]
+fn example_config_in_docs_is_valid() {
+    let env = tls_env()
+        .with_var("MM2_PRIMARY_PASSWORD", "pw-1")
+        .with_file("/etc/mm2/secrets.properties", "backup.password = pw-2\n");
+    let text = include_str!("../../../../docs/examples/mm2.properties");
+    let config = load_with(text, &env).unwrap_or_else(|e| panic!("example rejected: {e}"));
+    assert_eq!(names(&config), vec!["primary->backup", "backup->primary"]);
+    let f = &config.flows[0];
+    assert_eq!(f.source.sasl.clone().unwrap().password.expose(), "pw-1");
+    assert_eq!(f.target.sasl.clone().unwrap().password.expose(), "pw-2");
+    assert!(f.sync_group_offsets_enabled);
+}
+#[test]
+fn flow_level_connection_key_is_ignored_with_a_warning() {
+    let config = load(&with("A->B.security.protocol = SSL"));
+    assert_eq!(
+        config.flows[0].source.security_protocol,
+        SecurityProtocol::Plaintext
+    );
+    assert!(
+        config
+            .warnings
+            .iter()
+            .any(|w| w.contains("`A->B.security.protocol` is ignored"))
+    );
+}
+
+#[test]
+fn top_level_client_prefixed_key_is_ignored_with_a_warning() {
+    let config = load(&with("consumer.security.protocol = SSL"));
+    assert_eq!(
+        config.flows[0].source.security_protocol,
+        SecurityProtocol::Plaintext
+    );
+    assert!(
+        config
+            .warnings
+            .iter()
+            .any(|w| w.contains("`consumer.security.protocol` is ignored"))
+    );
+}

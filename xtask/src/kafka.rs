@@ -1,0 +1,884 @@
+//! `cargo xtask kafka up | down | status`: two real single-node KRaft clusters.
+//!
+//! The end-to-end tests need a *source* and a *target* cluster, like MM2
+//! itself. Each is one JVM running Apache Kafka in combined mode (broker and
+//! controller in one process) on free loopback ports, with one listener per
+//! way our client must be able to connect: PLAINTEXT, SASL_PLAINTEXT (PLAIN and
+//! SCRAM-SHA-256/512), SSL, and SSL with a required client certificate (mTLS).
+//!
+//! Everything lives under `<workspace>/target/kafka/`:
+//!
+//! ```text
+//! clusters.json            what the tests read (schema: docs/testing.md)
+//! tls/                     the throwaway CA, server and client certificates
+//! <name>/server.properties broker configuration
+//! <name>/pid               the broker JVM we started
+//! <name>/data/             KRaft metadata and topic data (removed by `down`)
+//! <name>/logs/broker.log   broker stdout/stderr (kept by `down`)
+//! <name>/client-*.properties  ready-made configs for Kafka's Java CLI tools
+//! ```
+//!
+//! Only processes recorded in our own pid files, whose command line names our
+//! own `server.properties`, are ever signalled: other worktrees may run their
+//! own clusters on the same machine.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+use crate::certs::{self, TestPki};
+use crate::maven::{KAFKA_VERSION, KafkaRuntime};
+use crate::probe;
+
+/// The clusters we run, in start order.
+const CLUSTER_NAMES: [&str; 2] = ["source", "target"];
+/// How long a broker may take from launch to answering ApiVersions.
+const START_TIMEOUT: Duration = Duration::from_secs(180);
+/// How long a broker may take to stop after SIGTERM before it gets SIGKILL.
+const STOP_TIMEOUT: Duration = Duration::from_secs(30);
+/// Broker JVM options: small heap, serial GC; the machine has two cores.
+const BROKER_JVM_OPTS: &[&str] = &[
+    "-Xmx512m",
+    "-Xms256m",
+    "-XX:+UseSerialGC",
+    "-Djava.awt.headless=true",
+];
+/// JVM options for the one-shot storage format tool.
+const TOOL_JVM_OPTS: &[&str] = &["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"];
+
+/// The whole of `clusters.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ClustersFile {
+    /// Apache Kafka version the brokers run.
+    pub kafka_version: String,
+    /// Java classpath of the cached Kafka jars (a `libs/*` wildcard).
+    pub kafka_libs: String,
+    /// `kafka-run-class <main class> [args...]` launcher script.
+    pub kafka_run_class: PathBuf,
+    /// Directory with `kafka-topics`, `kafka-console-consumer`, ... scripts.
+    pub kafka_bin: PathBuf,
+    /// Clusters by name (`source`, `target`).
+    pub clusters: BTreeMap<String, ClusterInfo>,
+}
+
+/// One running cluster.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ClusterInfo {
+    /// `source` or `target`.
+    pub name: String,
+    /// KRaft cluster id given at format time.
+    pub cluster_id: String,
+    /// PID of the broker JVM.
+    pub pid: u32,
+    /// `host:port` bootstrap address per listener kind.
+    pub bootstrap: Listeners,
+    /// The KRaft controller listener (PLAINTEXT, not for clients).
+    pub controller: String,
+    /// Credentials accepted on the SASL_PLAINTEXT listener.
+    pub sasl_users: SaslUsers,
+    /// PEM files for the SSL and mTLS listeners.
+    pub tls: TlsFiles,
+    /// Java client property files per way of connecting, for Kafka's CLI tools.
+    pub client_configs: BTreeMap<String, PathBuf>,
+    /// The broker's `server.properties`.
+    pub config_file: PathBuf,
+    /// Directory of the broker's log output.
+    pub log_dir: PathBuf,
+    /// The broker's combined stdout/stderr and Log4j output.
+    pub log_file: PathBuf,
+    /// `log.dirs`: topic data and KRaft metadata.
+    pub data_dir: PathBuf,
+}
+
+/// Bootstrap addresses, one per listener.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Listeners {
+    /// No TLS, no authentication.
+    pub plaintext: String,
+    /// SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) without TLS.
+    pub sasl_plaintext: String,
+    /// TLS, server authentication only.
+    pub ssl: String,
+    /// TLS with a required client certificate.
+    pub mtls: String,
+}
+
+impl Listeners {
+    fn all(&self) -> [(&'static str, &str); 4] {
+        [
+            ("plaintext", &self.plaintext),
+            ("sasl_plaintext", &self.sasl_plaintext),
+            ("ssl", &self.ssl),
+            ("mtls", &self.mtls),
+        ]
+    }
+}
+
+/// One user per SASL mechanism.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SaslUsers {
+    /// SASL/PLAIN user.
+    pub plain: Credentials,
+    /// SCRAM-SHA-256 user (created at format time).
+    pub scram_sha_256: Credentials,
+    /// SCRAM-SHA-512 user (created at format time).
+    pub scram_sha_512: Credentials,
+}
+
+/// A test user name and password (test fixtures only, never real secrets).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Credentials {
+    /// User name.
+    pub user: String,
+    /// Password.
+    pub password: String,
+}
+
+/// TLS material a client needs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TlsFiles {
+    /// CA certificate that signed the brokers' and the client's certificates.
+    pub ca_pem: PathBuf,
+    /// Client certificate for the mTLS listener.
+    pub client_cert_pem: PathBuf,
+    /// Client private key (PKCS#8, unencrypted).
+    pub client_key_pem: PathBuf,
+}
+
+fn users(cluster: &str) -> SaslUsers {
+    let user = |kind: &str| Credentials {
+        user: format!("{kind}-user"),
+        password: format!("{cluster}-{kind}-secret"),
+    };
+    SaslUsers {
+        plain: user("plain"),
+        scram_sha_256: user("scram256"),
+        scram_sha_512: user("scram512"),
+    }
+}
+
+/// Paths under `<workspace>/target/kafka`.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// `<workspace>/target/kafka`.
+    pub root: PathBuf,
+}
+
+impl Layout {
+    /// The layout for this workspace.
+    pub fn new(workspace: &Path) -> Self {
+        Self {
+            root: workspace.join("target").join("kafka"),
+        }
+    }
+
+    /// `clusters.json`.
+    pub fn clusters_file(&self) -> PathBuf {
+        self.root.join("clusters.json")
+    }
+
+    fn cluster_dir(&self, name: &str) -> PathBuf {
+        self.root.join(name)
+    }
+
+    fn pid_file(&self, name: &str) -> PathBuf {
+        self.cluster_dir(name).join("pid")
+    }
+
+    fn config_file(&self, name: &str) -> PathBuf {
+        self.cluster_dir(name).join("server.properties")
+    }
+}
+
+/// `kafka up`. Returns true if this call started the clusters, false if they
+/// were already up and healthy.
+pub fn up(layout: &Layout) -> Result<bool> {
+    let runtime = KafkaRuntime::locate()?;
+    runtime.ensure()?;
+
+    if let Ok(file) = read_clusters_file(layout) {
+        if report(&file, true) {
+            println!(
+                "kafka: clusters already up ({})",
+                layout.clusters_file().display()
+            );
+            return Ok(false);
+        }
+        eprintln!("kafka: clusters.json is stale; restarting the clusters");
+    }
+    // Leftovers of an earlier run (crashed `up`, stale file): stop and clean.
+    stop_all(layout)?;
+
+    fs::create_dir_all(&layout.root)
+        .with_context(|| format!("creating {}", layout.root.display()))?;
+    let pki = certs::generate(&layout.root.join("tls"))?;
+
+    // All ports are reserved at once so the two clusters cannot collide.
+    let mut ports = free_ports(CLUSTER_NAMES.len() * 5)?.into_iter();
+    let mut plans = Vec::new();
+    for name in CLUSTER_NAMES {
+        let mut next = || ports.next().context("ran out of reserved ports");
+        plans.push(ClusterPlan {
+            name,
+            plaintext: next()?,
+            sasl_plaintext: next()?,
+            ssl: next()?,
+            mtls: next()?,
+            controller: next()?,
+        });
+    }
+
+    let results: Vec<Result<ClusterInfo>> = thread::scope(|s| {
+        let handles: Vec<_> = plans
+            .iter()
+            .map(|plan| s.spawn(|| start_cluster(layout, &runtime, &pki, plan)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("cluster start thread panicked")))
+            })
+            .collect()
+    });
+
+    let mut clusters = BTreeMap::new();
+    let mut failures = Vec::new();
+    for result in results {
+        match result {
+            Ok(info) => {
+                clusters.insert(info.name.clone(), info);
+            }
+            Err(e) => failures.push(format!("{e:#}")),
+        }
+    }
+    if !failures.is_empty() {
+        // Never leave half a harness running.
+        if let Err(e) = stop_all(layout) {
+            eprintln!("kafka: cleanup after failed start also failed: {e:#}");
+        }
+        bail!(
+            "starting the Kafka test clusters failed:\n{}",
+            failures.join("\n\n")
+        );
+    }
+
+    let file = ClustersFile {
+        kafka_version: KAFKA_VERSION.to_owned(),
+        kafka_libs: runtime.classpath(),
+        kafka_run_class: runtime.run_class(),
+        kafka_bin: runtime.bin(),
+        clusters,
+    };
+    let json = serde_json::to_string_pretty(&file)?;
+    fs::write(layout.clusters_file(), json + "\n")
+        .with_context(|| format!("writing {}", layout.clusters_file().display()))?;
+    report(&file, true);
+    println!(
+        "kafka: clusters up; details in {}",
+        layout.clusters_file().display()
+    );
+    Ok(true)
+}
+
+/// `kafka down`: stops the brokers we started, removes their data and `clusters.json`.
+pub fn down(layout: &Layout) -> Result<()> {
+    stop_all(layout)?;
+    println!(
+        "kafka: clusters down (broker logs kept under {})",
+        layout.root.display()
+    );
+    Ok(())
+}
+
+/// `kafka status`: prints every cluster and listener; Ok(false) if anything is unhealthy.
+pub fn status(layout: &Layout) -> Result<bool> {
+    let file = match read_clusters_file(layout) {
+        Ok(file) => file,
+        Err(e) => {
+            println!("kafka: no clusters ({e:#}); run `cargo xtask kafka up`");
+            return Ok(false);
+        }
+    };
+    Ok(report(&file, true))
+}
+
+/// Reads and parses `clusters.json`.
+pub fn read_clusters_file(layout: &Layout) -> Result<ClustersFile> {
+    let path = layout.clusters_file();
+    let text = fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+}
+
+/// Checks every cluster; prints the findings if `print`. True if all healthy.
+fn report(file: &ClustersFile, print: bool) -> bool {
+    let mut healthy = true;
+    for name in CLUSTER_NAMES {
+        let Some(info) = file.clusters.get(name) else {
+            if print {
+                println!("{name}: missing from clusters.json");
+            }
+            healthy = false;
+            continue;
+        };
+        let alive = is_our_broker(info.pid, &info.config_file);
+        healthy &= alive;
+        if print {
+            println!(
+                "{name}: pid {} {}  (cluster id {}, log {})",
+                info.pid,
+                if alive { "running" } else { "NOT RUNNING" },
+                info.cluster_id,
+                info.log_file.display()
+            );
+        }
+        for (kind, addr) in info.bootstrap.all() {
+            let (ok, detail) = if kind == "plaintext" {
+                match probe::api_versions(addr) {
+                    Ok(n) => (true, format!("ApiVersions ok, {n} APIs")),
+                    Err(e) => (false, format!("ApiVersions FAILED: {e:#}")),
+                }
+            } else if probe::port_open(addr) {
+                (true, "port open".to_owned())
+            } else {
+                (false, "port CLOSED".to_owned())
+            };
+            healthy &= ok;
+            if print {
+                println!("  {kind:<15} {addr:<21} {detail}");
+            }
+        }
+    }
+    healthy
+}
+
+struct ClusterPlan {
+    name: &'static str,
+    plaintext: u16,
+    sasl_plaintext: u16,
+    ssl: u16,
+    mtls: u16,
+    controller: u16,
+}
+
+fn start_cluster(
+    layout: &Layout,
+    runtime: &KafkaRuntime,
+    pki: &TestPki,
+    plan: &ClusterPlan,
+) -> Result<ClusterInfo> {
+    let name = plan.name;
+    let dir = layout.cluster_dir(name);
+    let data_dir = dir.join("data");
+    let log_dir = dir.join("logs");
+    for d in [&data_dir, &log_dir] {
+        fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+    }
+    let log_file = log_dir.join("broker.log");
+    let config_file = layout.config_file(name);
+    let log4j_file = dir.join("log4j2.properties");
+    let users = users(name);
+    let addr = |port: u16| format!("127.0.0.1:{port}");
+
+    fs::write(
+        &config_file,
+        server_properties(plan, &data_dir, pki, &users)?,
+    )
+    .with_context(|| format!("writing {}", config_file.display()))?;
+    fs::write(&log4j_file, BROKER_LOG4J)
+        .with_context(|| format!("writing {}", log4j_file.display()))?;
+
+    let cluster_id = random_cluster_id()?;
+    let started = Instant::now();
+    format_storage(runtime, &config_file, &cluster_id, &users, &log_dir)
+        .with_context(|| format!("cluster {name}: formatting {}", data_dir.display()))?;
+    eprintln!(
+        "kafka: {name}: storage formatted in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+
+    // Append, so the log of an earlier run of this cluster survives a restart.
+    let mut log = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_file)
+        .with_context(|| format!("opening {}", log_file.display()))?;
+    writeln!(
+        log,
+        "==== xtask: starting cluster {name} (Kafka {KAFKA_VERSION}, cluster id {cluster_id}) ===="
+    )?;
+    let log_err = log.try_clone()?;
+    let child = Command::new("java")
+        .args(BROKER_JVM_OPTS)
+        .arg(format!(
+            "-Dlog4j2.configurationFile={}",
+            log4j_file.display()
+        ))
+        .arg(format!("-Dkafka.logs.dir={}", log_dir.display()))
+        .arg("-cp")
+        .arg(runtime.classpath())
+        .arg("kafka.Kafka")
+        .arg(&config_file)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log_err)
+        // Own process group: a Ctrl-C aimed at xtask or cargo does not reach the broker.
+        .process_group(0)
+        .spawn()
+        .context("launching `java` (is a JDK 17+ installed?)")?;
+    let pid = child.id();
+    // The JVM outlives xtask by design; we track it through the pid file.
+    drop(child);
+    let pid_file = layout.pid_file(name);
+    fs::write(&pid_file, format!("{pid}\n"))
+        .with_context(|| format!("writing {}", pid_file.display()))?;
+
+    let bootstrap = Listeners {
+        plaintext: addr(plan.plaintext),
+        sasl_plaintext: addr(plan.sasl_plaintext),
+        ssl: addr(plan.ssl),
+        mtls: addr(plan.mtls),
+    };
+    wait_until_serving(name, pid, &bootstrap, &log_file)?;
+    eprintln!(
+        "kafka: {name}: serving after {:.1}s (pid {pid})",
+        started.elapsed().as_secs_f64()
+    );
+
+    let tls = TlsFiles {
+        ca_pem: pki.ca_pem.clone(),
+        client_cert_pem: pki.client_cert_pem.clone(),
+        client_key_pem: pki.client_key_pem.clone(),
+    };
+    let client_configs = write_client_configs(&dir, pki, &users)?;
+    Ok(ClusterInfo {
+        name: name.to_owned(),
+        cluster_id,
+        pid,
+        bootstrap,
+        controller: addr(plan.controller),
+        sasl_users: users,
+        tls,
+        client_configs,
+        config_file,
+        log_dir,
+        log_file,
+        data_dir,
+    })
+}
+
+fn server_properties(
+    plan: &ClusterPlan,
+    data_dir: &Path,
+    pki: &TestPki,
+    users: &SaslUsers,
+) -> Result<String> {
+    let listener = |name: &str, port: u16| format!("{name}://127.0.0.1:{port}");
+    let listeners = [
+        listener("PLAINTEXT", plan.plaintext),
+        listener("SASL_PLAINTEXT", plan.sasl_plaintext),
+        listener("SSL", plan.ssl),
+        listener("MTLS", plan.mtls),
+    ]
+    .join(",");
+    let server_cert = read_pem(&pki.server_cert_pem)?;
+    let server_key = read_pem(&pki.server_key_pem)?;
+    let plain = &users.plain;
+    Ok(format!(
+        "# Generated by `cargo xtask kafka up` for the {name} test cluster.
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:{controller}
+controller.listener.names=CONTROLLER
+listeners={listeners},CONTROLLER://127.0.0.1:{controller}
+advertised.listeners={listeners}
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,MTLS:SSL,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+log.dirs={data}
+
+# One node: every internal topic has a single replica.
+num.partitions=1
+default.replication.factor=1
+min.insync.replicas=1
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=10
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=10
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+auto.create.topics.enable=false
+
+# SASL_PLAINTEXT: PLAIN users are listed here; SCRAM users were added at format time.
+listener.name.sasl_plaintext.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
+listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_{plain_user}=\"{plain_password}\";
+listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+
+# SSL and MTLS share the test CA's server certificate; MTLS also demands a client certificate.
+ssl.keystore.type=PEM
+ssl.keystore.certificate.chain={server_cert}
+ssl.keystore.key={server_key}
+ssl.truststore.type=PEM
+ssl.truststore.location={ca}
+ssl.client.auth=none
+listener.name.mtls.ssl.client.auth=required
+",
+        name = plan.name,
+        controller = plan.controller,
+        data = data_dir.display(),
+        plain_user = plain.user,
+        plain_password = plain.password,
+        ca = pki.ca_pem.display(),
+    ))
+}
+
+/// A PEM file as a one-line Java properties value (newlines escaped as `\n`).
+fn read_pem(path: &Path) -> Result<String> {
+    let text = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(text.trim().replace('\n', "\\n"))
+}
+
+/// Java client configs for Kafka's CLI tools, one per way of connecting.
+fn write_client_configs(
+    dir: &Path,
+    pki: &TestPki,
+    users: &SaslUsers,
+) -> Result<BTreeMap<String, PathBuf>> {
+    let ca = pki.ca_pem.display();
+    let sasl = |mechanism: &str, module: &str, c: &Credentials| {
+        format!(
+            "security.protocol=SASL_PLAINTEXT\nsasl.mechanism={mechanism}\nsasl.jaas.config={module} required username=\"{}\" password=\"{}\";\n",
+            c.user, c.password
+        )
+    };
+    let plain_module = "org.apache.kafka.common.security.plain.PlainLoginModule";
+    let scram_module = "org.apache.kafka.common.security.scram.ScramLoginModule";
+    let configs = [
+        ("plaintext", "security.protocol=PLAINTEXT\n".to_owned()),
+        ("sasl_plain", sasl("PLAIN", plain_module, &users.plain)),
+        (
+            "sasl_scram_sha_256",
+            sasl("SCRAM-SHA-256", scram_module, &users.scram_sha_256),
+        ),
+        (
+            "sasl_scram_sha_512",
+            sasl("SCRAM-SHA-512", scram_module, &users.scram_sha_512),
+        ),
+        (
+            "ssl",
+            format!(
+                "security.protocol=SSL\nssl.truststore.type=PEM\nssl.truststore.location={ca}\n"
+            ),
+        ),
+        (
+            "mtls",
+            format!(
+                "security.protocol=SSL\nssl.truststore.type=PEM\nssl.truststore.location={ca}\nssl.keystore.type=PEM\nssl.keystore.certificate.chain={}\nssl.keystore.key={}\n",
+                read_pem(&pki.client_cert_pem)?,
+                read_pem(&pki.client_key_pem)?
+            ),
+        ),
+    ];
+    let mut out = BTreeMap::new();
+    for (kind, text) in configs {
+        let path = dir.join(format!("client-{kind}.properties"));
+        fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        out.insert(kind.to_owned(), path);
+    }
+    Ok(out)
+}
+
+/// `kafka-storage format`, creating the SCRAM users in the same step.
+fn format_storage(
+    runtime: &KafkaRuntime,
+    config: &Path,
+    cluster_id: &str,
+    users: &SaslUsers,
+    log_dir: &Path,
+) -> Result<()> {
+    let scram = |mechanism: &str, c: &Credentials| {
+        format!("{mechanism}=[name={},password={}]", c.user, c.password)
+    };
+    let out = Command::new("java")
+        .args(TOOL_JVM_OPTS)
+        .arg(format!(
+            "-Dlog4j2.configurationFile={}",
+            runtime.tools_log4j().display()
+        ))
+        .arg("-cp")
+        .arg(runtime.classpath())
+        .arg("kafka.tools.StorageTool")
+        .arg("format")
+        .arg("--cluster-id")
+        .arg(cluster_id)
+        .arg("--config")
+        .arg(config)
+        .arg("--add-scram")
+        .arg(scram("SCRAM-SHA-256", &users.scram_sha_256))
+        .arg("--add-scram")
+        .arg(scram("SCRAM-SHA-512", &users.scram_sha_512))
+        .stdin(Stdio::null())
+        .output()
+        .context("running `java kafka.tools.StorageTool` (is a JDK 17+ installed?)")?;
+    let mut transcript = out.stdout.clone();
+    transcript.extend_from_slice(&out.stderr);
+    let path = log_dir.join("format.log");
+    fs::write(&path, &transcript).with_context(|| format!("writing {}", path.display()))?;
+    if !out.status.success() {
+        bail!(
+            "kafka-storage format failed ({}):\n{}",
+            out.status,
+            String::from_utf8_lossy(&transcript).trim()
+        );
+    }
+    Ok(())
+}
+
+/// Polls until the broker answers ApiVersions on PLAINTEXT and every other
+/// listener accepts connections, or fails with the tail of the broker log.
+fn wait_until_serving(name: &str, pid: u32, listeners: &Listeners, log_file: &Path) -> Result<()> {
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        // Not `is_our_broker`: right after exec the command line can briefly read empty.
+        if !is_running(pid) {
+            bail!(
+                "cluster {name}: broker (pid {pid}) exited during startup; last lines of {}:\n{}",
+                log_file.display(),
+                tail(log_file, 40)
+            );
+        }
+        let last_problem = match probe::api_versions(&listeners.plaintext) {
+            Ok(_) => {
+                let closed: Vec<_> = listeners
+                    .all()
+                    .into_iter()
+                    .filter(|(_, addr)| !probe::port_open(addr))
+                    .map(|(kind, addr)| format!("{kind} {addr}"))
+                    .collect();
+                if closed.is_empty() {
+                    return Ok(());
+                }
+                format!("listeners not accepting: {}", closed.join(", "))
+            }
+            Err(e) => format!("{e:#}"),
+        };
+        if Instant::now() >= deadline {
+            bail!(
+                "cluster {name}: broker (pid {pid}) not serving after {}s ({last_problem}); last lines of {}:\n{}",
+                START_TIMEOUT.as_secs(),
+                log_file.display(),
+                tail(log_file, 40)
+            );
+        }
+        thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// Stops every broker named by a pid file, then removes data dirs, pid files
+/// and `clusters.json`. Logs stay.
+fn stop_all(layout: &Layout) -> Result<()> {
+    for name in CLUSTER_NAMES {
+        let pid_file = layout.pid_file(name);
+        if let Ok(text) = fs::read_to_string(&pid_file) {
+            match text.trim().parse::<u32>() {
+                Ok(pid) => stop_broker(name, pid, &layout.config_file(name))?,
+                Err(_) => eprintln!(
+                    "kafka: {name}: ignoring unreadable pid file {}",
+                    pid_file.display()
+                ),
+            }
+            fs::remove_file(&pid_file)
+                .with_context(|| format!("removing {}", pid_file.display()))?;
+        }
+        let data = layout.cluster_dir(name).join("data");
+        if data.exists() {
+            fs::remove_dir_all(&data).with_context(|| format!("removing {}", data.display()))?;
+        }
+    }
+    let file = layout.clusters_file();
+    if file.exists() {
+        fs::remove_file(&file).with_context(|| format!("removing {}", file.display()))?;
+    }
+    Ok(())
+}
+
+fn stop_broker(name: &str, pid: u32, config: &Path) -> Result<()> {
+    if !is_our_broker(pid, config) {
+        // Already gone, or the pid now belongs to someone else: leave it alone.
+        return Ok(());
+    }
+    signal(pid, "TERM")?;
+    let deadline = Instant::now() + STOP_TIMEOUT;
+    while Instant::now() < deadline {
+        if !is_our_broker(pid, config) {
+            eprintln!("kafka: {name}: broker (pid {pid}) stopped");
+            return Ok(());
+        }
+        thread::sleep(Duration::from_millis(200));
+    }
+    eprintln!(
+        "kafka: {name}: broker (pid {pid}) ignored SIGTERM for {}s; sending SIGKILL",
+        STOP_TIMEOUT.as_secs()
+    );
+    signal(pid, "KILL")?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while is_our_broker(pid, config) {
+        if Instant::now() >= deadline {
+            bail!("cluster {name}: broker pid {pid} survived SIGKILL");
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
+    Ok(())
+}
+
+fn signal(pid: u32, sig: &str) -> Result<()> {
+    // Failure is fine if the process exited in between; the caller re-checks.
+    Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .stderr(Stdio::null())
+        .status()
+        .context("running `kill`")?;
+    Ok(())
+}
+
+/// True if `pid` is a live (non-zombie) Kafka JVM started with our `config`.
+/// Guards against pid reuse and against other worktrees' brokers.
+fn is_our_broker(pid: u32, config: &Path) -> bool {
+    let Ok(cmdline) = fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+    let config = config.as_os_str().as_encoded_bytes();
+    args.contains(&b"kafka.Kafka".as_slice()) && args.contains(&config)
+}
+
+/// True if `pid` exists and is not a zombie (our unreaped, exited child).
+fn is_running(pid: u32) -> bool {
+    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // Format: `pid (comm) state ...`; comm may contain spaces, so split after the last ')'.
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next());
+    !matches!(state, None | Some("Z") | Some("X"))
+}
+
+/// Reserves `n` distinct free loopback ports (bound together, then released).
+fn free_ports(n: usize) -> Result<Vec<u16>> {
+    let sockets = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0").context("binding a free loopback port"))
+        .collect::<Result<Vec<_>>>()?;
+    sockets.iter().map(|s| Ok(s.local_addr()?.port())).collect()
+}
+
+/// A fresh KRaft cluster id: 16 random bytes, URL-safe base64 without padding.
+fn random_cluster_id() -> Result<String> {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut urandom = fs::File::open("/dev/urandom").context("opening /dev/urandom")?;
+    loop {
+        let mut bytes = [0u8; 16];
+        urandom
+            .read_exact(&mut bytes)
+            .context("reading /dev/urandom")?;
+        let value = u128::from_be_bytes(bytes);
+        // 22 digits of 6 bits cover 132 bits: the last digit holds the final
+        // 2 bits followed by 4 zero bits, as in unpadded base64.
+        let out: String = (0..22i32)
+            .map(|i| {
+                let shift = 122 - 6 * i;
+                let index = if shift >= 0 {
+                    (value >> shift) & 0x3f
+                } else {
+                    (value << -shift) & 0x3f
+                };
+                char::from(ALPHABET[index as usize])
+            })
+            .collect();
+        // Kafka's own generator avoids ids starting with '-' (they read like CLI flags).
+        if !out.starts_with('-') {
+            return Ok(out);
+        }
+    }
+}
+
+/// The last `lines` lines of a log file, for error messages.
+fn tail(path: &Path, lines: usize) -> String {
+    match fs::read(path) {
+        Ok(bytes) => {
+            let text = String::from_utf8_lossy(&bytes);
+            let all: Vec<&str> = text.lines().collect();
+            all[all.len().saturating_sub(lines)..].join("\n")
+        }
+        Err(e) => format!("(cannot read {}: {e})", path.display()),
+    }
+}
+
+const BROKER_LOG4J: &str = "\
+# Test broker logging: everything at INFO into stdout, which xtask sends to logs/broker.log.
+appender.stdout.type = Console
+appender.stdout.name = STDOUT
+appender.stdout.layout.type = PatternLayout
+appender.stdout.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.stdout.ref = STDOUT
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cluster_ids_are_22_url_safe_base64_digits_not_starting_with_a_dash() {
+        for _ in 0..100 {
+            let id = random_cluster_id().expect("urandom is readable");
+            assert_eq!(id.len(), 22, "{id}");
+            assert!(!id.starts_with('-'), "{id}");
+            assert!(
+                id.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
+                "{id}"
+            );
+        }
+    }
+
+    #[test]
+    fn reserved_ports_are_distinct() {
+        let mut ports = free_ports(10).expect("loopback ports are available");
+        ports.sort_unstable();
+        ports.dedup();
+        assert_eq!(ports.len(), 10);
+    }
+
+    #[test]
+    fn a_missing_pid_is_neither_running_nor_our_broker() {
+        // PIDs above the kernel maximum (4194304) never exist.
+        assert!(!is_running(u32::MAX));
+        assert!(!is_our_broker(u32::MAX, Path::new("/x/server.properties")));
+    }
+
+    #[test]
+    fn pem_values_become_one_properties_line() {
+        let dir = std::env::temp_dir().join(format!("xtask-pem-{}", std::process::id()));
+        fs::create_dir_all(&dir).expect("temp dir");
+        let path = dir.join("a.pem");
+        fs::write(&path, "-----BEGIN X-----\nAAAA\n-----END X-----\n").expect("write");
+        let value = read_pem(&path).expect("read");
+        fs::remove_dir_all(&dir).ok();
+        assert_eq!(value, "-----BEGIN X-----\\nAAAA\\n-----END X-----");
+    }
+}
