@@ -8,6 +8,7 @@
 //! - `cargo xtask image`: a `FROM scratch` OCI image of them (see [`oci`]).
 
 mod certs;
+mod demo;
 mod dist;
 mod kafka;
 mod maven;
@@ -29,6 +30,9 @@ commands:
   kafka down        stop the clusters this worktree started; keep their logs
   kafka status      show each cluster and listener; non-zero exit if unhealthy
   kafka classpath   print the Java classpath of the cached Kafka jars
+  demo              the main job end to end on the local clusters: seed a
+                    mirrored topic, offset syncs and groups, `run --once` with
+                    group sync, then `translate` and the target groups' offsets
   test [-- ARGS]    clusters up, `cargo test --workspace --all-targets` and
                     `cargo test --workspace --doc` (ARGS passed to both), clusters
                     down again if this command started them
@@ -84,6 +88,10 @@ fn run(args: &[String]) -> Result<ExitCode> {
             let runtime = maven::KafkaRuntime::locate()?;
             runtime.ensure()?;
             println!("{}", runtime.classpath());
+            Ok(ExitCode::SUCCESS)
+        }
+        ["demo"] => {
+            demo::demo(&workspace_root(), &layout)?;
             Ok(ExitCode::SUCCESS)
         }
         ["test", rest @ ..] => {
