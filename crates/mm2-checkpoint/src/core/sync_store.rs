@@ -1,0 +1,1068 @@
+//! The offset-sync store: a bounded history of offset syncs per source partition,
+//! and the translation of upstream offsets to downstream offsets (spec C.2–C.5).
+//!
+//! MirrorMaker 2's source connector writes an *offset sync* `(upstream, downstream)`
+//! for a source partition every so often. The checkpoint task reads them all and keeps,
+//! per source partition, 64 slots of history: dense near the newest sync and
+//! exponentially sparser further back. A consumer group's upstream offset is then
+//! translated through the newest stored sync at or before it.
+//!
+//! The slot-update algorithm reproduces MM2's `OffsetSyncStore` step by step, because
+//! the checkpoints we emit must match the ones MM2 would emit. Where MM2 compares syncs
+//! by object identity, we compare by *entry*: each partition keeps its syncs in a small
+//! fixed ring of 65 entries, and the 64 slots are one-byte indexes into it. A ring
+//! entry is reused only once no slot refers to it, so two slots hold "the same sync"
+//! exactly when they hold the same index, even when two different syncs carry equal
+//! values. Nothing here allocates per sync; a partition costs one fixed-size box.
+//!
+//! The store is owned by one driver task and updated in place, so MM2's copy-on-write
+//! publishing has no counterpart here. It is pure: the driver decodes offset-sync
+//! records and feeds the values in with [`OffsetSyncStore::apply`].
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::fmt;
+
+use super::types::{OffsetTranslator, TopicPartition, Translation};
+
+/// Number of history slots kept per source partition (MM2's `Long.SIZE`).
+pub const SLOTS_PER_PARTITION: usize = 64;
+
+/// Ring entries per partition: after an update the slots refer to at most 64 distinct
+/// syncs, and the incoming sync needs one more entry while the algorithm still reads
+/// the previous layout.
+const RING_ENTRIES: usize = SLOTS_PER_PARTITION + 1;
+
+/// Index of the last slot, the "generation floor".
+const LAST_SLOT: usize = SLOTS_PER_PARTITION - 1;
+
+/// One offset sync: the record at `upstream` offset of the source partition was written
+/// at `downstream` offset of its remote partition on the target (spec A.2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct OffsetSync {
+    /// Offset of the record in the source partition.
+    pub upstream: i64,
+    /// Offset the record got in the remote (replicated) partition.
+    pub downstream: i64,
+}
+
+impl OffsetSync {
+    /// Builds an offset sync.
+    pub const fn new(upstream: i64, downstream: i64) -> Self {
+        Self {
+            upstream,
+            downstream,
+        }
+    }
+}
+
+impl fmt::Display for OffsetSync {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.upstream, self.downstream)
+    }
+}
+
+/// How the syncs read before the end of the offset-syncs topic are used (spec C.4).
+///
+/// MM2 chooses with `start(mustReadToEnd)`: it must read to the end, keeping only the
+/// last sync per partition, when the previous checkpoints could not be loaded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InitMode {
+    /// MM2's `start(true)`, used when loading the checkpoints topic failed. During the
+    /// initial read each sync replaces the whole history of its partition, so after it
+    /// every partition holds only its last sync. Groups behind that sync are not
+    /// translated until they pass it, so no checkpoint can go backwards relative to
+    /// one an earlier task generation may have written.
+    MustReadToEnd,
+    /// MM2's `start(false)`, used when the checkpoints were loaded. Every historical
+    /// sync goes through the normal algorithm, exactly as if it arrived live, so older
+    /// offsets can be translated right after a restart.
+    LoadAllHistory,
+}
+
+/// The 64 history slots of one source partition.
+///
+/// `slots[i]` indexes into `syncs`. Equal indexes mean the same sync (MM2's `==` on
+/// `OffsetSync` objects); an entry not referenced by any slot is free.
+#[derive(Clone, Debug)]
+struct PartitionHistory {
+    slots: [u8; SLOTS_PER_PARTITION],
+    syncs: [OffsetSync; RING_ENTRIES],
+}
+
+impl PartitionHistory {
+    /// A history whose every slot holds `first`.
+    fn new(first: OffsetSync) -> Self {
+        let mut syncs = [OffsetSync::default(); RING_ENTRIES];
+        syncs[0] = first;
+        Self {
+            slots: [0; SLOTS_PER_PARTITION],
+            syncs,
+        }
+    }
+
+    fn sync(&self, entry: u8) -> OffsetSync {
+        self.syncs[usize::from(entry)]
+    }
+
+    fn up(&self, entry: u8) -> i64 {
+        self.sync(entry).upstream
+    }
+
+    /// A ring entry that no slot refers to. The slots name at most 64 of the 65
+    /// entries, so there is always one.
+    fn free_entry(&self) -> u8 {
+        let used = self
+            .slots
+            .iter()
+            .fold(0u128, |mask, &entry| mask | (1u128 << entry));
+        // At most 64 of the low 65 bits are set, so the lowest clear bit is below 65.
+        (!used).trailing_zeros() as u8
+    }
+
+    /// MM2's invariant B between the sync in entry `a` at slot `i` and entry `b` at slot
+    /// `j`: `a` is at most `2^j - 2^i` ahead of `b`, with a bound that overflows counting
+    /// as satisfied. Wrapping arithmetic on purpose, as in Java.
+    fn invariant_b(&self, a: u8, b: u8, i: usize, j: usize) -> bool {
+        let bound = self
+            .up(b)
+            .wrapping_add(1i64.wrapping_shl(j as u32))
+            .wrapping_sub(1i64.wrapping_shl(i as u32));
+        a == b || bound < 0 || self.up(a) <= bound
+    }
+
+    /// MM2's invariant C between entry `a` at slot `i` and an older entry `b`: `a` is at
+    /// least `2^max(i-2,0)` ahead of `b`; an overflowing bound fails.
+    fn invariant_c(&self, a: u8, b: u8, i: usize) -> bool {
+        let bound = self
+            .up(b)
+            .wrapping_add(1i64.wrapping_shl(i.saturating_sub(2) as u32));
+        a == b || (bound >= 0 && self.up(a) >= bound)
+    }
+
+    /// Applies one sync (spec C.3). `reset` forces the "fill all slots" branch, used
+    /// during the initial read in [`InitMode::MustReadToEnd`].
+    fn apply(&mut self, sync: OffsetSync, reset: bool) {
+        let fresh = self.free_entry();
+        self.syncs[usize::from(fresh)] = sync;
+        if reset || sync.upstream < self.up(self.slots[0]) {
+            // Upstream rewind (or load-only-last): all older history is invalid.
+            self.slots = [fresh; SLOTS_PER_PARTITION];
+            return;
+        }
+
+        let old = self.slots;
+        // `candidate` always satisfies the invariants at the current slot; `cursor`
+        // walks `old` looking for an older sync worth keeping, never past `current`.
+        let mut candidate = fresh;
+        let mut cursor = 0usize;
+        self.slots[0] = fresh;
+        for current in 1..SLOTS_PER_PARTITION {
+            let previous = current - 1;
+            loop {
+                let old_value = old[cursor];
+                let prev_value = self.slots[previous];
+                let recent = self.invariant_b(prev_value, old_value, previous, current);
+                let separated_from_previous = self.invariant_c(prev_value, old_value, previous);
+                // `self.slots[current + 1]` is still the old value here.
+                let separated_from_next = current == LAST_SLOT
+                    || self.invariant_c(old_value, self.slots[current + 1], current);
+                let duplicate = cursor < LAST_SLOT && old[cursor + 1] == old_value;
+                let promote = recent && separated_from_previous && separated_from_next;
+                if promote {
+                    candidate = old_value;
+                }
+                let skip = duplicate || !separated_from_previous;
+                if promote || skip {
+                    cursor += 1;
+                }
+                if !(cursor < current && skip) {
+                    break;
+                }
+            }
+            if self.invariant_b(self.slots[previous], self.slots[current], previous, current) {
+                // Slot `current` is still recent enough, and then so are all later ones.
+                break;
+            }
+            self.slots[current] = candidate;
+        }
+    }
+
+    /// Spec C.5 steps 3–5.
+    fn translate(&self, upstream: i64) -> Translation {
+        let sync = self
+            .slots
+            .iter()
+            .map(|&entry| self.sync(entry))
+            .find(|sync| sync.upstream <= upstream)
+            .unwrap_or_else(|| self.sync(self.slots[LAST_SLOT]));
+        if sync.upstream > upstream {
+            Translation::TooOld
+        } else if sync.upstream == upstream {
+            Translation::Translated(sync.downstream)
+        } else {
+            // Past the sync we only know the next record lands at or after
+            // `downstream + 1`; anything more could skip records. Wrapping like Java.
+            Translation::Translated(sync.downstream.wrapping_add(1))
+        }
+    }
+
+    fn layout(&self) -> SlotLayout {
+        SlotLayout {
+            syncs: self.slots.map(|entry| self.sync(entry)),
+            entries: self.slots,
+        }
+    }
+}
+
+/// A snapshot of one partition's 64 slots, for tests, invariant checks and debug dumps.
+///
+/// Its `Display` form lists each run of slots holding the same sync as
+/// `[first_slot..]=upstream:downstream`, e.g. `[0..]=16:16,[1..]=15:15,[2..]=0:0`.
+/// Two layouts are equal when their slots hold equal values grouped in the same runs.
+#[derive(Clone, Debug)]
+pub struct SlotLayout {
+    syncs: [OffsetSync; SLOTS_PER_PARTITION],
+    entries: [u8; SLOTS_PER_PARTITION],
+}
+
+/// A run of adjacent slots that hold the same sync (see [`SlotLayout::runs`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlotRun {
+    /// The first slot of the run.
+    pub first_slot: usize,
+    /// The sync every slot of the run holds.
+    pub sync: OffsetSync,
+}
+
+impl SlotLayout {
+    /// The sync in slot `slot`, or `None` if `slot >= 64`.
+    pub fn slot(&self, slot: usize) -> Option<OffsetSync> {
+        self.syncs.get(slot).copied()
+    }
+
+    /// All 64 slots, newest first.
+    pub fn slots(&self) -> &[OffsetSync; SLOTS_PER_PARTITION] {
+        &self.syncs
+    }
+
+    /// Whether slots `a` and `b` hold the same received sync (identity, not value:
+    /// two syncs with equal offsets are still different syncs). `false` if either is
+    /// out of range.
+    pub fn same_sync(&self, a: usize, b: usize) -> bool {
+        match (self.entries.get(a), self.entries.get(b)) {
+            (Some(x), Some(y)) => x == y,
+            _ => false,
+        }
+    }
+
+    /// The runs of equal slots, newest first. Each run is one stored sync, since a sync
+    /// that left the slots never comes back.
+    pub fn runs(&self) -> Vec<SlotRun> {
+        let mut runs: Vec<SlotRun> = Vec::new();
+        for (slot, (&entry, &sync)) in self.entries.iter().zip(&self.syncs).enumerate() {
+            if slot == 0 || self.entries[slot - 1] != entry {
+                runs.push(SlotRun {
+                    first_slot: slot,
+                    sync,
+                });
+            }
+        }
+        runs
+    }
+}
+
+impl PartialEq for SlotLayout {
+    fn eq(&self, other: &Self) -> bool {
+        // Ring indexes differ between stores; what matters is where the runs break.
+        self.syncs == other.syncs
+            && (1..SLOTS_PER_PARTITION)
+                .all(|slot| self.same_sync(slot - 1, slot) == other.same_sync(slot - 1, slot))
+    }
+}
+
+impl Eq for SlotLayout {}
+
+impl fmt::Display for SlotLayout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (n, run) in self.runs().iter().enumerate() {
+            if n > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "[{}..]={}", run.first_slot, run.sync)?;
+        }
+        Ok(())
+    }
+}
+
+/// The offset syncs of every source partition seen on the offset-syncs topic, and the
+/// translation of upstream offsets through them (spec C.2–C.5).
+///
+/// Lifecycle: create it with [`new`](Self::new), [`apply`](Self::apply) every sync of
+/// the initial read of the offset-syncs topic (from the beginning up to the end offsets
+/// captured at start), call [`finish_initial_read`](Self::finish_initial_read), then keep
+/// applying live syncs. Until the initial read is finished every translation is
+/// [`Translation::NotReady`].
+#[derive(Debug)]
+pub struct OffsetSyncStore {
+    mode: InitMode,
+    initial_read_done: bool,
+    /// Source topic → partition → history. Keyed by topic first so a sync for a known
+    /// partition is looked up with the borrowed `&str` and never allocates.
+    topics: HashMap<Box<str>, HashMap<i32, Box<PartitionHistory>>>,
+    partitions: usize,
+}
+
+impl OffsetSyncStore {
+    /// An empty store whose initial read has not finished.
+    pub fn new(mode: InitMode) -> Self {
+        Self {
+            mode,
+            initial_read_done: false,
+            topics: HashMap::new(),
+            partitions: 0,
+        }
+    }
+
+    /// The initialisation mode this store was created with.
+    pub fn mode(&self) -> InitMode {
+        self.mode
+    }
+
+    /// Marks the initial read of the offset-syncs topic as complete (MM2 sets
+    /// `readToEnd`). From now on translations are answered and, in
+    /// [`InitMode::MustReadToEnd`], syncs update the history instead of replacing it.
+    /// Calling it again has no effect.
+    pub fn finish_initial_read(&mut self) {
+        self.initial_read_done = true;
+    }
+
+    /// Whether [`finish_initial_read`](Self::finish_initial_read) has been called.
+    pub fn is_ready(&self) -> bool {
+        self.initial_read_done
+    }
+
+    /// Applies one decoded offset sync for source partition `topic`-`partition`: the
+    /// record at `upstream` was written at `downstream` on the target.
+    ///
+    /// Every call is a new sync, even if its values equal an earlier one. Any values
+    /// are accepted (offsets are taken as MM2 takes them, with wrapping arithmetic);
+    /// a smaller upstream offset than the newest sync's discards the partition's
+    /// history. Allocates only for the first sync of a partition.
+    pub fn apply(&mut self, topic: &str, partition: i32, upstream: i64, downstream: i64) {
+        let sync = OffsetSync::new(upstream, downstream);
+        let reset = !self.initial_read_done && self.mode == InitMode::MustReadToEnd;
+        if let Some(partitions) = self.topics.get_mut(topic) {
+            match partitions.entry(partition) {
+                Entry::Occupied(mut history) => history.get_mut().apply(sync, reset),
+                Entry::Vacant(slot) => {
+                    slot.insert(Box::new(PartitionHistory::new(sync)));
+                    self.partitions += 1;
+                }
+            }
+            return;
+        }
+        // First sync of a new topic: the only time the topic name is allocated.
+        let partitions = HashMap::from([(partition, Box::new(PartitionHistory::new(sync)))]);
+        self.topics.insert(topic.into(), partitions);
+        self.partitions += 1;
+    }
+
+    /// [`apply`](Self::apply) for a [`TopicPartition`].
+    pub fn apply_sync(&mut self, tp: &TopicPartition, sync: OffsetSync) {
+        self.apply(&tp.topic, tp.partition, sync.upstream, sync.downstream);
+    }
+
+    /// Translates upstream offset `upstream` of source partition `topic`-`partition`
+    /// (spec C.5):
+    /// * [`Translation::NotReady`] before [`finish_initial_read`](Self::finish_initial_read);
+    /// * [`Translation::NoSync`] if no sync was ever applied for the partition (or it
+    ///   was removed);
+    /// * [`Translation::TooOld`] if `upstream` is older than every stored sync (MM2's -1);
+    /// * otherwise [`Translation::Translated`] through the newest sync at or before
+    ///   `upstream`: its downstream offset if `upstream` equals the sync's, else that
+    ///   plus one.
+    pub fn translate_offset(&self, topic: &str, partition: i32, upstream: i64) -> Translation {
+        if !self.initial_read_done {
+            return Translation::NotReady;
+        }
+        match self.history(topic, partition) {
+            Some(history) => history.translate(upstream),
+            None => Translation::NoSync,
+        }
+    }
+
+    /// Number of source partitions that have a history.
+    pub fn partition_count(&self) -> usize {
+        self.partitions
+    }
+
+    /// The source partitions that have a history, in no particular order.
+    pub fn partitions(&self) -> impl Iterator<Item = (&str, i32)> + '_ {
+        self.topics
+            .iter()
+            .flat_map(|(topic, parts)| parts.keys().map(move |&p| (&**topic, p)))
+    }
+
+    /// A snapshot of the 64 slots of `topic`-`partition`, or `None` if it has no history.
+    pub fn layout(&self, topic: &str, partition: i32) -> Option<SlotLayout> {
+        self.history(topic, partition).map(PartitionHistory::layout)
+    }
+
+    /// Forgets the history of `topic`-`partition`, e.g. when the partition no longer
+    /// exists upstream. Later translations give [`Translation::NoSync`] until a new
+    /// sync arrives, which then starts a fresh history. Returns whether it had one.
+    pub fn remove_partition(&mut self, topic: &str, partition: i32) -> bool {
+        let Some(parts) = self.topics.get_mut(topic) else {
+            return false;
+        };
+        let removed = parts.remove(&partition).is_some();
+        if removed {
+            self.partitions -= 1;
+        }
+        if parts.is_empty() {
+            self.topics.remove(topic);
+        }
+        removed
+    }
+
+    /// Forgets the history of every partition of `topic`, e.g. when the source topic
+    /// was deleted. Returns how many partitions were dropped.
+    pub fn remove_topic(&mut self, topic: &str) -> usize {
+        let removed = self.topics.remove(topic).map_or(0, |parts| parts.len());
+        self.partitions -= removed;
+        removed
+    }
+
+    /// Heap bytes a single partition's history takes, excluding map overhead.
+    pub const fn history_bytes() -> usize {
+        std::mem::size_of::<PartitionHistory>()
+    }
+
+    /// Rough estimate of the heap bytes this store holds: histories, hash-table
+    /// buckets (taken as capacity × 8/7, hashbrown's load factor, plus one control byte
+    /// each) and topic names. Allocator overhead is not included.
+    pub fn approx_heap_bytes(&self) -> usize {
+        fn table<K, V>(capacity: usize) -> usize {
+            let buckets = capacity.saturating_mul(8) / 7;
+            buckets.saturating_mul(std::mem::size_of::<(K, V)>() + 1)
+        }
+        let mut bytes =
+            table::<Box<str>, HashMap<i32, Box<PartitionHistory>>>(self.topics.capacity());
+        for (topic, parts) in &self.topics {
+            bytes += topic.len();
+            bytes += table::<i32, Box<PartitionHistory>>(parts.capacity());
+            bytes += parts.len() * Self::history_bytes();
+        }
+        bytes
+    }
+
+    fn history(&self, topic: &str, partition: i32) -> Option<&PartitionHistory> {
+        self.topics.get(topic)?.get(&partition).map(|h| &**h)
+    }
+}
+
+impl OffsetTranslator for OffsetSyncStore {
+    fn translate(&self, tp: &TopicPartition, upstream: i64) -> Translation {
+        self.translate_offset(&tp.topic, tp.partition, upstream)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const TOPIC: &str = "topic";
+
+    /// A store started like the spec's golden vectors: `start(true)`, then fed live.
+    fn live_store() -> OffsetSyncStore {
+        let mut store = OffsetSyncStore::new(InitMode::MustReadToEnd);
+        store.finish_initial_read();
+        store
+    }
+
+    fn feed(store: &mut OffsetSyncStore, syncs: &[(i64, i64)]) {
+        for &(up, down) in syncs {
+            store.apply(TOPIC, 0, up, down);
+        }
+    }
+
+    fn layout(store: &OffsetSyncStore) -> SlotLayout {
+        store.layout(TOPIC, 0).expect("partition has a history")
+    }
+
+    /// The spec's notation: `[k..]=U` when downstream equals upstream, else `U:D`.
+    fn spec_notation(layout: &SlotLayout) -> String {
+        layout
+            .runs()
+            .iter()
+            .map(|run| {
+                let sync = run.sync;
+                if sync.upstream == sync.downstream {
+                    format!("[{}..]={}", run.first_slot, sync.upstream)
+                } else {
+                    format!(
+                        "[{}..]={}:{}",
+                        run.first_slot, sync.upstream, sync.downstream
+                    )
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    fn translate(store: &OffsetSyncStore, upstream: i64) -> Translation {
+        store.translate(&TopicPartition::new(TOPIC, 0), upstream)
+    }
+
+    /// Asserts `translate(u) == Translated(d)` for every `(u, d)`; `d == -1` means TooOld.
+    fn assert_translations(store: &OffsetSyncStore, table: &[(i64, i64)]) {
+        for &(u, d) in table {
+            let expected = if d == -1 {
+                Translation::TooOld
+            } else {
+                Translation::Translated(d)
+            };
+            assert_eq!(translate(store, u), expected, "translate({u})");
+        }
+    }
+
+    #[test]
+    fn first_sync_fills_all_slots() {
+        let mut store = live_store();
+        feed(&mut store, &[(42, 7)]);
+        let layout = layout(&store);
+        assert_eq!(layout.to_string(), "[0..]=42:7");
+        assert!(layout.same_sync(0, 63));
+        assert_eq!(store.partition_count(), 1);
+    }
+
+    #[test]
+    fn consecutive_syncs_produce_the_golden_layouts() {
+        let expected: &[(i64, &str)] = &[
+            (0, "[0..]=0"),
+            (1, "[0..]=1,[1..]=0"),
+            (2, "[0..]=2,[1..]=1,[2..]=0"),
+            (3, "[0..]=3,[1..]=2,[2..]=0"),
+            (4, "[0..]=4,[1..]=3,[2..]=2,[3..]=0"),
+            (5, "[0..]=5,[1..]=4,[2..]=2,[3..]=0"),
+            (6, "[0..]=6,[1..]=5,[2..]=4,[3..]=0"),
+            (7, "[0..]=7,[1..]=6,[2..]=4,[3..]=0"),
+            (8, "[0..]=8,[1..]=7,[2..]=6,[3..]=4,[4..]=0"),
+            (12, "[0..]=12,[1..]=11,[2..]=10,[3..]=8,[4..]=0"),
+            (16, "[0..]=16,[1..]=15,[2..]=14,[3..]=12,[4..]=8,[5..]=0"),
+        ];
+        let mut store = live_store();
+        let mut checked = 0;
+        for offset in 0..=16 {
+            feed(&mut store, &[(offset, offset)]);
+            if let Some((_, want)) = expected.iter().find(|(at, _)| *at == offset) {
+                assert_eq!(spec_notation(&layout(&store)), *want, "after sync {offset}");
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, expected.len());
+    }
+
+    const SPACED_BY_10: &str =
+        "[0..]=1000,[5..]=990,[6..]=960,[7..]=900,[8..]=840,[9..]=720,[10..]=480,[11..]=0";
+
+    fn spaced(step: i64, last: i64) -> Vec<(i64, i64)> {
+        (0..=last / step).map(|n| (n * step, n * step)).collect()
+    }
+
+    #[test]
+    fn syncs_spaced_by_10_fed_live_produce_the_golden_layout() {
+        let mut store = live_store();
+        feed(&mut store, &spaced(10, 1000));
+        assert_eq!(spec_notation(&layout(&store)), SPACED_BY_10);
+    }
+
+    #[test]
+    fn load_all_history_initial_read_equals_live_feeding() {
+        let mut store = OffsetSyncStore::new(InitMode::LoadAllHistory);
+        feed(&mut store, &spaced(10, 1000));
+        store.finish_initial_read();
+        assert_eq!(spec_notation(&layout(&store)), SPACED_BY_10);
+    }
+
+    #[test]
+    fn syncs_spaced_by_100_fed_live_produce_the_golden_layout() {
+        let mut store = live_store();
+        feed(&mut store, &spaced(100, 100_000));
+        assert_eq!(
+            spec_notation(&layout(&store)),
+            "[0..]=100000,[8..]=99900,[9..]=99800,[10..]=99600,[11..]=99200,[12..]=97600,\
+             [13..]=96000,[14..]=89600,[15..]=76800,[16..]=51200,[17..]=0"
+        );
+    }
+
+    #[test]
+    fn evicted_sync_is_not_used_for_translation() {
+        let mut store = live_store();
+        feed(&mut store, &[(0, 0), (10, 5), (20, 9), (30, 30)]);
+        assert_eq!(
+            spec_notation(&layout(&store)),
+            "[0..]=30,[5..]=20:9,[6..]=0"
+        );
+        assert_translations(
+            &store,
+            &[
+                (0, 0),
+                (1, 1),
+                (9, 1),
+                (10, 1),
+                (11, 1),
+                (19, 1),
+                (20, 9),
+                (21, 10),
+                (29, 10),
+                (30, 30),
+                (31, 31),
+                (100, 31),
+            ],
+        );
+    }
+
+    const INITIAL_READ: &[(i64, i64)] = &[(100, 1000), (50, 500), (200, 2000)];
+
+    #[test]
+    fn must_read_to_end_keeps_only_the_last_sync_of_the_initial_read() {
+        let mut store = OffsetSyncStore::new(InitMode::MustReadToEnd);
+        feed(&mut store, INITIAL_READ);
+        store.finish_initial_read();
+        assert_eq!(layout(&store).to_string(), "[0..]=200:2000");
+        assert_translations(&store, &[(150, -1), (200, 2000), (250, 2001)]);
+    }
+
+    #[test]
+    fn load_all_history_treats_a_smaller_upstream_offset_as_a_rewind() {
+        let mut store = OffsetSyncStore::new(InitMode::LoadAllHistory);
+        feed(&mut store, INITIAL_READ);
+        store.finish_initial_read();
+        assert_eq!(layout(&store).to_string(), "[0..]=200:2000,[9..]=50:500");
+        assert_translations(
+            &store,
+            &[(49, -1), (50, 500), (150, 501), (200, 2000), (250, 2001)],
+        );
+    }
+
+    #[test]
+    fn syncs_with_equal_values_are_distinct_syncs() {
+        let mut store = live_store();
+        feed(
+            &mut store,
+            &[(0, 0), (4, 4), (4, 4), (8, 8), (8, 9), (9, 10)],
+        );
+        assert_eq!(
+            spec_notation(&layout(&store)),
+            "[0..]=9:10,[1..]=8,[3..]=4,[4..]=0"
+        );
+        assert_translations(
+            &store,
+            &[(0, 0), (3, 1), (4, 4), (5, 5), (8, 8), (9, 10), (10, 11)],
+        );
+    }
+
+    #[test]
+    fn downstream_truncation_is_not_a_reset() {
+        // MM2 behaviour kept on purpose (spec H.8): older syncs still point into the
+        // truncated downstream log.
+        let mut store = live_store();
+        feed(&mut store, &[(100, 200), (150, 251), (200, 10)]);
+        assert_translations(&store, &[(150, 251), (200, 10)]);
+    }
+
+    #[test]
+    fn upstream_rewind_after_start_discards_all_history() {
+        let mut store = live_store();
+        feed(&mut store, &spaced(10, 1000));
+        feed(&mut store, &[(5, 3)]);
+        assert_eq!(layout(&store).to_string(), "[0..]=5:3");
+        assert_translations(&store, &[(4, -1), (5, 3), (990, 4)]);
+    }
+
+    #[test]
+    fn must_read_to_end_uses_the_normal_algorithm_after_the_initial_read() {
+        let mut store = OffsetSyncStore::new(InitMode::MustReadToEnd);
+        feed(&mut store, &[(0, 0)]);
+        store.finish_initial_read();
+        feed(&mut store, &spaced(10, 1000)[1..]);
+        assert_eq!(spec_notation(&layout(&store)), SPACED_BY_10);
+    }
+
+    #[test]
+    fn translations_are_not_ready_until_the_initial_read_finishes() {
+        for mode in [InitMode::MustReadToEnd, InitMode::LoadAllHistory] {
+            let mut store = OffsetSyncStore::new(mode);
+            feed(&mut store, &[(10, 20)]);
+            assert!(!store.is_ready());
+            assert_eq!(translate(&store, 10), Translation::NotReady, "{mode:?}");
+            assert_eq!(
+                store.translate(&TopicPartition::new("unknown", 3), 10),
+                Translation::NotReady,
+                "{mode:?}"
+            );
+            store.finish_initial_read();
+            assert!(store.is_ready());
+            assert_eq!(
+                translate(&store, 10),
+                Translation::Translated(20),
+                "{mode:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn partition_without_syncs_is_no_sync() {
+        let mut store = live_store();
+        feed(&mut store, &[(10, 20)]);
+        assert_eq!(
+            store.translate(&TopicPartition::new(TOPIC, 1), 10),
+            Translation::NoSync
+        );
+        assert_eq!(
+            store.translate(&TopicPartition::new("other", 0), 10),
+            Translation::NoSync
+        );
+    }
+
+    #[test]
+    fn offset_before_the_oldest_sync_is_too_old() {
+        let mut store = live_store();
+        feed(&mut store, &[(10, 20)]);
+        assert_eq!(translate(&store, 9), Translation::TooOld);
+    }
+
+    #[test]
+    fn offset_at_a_sync_translates_exactly_and_past_it_plus_one() {
+        let mut store = live_store();
+        feed(&mut store, &[(10, 20)]);
+        assert_eq!(translate(&store, 10), Translation::Translated(20));
+        assert_eq!(translate(&store, 11), Translation::Translated(21));
+        assert_eq!(translate(&store, 1_000_000), Translation::Translated(21));
+    }
+
+    #[test]
+    fn translation_works_through_the_trait_object() {
+        let mut store = live_store();
+        feed(&mut store, &[(10, 20)]);
+        let translator: &dyn OffsetTranslator = &store;
+        assert_eq!(
+            translator.translate(&TopicPartition::new(TOPIC, 0), 12),
+            Translation::Translated(21)
+        );
+    }
+
+    #[test]
+    fn partitions_are_tracked_independently() {
+        let mut store = live_store();
+        store.apply("a", 0, 10, 100);
+        store.apply("a", 1, 20, 200);
+        store.apply_sync(&TopicPartition::new("b", 0), OffsetSync::new(30, 300));
+        assert_eq!(store.partition_count(), 3);
+        let mut seen: Vec<(String, i32)> =
+            store.partitions().map(|(t, p)| (t.to_owned(), p)).collect();
+        seen.sort();
+        assert_eq!(seen, [("a".into(), 0), ("a".into(), 1), ("b".into(), 0)]);
+        assert_eq!(
+            store.translate_offset("a", 1, 20),
+            Translation::Translated(200)
+        );
+        assert_eq!(
+            store.translate_offset("b", 0, 31),
+            Translation::Translated(301)
+        );
+    }
+
+    #[test]
+    fn removed_partition_has_no_sync_and_restarts_fresh() {
+        let mut store = live_store();
+        store.apply("a", 0, 10, 100);
+        store.apply("a", 1, 20, 200);
+        assert!(store.remove_partition("a", 0));
+        assert!(!store.remove_partition("a", 0));
+        assert_eq!(store.partition_count(), 1);
+        assert_eq!(store.translate_offset("a", 0, 10), Translation::NoSync);
+        // A new sync with a lower offset is a fresh start, not compared to the old one.
+        store.apply("a", 0, 5, 50);
+        assert_eq!(
+            store.layout("a", 0).map(|l| l.to_string()).as_deref(),
+            Some("[0..]=5:50")
+        );
+        assert_eq!(store.partition_count(), 2);
+    }
+
+    #[test]
+    fn removed_topic_drops_all_its_partitions() {
+        let mut store = live_store();
+        store.apply("a", 0, 10, 100);
+        store.apply("a", 1, 20, 200);
+        store.apply("b", 0, 30, 300);
+        assert_eq!(store.remove_topic("a"), 2);
+        assert_eq!(store.remove_topic("a"), 0);
+        assert_eq!(store.partition_count(), 1);
+        assert_eq!(store.translate_offset("a", 1, 20), Translation::NoSync);
+        assert_eq!(
+            store.translate_offset("b", 0, 30),
+            Translation::Translated(300)
+        );
+    }
+
+    #[test]
+    fn extreme_offsets_wrap_like_java_instead_of_panicking() {
+        let mut store = live_store();
+        feed(
+            &mut store,
+            &[
+                (i64::MIN, i64::MIN),
+                (-1, 0),
+                (i64::MAX - 1, i64::MAX),
+                (i64::MAX, 0),
+            ],
+        );
+        assert_eq!(translate(&store, i64::MAX), Translation::Translated(0));
+        let mut store = live_store();
+        feed(&mut store, &[(0, i64::MAX)]);
+        assert_eq!(translate(&store, 1), Translation::Translated(i64::MIN));
+    }
+
+    #[test]
+    fn ten_thousand_partitions_fit_in_about_twelve_megabytes() {
+        let mut store = live_store();
+        for topic in 0..100 {
+            let name = format!("source-topic-{topic}");
+            for partition in 0..100 {
+                store.apply(&name, partition, 1_000, 2_000);
+            }
+        }
+        assert_eq!(store.partition_count(), 10_000);
+        let bytes = store.approx_heap_bytes();
+        println!(
+            "history {} B/partition; approx heap {} B for 10,000 partitions ({} B/partition)",
+            OffsetSyncStore::history_bytes(),
+            bytes,
+            bytes / 10_000
+        );
+        assert_eq!(OffsetSyncStore::history_bytes(), 1104);
+        assert!(bytes < 12_500_000, "{bytes} bytes");
+    }
+
+    // ----- invariants (spec C.2) as a checker used by the property tests -----
+
+    /// Checks invariants B and C over every pair of slots whose upstream offsets
+    /// differ, with the spec's overflow rules.
+    fn check_spacing(layout: &SlotLayout) -> Result<(), String> {
+        let slots = layout.slots();
+        for j in 1..SLOTS_PER_PARTITION {
+            for i in 0..j {
+                let (a, b) = (slots[i].upstream, slots[j].upstream);
+                if a == b {
+                    continue;
+                }
+                let bound_b = b
+                    .wrapping_add(1i64.wrapping_shl(j as u32))
+                    .wrapping_sub(1i64.wrapping_shl(i as u32));
+                if bound_b >= 0 && a > bound_b {
+                    return Err(format!("invariant B fails for slots {i},{j}: {layout}"));
+                }
+                let bound_c = b.wrapping_add(1i64.wrapping_shl(i.saturating_sub(2) as u32));
+                if bound_c < 0 || a < bound_c {
+                    return Err(format!("invariant C fails for slots {i},{j}: {layout}"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Invariants A–D after applying `sync` to a store whose previous layout was
+    /// `before` (`None` for the first sync). `floor` is the generation's first sync.
+    fn check_invariants(
+        before: Option<&SlotLayout>,
+        after: &SlotLayout,
+        sync: OffsetSync,
+        floor: OffsetSync,
+    ) -> Result<(), String> {
+        if after.slot(0) != Some(sync) {
+            return Err(format!("invariant A: slot 0 is not {sync}: {after}"));
+        }
+        check_spacing(after)?;
+        if after.slot(LAST_SLOT) != Some(floor) {
+            return Err(format!(
+                "invariant D: slot 63 is not the floor {floor}: {after}"
+            ));
+        }
+        if let Some(before) = before {
+            let rewind = before
+                .slot(0)
+                .is_some_and(|head| sync.upstream < head.upstream);
+            if !rewind && before.entries[LAST_SLOT] != after.entries[LAST_SLOT] {
+                return Err(format!(
+                    "invariant D: slot 63 changed without a rewind: {after}"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Translation is monotone in the queried offset for a fixed state, given syncs
+    /// from real replication (downstream advances when upstream does).
+    fn check_monotone(store: &OffsetSyncStore, layout: &SlotLayout) -> Result<(), String> {
+        let mut queries: Vec<i64> = layout
+            .slots()
+            .iter()
+            .flat_map(|s| [s.upstream - 1, s.upstream, s.upstream + 1])
+            .collect();
+        queries.sort_unstable();
+        let mut previous: Option<(i64, Translation)> = None;
+        for u in queries {
+            let now = translate(store, u);
+            if let Some((pu, before)) = previous {
+                let ordered = match (before, now) {
+                    (Translation::TooOld, _) => true,
+                    (Translation::Translated(x), Translation::Translated(y)) => x <= y,
+                    _ => false,
+                };
+                if !ordered {
+                    return Err(format!(
+                        "translate({pu})={before:?} > translate({u})={now:?}"
+                    ));
+                }
+            }
+            previous = Some((u, now));
+        }
+        Ok(())
+    }
+
+    /// Upstream steps (downstream follows, see `sequence`): mostly +1 and small gaps, some repeats, large gaps and rewinds.
+    fn step() -> impl Strategy<Value = i64> {
+        prop_oneof![
+            6 => Just(1i64),
+            4 => 0i64..=200,
+            1 => 1i64..=1_000_000_000,
+            1 => -5_000i64..=-1,
+        ]
+    }
+
+    fn sequence(rewinds: bool) -> impl Strategy<Value = Vec<(i64, i64)>> {
+        let steps = prop::collection::vec((step(), 0i64..=300), 1..300);
+        (0i64..=1_000_000_000_000, 0i64..=1_000_000_000_000, steps).prop_map(
+            move |(mut up, mut down, steps)| {
+                steps
+                    .into_iter()
+                    .map(|(du, dd)| {
+                        let du = if rewinds { du } else { du.max(0) };
+                        let next = (up + du).max(0);
+                        // A replicated record advances the downstream log: syncs for
+                        // later upstream offsets land at least one offset further.
+                        down += if next > up { dd.max(1) } else { dd };
+                        up = next;
+                        (up, down)
+                    })
+                    .collect()
+            },
+        )
+    }
+
+    fn run_checked(syncs: &[(i64, i64)]) -> Result<(), TestCaseError> {
+        let mut store = live_store();
+        let mut before: Option<SlotLayout> = None;
+        let mut floor = OffsetSync::default();
+        for &(up, down) in syncs {
+            let sync = OffsetSync::new(up, down);
+            let rewind = before.as_ref().is_none_or(|l| l.slots()[0].upstream > up);
+            if rewind {
+                floor = sync;
+            }
+            store.apply(TOPIC, 0, up, down);
+            let after = layout(&store);
+            check_invariants(before.as_ref(), &after, sync, floor).map_err(TestCaseError::fail)?;
+            check_monotone(&store, &after).map_err(TestCaseError::fail)?;
+            before = Some(after);
+        }
+        Ok(())
+    }
+
+    proptest! {
+        // Each case checks every pair of slots after each of up to 300 updates, which
+        // is slow in debug builds: 64 cases still check thousands of updates.
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn invariants_hold_for_increasing_syncs_with_gaps(syncs in sequence(false)) {
+            run_checked(&syncs)?;
+        }
+
+        #[test]
+        fn invariants_hold_for_syncs_with_rewinds(syncs in sequence(true)) {
+            run_checked(&syncs)?;
+        }
+
+    }
+
+    proptest! {
+        #[test]
+        fn slot_63_stays_constant_during_steady_progress(
+            start in 0i64..=1_000_000_000, spacing in 1i64..=1_000, count in 1usize..2_000,
+        ) {
+            let mut store = live_store();
+            store.apply(TOPIC, 0, start, start);
+            let floor = layout(&store).slots()[LAST_SLOT];
+            for n in 1..count as i64 {
+                let up = start + n * spacing;
+                store.apply(TOPIC, 0, up, up);
+                prop_assert_eq!(layout(&store).slots()[LAST_SLOT], floor);
+            }
+        }
+
+        #[test]
+        fn load_all_history_initial_read_matches_live_feeding(syncs in sequence(true)) {
+            let mut live = live_store();
+            let mut loaded = OffsetSyncStore::new(InitMode::LoadAllHistory);
+            feed(&mut live, &syncs);
+            feed(&mut loaded, &syncs);
+            loaded.finish_initial_read();
+            prop_assert_eq!(layout(&live), layout(&loaded));
+        }
+
+        #[test]
+        fn must_read_to_end_initial_read_leaves_each_partitions_last_sync(
+            syncs in prop::collection::vec((0i32..4, any::<i64>(), any::<i64>()), 1..200),
+        ) {
+            let mut store = OffsetSyncStore::new(InitMode::MustReadToEnd);
+            for &(partition, up, down) in &syncs {
+                store.apply(TOPIC, partition, up, down);
+            }
+            store.finish_initial_read();
+            for partition in 0..4 {
+                let last = syncs.iter().rev().find(|s| s.0 == partition);
+                let layout = store.layout(TOPIC, partition);
+                match (last, layout) {
+                    (Some(&(_, up, down)), Some(layout)) => {
+                        prop_assert_eq!(layout.runs().len(), 1);
+                        prop_assert_eq!(layout.slot(0), Some(OffsetSync::new(up, down)));
+                    }
+                    (None, None) => {}
+                    (last, layout) => {
+                        prop_assert!(false, "partition {}: last {:?}, layout {:?}", partition, last, layout);
+                    }
+                }
+            }
+        }
+
+        #[test]
+        fn arbitrary_offsets_never_panic_and_keep_the_newest_sync_in_slot_0(
+            syncs in prop::collection::vec((any::<i64>(), any::<i64>()), 1..200),
+            query in any::<i64>(),
+        ) {
+            let mut store = live_store();
+            for &(up, down) in &syncs {
+                store.apply(TOPIC, 0, up, down);
+                let (up0, down0) = (up, down);
+                prop_assert_eq!(layout(&store).slot(0), Some(OffsetSync::new(up0, down0)));
+            }
+            let _ = translate(&store, query);
+        }
+    }
+}
