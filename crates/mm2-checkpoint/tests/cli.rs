@@ -355,7 +355,11 @@ fn version_names_target_and_tls_provider() {
         "{stdout}"
     );
     assert!(stdout.contains("target: "), "{stdout}");
-    assert!(stdout.contains("tls provider: rustls+"), "{stdout}");
+    assert!(
+        stdout.contains("tls provider: rustls with graviola")
+            || stdout.contains("tls provider: rustls with ring"),
+        "{stdout}"
+    );
 }
 
 #[test]
