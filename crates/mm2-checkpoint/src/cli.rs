@@ -5,39 +5,24 @@
 //! errors come for free. Colour output is left out to keep the binary small.
 
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use mm2_checkpoint::driver::TranslateFormat;
 use mm2_checkpoint::logging::LogFormat;
 
-#[cfg(feature = "ring")]
-macro_rules! tls_provider {
-    () => {
-        "rustls+ring"
-    };
-}
-#[cfg(not(feature = "ring"))]
-macro_rules! tls_provider {
-    () => {
-        "rustls+graviola"
-    };
-}
-
 /// The package version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-/// The TLS library and crypto provider compiled in.
-pub const TLS_PROVIDER: &str = tls_provider!();
+/// The TLS crypto provider compiled into the Kafka client (`graviola` or `ring`).
+pub const TLS_PROVIDER: &str = kafka_lite::tls::CRYPTO_PROVIDER_NAME;
 /// The target triple this binary was built for.
 pub const TARGET: &str = env!("MM2_CHECKPOINT_TARGET");
 
-const LONG_VERSION: &str = concat!(
-    env!("CARGO_PKG_VERSION"),
-    "\ntarget: ",
-    env!("MM2_CHECKPOINT_TARGET"),
-    "\ntls provider: ",
-    tls_provider!()
-);
+/// What `--version` prints after the program name.
+static LONG_VERSION: LazyLock<String> = LazyLock::new(|| {
+    format!("{VERSION}\ntarget: {TARGET}\ntls provider: rustls with {TLS_PROVIDER}")
+});
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -51,7 +36,7 @@ Exit codes:
 #[command(
     name = "mm2-checkpoint",
     version,
-    long_version = LONG_VERSION,
+    long_version = LONG_VERSION.as_str(),
     after_help = EXIT_CODES,
     disable_help_subcommand = true
 )]
@@ -332,7 +317,7 @@ mod tests {
         assert!(text.contains(VERSION), "{text}");
         assert!(text.contains(&format!("target: {TARGET}")), "{text}");
         assert!(
-            text.contains(&format!("tls provider: {TLS_PROVIDER}")),
+            text.contains(&format!("tls provider: rustls with {TLS_PROVIDER}")),
             "{text}"
         );
     }

@@ -28,7 +28,8 @@ pub enum LogFormat {
     /// `2026-01-01T00:00:00.000000Z  INFO target: message key=value`.
     #[default]
     Text,
-    /// One JSON object per line, for log collectors.
+    /// One JSON object per line, for log collectors: `timestamp`, `level`,
+    /// `target` and the event's `fields` (its message included).
     Json,
 }
 
@@ -107,7 +108,8 @@ where
         LogFormat::Json => Box::new(
             builder
                 .json()
-                .flatten_event(true)
+                // Event fields stay under "fields", so a field named like a
+                // top-level key (`target`, `level`) cannot produce duplicate keys.
                 .with_current_span(true)
                 .with_span_list(false)
                 .finish(),
@@ -178,9 +180,10 @@ mod tests {
             lines[0].starts_with('{') && lines[0].ends_with('}'),
             "{out}"
         );
-        assert!(lines[0].contains(r#""message":"round done""#), "{out}");
-        assert!(lines[0].contains(r#""flow":"A->B""#), "{out}");
-        assert!(lines[0].contains(r#""groups":3"#), "{out}");
+        assert!(
+            lines[0].contains(r#""fields":{"message":"round done","flow":"A->B","groups":3}"#),
+            "{out}"
+        );
         assert!(lines[0].contains(r#""level":"INFO""#), "{out}");
         assert!(lines[1].contains(r#""level":"WARN""#), "{out}");
     }

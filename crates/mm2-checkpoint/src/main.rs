@@ -181,7 +181,7 @@ fn log_startup(config: &MirrorConfig) {
     let flows: Vec<String> = config.flows.iter().map(|f| f.name()).collect();
     tracing::info!(
         version = cli::VERSION,
-        target = cli::TARGET,
+        build_target = cli::TARGET,
         tls_provider = cli::TLS_PROVIDER,
         flows = %flows.join(", "),
         "mm2-checkpoint starting"

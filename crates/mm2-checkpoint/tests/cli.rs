@@ -355,7 +355,11 @@ fn version_names_target_and_tls_provider() {
         "{stdout}"
     );
     assert!(stdout.contains("target: "), "{stdout}");
-    assert!(stdout.contains("tls provider: rustls+"), "{stdout}");
+    assert!(
+        stdout.contains("tls provider: rustls with graviola")
+            || stdout.contains("tls provider: rustls with ring"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -383,4 +387,19 @@ fn no_subcommand_exits_2() {
     let (code, _, stderr) = run(&mut mm2(&[]));
     assert_eq!(code, Some(2));
     assert!(stderr.contains("Usage:"), "{stderr}");
+}
+
+#[test]
+fn metrics_address_in_use_exits_1_naming_it() {
+    let dir = TempDir::new("metrics-busy");
+    let config = config_with(&dir, "");
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = busy.local_addr().expect("local addr").to_string();
+    let (code, _, stderr) = run(&mut mm2(&["run", path(&config), "--metrics-addr", &addr]));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cannot listen for the metrics endpoint"),
+        "{stderr}"
+    );
+    assert!(stderr.contains(&addr), "{stderr}");
 }
