@@ -9,6 +9,8 @@
 //!   negotiates the version from the [`ApiRequest`] table.
 //! - [`BrokerPool`] keeps one connection per broker and reconnects lazily.
 //! - Every failure is an [`Error`]; [`Error::is_retriable`] says whether to retry.
+//!
+//! [`records`] encodes and decodes record batches (every codec, pure Rust).
 
 pub mod api;
 pub mod config;
@@ -16,6 +18,7 @@ pub mod connection;
 pub mod error;
 pub mod frame;
 pub mod pool;
+pub mod records;
 pub mod sasl;
 pub mod tls;
 pub mod transport;
