@@ -10,11 +10,14 @@
 //! - [`BrokerPool`] keeps one connection per broker and reconnects lazily.
 //! - Every failure is an [`Error`]; [`Error::is_retriable`] says whether to retry.
 //!
-//! [`records`] encodes and decodes record batches (every codec, pure Rust).
+//! [`records`] encodes and decodes record batches (every codec, pure Rust);
+//! [`data`] has the data operations (ListOffsets, Fetch, Produce) and
+//! [`PartitionReader`].
 
 pub mod api;
 pub mod config;
 pub mod connection;
+pub mod data;
 pub mod error;
 pub mod frame;
 pub mod pool;
@@ -28,5 +31,9 @@ pub use config::{
     ClientCertConfig, ConnectionConfig, SaslConfig, SaslMechanismKind, Secret, TlsConfig,
 };
 pub use connection::{BrokerConnection, Connector};
+pub use data::{
+    FetchOptions, FetchedPartition, IsolationLevel, ListedOffset, OffsetSpec, PartitionOffset,
+    PartitionReader, ProduceOptions, StartOffset,
+};
 pub use error::Error;
 pub use pool::BrokerPool;
