@@ -9,8 +9,13 @@
 //!   negotiates the version from the [`ApiRequest`] table.
 //! - [`BrokerPool`] keeps one connection per broker and reconnects lazily.
 //! - Every failure is an [`Error`]; [`Error::is_retriable`] says whether to retry.
+//!
+//! The cluster layer: [`Client`] (metadata cache, leader and coordinator
+//! routing, retries with [`RetryPolicy`]).
 
 pub mod api;
+pub mod backoff;
+pub mod client;
 pub mod config;
 pub mod connection;
 pub mod error;
@@ -21,6 +26,8 @@ pub mod tls;
 pub mod transport;
 
 pub use api::ApiRequest;
+pub use backoff::{Backoff, RetryPolicy};
+pub use client::{BrokerInfo, Client, ClusterMetadata, PartitionMetadata, TopicMetadata};
 pub use config::{
     ClientCertConfig, ConnectionConfig, SaslConfig, SaslMechanismKind, Secret, TlsConfig,
 };
