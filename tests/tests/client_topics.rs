@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use e2e::{Listener, clusters, unique_name};
-use kafka_lite::{Client, ConnectionConfig, Error, RetryPolicy};
+use kafka_lite::{Client, ConnectionConfig, CreateTopicOutcome, Error, RetryPolicy};
 use kafka_protocol::error::ResponseError;
 
 fn config() -> ConnectionConfig {
@@ -102,5 +102,50 @@ async fn group_coordinator_is_found_and_cached() {
     assert_eq!(coordinator.node_id, client.brokers()[0].node_id);
     let before = client.requests_sent();
     client.group_coordinator(&group).await.expect("cached");
-    assert_eq!(client.requests_sent(), before, "second lookup hit the cache");
+    assert_eq!(
+        client.requests_sent(),
+        before,
+        "second lookup hit the cache"
+    );
+}
+
+#[tokio::test]
+async fn creating_a_topic_twice_reports_already_existed() {
+    let client = client().await;
+    let topic = unique_name("created");
+    let configs = [("cleanup.policy".to_string(), "compact".to_string())];
+    let first = client.create_topic(&topic, 3, 1, &configs).await;
+    assert_eq!(first.expect("create"), CreateTopicOutcome::Created);
+    let second = client.create_topic(&topic, 3, 1, &configs).await;
+    assert_eq!(
+        second.expect("create again"),
+        CreateTopicOutcome::AlreadyExisted
+    );
+    let metadata = client.topic_metadata(&topic).await.expect("metadata");
+    assert_eq!(metadata.partitions.len(), 3);
+    let leader = client
+        .leader(&topic, 2)
+        .await
+        .expect("leader of partition 2");
+    assert_eq!(leader.node_id, client.brokers()[0].node_id);
+}
+
+#[tokio::test]
+async fn replication_factor_above_the_broker_count_is_invalid_replication_factor() {
+    let client = client().await;
+    let topic = unique_name("rf3");
+    let err = client
+        .create_topic(&topic, 1, 3, &[])
+        .await
+        .expect_err("one broker cannot hold three replicas");
+    assert_eq!(
+        err.kafka_error(),
+        Some(ResponseError::InvalidReplicationFactor),
+        "{err}"
+    );
+    assert!(!err.is_retriable());
+    assert!(
+        err.to_string().contains("INVALID_REPLICATION_FACTOR"),
+        "{err}"
+    );
 }

@@ -12,7 +12,11 @@
 //!
 //! The cluster layer: [`Client`] (metadata cache, leader and coordinator
 //! routing, retries with [`RetryPolicy`]).
+//!
+//! The operations ([`admin`]): consumer groups (list, describe, fetch and
+//! commit offsets) and topic creation, batched per broker.
 
+pub mod admin;
 pub mod api;
 pub mod backoff;
 pub mod client;
@@ -25,6 +29,12 @@ pub mod sasl;
 pub mod tls;
 pub mod transport;
 
+pub use admin::TopicPartition;
+pub use admin::groups::{
+    CommitResults, CommittedOffset, GroupDescription, GroupMember, GroupOffsets, GroupState,
+    GroupType, ListedGroup, ListedGroups, OffsetFetchOptions, OffsetToCommit,
+};
+pub use admin::topics::CreateTopicOutcome;
 pub use api::ApiRequest;
 pub use backoff::{Backoff, RetryPolicy};
 pub use client::{BrokerInfo, Client, ClusterMetadata, PartitionMetadata, TopicMetadata};
