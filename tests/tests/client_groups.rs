@@ -116,7 +116,7 @@ async fn idle_group_round_trip(listener: Listener) {
     assert_eq!(described.state, GroupState::Empty);
     assert_eq!(described.member_count(), 0);
 
-    let mut fetched = client.fetch_group_offsets(&[group.clone()]).await;
+    let mut fetched = client.fetch_group_offsets(std::slice::from_ref(&group)).await;
     let offsets = fetched.swap_remove(&group).expect("result").expect("fetch");
     let p1 = offsets[&TopicPartition::new(&topic, 1)]
         .as_ref()
@@ -189,7 +189,7 @@ async fn uncommitted_partition_fetched_explicitly_has_no_offset() {
         ..OffsetFetchOptions::default()
     };
     let mut fetched = client
-        .fetch_group_offsets_with(&[group.clone()], &options)
+        .fetch_group_offsets_with(std::slice::from_ref(&group), &options)
         .await;
     let offsets = fetched.swap_remove(&group).expect("result").expect("fetch");
     let offset_of = |p| {
