@@ -25,6 +25,7 @@ pub mod connection;
 pub mod error;
 pub mod frame;
 pub mod pool;
+pub mod records;
 pub mod sasl;
 pub mod tls;
 pub mod transport;
