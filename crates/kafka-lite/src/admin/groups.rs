@@ -746,3 +746,95 @@ fn offsets_from_response(
         )]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kafka_protocol::messages::offset_fetch_response::{
+        OffsetFetchResponseGroup, OffsetFetchResponsePartitions, OffsetFetchResponseTopics,
+    };
+
+    #[test]
+    fn group_states_parse_both_spellings() {
+        assert_eq!(GroupState::parse("Stable"), GroupState::Stable);
+        assert_eq!(
+            GroupState::parse("PreparingRebalance"),
+            GroupState::PreparingRebalance
+        );
+        assert_eq!(
+            GroupState::parse("completing_rebalance"),
+            GroupState::CompletingRebalance
+        );
+        assert_eq!(GroupState::parse("ASSIGNING"), GroupState::Assigning);
+        assert_eq!(
+            GroupState::parse("Frozen"),
+            GroupState::Unknown("Frozen".into())
+        );
+        assert!(GroupState::Reconciling.is_active());
+        assert!(!GroupState::Empty.is_active());
+    }
+
+    #[test]
+    fn group_types_parse() {
+        assert_eq!(GroupType::parse("classic"), GroupType::Classic);
+        assert_eq!(GroupType::parse("consumer"), GroupType::Consumer);
+        assert_eq!(GroupType::parse("share"), GroupType::Other("share".into()));
+    }
+
+    fn partition(index: i32, offset: i64, code: i16) -> OffsetFetchResponsePartitions {
+        OffsetFetchResponsePartitions::default()
+            .with_partition_index(index)
+            .with_committed_offset(offset)
+            .with_committed_leader_epoch(-1)
+            .with_metadata(None)
+            .with_error_code(code)
+    }
+
+    #[test]
+    fn multi_group_response_keeps_group_and_partition_errors_apart() {
+        let response = OffsetFetchResponse::default().with_groups(vec![
+            OffsetFetchResponseGroup::default()
+                .with_group_id(group_id("a"))
+                .with_topics(vec![
+                    OffsetFetchResponseTopics::default()
+                        .with_name(topic_name("t"))
+                        .with_partitions(vec![
+                            partition(0, 5, 0),
+                            partition(1, -1, 0),
+                            partition(2, -1, 88),
+                        ]),
+                ]),
+            OffsetFetchResponseGroup::default()
+                .with_group_id(group_id("b"))
+                .with_error_code(16),
+            OffsetFetchResponseGroup::default()
+                .with_group_id(group_id("c"))
+                .with_error_code(69),
+        ]);
+        let groups = ["a", "b", "c", "d"].map(String::from);
+        let out: BTreeMap<_, _> = offsets_from_response(&groups, &response, 9)
+            .into_iter()
+            .collect();
+        let a = out["a"].as_ref().expect("group a");
+        let p0 = a[&TopicPartition::new("t", 0)].as_ref().expect("p0");
+        assert_eq!(
+            (p0.offset, p0.leader_epoch, p0.metadata.as_str()),
+            (Some(5), None, "")
+        );
+        assert_eq!(
+            a[&TopicPartition::new("t", 1)].as_ref().expect("p1").offset,
+            None
+        );
+        let p2 = a[&TopicPartition::new("t", 2)]
+            .as_ref()
+            .expect_err("p2 failed");
+        assert_eq!(p2.kafka_error(), Some(ResponseError::UnstableOffsetCommit));
+        let b = out["b"].as_ref().expect_err("group b failed");
+        assert_eq!(b.kafka_error(), Some(ResponseError::NotCoordinator));
+        assert!(out["c"].as_ref().expect("not found is empty").is_empty());
+        assert!(
+            out["d"].is_err(),
+            "a group missing from the response is an error"
+        );
+    }
+}
