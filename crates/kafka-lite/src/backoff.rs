@@ -55,12 +55,23 @@ pub struct Backoff {
 impl Backoff {
     /// Starts the clock for one operation.
     pub fn new(policy: RetryPolicy) -> Self {
+        Self::until(policy, Instant::now() + policy.deadline)
+    }
+
+    /// Retry state that gives up at `deadline` (e.g. an enclosing
+    /// operation's) instead of `policy.deadline` from now.
+    pub fn until(policy: RetryPolicy, deadline: Instant) -> Self {
         Backoff {
             policy,
             attempt: 0,
-            deadline: Instant::now() + policy.deadline,
+            deadline,
             rng: XorShift::seeded(),
         }
+    }
+
+    /// When this operation gives up.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
     }
 
     /// Number of delays handed out so far.

@@ -19,7 +19,9 @@
 //!   never retried.
 //! - Delays grow exponentially with jitter ([`crate::backoff`]); once the
 //!   operation's deadline ([`RetryPolicy::deadline`], 30 s by default) has
-//!   passed, the last error is returned.
+//!   passed, the last error is returned. Retries nested in an operation
+//!   (a metadata refresh or coordinator lookup inside a retried call) share
+//!   its deadline rather than starting their own.
 //! - Before a retry, stale routing is dropped: errors about leadership or
 //!   unknown topics, and any connection failure, clear the cached topic
 //!   metadata (the next lookup fetches it again); a connection failure also
@@ -46,6 +48,13 @@ use crate::config::ConnectionConfig;
 use crate::connection::{BrokerConnection, Connector};
 use crate::error::Error;
 use crate::pool::BrokerPool;
+
+tokio::task_local! {
+    /// The deadline of the operation running in this task, so retries
+    /// nested inside it (a coordinator lookup inside a commit, say) give up
+    /// with it instead of starting their own clock.
+    static DEADLINE: tokio::time::Instant;
+}
 
 /// FindCoordinator key type for consumer groups.
 const GROUP_KEY_TYPE: i8 = 0;
@@ -529,9 +538,10 @@ impl Client {
                 }
             }
         }
-        let mut backoff = Backoff::new(self.inner.retry);
+        let mut backoff = self.new_backoff();
+        let deadline = backoff.deadline();
         while !pending.is_empty() {
-            let round = self.find_coordinators_once(&pending).await;
+            let round = Self::within(deadline, self.find_coordinators_once(&pending)).await;
             let mut retry = Vec::new();
             for (group, result) in round {
                 match result {
@@ -687,6 +697,22 @@ impl Client {
 
     // ----- retries ------------------------------------------------------
 
+    /// Retry state for a new operation: its own deadline, or the enclosing
+    /// operation's if that is sooner.
+    pub(crate) fn new_backoff(&self) -> Backoff {
+        let own = tokio::time::Instant::now() + self.inner.retry.deadline;
+        let deadline = DEADLINE.try_with(|outer| (*outer).min(own)).unwrap_or(own);
+        Backoff::until(self.inner.retry, deadline)
+    }
+
+    /// Runs `future` with `deadline` as the enclosing operation deadline.
+    pub(crate) fn within<F: Future>(
+        deadline: tokio::time::Instant,
+        future: F,
+    ) -> impl Future<Output = F::Output> {
+        DEADLINE.scope(deadline, future)
+    }
+
     /// Runs `op` until it succeeds, fails with a non-retriable error, or the
     /// deadline passes (then the last error is returned); see the module
     /// documentation for the rules. `what` names the operation in logs.
@@ -695,10 +721,11 @@ impl Client {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, Error>>,
     {
-        let mut backoff = Backoff::new(self.inner.retry);
+        let mut backoff = self.new_backoff();
+        let deadline = backoff.deadline();
         let mut unknown_topic = 0u32;
         loop {
-            let error = match op().await {
+            let error = match Self::within(deadline, op()).await {
                 Ok(value) => return Ok(value),
                 Err(error) => error,
             };

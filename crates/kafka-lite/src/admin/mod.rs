@@ -16,7 +16,6 @@ use std::future::Future;
 use indexmap::IndexMap;
 use kafka_protocol::error::ResponseError;
 
-use crate::backoff::Backoff;
 use crate::client::{BrokerInfo, Client, clone_error};
 use crate::error::Error;
 
@@ -96,10 +95,12 @@ impl Client {
                 }),
             );
         }
-        let mut backoff = Backoff::new(self.retry_policy());
+        let mut backoff = self.new_backoff();
+        let deadline = backoff.deadline();
         while !pending.is_empty() {
             let mut buckets: HashMap<BrokerInfo, Vec<String>> = HashMap::new();
-            for (group, coordinator) in self.group_coordinators(&pending).await {
+            let coordinators = Client::within(deadline, self.group_coordinators(&pending)).await;
+            for (group, coordinator) in coordinators {
                 match coordinator {
                     Ok(broker) => buckets.entry(broker).or_default().push(group),
                     // Already retried by group_coordinators.
@@ -111,7 +112,7 @@ impl Client {
             let mut tasks = tokio::task::JoinSet::new();
             for (broker, bucket) in buckets {
                 let fut = op(self.clone(), broker, bucket.clone());
-                tasks.spawn(async move { (bucket, fut.await) });
+                tasks.spawn(Client::within(deadline, async move { (bucket, fut.await) }));
             }
             let mut retry = Vec::new();
             while let Some(joined) = tasks.join_next().await {
@@ -120,13 +121,27 @@ impl Client {
                     tracing::error!(operation = what, "coordinator task ended unexpectedly");
                     continue;
                 };
-                let per_group = match outcome {
+                let mut per_group = match outcome {
                     Ok(per_group) => per_group,
                     Err(e) => bucket
                         .iter()
                         .map(|g| (g.clone(), Err(clone_error(&e))))
                         .collect(),
                 };
+                let answered: HashSet<&str> = per_group.iter().map(|(g, _)| g.as_str()).collect();
+                let unanswered: Vec<String> = bucket
+                    .iter()
+                    .filter(|g| !answered.contains(g.as_str()))
+                    .cloned()
+                    .collect();
+                per_group.extend(unanswered.into_iter().map(|g| {
+                    let error = Error::Kafka {
+                        api: what,
+                        error: ResponseError::UnknownServerError,
+                        context: format!("group {g:?} missing from the response"),
+                    };
+                    (g, Err(error))
+                }));
                 for (group, result) in per_group {
                     if let Err(e) = &result {
                         self.observe_error(e);
