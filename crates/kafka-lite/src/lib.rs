@@ -15,6 +15,7 @@
 //!
 //! The operations ([`admin`]): consumer groups (list, describe, fetch and
 //! commit offsets) and topic creation, batched per broker.
+//!
 //! The data operations ([`data`]): ListOffsets, Fetch, Produce and
 //! [`PartitionReader`]; record batches are [`records`].
 

@@ -17,6 +17,7 @@
 //!
 //! [`BrokerConnection`]: crate::BrokerConnection
 
+mod client;
 mod fetch;
 mod offsets;
 mod produce;

@@ -121,6 +121,11 @@ impl PartitionReader {
         self.end
     }
 
+    /// The fetch options the reader uses.
+    pub fn options(&self) -> &FetchOptions {
+        &self.options
+    }
+
     /// Whether the reader has reached [`end`](Self::end).
     pub fn is_caught_up(&self) -> bool {
         self.position >= self.end
