@@ -1,0 +1,760 @@
+//! kafka-lite's data operations against a real broker: ListOffsets, Fetch,
+//! Produce and PartitionReader, and interoperability with Kafka's own Java
+//! producer and consumer for every compression codec and for transactions.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use e2e::{clusters, unique_name};
+use kafka_lite::data::{fetch_on, list_offsets_on, produce_on};
+use kafka_lite::records::{self, Codec, ConsumerRecord, Header, ProducerRecord};
+use kafka_lite::{
+    BrokerConnection, ConnectionConfig, Connector, Error, FetchOptions, FetchedPartition,
+    IsolationLevel, OffsetSpec, PartitionReader, ProduceOptions, StartOffset,
+};
+use kafka_protocol::error::ResponseError;
+
+/// The source cluster's plaintext bootstrap address (its only broker).
+fn bootstrap() -> &'static str {
+    &clusters().source().bootstrap.plaintext
+}
+
+async fn connect() -> BrokerConnection {
+    let connector = Connector::new(ConnectionConfig {
+        client_id: "e2e-client-data".into(),
+        request_timeout: Duration::from_secs(40),
+        ..ConnectionConfig::default()
+    })
+    .expect("valid config");
+    connector
+        .connect(bootstrap())
+        .await
+        .expect("connect to the source cluster")
+}
+
+/// Creates a one-partition topic with Kafka's `kafka-topics` tool.
+fn create_topic(prefix: &str) -> String {
+    let topic = unique_name(prefix);
+    let output = Command::new(clusters().tool("kafka-topics"))
+        .args([
+            "--bootstrap-server",
+            bootstrap(),
+            "--create",
+            "--topic",
+            &topic,
+        ])
+        .args(["--partitions", "1", "--replication-factor", "1"])
+        .output()
+        .expect("run kafka-topics");
+    assert!(
+        output.status.success(),
+        "kafka-topics --create {topic} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    topic
+}
+
+/// Retries `op` while it fails with a retriable error (a new topic's leader
+/// may take a moment to be known), for up to 20 seconds.
+async fn retrying<T, F, Fut>(what: &str, mut op: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, Error>>,
+{
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match op().await {
+            Ok(value) => return value,
+            Err(e) if e.is_retriable() && Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => panic!("{what}: {e}"),
+        }
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or_default()
+}
+
+fn record(key: &str, value: &str, timestamp: i64) -> ProducerRecord {
+    ProducerRecord {
+        timestamp,
+        key: Some(Bytes::copy_from_slice(key.as_bytes())),
+        value: Some(Bytes::copy_from_slice(value.as_bytes())),
+        headers: Vec::new(),
+    }
+}
+
+/// `n` records `key-<first+i>` / `value-<first+i>`.
+fn numbered(first: usize, n: usize) -> Vec<ProducerRecord> {
+    let ts = now_ms();
+    (first..first + n)
+        .map(|i| record(&format!("key-{i}"), &format!("value-{i}"), ts))
+        .collect()
+}
+
+async fn produce(
+    conn: &BrokerConnection,
+    topic: &str,
+    records: &[ProducerRecord],
+    codec: Codec,
+) -> i64 {
+    let options = ProduceOptions {
+        codec,
+        ..ProduceOptions::default()
+    };
+    retrying("produce", || produce_on(conn, topic, 0, records, &options)).await
+}
+
+async fn fetch(
+    conn: &BrokerConnection,
+    topic: &str,
+    offset: i64,
+    options: FetchOptions,
+) -> FetchedPartition {
+    retrying("fetch", || fetch_on(conn, topic, 0, offset, &options)).await
+}
+
+fn text(bytes: &Option<Bytes>) -> String {
+    bytes
+        .as_ref()
+        .map(|b| String::from_utf8_lossy(b).into_owned())
+        .unwrap_or_else(|| "<null>".into())
+}
+
+fn values(records: &[ConsumerRecord]) -> Vec<String> {
+    records.iter().map(|r| text(&r.value)).collect()
+}
+
+fn offsets(records: &[ConsumerRecord]) -> Vec<i64> {
+    records.iter().map(|r| r.offset).collect()
+}
+
+/// The codecs of the raw batches stored in partition 0 from offset 0, as
+/// written (read with a plain Fetch request, bypassing `fetch_on`).
+async fn stored_codecs(conn: &BrokerConnection, topic: &str) -> Vec<Codec> {
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use kafka_protocol::messages::{FetchRequest, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+    let request = FetchRequest::default()
+        .with_max_wait_ms(100)
+        .with_min_bytes(1)
+        .with_topics(vec![
+            FetchTopic::default()
+                .with_topic(TopicName(StrBytes::from_string(topic.to_string())))
+                .with_partitions(vec![
+                    FetchPartition::default()
+                        .with_partition(0)
+                        .with_fetch_offset(0)
+                        .with_partition_max_bytes(1 << 20),
+                ]),
+        ]);
+    let response = conn.send(request).await.expect("raw fetch");
+    let mut bytes = response.responses[0].partitions[0]
+        .records
+        .clone()
+        .unwrap_or_default();
+    records::decode_batches(&mut bytes)
+        .expect("decodable batches")
+        .iter()
+        .map(|b| b.codec)
+        .collect()
+}
+
+// ---------------------------------------------------------------- produce + fetch
+
+async fn round_trip(codec: Codec) {
+    let conn = connect().await;
+    let topic = create_topic(&format!("data-rt-{}", codec.name()));
+    let mut sent = numbered(0, 20);
+    sent[3].headers = vec![
+        Header::new("h1", "v1"),
+        Header {
+            key: "h2".into(),
+            value: None,
+        },
+    ];
+    sent[4].key = None;
+    sent[5].value = None;
+    let base = produce(&conn, &topic, &sent, codec).await;
+    assert_eq!(base, 0);
+
+    let fetched = fetch(&conn, &topic, 0, FetchOptions::default()).await;
+    assert_eq!(offsets(&fetched.records), (0..20).collect::<Vec<_>>());
+    for (got, want) in fetched.records.iter().zip(&sent) {
+        assert_eq!(got.key, want.key);
+        assert_eq!(got.value, want.value);
+        assert_eq!(got.headers, want.headers);
+        assert_eq!(got.timestamp, want.timestamp);
+    }
+    assert_eq!(fetched.high_watermark, 20);
+    assert_eq!(fetched.next_offset, 20);
+    assert_eq!(fetched.log_start_offset, 0);
+    assert_eq!(stored_codecs(&conn, &topic).await, vec![codec]);
+}
+
+#[tokio::test]
+async fn produce_then_fetch_round_trips_uncompressed() {
+    round_trip(Codec::None).await;
+}
+
+#[tokio::test]
+async fn produce_then_fetch_round_trips_gzip() {
+    round_trip(Codec::Gzip).await;
+}
+
+#[tokio::test]
+async fn produce_then_fetch_round_trips_snappy() {
+    round_trip(Codec::Snappy).await;
+}
+
+#[tokio::test]
+async fn produce_then_fetch_round_trips_lz4() {
+    round_trip(Codec::Lz4).await;
+}
+
+#[tokio::test]
+async fn produce_then_fetch_round_trips_zstd() {
+    round_trip(Codec::Zstd).await;
+}
+
+#[tokio::test]
+async fn produce_returns_consecutive_base_offsets() {
+    let conn = connect().await;
+    let topic = create_topic("data-base");
+    assert_eq!(
+        produce(&conn, &topic, &numbered(0, 3), Codec::None).await,
+        0
+    );
+    assert_eq!(produce(&conn, &topic, &numbered(3, 4), Codec::Lz4).await, 3);
+    assert_eq!(
+        produce(&conn, &topic, &numbered(7, 1), Codec::Gzip).await,
+        7
+    );
+}
+
+#[tokio::test]
+async fn produce_to_a_missing_partition_names_the_kafka_error_and_partition() {
+    let conn = connect().await;
+    let topic = create_topic("data-nopart");
+    // Wait until the topic exists so the error is about the partition.
+    produce(&conn, &topic, &numbered(0, 1), Codec::None).await;
+    let err = produce_on(
+        &conn,
+        &topic,
+        7,
+        &numbered(0, 1),
+        &ProduceOptions::default(),
+    )
+    .await
+    .expect_err("partition 7 does not exist");
+    assert_eq!(
+        err.kafka_error(),
+        Some(ResponseError::UnknownTopicOrPartition),
+        "{err}"
+    );
+    assert!(err.to_string().contains(&format!("{topic}-7")), "{err}");
+}
+
+#[tokio::test]
+async fn produce_of_no_records_is_an_encode_error() {
+    let conn = connect().await;
+    let err = produce_on(&conn, "anything", 0, &[], &ProduceOptions::default())
+        .await
+        .expect_err("empty batch");
+    assert!(matches!(err, Error::Encode { .. }), "{err}");
+}
+
+#[tokio::test]
+async fn fetch_returns_several_batches_in_one_response() {
+    let conn = connect().await;
+    let topic = create_topic("data-multi");
+    produce(&conn, &topic, &numbered(0, 3), Codec::None).await;
+    produce(&conn, &topic, &numbered(3, 3), Codec::Zstd).await;
+    produce(&conn, &topic, &numbered(6, 3), Codec::Snappy).await;
+    let fetched = fetch(&conn, &topic, 0, FetchOptions::default()).await;
+    assert_eq!(offsets(&fetched.records), (0..9).collect::<Vec<_>>());
+    assert_eq!(fetched.next_offset, 9);
+}
+
+#[tokio::test]
+async fn fetch_drops_records_before_the_requested_offset_in_the_first_batch() {
+    let conn = connect().await;
+    let topic = create_topic("data-mid");
+    produce(&conn, &topic, &numbered(0, 5), Codec::Gzip).await;
+    let fetched = fetch(&conn, &topic, 2, FetchOptions::default()).await;
+    assert_eq!(offsets(&fetched.records), [2, 3, 4]);
+    assert_eq!(values(&fetched.records), ["value-2", "value-3", "value-4"]);
+    assert_eq!(fetched.next_offset, 5);
+}
+
+#[tokio::test]
+async fn a_small_fetch_limit_returns_whole_batches_and_resumes_after_them() {
+    let conn = connect().await;
+    let topic = create_topic("data-limit");
+    let big = |first: usize| -> Vec<ProducerRecord> {
+        (first..first + 4)
+            .map(|i| record(&format!("key-{i}"), &"x".repeat(300), now_ms()))
+            .collect()
+    };
+    produce(&conn, &topic, &big(0), Codec::None).await;
+    produce(&conn, &topic, &big(4), Codec::None).await;
+    produce(&conn, &topic, &big(8), Codec::None).await;
+    // Smaller than one batch: the broker still returns the first batch whole
+    // and at most a cut-off part of the next one.
+    let small = FetchOptions {
+        max_bytes: 1500,
+        ..FetchOptions::default()
+    };
+    let first = fetch(&conn, &topic, 0, small).await;
+    assert_eq!(offsets(&first.records), [0, 1, 2, 3]);
+    assert_eq!(first.next_offset, 4);
+    let second = fetch(&conn, &topic, first.next_offset, small).await;
+    assert_eq!(offsets(&second.records), [4, 5, 6, 7]);
+}
+
+#[tokio::test]
+async fn fetch_at_the_end_waits_and_returns_nothing() {
+    let conn = connect().await;
+    let topic = create_topic("data-end");
+    produce(&conn, &topic, &numbered(0, 2), Codec::None).await;
+    let options = FetchOptions {
+        fetch_wait: Duration::from_millis(300),
+        ..FetchOptions::default()
+    };
+    let started = Instant::now();
+    let fetched = fetch(&conn, &topic, 2, options).await;
+    assert!(fetched.records.is_empty());
+    assert_eq!(fetched.next_offset, 2);
+    assert!(
+        started.elapsed() >= Duration::from_millis(250),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn fetch_past_the_log_end_is_offset_out_of_range() {
+    let conn = connect().await;
+    let topic = create_topic("data-oor");
+    produce(&conn, &topic, &numbered(0, 3), Codec::None).await;
+    let err = fetch_on(&conn, &topic, 0, 100, &FetchOptions::default())
+        .await
+        .expect_err("offset 100 is past the end");
+    assert!(err.is_offset_out_of_range(), "{err}");
+    assert!(!err.is_retriable());
+    assert!(err.to_string().contains("offset 100"), "{err}");
+}
+
+// ---------------------------------------------------------------- list_offsets
+
+#[tokio::test]
+async fn list_offsets_gives_earliest_latest_and_by_timestamp() {
+    let conn = connect().await;
+    let topic = create_topic("data-lo");
+    let t0 = now_ms() - 60_000;
+    let sent = [
+        record("a", "1", t0),
+        record("b", "2", t0 + 1_000),
+        record("c", "3", t0 + 2_000),
+    ];
+    produce(&conn, &topic, &sent, Codec::None).await;
+    let queries = [
+        (topic.as_str(), 0, OffsetSpec::Earliest),
+        (topic.as_str(), 0, OffsetSpec::Latest),
+        (topic.as_str(), 0, OffsetSpec::Timestamp(t0 + 500)),
+        (topic.as_str(), 0, OffsetSpec::Timestamp(t0 + 1_000)),
+        (topic.as_str(), 0, OffsetSpec::Timestamp(t0 + 10_000)),
+        (topic.as_str(), 0, OffsetSpec::MaxTimestamp),
+    ];
+    let answers = list_offsets_on(&conn, &queries, IsolationLevel::ReadUncommitted)
+        .await
+        .expect("list offsets");
+    let got: Vec<_> = answers
+        .into_iter()
+        .map(|a| {
+            let o = a.result.expect("partition answer");
+            (a.spec, o.offset, o.timestamp)
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (OffsetSpec::Earliest, Some(0), None),
+            (OffsetSpec::Latest, Some(3), None),
+            (OffsetSpec::Timestamp(t0 + 500), Some(1), Some(t0 + 1_000)),
+            (OffsetSpec::Timestamp(t0 + 1_000), Some(1), Some(t0 + 1_000)),
+            (OffsetSpec::Timestamp(t0 + 10_000), None, None),
+            (OffsetSpec::MaxTimestamp, Some(2), Some(t0 + 2_000)),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn list_offsets_of_an_unknown_partition_is_a_per_partition_error() {
+    let conn = connect().await;
+    let topic = create_topic("data-lo-err");
+    produce(&conn, &topic, &numbered(0, 1), Codec::None).await;
+    let queries = [
+        (topic.as_str(), 0, OffsetSpec::Latest),
+        (topic.as_str(), 9, OffsetSpec::Latest),
+    ];
+    let answers = list_offsets_on(&conn, &queries, IsolationLevel::ReadUncommitted)
+        .await
+        .expect("list offsets");
+    assert_eq!(
+        answers[0].result.as_ref().expect("partition 0").offset,
+        Some(1)
+    );
+    let err = answers[1]
+        .result
+        .as_ref()
+        .expect_err("partition 9 does not exist");
+    assert!(err.kafka_error().is_some(), "{err}");
+    assert!(err.to_string().contains(&format!("{topic}-9")), "{err}");
+}
+
+// ---------------------------------------------------------------- PartitionReader
+
+#[tokio::test]
+async fn reading_an_empty_partition_ends_at_once() {
+    let conn = connect().await;
+    let topic = create_topic("data-rd-empty");
+    let mut reader = retrying("open", || {
+        PartitionReader::open_on(
+            &conn,
+            &topic,
+            0,
+            StartOffset::Earliest,
+            FetchOptions::default(),
+        )
+    })
+    .await;
+    assert_eq!((reader.position(), reader.end()), (0, 0));
+    let started = Instant::now();
+    assert!(reader.read_on(&conn).await.expect("read").is_none());
+    assert!(started.elapsed() < Duration::from_millis(100));
+}
+
+#[tokio::test]
+async fn reader_reads_to_the_end_captured_at_start_then_follows() {
+    let conn = connect().await;
+    let topic = create_topic("data-rd");
+    for batch in 0..5 {
+        produce(&conn, &topic, &numbered(batch * 10, 10), Codec::ALL[batch]).await;
+    }
+    let options = FetchOptions {
+        max_bytes: 600, // a few batches per fetch
+        ..FetchOptions::default()
+    };
+    let mut reader = PartitionReader::open_on(&conn, &topic, 0, StartOffset::Earliest, options)
+        .await
+        .expect("open");
+    assert_eq!(reader.end(), 50);
+    // Appended after opening: not part of the initial read.
+    produce(&conn, &topic, &numbered(50, 5), Codec::None).await;
+
+    let mut read = Vec::new();
+    let mut fetches = 0;
+    while let Some(records) = reader.read_on(&conn).await.expect("read") {
+        read.extend(records);
+        fetches += 1;
+        assert!(fetches < 100, "no progress at {}", reader.position());
+    }
+    assert!(fetches > 1, "expected several fetches, got {fetches}");
+    assert_eq!(offsets(&read), (0..50).collect::<Vec<_>>());
+    assert_eq!(reader.position(), 50);
+
+    let mut followed = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while followed.len() < 5 && Instant::now() < deadline {
+        followed.extend(reader.follow_on(&conn).await.expect("follow"));
+    }
+    assert_eq!(offsets(&followed), (50..55).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn reader_from_latest_reads_nothing_and_follows_new_records() {
+    let conn = connect().await;
+    let topic = create_topic("data-rd-latest");
+    produce(&conn, &topic, &numbered(0, 3), Codec::None).await;
+    let mut reader = PartitionReader::open_on(
+        &conn,
+        &topic,
+        0,
+        StartOffset::Latest,
+        FetchOptions::default(),
+    )
+    .await
+    .expect("open");
+    assert!(reader.read_on(&conn).await.expect("read").is_none());
+    produce(&conn, &topic, &numbered(3, 2), Codec::None).await;
+    let followed = reader.follow_on(&conn).await.expect("follow");
+    assert_eq!(offsets(&followed), [3, 4]);
+}
+
+// ---------------------------------------------------------------- Java interop
+
+/// Runs a Kafka CLI tool, feeding `stdin`, and returns its stdout.
+fn run_tool(tool: &str, args: &[&str], stdin: &str) -> String {
+    let mut child = Command::new(clusters().tool(tool))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {tool}: {e}"));
+    if let Some(mut input) = child.stdin.take() {
+        input.write_all(stdin.as_bytes()).expect("write tool stdin");
+    }
+    let output = child.wait_with_output().expect("wait for tool");
+    assert!(
+        output.status.success(),
+        "{tool} {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+async fn java_consumer_reads_what_we_produce(codec: Codec) {
+    let conn = connect().await;
+    let topic = create_topic(&format!("data-j-in-{}", codec.name()));
+    produce(&conn, &topic, &numbered(0, 10), codec).await;
+    assert_eq!(stored_codecs(&conn, &topic).await, vec![codec]);
+    let topic2 = topic.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        run_tool(
+            "kafka-console-consumer",
+            &[
+                "--bootstrap-server",
+                bootstrap(),
+                "--topic",
+                &topic2,
+                "--from-beginning",
+                "--max-messages",
+                "10",
+                "--timeout-ms",
+                "30000",
+                "--property",
+                "print.key=true",
+                "--property",
+                "key.separator=:",
+            ],
+            "",
+        )
+    })
+    .await
+    .expect("tool task");
+    let lines: Vec<&str> = out.lines().collect();
+    let want: Vec<String> = (0..10).map(|i| format!("key-{i}:value-{i}")).collect();
+    assert_eq!(lines, want);
+}
+
+#[tokio::test]
+async fn java_consumer_reads_our_uncompressed_records() {
+    java_consumer_reads_what_we_produce(Codec::None).await;
+}
+
+#[tokio::test]
+async fn java_consumer_reads_our_gzip_records() {
+    java_consumer_reads_what_we_produce(Codec::Gzip).await;
+}
+
+#[tokio::test]
+async fn java_consumer_reads_our_snappy_records() {
+    java_consumer_reads_what_we_produce(Codec::Snappy).await;
+}
+
+#[tokio::test]
+async fn java_consumer_reads_our_lz4_records() {
+    java_consumer_reads_what_we_produce(Codec::Lz4).await;
+}
+
+#[tokio::test]
+async fn java_consumer_reads_our_zstd_records() {
+    java_consumer_reads_what_we_produce(Codec::Zstd).await;
+}
+
+async fn we_read_what_the_java_producer_writes(codec: Codec) {
+    let conn = connect().await;
+    let topic = create_topic(&format!("data-j-out-{}", codec.name()));
+    let input: String = (0..10).map(|i| format!("key-{i}:value-{i}\n")).collect();
+    let topic2 = topic.clone();
+    tokio::task::spawn_blocking(move || {
+        run_tool(
+            "kafka-console-producer",
+            &[
+                "--bootstrap-server",
+                bootstrap(),
+                "--topic",
+                &topic2,
+                // The console producer overrides `compression.type` with
+                // this option's value (default none).
+                "--compression-codec",
+                codec.name(),
+                "--producer-property",
+                "linger.ms=1000",
+                "--property",
+                "parse.key=true",
+                "--property",
+                "key.separator=:",
+            ],
+            &input,
+        )
+    })
+    .await
+    .expect("tool task");
+    let stored = stored_codecs(&conn, &topic).await;
+    assert!(
+        !stored.is_empty() && stored.iter().all(|c| *c == codec),
+        "{stored:?}"
+    );
+    let fetched = fetch(&conn, &topic, 0, FetchOptions::default()).await;
+    let got: Vec<String> = fetched
+        .records
+        .iter()
+        .map(|r| format!("{}:{}", text(&r.key), text(&r.value)))
+        .collect();
+    let want: Vec<String> = (0..10).map(|i| format!("key-{i}:value-{i}")).collect();
+    assert_eq!(got, want);
+    assert_eq!(offsets(&fetched.records), (0..10).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn we_read_uncompressed_records_of_the_java_producer() {
+    we_read_what_the_java_producer_writes(Codec::None).await;
+}
+
+#[tokio::test]
+async fn we_read_gzip_records_of_the_java_producer() {
+    we_read_what_the_java_producer_writes(Codec::Gzip).await;
+}
+
+#[tokio::test]
+async fn we_read_snappy_records_of_the_java_producer() {
+    we_read_what_the_java_producer_writes(Codec::Snappy).await;
+}
+
+#[tokio::test]
+async fn we_read_lz4_records_of_the_java_producer() {
+    we_read_what_the_java_producer_writes(Codec::Lz4).await;
+}
+
+#[tokio::test]
+async fn we_read_zstd_records_of_the_java_producer() {
+    we_read_what_the_java_producer_writes(Codec::Zstd).await;
+}
+
+// ---------------------------------------------------------------- transactions
+
+/// `tests/java/TxnProducer.java`, compiled once per test binary into
+/// `target/java-data/`.
+fn txn_producer_classes() -> &'static PathBuf {
+    static CLASSES: OnceLock<PathBuf> = OnceLock::new();
+    CLASSES.get_or_init(|| {
+        let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let out = manifest
+            .join("..")
+            .join("target")
+            .join("java-data")
+            .join(unique_name("classes"));
+        std::fs::create_dir_all(&out).expect("create class directory");
+        let output = Command::new("javac")
+            .args(["-nowarn", "-cp", &clusters().kafka_libs, "-d"])
+            .arg(&out)
+            .arg(manifest.join("java").join("TxnProducer.java"))
+            .output()
+            .expect("run javac (is a JDK installed?)");
+        assert!(
+            output.status.success(),
+            "javac TxnProducer.java failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        out
+    })
+}
+
+/// Runs TxnProducer: one transaction per step (`commit:a,b` / `abort:c`).
+fn run_txn_producer(topic: &str, steps: &[&str]) {
+    let classes = txn_producer_classes();
+    let classpath = format!("{}:{}", classes.display(), clusters().kafka_libs);
+    let output = Command::new("java")
+        .args([
+            "-Xmx128m",
+            "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",
+            "-cp",
+            &classpath,
+        ])
+        .args(["TxnProducer", bootstrap(), topic, &unique_name("txn")])
+        .args(steps)
+        .output()
+        .expect("run java");
+    assert!(
+        output.status.success(),
+        "TxnProducer failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+async fn transactional_topic() -> (BrokerConnection, String) {
+    let conn = connect().await;
+    let topic = create_topic("data-txn");
+    let topic2 = topic.clone();
+    tokio::task::spawn_blocking(move || {
+        run_txn_producer(&topic2, &["commit:c1,c2", "abort:a1,a2", "commit:c3"])
+    })
+    .await
+    .expect("java task");
+    (conn, topic)
+}
+
+#[tokio::test]
+async fn read_committed_hides_aborted_records_and_markers() {
+    let (conn, topic) = transactional_topic().await;
+    let options = FetchOptions {
+        isolation: IsolationLevel::ReadCommitted,
+        ..FetchOptions::default()
+    };
+    let fetched = fetch(&conn, &topic, 0, options).await;
+    assert_eq!(values(&fetched.records), ["c1", "c2", "c3"]);
+    // c1 c2 COMMIT a1 a2 ABORT c3 COMMIT
+    assert_eq!(offsets(&fetched.records), [0, 1, 6]);
+    assert_eq!(fetched.next_offset, 8);
+    assert_eq!(fetched.last_stable_offset, 8);
+}
+
+#[tokio::test]
+async fn read_uncommitted_shows_aborted_records_but_no_markers() {
+    let (conn, topic) = transactional_topic().await;
+    let fetched = fetch(&conn, &topic, 0, FetchOptions::default()).await;
+    assert_eq!(values(&fetched.records), ["c1", "c2", "a1", "a2", "c3"]);
+    assert_eq!(offsets(&fetched.records), [0, 1, 3, 4, 6]);
+    assert_eq!(fetched.next_offset, 8);
+}
+
+#[tokio::test]
+async fn reader_under_read_committed_reads_committed_records_to_the_end() {
+    let (conn, topic) = transactional_topic().await;
+    let options = FetchOptions {
+        isolation: IsolationLevel::ReadCommitted,
+        ..FetchOptions::default()
+    };
+    let mut reader = PartitionReader::open_on(&conn, &topic, 0, StartOffset::Earliest, options)
+        .await
+        .expect("open");
+    assert_eq!(reader.end(), 8);
+    let mut read = Vec::new();
+    while let Some(records) = reader.read_on(&conn).await.expect("read") {
+        read.extend(records);
+    }
+    assert_eq!(values(&read), ["c1", "c2", "c3"]);
+}
