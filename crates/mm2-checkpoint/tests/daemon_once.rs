@@ -164,3 +164,40 @@ fn groups_excluded_by_the_filter_get_no_checkpoint() {
         .collect();
     assert_eq!(groups, vec![kept]);
 }
+
+#[test]
+fn malformed_offset_sync_records_are_skipped_and_logged_once() {
+    let rt = rt();
+    let w = World::new(&rt, "malformed", 1);
+    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 0, 3)]);
+    // Two truncated values and a value with trailing bytes, between good syncs.
+    w.write_raw(
+        &rt,
+        &w.source,
+        &w.syncs_topic(),
+        &[(b"\x00\x01t", b"\x00"), (b"\x00\x01t", b"\x01\x02")],
+    );
+    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 10, 13)]);
+    let group = format!("g-{}", w.topic);
+    w.commit_source(&rt, &group, &[(0, 10)]);
+    let out = run_once(&w.properties(&group, ""));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.matches("skipping a corrupt record").count(),
+        1,
+        "expected one log line for two corrupt records:\n{stderr}"
+    );
+    let got: Vec<_> = w.checkpoints(&rt).iter().map(common::tuple).collect();
+    assert_eq!(got, vec![(group, w.remote_topic(), 0, 10, 13)]);
+}
+
+#[test]
+fn a_group_behind_every_sync_gets_no_checkpoint() {
+    let rt = rt();
+    let w = World::new(&rt, "tooold", 1);
+    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 50, 53)]);
+    let group = format!("g-{}", w.topic);
+    w.commit_source(&rt, &group, &[(0, 10)]);
+    run_once(&w.properties(&group, ""));
+    assert!(w.checkpoints(&rt).is_empty());
+}

@@ -183,3 +183,84 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     }
     options.open(path)?.write_all(bytes)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::security::{ClientIdentity, SaslCredentials, SecurityProtocol, TlsSettings};
+    use crate::config::{BrokerAddress, Secret};
+
+    fn cluster() -> ClusterConnection {
+        ClusterConnection {
+            alias: "A".into(),
+            bootstrap_servers: vec![
+                BrokerAddress {
+                    host: "kafka-1".into(),
+                    port: 9093,
+                },
+                BrokerAddress {
+                    host: "::1".into(),
+                    port: 9094,
+                },
+            ],
+            security_protocol: SecurityProtocol::Plaintext,
+            tls: None,
+            sasl: None,
+        }
+    }
+
+    #[test]
+    fn bootstrap_servers_keep_their_order_and_bracket_ipv6() {
+        let c = connection(&cluster(), "id", Duration::from_secs(5)).unwrap();
+        assert_eq!(c.bootstrap, vec!["kafka-1:9093", "[::1]:9094"]);
+        assert_eq!(c.config.client_id, "id");
+        assert_eq!(c.config.request_timeout, Duration::from_secs(5));
+        assert!(c.config.tls.is_none() && c.config.sasl.is_none());
+    }
+
+    #[test]
+    fn sasl_mechanism_and_credentials_are_passed_and_the_password_stays_redacted() {
+        let mut a = cluster();
+        a.security_protocol = SecurityProtocol::SaslPlaintext;
+        a.sasl = Some(SaslCredentials {
+            mechanism: SaslMechanism::ScramSha256,
+            username: "alice".into(),
+            password: Secret::new("hunter2"),
+        });
+        let c = connection(&a, "id", Duration::from_secs(5)).unwrap();
+        let sasl = c.config.sasl.as_ref().unwrap();
+        assert_eq!(sasl.mechanism, SaslMechanismKind::ScramSha256);
+        assert_eq!(sasl.username, "alice");
+        assert_eq!(sasl.password.expose(), "hunter2");
+        assert!(!format!("{c:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn inline_pem_goes_to_a_private_file_removed_on_drop() {
+        let mut a = cluster();
+        a.security_protocol = SecurityProtocol::Ssl;
+        // Only parsed as PEM here (no TLS handshake), so any base64 body will do.
+        let ca = "-----BEGIN CERTIFICATE-----\nAAECAwQF\n-----END CERTIFICATE-----\n".to_string();
+        a.tls = Some(TlsSettings {
+            trust: TrustRoots::Pem {
+                source: PemSource::Inline(Secret::new(ca.clone())),
+                key: "ssl.truststore.certificates".into(),
+            },
+            identity: None::<ClientIdentity>,
+            verify_hostname: false,
+        });
+        let c = connection(&a, "id", Duration::from_secs(5)).unwrap();
+        let tls = c.config.tls.as_ref().unwrap();
+        assert!(!tls.verify_hostname);
+        let path = tls.ca_pem_file.clone().unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), ca);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        drop(c);
+        assert!(!path.exists());
+    }
+}

@@ -148,6 +148,26 @@ impl World {
         });
     }
 
+    /// Appends raw records (key, value) to partition 0 of `topic` on `on`.
+    pub fn write_raw(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        on: &Cluster,
+        topic: &str,
+        records: &[(&[u8], &[u8])],
+    ) {
+        let records: Vec<OutRecord> = records
+            .iter()
+            .map(|(k, v)| OutRecord {
+                key: k.to_vec(),
+                value: v.to_vec(),
+                timestamp: 0,
+            })
+            .collect();
+        rt.block_on(on.produce(topic, 0, &records))
+            .expect("produce raw records");
+    }
+
     /// Commits `offsets` (partition → offset) of the upstream topic for `group` on the source.
     pub fn commit_source(&self, rt: &tokio::runtime::Runtime, group: &str, offsets: &[(i32, i64)]) {
         let map: BTreeMap<TopicPartition, (i64, String)> = offsets
