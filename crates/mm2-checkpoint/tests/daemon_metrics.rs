@@ -122,3 +122,35 @@ fn the_daemon_follows_new_syncs_serves_metrics_and_exits_0_on_sigterm() {
     };
     assert_eq!(status.code(), Some(0));
 }
+
+#[test]
+fn the_daemon_waits_for_a_missing_offset_syncs_topic_and_is_not_ready_meanwhile() {
+    let rt = rt();
+    let w = World::new(&rt, "waitsyncs", 1);
+    let group = format!("g-{}", w.topic);
+    w.commit_source(&rt, &group, &[(0, 10)]);
+    let config = w.properties(&group, "");
+    let addr = format!("127.0.0.1:{}", free_port());
+    let child = Command::new(env!("CARGO_BIN_EXE_mm2-checkpoint"))
+        .args(["run", "--config", config.to_str().unwrap(), "--metrics-addr", &addr])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the daemon");
+    let _daemon = Daemon(child);
+    wait_for("the metrics endpoint", Duration::from_secs(30), || get(&addr, "/healthz").is_some());
+    // A few startup attempts fail: not ready, and nothing is emitted.
+    std::thread::sleep(Duration::from_secs(3));
+    let (status, body) = get(&addr, "/readyz").expect("readyz");
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("initial read"), "{body}");
+    assert!(w.checkpoints(&rt).is_empty());
+    // MM2's source connector starts writing syncs: the daemon picks them up.
+    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 0, 3), (0, 10, 13)]);
+    wait_for("readiness", Duration::from_secs(60), || {
+        get(&addr, "/readyz").map(|(s, _)| s) == Some(200)
+    });
+    wait_for("a checkpoint", Duration::from_secs(30), || !w.checkpoints(&rt).is_empty());
+    let got: Vec<_> = w.checkpoints(&rt).iter().map(common::tuple).collect();
+    assert_eq!(got, vec![(group, w.remote_topic(), 0, 10, 13)]);
+}
