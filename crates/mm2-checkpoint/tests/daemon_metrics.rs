@@ -97,6 +97,11 @@ fn the_daemon_follows_new_syncs_serves_metrics_and_exits_0_on_sigterm() {
         body.contains("mm2_checkpoint_round_duration_seconds_count"),
         "{body}"
     );
+    let latency = format!(
+        "mm2_checkpoint_checkpoint_latency_ms{{flow=\"{flow}\",group=\"{group}\",topic=\"{}\",partition=\"0\"}}",
+        w.remote_topic()
+    );
+    assert!(body.contains(&latency), "no {latency} in\n{body}");
     let downs: Vec<i64> = w
         .checkpoints(&rt)
         .iter()
@@ -132,13 +137,21 @@ fn the_daemon_waits_for_a_missing_offset_syncs_topic_and_is_not_ready_meanwhile(
     let config = w.properties(&group, "");
     let addr = format!("127.0.0.1:{}", free_port());
     let child = Command::new(env!("CARGO_BIN_EXE_mm2-checkpoint"))
-        .args(["run", "--config", config.to_str().unwrap(), "--metrics-addr", &addr])
+        .args([
+            "run",
+            "--config",
+            config.to_str().unwrap(),
+            "--metrics-addr",
+            &addr,
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn the daemon");
     let _daemon = Daemon(child);
-    wait_for("the metrics endpoint", Duration::from_secs(30), || get(&addr, "/healthz").is_some());
+    wait_for("the metrics endpoint", Duration::from_secs(30), || {
+        get(&addr, "/healthz").is_some()
+    });
     // A few startup attempts fail: not ready, and nothing is emitted.
     std::thread::sleep(Duration::from_secs(3));
     let (status, body) = get(&addr, "/readyz").expect("readyz");
@@ -150,7 +163,9 @@ fn the_daemon_waits_for_a_missing_offset_syncs_topic_and_is_not_ready_meanwhile(
     wait_for("readiness", Duration::from_secs(60), || {
         get(&addr, "/readyz").map(|(s, _)| s) == Some(200)
     });
-    wait_for("a checkpoint", Duration::from_secs(30), || !w.checkpoints(&rt).is_empty());
+    wait_for("a checkpoint", Duration::from_secs(30), || {
+        !w.checkpoints(&rt).is_empty()
+    });
     let got: Vec<_> = w.checkpoints(&rt).iter().map(common::tuple).collect();
     assert_eq!(got, vec![(group, w.remote_topic(), 0, 10, 13)]);
 }

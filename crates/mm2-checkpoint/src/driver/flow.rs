@@ -678,6 +678,20 @@ impl FlowContext {
                     state.checkpoints.on_produced(cps);
                     self.metrics
                         .checkpoints_emitted(&self.name, cps.len() as u64);
+                    // MM2's checkpoint-latency-ms: acknowledgement time minus the
+                    // record's timestamp, per group and downstream partition.
+                    let elapsed = u64::try_from(now_ms().saturating_sub(ts)).unwrap_or(0);
+                    let latency = Duration::from_millis(elapsed);
+                    for cp in cps {
+                        let tp = &cp.key.topic_partition;
+                        self.metrics.set_checkpoint_latency(
+                            &self.name,
+                            &cp.key.group,
+                            &tp.topic,
+                            tp.partition,
+                            latency,
+                        );
+                    }
                 }
                 Err(e) => {
                     state.checkpoints.on_produce_failed(cps);
