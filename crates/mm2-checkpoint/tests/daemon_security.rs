@@ -49,3 +49,44 @@ fn scram_source_and_tls_target_emit_and_sync() {
     assert_eq!(got, vec![(group.clone(), w.remote_topic(), 0, 10, 13)]);
     assert_eq!(w.target_offsets(&rt, &group), [(0, 13)].into());
 }
+
+#[test]
+fn a_target_requiring_a_client_certificate_gets_the_pem_keystore() {
+    let rt = rt();
+    let w = World::new(&rt, "mtls", 1);
+    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 0, 3), (0, 10, 13)]);
+    let group = format!("g-{}", w.topic);
+    w.commit_source(&rt, &group, &[(0, 10)]);
+    let c = clusters();
+    let tls = &c.target().tls;
+    // One PEM file with the private key and the certificate chain, as Kafka's
+    // `ssl.keystore.type=PEM` with `ssl.keystore.location` expects.
+    let keystore = w.dir.join("client-keystore.pem");
+    let mut pem = std::fs::read_to_string(&tls.client_key_pem).expect("client key");
+    pem.push_str(&std::fs::read_to_string(&tls.client_cert_pem).expect("client cert"));
+    std::fs::write(&keystore, pem).expect("write keystore");
+    let text = format!(
+        "clusters = {s}, {t}\n\
+         {s}.bootstrap.servers = {sb}\n\
+         {t}.bootstrap.servers = {tb}\n\
+         {t}.security.protocol = SSL\n\
+         {t}.ssl.truststore.type = PEM\n\
+         {t}.ssl.truststore.location = {ca}\n\
+         {t}.ssl.keystore.type = PEM\n\
+         {t}.ssl.keystore.location = {ks}\n\
+         {s}->{t}.enabled = true\n\
+         groups = {group}\n\
+         admin.timeout.ms = 20000\n",
+        s = w.s,
+        t = w.t,
+        sb = c.source().bootstrap.get(Listener::Plaintext),
+        tb = c.target().bootstrap.get(Listener::Mtls),
+        ca = tls.ca_pem.display(),
+        ks = keystore.display(),
+    );
+    let config = w.dir.join("mm2-mtls.properties");
+    std::fs::write(&config, text).expect("write config");
+    run_once(&config);
+    let got: Vec<_> = w.checkpoints(&rt).iter().map(common::tuple).collect();
+    assert_eq!(got, vec![(group, w.remote_topic(), 0, 10, 13)]);
+}

@@ -69,15 +69,6 @@ pub fn connection(
     let tls = match &cluster.tls {
         None => None,
         Some(settings) => {
-            if !settings.verify_hostname {
-                tracing::warn!(
-                    cluster = %cluster.alias,
-                    "TLS host name verification is OFF for cluster {} \
-                     (ssl.endpoint.identification.algorithm is empty): \
-                     any certificate signed by a trusted CA is accepted for any broker",
-                    cluster.alias
-                );
-            }
             let mut file_for = |source: &PemSource, name: &str| -> Result<PathBuf, ConnectError> {
                 match source {
                     PemSource::File(path) => Ok(path.clone()),

@@ -41,9 +41,6 @@ pub(super) async fn run(
     metrics: Metrics,
 ) -> Result<(), DriverError> {
     check_cpu(&config)?;
-    for w in &config.warnings {
-        tracing::warn!("{w}");
-    }
     let mut contexts = Vec::new();
     for flow in config.flows {
         let ctx = FlowContext::new(flow, metrics.clone())

@@ -35,6 +35,16 @@ pub(super) async fn translate(
             options.flow
         )));
     };
+    for cluster in [&flow.source, &flow.target] {
+        if cluster.tls.as_ref().is_some_and(|t| !t.verify_hostname) {
+            tracing::warn!(
+                cluster = %cluster.alias,
+                "TLS host name verification is disabled for cluster `{}` \
+                 (ssl.endpoint.identification.algorithm is empty)",
+                cluster.alias
+            );
+        }
+    }
     let metrics = Metrics::new(env!("CARGO_PKG_VERSION"), "n/a");
     let ctx = FlowContext::new(flow, metrics).map_err(|e| DriverError::Setup(e.to_string()))?;
     let mut store = CheckpointStore::new(options.groups.iter().cloned());
