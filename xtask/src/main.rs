@@ -4,10 +4,14 @@
 //!   (see [`kafka`]).
 //! - `cargo xtask test [-- <cargo test args>]`: the whole test suite against
 //!   those clusters, starting and stopping them as needed.
+//! - `cargo xtask dist`, `dist-test`: static musl release binaries (see [`dist`]).
+//! - `cargo xtask image`: a `FROM scratch` OCI image of them (see [`oci`]).
 
 mod certs;
+mod dist;
 mod kafka;
 mod maven;
+mod oci;
 mod probe;
 
 use std::path::{Path, PathBuf};
@@ -28,6 +32,15 @@ commands:
   test [-- ARGS]    clusters up, `cargo test --workspace --all-targets` and
                     `cargo test --workspace --doc` (ARGS passed to both), clusters
                     down again if this command started them
+  dist [--target x86_64|aarch64|all] [--variant default|ring|all] [--allow-c]
+                    static release binaries into target/dist/ with SHA256SUMS
+                    (default: both targets, default variant, C compilers poisoned)
+  dist-test [--target T] [--variant V]
+                    run each built binary in an empty root (chroot; qemu for
+                    foreign architectures)
+  image [--variant default|ring] [--check]
+                    FROM-scratch OCI image layout target/dist/oci/ and its tar;
+                    --check validates it with skopeo and umoci
   help              this text
 
 environment:
@@ -82,6 +95,18 @@ fn run(args: &[String]) -> Result<ExitCode> {
                 ),
             };
             test(&layout, extra)
+        }
+        ["dist", rest @ ..] => {
+            dist::dist(&workspace_root(), rest)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        ["dist-test", rest @ ..] => {
+            dist::dist_test(&workspace_root(), rest)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        ["image", rest @ ..] => {
+            oci::image(&workspace_root(), rest)?;
+            Ok(ExitCode::SUCCESS)
         }
         [] | ["help"] | ["--help"] | ["-h"] => {
             println!("{USAGE}");
