@@ -202,6 +202,27 @@ impl Error {
         }
     }
 
+    /// Whether the error says the consumer group is in use, so an admin
+    /// offset commit (no member id, generation -1) was refused:
+    /// UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS,
+    /// FENCED_MEMBER_EPOCH, STALE_MEMBER_EPOCH, UNRELEASED_INSTANCE_ID,
+    /// FENCED_INSTANCE_ID or NON_EMPTY_GROUP. Never retried.
+    pub fn is_group_active(&self) -> bool {
+        matches!(
+            self.kafka_error(),
+            Some(
+                ResponseError::UnknownMemberId
+                    | ResponseError::IllegalGeneration
+                    | ResponseError::RebalanceInProgress
+                    | ResponseError::FencedMemberEpoch
+                    | ResponseError::StaleMemberEpoch
+                    | ResponseError::UnreleasedInstanceId
+                    | ResponseError::FencedInstanceId
+                    | ResponseError::NonEmptyGroup
+            )
+        )
+    }
+
     /// The Kafka error, if the broker answered with an error code.
     pub fn kafka_error(&self) -> Option<ResponseError> {
         match self {

@@ -9,8 +9,17 @@
 //!   negotiates the version from the [`ApiRequest`] table.
 //! - [`BrokerPool`] keeps one connection per broker and reconnects lazily.
 //! - Every failure is an [`Error`]; [`Error::is_retriable`] says whether to retry.
+//!
+//! The cluster layer: [`Client`] (metadata cache, leader and coordinator
+//! routing, retries with [`RetryPolicy`]).
+//!
+//! The operations ([`admin`]): consumer groups (list, describe, fetch and
+//! commit offsets) and topic creation, batched per broker.
 
+pub mod admin;
 pub mod api;
+pub mod backoff;
+pub mod client;
 pub mod config;
 pub mod connection;
 pub mod error;
@@ -21,7 +30,15 @@ pub mod sasl;
 pub mod tls;
 pub mod transport;
 
+pub use admin::TopicPartition;
+pub use admin::groups::{
+    CommitResults, CommittedOffset, GroupDescription, GroupMember, GroupOffsets, GroupState,
+    GroupType, ListedGroup, ListedGroups, OffsetFetchOptions, OffsetToCommit,
+};
+pub use admin::topics::CreateTopicOutcome;
 pub use api::ApiRequest;
+pub use backoff::{Backoff, RetryPolicy};
+pub use client::{BrokerInfo, Client, ClusterMetadata, PartitionMetadata, TopicMetadata};
 pub use config::{
     ClientCertConfig, ConnectionConfig, SaslConfig, SaslMechanismKind, Secret, TlsConfig,
 };
