@@ -5,7 +5,8 @@
 //! [`Mm2Config`] renders an `mm2.properties` for one `source->target` flow
 //! tuned for tests (replication factor 1, one-second intervals, dense offset
 //! syncs, a topic pattern of the test's own), optionally with the checkpoint
-//! connector switched off so our checkpointer can take its place.
+//! connector switched off ([`Checkpoints`]) so our checkpointer can take its
+//! place.
 //! [`Mm2Process`] runs it as a child JVM that is killed when the guard drops.
 //!
 //! Each configuration gets its own Connect worker group and internal topics
@@ -46,6 +47,28 @@ pub const JVM_OPTS: &[&str] = &[
 pub const CHECKPOINTS_REFUSED_LOG: &str =
     "MirrorCheckpointConnector can't run with emit.checkpoints.enabled set to false";
 
+/// How MM2's checkpoint connector is configured. In every mode the source
+/// connector replicates and writes offset syncs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checkpoints {
+    /// The connector runs and checkpoints the groups matched by `groups`.
+    Emit,
+    /// `source->target.emit.checkpoints.enabled=false`: MM2 rejects the
+    /// connector's configuration (logging [`CHECKPOINTS_REFUSED_LOG`]), so a
+    /// fresh deployment never creates it, nor the checkpoints topic. A
+    /// connector stored by an earlier run in the same Connect config topic
+    /// keeps running with its old configuration.
+    Refused,
+    /// `source->target.groups.exclude=.*`: the connector runs (and creates the
+    /// checkpoints topic) but selects no group, so it has no tasks and writes
+    /// nothing. Being a valid configuration, it also replaces a connector
+    /// stored by an earlier run (logging [`NO_GROUPS_LOG`]).
+    NoGroups,
+}
+
+/// What MM2 4.1.1 logs when its checkpoint connector starts without groups.
+pub const NO_GROUPS_LOG: &str = "Started MirrorCheckpointConnector with 0 consumer groups";
+
 /// The name `topic` gets on the target under MM2's default replication policy.
 pub fn remote_topic(topic: &str) -> String {
     format!("{SOURCE_ALIAS}.{topic}")
@@ -60,11 +83,8 @@ pub struct Mm2Config {
     pub groups: String,
     /// `offset.lag.max`: 0 makes every replicated record produce an offset sync.
     pub offset_lag_max: u64,
-    /// False sets `source->target.emit.checkpoints.enabled=false`: MM2 then
-    /// refuses to create its checkpoint connector (logging
-    /// [`CHECKPOINTS_REFUSED_LOG`]) while the source connector still replicates
-    /// and writes offset syncs.
-    pub checkpoints: bool,
+    /// Whether MM2's own checkpoint connector does its job.
+    pub checkpoints: Checkpoints,
     /// Isolates the Connect worker: group `<instance>` and internal topics
     /// `<instance>-{offsets,status,configs}.internal` on the target. `None`
     /// keeps MM2's defaults (`source-mm2`, `mm2-offsets.source.internal`, ...),
@@ -82,15 +102,21 @@ impl Mm2Config {
             topics: topics.to_owned(),
             groups: groups.to_owned(),
             offset_lag_max: 0,
-            checkpoints: true,
+            checkpoints: Checkpoints::Emit,
             instance: Some(crate::unique_name("mm2-worker")),
             extra: Vec::new(),
         }
     }
 
-    /// The same configuration with MM2's checkpoint connector disabled.
-    pub fn without_checkpoints(mut self) -> Self {
-        self.checkpoints = false;
+    /// The same configuration with MM2's checkpoint connector refused
+    /// ([`Checkpoints::Refused`]).
+    pub fn without_checkpoints(self) -> Self {
+        self.with_checkpoints(Checkpoints::Refused)
+    }
+
+    /// The same configuration with the given checkpoint mode.
+    pub fn with_checkpoints(mut self, checkpoints: Checkpoints) -> Self {
+        self.checkpoints = checkpoints;
         self
     }
 
@@ -122,10 +148,12 @@ impl Mm2Config {
             &format!("{SOURCE_ALIAS}->{TARGET_ALIAS}.groups"),
             &self.groups,
         );
-        put(
-            &format!("{SOURCE_ALIAS}->{TARGET_ALIAS}.emit.checkpoints.enabled"),
-            if self.checkpoints { "true" } else { "false" },
-        );
+        let flow = format!("{SOURCE_ALIAS}->{TARGET_ALIAS}");
+        match self.checkpoints {
+            Checkpoints::Emit => put(&format!("{flow}.emit.checkpoints.enabled"), "true"),
+            Checkpoints::Refused => put(&format!("{flow}.emit.checkpoints.enabled"), "false"),
+            Checkpoints::NoGroups => put(&format!("{flow}.groups.exclude"), ".*"),
+        }
         put("offset.lag.max", &self.offset_lag_max.to_string());
         // One broker per cluster: every topic MM2 or Connect creates gets RF 1.
         for key in [
@@ -381,7 +409,7 @@ impl Mm2Process {
         .map(|((), at)| at)
     }
 
-    /// Calls `probe` every 500 ms until it returns `Some`, MM2 exits, or
+    /// Calls `probe` about once a second until it returns `Some`, MM2 exits, or
     /// `timeout` passes. Returns the value and the time since MM2 was spawned.
     /// An error from `probe` is retried until the timeout (its last message is
     /// reported then).
@@ -412,7 +440,7 @@ impl Mm2Process {
                     log_tail: self.log_tail(60),
                 });
             }
-            std::thread::sleep(Duration::from_millis(500));
+            std::thread::sleep(Duration::from_secs(1));
         }
     }
 
@@ -493,6 +521,18 @@ mod tests {
         assert_eq!(
             value(&off, "source->target.emit.checkpoints.enabled"),
             Some("false")
+        );
+    }
+
+    #[test]
+    fn no_groups_mode_excludes_every_group() {
+        let text = Mm2Config::new("t", "g")
+            .with_checkpoints(Checkpoints::NoGroups)
+            .render("s", "t");
+        assert_eq!(value(&text, "source->target.groups.exclude"), Some(".*"));
+        assert_eq!(
+            value(&text, "source->target.emit.checkpoints.enabled"),
+            None
         );
     }
 

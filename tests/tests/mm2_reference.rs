@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use e2e::java::{CheckpointRecord, CommitMode, GroupOffset, JavaError, helpers};
 use e2e::mm2::{
-    CHECKPOINTS_REFUSED_LOG, CHECKPOINTS_TOPIC, Mm2Config, Mm2Process, OFFSET_SYNCS_TOPIC,
-    SOURCE_ALIAS, remote_topic,
+    CHECKPOINTS_REFUSED_LOG, CHECKPOINTS_TOPIC, Checkpoints, Mm2Config, Mm2Process, NO_GROUPS_LOG,
+    OFFSET_SYNCS_TOPIC, SOURCE_ALIAS, remote_topic,
 };
 use e2e::{Listener, clusters, unique_name};
 
@@ -26,6 +26,11 @@ const STARTUP_BUDGET: Duration = Duration::from_secs(90);
 /// How long later steps get once MM2 is working.
 const STEP_BUDGET: Duration = Duration::from_secs(30);
 const PARTITIONS: u32 = 2;
+/// Logged once MM2's replication task runs.
+const SOURCE_TASK_READY_LOG: &str =
+    "WorkerSourceTask{id=MirrorSourceConnector-0} Source task finished initialization and start";
+/// Logged once MM2's (first) checkpoint task runs.
+const CHECKPOINT_TASK_READY_LOG: &str = "WorkerSourceTask{id=MirrorCheckpointConnector-0} Source task finished initialization and start";
 const RECORDS_PER_PARTITION: u32 = 20;
 
 fn ok<T, E: Display>(result: Result<T, E>, what: &str) -> T {
@@ -70,6 +75,11 @@ fn mm2_without_its_checkpoint_connector_replicates_and_writes_offset_syncs_but_n
 
     let config = Mm2Config::new(&topic, &group).without_checkpoints();
     let mut mm2 = ok(Mm2Process::start(c, &config), "starting MirrorMaker 2");
+    // Cheap gate before the (JVM-per-probe) polling below.
+    ok(
+        mm2.wait_for_log(SOURCE_TASK_READY_LOG, STARTUP_BUDGET),
+        "waiting for MM2's replication task",
+    );
 
     let ours = |syncs: Result<Vec<e2e::java::OffsetSyncRecord>, JavaError>| {
         syncs.map(|all| {
@@ -165,8 +175,12 @@ fn mm2_without_its_checkpoint_connector_replicates_and_writes_offset_syncs_but_n
     );
 }
 
+/// The baseline the differential tests compare against: MM2 checkpoints a
+/// classic and a KIP-848 group, and Java's `RemoteClusterUtils` translates
+/// them. Then the migration path to our checkpointer: restarted with
+/// `groups.exclude=.*`, the same MM2 stops checkpointing.
 #[test]
-fn mm2_checkpoints_committed_groups_and_java_translates_them() {
+fn mm2_checkpoints_are_read_by_java_and_stop_once_all_groups_are_excluded() {
     let c = clusters();
     let java = helpers();
     let source = c.source().bootstrap.get(Listener::Plaintext);
@@ -180,13 +194,9 @@ fn mm2_checkpoints_committed_groups_and_java_translates_them() {
         java.produce(source, &topic, PARTITIONS, RECORDS_PER_PARTITION),
         "producing to the source",
     );
+    let first_offsets = end_offsets(&topic, |p| format!("meta-{p}"));
     ok(
-        java.commit_offsets(
-            source,
-            &classic,
-            CommitMode::Classic,
-            &end_offsets(&topic, |p| format!("meta-{p}")),
-        ),
+        java.commit_offsets(source, &classic, CommitMode::Classic, &first_offsets),
         "committing the classic-protocol group",
     );
     ok(
@@ -201,6 +211,11 @@ fn mm2_checkpoints_committed_groups_and_java_translates_them() {
 
     let config = Mm2Config::new(&topic, &format!("{classic}, {consumer}"));
     let mut mm2 = ok(Mm2Process::start(c, &config), "starting MirrorMaker 2");
+    // Cheap gate before the (JVM-per-probe) polling below.
+    ok(
+        mm2.wait_for_log(CHECKPOINT_TASK_READY_LOG, STARTUP_BUDGET),
+        "waiting for MM2's checkpoint task",
+    );
 
     let expected: BTreeMap<(String, i32), i64> = (0..PARTITIONS as i32)
         .map(|p| ((remote.clone(), p), i64::from(RECORDS_PER_PARTITION)))
@@ -245,6 +260,64 @@ fn mm2_checkpoints_committed_groups_and_java_translates_them() {
             "latest checkpoint of {classic} for {remote}-{p}"
         );
     }
+
+    // The migration path: restart the same Connect worker (whose config topic
+    // now holds a checkpoint connector with tasks) with `groups.exclude=.*`.
+    // The stored connector is replaced by one without groups, and a later
+    // commit is no longer checkpointed.
+    ok(mm2.stop(Duration::from_secs(20)), "stopping MirrorMaker 2");
+    let mut mm2 = ok(
+        Mm2Process::start(c, &config.clone().with_checkpoints(Checkpoints::NoGroups)),
+        "restarting MirrorMaker 2 without checkpoint groups",
+    );
+    ok(
+        mm2.wait_for_log(NO_GROUPS_LOG, STARTUP_BUDGET),
+        "waiting for the checkpoint connector to restart without groups",
+    );
+    ok(
+        java.produce(source, &topic, PARTITIONS, RECORDS_PER_PARTITION),
+        "producing more to the source",
+    );
+    let second: Vec<GroupOffset> = first_offsets
+        .iter()
+        .map(|o| GroupOffset {
+            offset: 2 * o.offset,
+            ..o.clone()
+        })
+        .collect();
+    ok(
+        java.commit_offsets(source, &classic, CommitMode::Classic, &second),
+        "committing the group again",
+    );
+    let last = 2 * i64::from(RECORDS_PER_PARTITION) - 1;
+    ok(
+        mm2.wait_until("offset syncs for the new records", STEP_BUDGET, |_| {
+            java.offset_syncs(source, OFFSET_SYNCS_TOPIC).map(|all| {
+                (0..PARTITIONS as i32)
+                    .all(|p| {
+                        all.iter()
+                            .any(|s| s.topic == topic && s.partition == p && s.upstream == last)
+                    })
+                    .then_some(())
+            })
+        }),
+        "waiting for MM2 to replicate the new records",
+    );
+    // Three emission intervals in which a surviving checkpoint task would
+    // have checkpointed the new commit.
+    std::thread::sleep(Duration::from_secs(3));
+    let late: Vec<CheckpointRecord> = ok(
+        java.checkpoints(target, CHECKPOINTS_TOPIC),
+        "reading the checkpoints topic",
+    )
+    .into_iter()
+    .filter(|cp| cp.group == classic && cp.upstream > i64::from(RECORDS_PER_PARTITION))
+    .collect();
+    assert!(
+        late.is_empty(),
+        "MM2 with groups.exclude=.* still checkpointed: {late:?}"
+    );
+    ok(mm2.check_running(), "MirrorMaker 2 must still run");
 }
 
 #[test]
