@@ -321,7 +321,7 @@ fn mm2_checkpoints_are_read_by_java_and_stop_once_all_groups_are_excluded() {
 }
 
 #[test]
-fn commit_helper_commits_exact_offsets_with_every_group_protocol() {
+fn offsets_committed_by_the_helper_read_back_exactly_with_every_group_protocol() {
     let c = clusters();
     let java = helpers();
     let source = c.source().bootstrap.get(Listener::Plaintext);

@@ -45,7 +45,9 @@ commands:
   mm2 status        list the MirrorMaker 2 processes `mm2 start` started
   test [-- ARGS]    clusters up, `cargo test --workspace --all-targets` and
                     `cargo test --workspace --doc` (ARGS passed to both), clusters
-                    down again if this command started them
+                    down again if this command started them. With `-p NAME` in ARGS
+                    `--workspace` is left out; with target options (`--test NAME`,
+                    `--lib`, ...) only one `cargo test ARGS` runs
   help              this text
 
 environment:
@@ -204,15 +206,46 @@ fn run_cargo_tests(layout: &kafka::Layout, extra: &[&str]) -> Result<ExitCode> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let clusters_file = layout.clusters_file();
     let mut failed = Vec::new();
-    for (label, mode) in [
-        ("cargo test --workspace --all-targets", "--all-targets"),
-        ("cargo test --workspace --doc", "--doc"),
-    ] {
+    // Only cargo's own options count, not the test binary's (after `--`).
+    let cargo_args = || extra.iter().take_while(|a| **a != "--");
+    // `-p NAME` narrows the run to packages: `--workspace` would override it.
+    let packages = cargo_args()
+        .any(|a| *a == "--package" || a.starts_with("-p") || a.starts_with("--package="));
+    // Cargo refuses `--doc` next to other target selections (`--test NAME`, ...).
+    let targets = cargo_args().any(|a| {
+        [
+            "--lib",
+            "--bin",
+            "--bins",
+            "--test",
+            "--tests",
+            "--example",
+            "--examples",
+            "--bench",
+            "--benches",
+        ]
+        .iter()
+        .any(|t| a == t || a.starts_with(&format!("{t}=")))
+    });
+    let scope: &[&str] = if packages { &[] } else { &["--workspace"] };
+    // Explicit targets replace `--all-targets` (which would add every other
+    // target) and rule out the doc-test run.
+    let phases: &[&str] = if targets {
+        &[""]
+    } else {
+        &["--all-targets", "--doc"]
+    };
+    for mode in phases {
+        let args: Vec<&str> = std::iter::once("test")
+            .chain(scope.iter().copied())
+            .chain((!mode.is_empty()).then_some(*mode))
+            .chain(extra.iter().copied())
+            .collect();
+        let label = format!("cargo {}", args.join(" "));
         let phase = Instant::now();
         eprintln!("xtask: running `{label}`");
         let status = Command::new(&cargo)
-            .args(["test", "--workspace", mode])
-            .args(extra)
+            .args(&args)
             .env("MM2_CLUSTERS_FILE", &clusters_file)
             .current_dir(workspace_root())
             .status()
