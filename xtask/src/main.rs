@@ -6,11 +6,15 @@
 //!   those clusters, starting and stopping them as needed.
 //! - `cargo xtask mm2 config|start|stop|status`: Apache Kafka's MirrorMaker 2
 //!   against those clusters, for manual side-by-side runs (see [`mm2`]).
+//! - `cargo xtask dist`, `dist-test`: static musl release binaries (see [`dist`]).
+//! - `cargo xtask image`: a `FROM scratch` OCI image of them (see [`oci`]).
 
 mod certs;
+mod dist;
 mod kafka;
 mod maven;
 mod mm2;
+mod oci;
 mod probe;
 
 use std::path::{Path, PathBuf};
@@ -48,6 +52,15 @@ commands:
                     down again if this command started them. With `-p NAME` in ARGS
                     `--workspace` is left out; with target options (`--test NAME`,
                     `--lib`, ...) only one `cargo test ARGS` runs
+  dist [--target x86_64|aarch64|all] [--variant default|ring|all] [--allow-c]
+                    static release binaries into target/dist/ with SHA256SUMS
+                    (default: both targets, default variant, C compilers poisoned)
+  dist-test [--target T] [--variant V]
+                    run each built binary in an empty root (chroot; qemu for
+                    foreign architectures)
+  image [--variant default|ring] [--check]
+                    FROM-scratch OCI image layout target/dist/oci/ and its tar;
+                    --check validates it with skopeo and umoci
   help              this text
 
 environment:
@@ -153,6 +166,18 @@ fn run(args: &[String]) -> Result<ExitCode> {
                 ),
             };
             test(&layout, extra)
+        }
+        ["dist", rest @ ..] => {
+            dist::dist(&workspace_root(), rest)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        ["dist-test", rest @ ..] => {
+            dist::dist_test(&workspace_root(), rest)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        ["image", rest @ ..] => {
+            oci::image(&workspace_root(), rest)?;
+            Ok(ExitCode::SUCCESS)
         }
         [] | ["help"] | ["--help"] | ["-h"] => {
             println!("{USAGE}");

@@ -8,3 +8,19 @@ pub mod types;
 
 pub use sync_store::{InitMode, OffsetSync, OffsetSyncStore, SlotLayout};
 pub use types::{OffsetTranslator, TopicPartition, Translation};
+pub mod checkpoint_store;
+pub mod filter;
+pub mod format;
+pub mod group_sync;
+pub mod policy;
+pub mod round;
+
+pub use checkpoint_store::{CheckpointStore, RestoreOutcome, RestoreStats, StoredCheckpoint};
+pub use filter::{FilterError, GroupFilter, TopicFilter};
+pub use format::{Checkpoint, CheckpointKey, DecodeError, EncodeError};
+pub use group_sync::{
+    GroupCommit, GroupSyncOutcome, GroupSyncPlan, TargetGroup, TargetGroupState, TargetRefresh,
+    plan_group_sync,
+};
+pub use policy::{Flow, OffsetSyncsLocation, ReplicationPolicy};
+pub use round::{CheckpointRound, CommittedOffset, GroupOffsets, RoundPlan, SkipReason};

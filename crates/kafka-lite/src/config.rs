@@ -1,0 +1,209 @@
+//! Connection settings: timeouts, frame limit, TLS and SASL.
+//!
+//! These are plain data; [`crate::Connector::new`] validates them (reads PEM
+//! files, builds the rustls configuration) once, so connecting to each
+//! broker afterwards does no file I/O.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Default limit on a single response frame: 100 MiB.
+pub const DEFAULT_MAX_FRAME_BYTES: usize = 100 * 1024 * 1024;
+
+/// How to connect to (every broker of) one Kafka cluster.
+#[derive(Debug, Clone)]
+pub struct ConnectionConfig {
+    /// The `client.id` sent in every request header.
+    pub client_id: String,
+    /// Timeout for TCP connect plus the TLS handshake.
+    pub connect_timeout: Duration,
+    /// Timeout for one request/response round trip (and for each SASL and
+    /// ApiVersions step while connecting).
+    pub request_timeout: Duration,
+    /// Largest response frame accepted; a larger announced length fails the
+    /// connection before anything is allocated.
+    pub max_frame_bytes: usize,
+    /// TLS settings; `None` means a plaintext connection.
+    pub tls: Option<TlsConfig>,
+    /// SASL settings; `None` means no authentication.
+    pub sasl: Option<SaslConfig>,
+}
+
+impl Default for ConnectionConfig {
+    fn default() -> Self {
+        ConnectionConfig {
+            client_id: "kafka-lite".to_string(),
+            connect_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(30),
+            max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
+            tls: None,
+            sasl: None,
+        }
+    }
+}
+
+/// TLS settings (Kafka's `SSL` and `SASL_SSL` security protocols).
+///
+/// The SNI name and the name verified against the certificate are the host
+/// part of each broker address.
+#[derive(Debug, Clone)]
+pub struct TlsConfig {
+    /// PEM file with the CA certificate(s) to trust; `None` trusts the
+    /// built-in Mozilla roots (webpki-roots).
+    pub ca_pem_file: Option<PathBuf>,
+    /// Client certificate and key for mutual TLS.
+    pub client_cert: Option<ClientCertConfig>,
+    /// Check that the broker certificate is valid for the broker's host name
+    /// (Kafka's `ssl.endpoint.identification.algorithm=https`). Default `true`.
+    /// When `false` the chain is still verified against the CA.
+    pub verify_hostname: bool,
+    /// Accept ANY broker certificate without verification. Dangerous: only for
+    /// tests; a warning is logged whenever it is used. Default `false`.
+    pub insecure_skip_verify: bool,
+}
+
+impl Default for TlsConfig {
+    fn default() -> Self {
+        TlsConfig {
+            ca_pem_file: None,
+            client_cert: None,
+            verify_hostname: true,
+            insecure_skip_verify: false,
+        }
+    }
+}
+
+/// A client certificate chain and its private key, both PEM files, for
+/// mutual TLS. The key must be unencrypted (PKCS#8, PKCS#1 or SEC1).
+#[derive(Debug, Clone)]
+pub struct ClientCertConfig {
+    /// PEM file holding the client certificate, then any intermediates.
+    pub cert_pem_file: PathBuf,
+    /// PEM file holding the private key.
+    pub key_pem_file: PathBuf,
+}
+
+/// The SASL mechanisms kafka-lite implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SaslMechanismKind {
+    /// `PLAIN` (RFC 4616). Send only over TLS in production.
+    Plain,
+    /// `SCRAM-SHA-256` (RFC 5802, RFC 7677).
+    ScramSha256,
+    /// `SCRAM-SHA-512` (RFC 5802).
+    ScramSha512,
+}
+
+impl SaslMechanismKind {
+    /// The mechanism's name on the wire, e.g. `SCRAM-SHA-512`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SaslMechanismKind::Plain => "PLAIN",
+            SaslMechanismKind::ScramSha256 => "SCRAM-SHA-256",
+            SaslMechanismKind::ScramSha512 => "SCRAM-SHA-512",
+        }
+    }
+
+    /// Parses a mechanism name as written in Kafka configs (`sasl.mechanism`),
+    /// case-insensitively. Returns `None` for mechanisms not implemented.
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name.trim().to_ascii_uppercase().as_str() {
+            "PLAIN" => Some(SaslMechanismKind::Plain),
+            "SCRAM-SHA-256" => Some(SaslMechanismKind::ScramSha256),
+            "SCRAM-SHA-512" => Some(SaslMechanismKind::ScramSha512),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for SaslMechanismKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// SASL username/password authentication.
+#[derive(Debug, Clone)]
+pub struct SaslConfig {
+    /// Which mechanism to use.
+    pub mechanism: SaslMechanismKind,
+    /// The user name.
+    pub username: String,
+    /// The password (redacted in `Debug`).
+    pub password: Secret,
+}
+
+/// A secret string (password, token) that never shows in `Debug` or
+/// `Display` output. Read it with [`Secret::expose`].
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret value.
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret(value.into())
+    }
+
+    /// The secret value. Never log it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<String> for Secret {
+    fn from(value: String) -> Self {
+        Secret(value)
+    }
+}
+
+impl From<&str> for Secret {
+    fn from(value: &str) -> Self {
+        Secret(value.to_string())
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_of_sasl_config_hides_password() {
+        let config = SaslConfig {
+            mechanism: SaslMechanismKind::ScramSha512,
+            username: "alice".into(),
+            password: Secret::new("hunter2"),
+        };
+        let shown = format!("{config:?}");
+        assert!(shown.contains("alice"));
+        assert!(!shown.contains("hunter2"), "{shown}");
+    }
+
+    #[test]
+    fn mechanism_names_round_trip() {
+        for kind in [
+            SaslMechanismKind::Plain,
+            SaslMechanismKind::ScramSha256,
+            SaslMechanismKind::ScramSha512,
+        ] {
+            assert_eq!(SaslMechanismKind::from_name(kind.name()), Some(kind));
+        }
+        assert_eq!(
+            SaslMechanismKind::from_name("scram-sha-512"),
+            Some(SaslMechanismKind::ScramSha512)
+        );
+        assert_eq!(SaslMechanismKind::from_name("GSSAPI"), None);
+    }
+}

@@ -1,0 +1,595 @@
+//! One pipelined connection to one broker.
+//!
+//! A [`BrokerConnection`] is a cheap-clone handle. Behind it, a writer task
+//! owns the write half of the stream and writes whole frames taken from a
+//! channel (so a caller that gives up mid-request never leaves half a frame
+//! on the wire), and a reader task owns the read half and hands each
+//! response frame to the waiter registered under its correlation id. Many
+//! requests can be in flight at once.
+//!
+//! When the stream breaks, the connection is *poisoned*: every in-flight
+//! request and every later one fails with the retriable
+//! [`Error::ConnectionClosed`]. Callers then get a new connection, for
+//! example from [`crate::BrokerPool`], which does that lazily.
+//!
+//! [`Connector::connect`] establishes a connection: TCP (+TLS), then
+//! ApiVersions (remembering the broker's version ranges for negotiation),
+//! then SASL when configured.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafka_protocol::messages::{
+    ApiVersionsRequest, ApiVersionsResponse, SaslAuthenticateRequest, SaslHandshakeRequest,
+};
+use kafka_protocol::protocol::{Request, StrBytes, VersionRange};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::AbortHandle;
+
+use crate::api::ApiRequest;
+use crate::config::ConnectionConfig;
+use crate::error::Error;
+use crate::frame::{self, FrameError};
+use crate::sasl::{self, SaslStep};
+use crate::transport;
+
+/// Kafka's UNSUPPORTED_VERSION error code.
+const UNSUPPORTED_VERSION: i16 = 35;
+
+/// Frames queued for the writer task before senders wait.
+const WRITE_QUEUE: usize = 64;
+
+/// Validated settings for connecting to the brokers of one cluster: the
+/// [`ConnectionConfig`] plus its prepared TLS configuration. Cheap to clone.
+#[derive(Clone)]
+pub struct Connector {
+    config: Arc<ConnectionConfig>,
+    tls: Option<Arc<rustls::ClientConfig>>,
+}
+
+impl std::fmt::Debug for Connector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connector")
+            .field("config", &self.config)
+            .field("tls", &self.tls.is_some())
+            .finish()
+    }
+}
+
+impl Connector {
+    /// Validates `config`; with TLS, reads the PEM files and builds the
+    /// rustls configuration (failing with [`Error::TlsConfig`] or
+    /// [`Error::UnsupportedCpu`]).
+    pub fn new(config: ConnectionConfig) -> Result<Self, Error> {
+        let tls = match &config.tls {
+            Some(tls) => Some(crate::tls::client_config(tls)?),
+            None => None,
+        };
+        Ok(Connector {
+            config: Arc::new(config),
+            tls,
+        })
+    }
+
+    /// The configuration this connector was built from.
+    pub fn config(&self) -> &ConnectionConfig {
+        &self.config
+    }
+
+    /// Connects to the broker at `address` (`host:port`): TCP and TLS within
+    /// `connect_timeout`, then ApiVersions, then SASL if configured.
+    pub async fn connect(&self, address: &str) -> Result<BrokerConnection, Error> {
+        let stream =
+            transport::connect(address, self.tls.as_ref(), self.config.connect_timeout).await?;
+        let mut connection = BrokerConnection::start(stream, address, &self.config);
+        connection.negotiate_api_versions().await?;
+        if let Some(sasl) = &self.config.sasl {
+            connection.authenticate(sasl).await?;
+        }
+        tracing::debug!(broker = address, "connected");
+        Ok(connection)
+    }
+}
+
+/// A cheap-clone handle to one pipelined broker connection. See the module
+/// documentation.
+#[derive(Clone)]
+pub struct BrokerConnection {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for BrokerConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BrokerConnection")
+            .field("broker", &self.inner.shared.broker)
+            .field("closed", &self.is_closed())
+            .finish()
+    }
+}
+
+struct Inner {
+    shared: Arc<Shared>,
+    frames: mpsc::Sender<Bytes>,
+    next_correlation_id: AtomicI32,
+    client_id: String,
+    request_timeout: Duration,
+    /// The broker's version range per API key, from ApiVersions.
+    api_versions: HashMap<i16, VersionRange>,
+    tasks: [AbortHandle; 2],
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+/// State shared with the reader and writer tasks.
+struct Shared {
+    broker: String,
+    state: Mutex<InFlight>,
+}
+
+type Waiter = oneshot::Sender<Result<Bytes, Error>>;
+
+struct InFlight {
+    waiters: HashMap<i32, Waiter>,
+    /// Why the connection is unusable, once it is.
+    closed: Option<Closed>,
+}
+
+/// Why a connection closed; decides the error its requests fail with.
+#[derive(Clone)]
+enum Closed {
+    /// End of stream, I/O failure or closed by us: retriable
+    /// [`Error::ConnectionClosed`].
+    Io(String),
+    /// The TLS layer failed (an alert from the broker, say): [`Error::Tls`].
+    Tls(String),
+    /// The broker announced an impossible frame: [`Error::FrameTooLarge`].
+    FrameTooLarge { size: i64, max: usize },
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, InFlight> {
+        // A panic while holding this lock cannot leave the map inconsistent
+        // (every operation is a single insert/remove), so ignore poisoning.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn closed_error(&self, closed: &Closed) -> Error {
+        let broker = self.broker.clone();
+        match closed {
+            Closed::Io(detail) => Error::ConnectionClosed {
+                broker,
+                detail: detail.clone(),
+            },
+            Closed::Tls(detail) => Error::Tls {
+                broker,
+                detail: detail.clone(),
+            },
+            Closed::FrameTooLarge { size, max } => Error::FrameTooLarge {
+                broker,
+                size: *size,
+                max: *max,
+            },
+        }
+    }
+
+    fn register(
+        &self,
+        correlation_id: i32,
+    ) -> Result<oneshot::Receiver<Result<Bytes, Error>>, Error> {
+        let mut state = self.lock();
+        if let Some(closed) = &state.closed {
+            return Err(self.closed_error(closed));
+        }
+        let (tx, rx) = oneshot::channel();
+        state.waiters.insert(correlation_id, tx);
+        Ok(rx)
+    }
+
+    fn remove(&self, correlation_id: i32) {
+        self.lock().waiters.remove(&correlation_id);
+    }
+
+    /// Marks the connection closed and fails every in-flight request.
+    fn poison(&self, reason: String) {
+        self.close(Closed::Io(reason));
+    }
+
+    /// Closes the connection after a failed read or write, telling TLS
+    /// failures apart from plain I/O ones.
+    fn poison_io(&self, action: &str, error: &std::io::Error) {
+        match error
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        {
+            Some(tls) => self.close(Closed::Tls(crate::tls::describe_error(tls))),
+            None => self.poison(format!("{action} failed: {error}")),
+        }
+    }
+
+    fn close(&self, closed: Closed) {
+        let (waiters, closed) = {
+            let mut state = self.lock();
+            // The first reason wins; later failures are consequences.
+            let closed = state.closed.get_or_insert(closed).clone();
+            (std::mem::take(&mut state.waiters), closed)
+        };
+        tracing::debug!(broker = %self.broker, reason = %self.closed_error(&closed), "connection closed");
+        for (_, waiter) in waiters {
+            let _ = waiter.send(Err(self.closed_error(&closed)));
+        }
+    }
+
+    fn deliver(&self, frame: Bytes) {
+        let Some(correlation_id) = frame::peek_correlation_id(&frame) else {
+            self.poison(format!(
+                "response frame of {} bytes has no correlation id",
+                frame.len()
+            ));
+            return;
+        };
+        let waiter = self.lock().waiters.remove(&correlation_id);
+        match waiter {
+            Some(waiter) => {
+                let _ = waiter.send(Ok(frame));
+            }
+            None => tracing::debug!(
+                broker = %self.broker,
+                correlation_id,
+                "dropping response nobody waits for (timed out or cancelled)"
+            ),
+        }
+    }
+}
+
+/// Removes a request's slot if the request future is dropped or times out.
+struct SlotGuard<'a> {
+    shared: &'a Shared,
+    correlation_id: i32,
+}
+
+impl Drop for SlotGuard<'_> {
+    fn drop(&mut self) {
+        self.shared.remove(self.correlation_id);
+    }
+}
+
+impl BrokerConnection {
+    /// Starts the reader and writer tasks over an established stream. The
+    /// connection knows no broker versions until ApiVersions is negotiated.
+    pub(crate) fn start<S>(stream: S, address: &str, config: &ConnectionConfig) -> Self
+    where
+        S: AsyncRead + AsyncWrite + Send + 'static,
+    {
+        let (mut read_half, mut write_half) = tokio::io::split(stream);
+        let shared = Arc::new(Shared {
+            broker: address.to_string(),
+            state: Mutex::new(InFlight {
+                waiters: HashMap::new(),
+                closed: None,
+            }),
+        });
+        let (frames, mut queue) = mpsc::channel::<Bytes>(WRITE_QUEUE);
+
+        let writer_shared = shared.clone();
+        let writer = tokio::spawn(async move {
+            while let Some(frame) = queue.recv().await {
+                if let Err(e) = write_half.write_all(&frame).await {
+                    writer_shared.poison_io("write", &e);
+                    return;
+                }
+            }
+            // Every handle is gone: close our side politely.
+            let _ = write_half.shutdown().await;
+        });
+
+        let reader_shared = shared.clone();
+        let max_frame_bytes = config.max_frame_bytes;
+        let reader = tokio::spawn(async move {
+            loop {
+                match frame::read_frame(&mut read_half, max_frame_bytes).await {
+                    Ok(Some(frame)) => reader_shared.deliver(frame),
+                    Ok(None) => {
+                        reader_shared.poison("broker closed the connection".to_string());
+                        return;
+                    }
+                    Err(FrameError::TooLarge { size, max }) => {
+                        reader_shared.close(Closed::FrameTooLarge { size, max });
+                        return;
+                    }
+                    Err(FrameError::Io(e)) => {
+                        reader_shared.poison_io("read", &e);
+                        return;
+                    }
+                }
+            }
+        });
+
+        BrokerConnection {
+            inner: Arc::new(Inner {
+                shared,
+                frames,
+                next_correlation_id: AtomicI32::new(0),
+                client_id: config.client_id.clone(),
+                request_timeout: config.request_timeout,
+                api_versions: HashMap::new(),
+                tasks: [writer.abort_handle(), reader.abort_handle()],
+            }),
+        }
+    }
+
+    /// The broker address (`host:port`) this connection goes to.
+    pub fn address(&self) -> &str {
+        &self.inner.shared.broker
+    }
+
+    /// Whether the connection is closed (poisoned); it then fails every
+    /// request and should be replaced.
+    pub fn is_closed(&self) -> bool {
+        self.inner.shared.lock().closed.is_some() || self.inner.frames.is_closed()
+    }
+
+    /// Closes the connection: in-flight and later requests fail with
+    /// [`Error::ConnectionClosed`]. Other clones of this handle see it closed.
+    pub fn close(&self) {
+        self.inner.shared.poison("closed by the client".to_string());
+        for task in &self.inner.tasks {
+            task.abort();
+        }
+    }
+
+    /// Whether two handles refer to the same underlying connection.
+    pub fn same_connection(&self, other: &BrokerConnection) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// The version range the broker advertised for `api_key`, if any.
+    pub fn broker_versions(&self, api_key: i16) -> Option<VersionRange> {
+        self.inner.api_versions.get(&api_key).copied()
+    }
+
+    /// The version [`send`](Self::send) uses for `R`: the highest one both
+    /// the broker and kafka-lite support. Build the request for that version.
+    pub fn version_for<R: ApiRequest>(&self) -> Result<i16, Error> {
+        let ours = R::supported_versions();
+        let broker = self.broker_versions(R::KEY);
+        match broker.map(|b| ours.intersect(&b)) {
+            Some(common) if !common.is_empty() => Ok(common.max),
+            _ => Err(Error::UnsupportedVersion {
+                broker: self.address().to_string(),
+                api: R::NAME,
+                broker_range: broker,
+                supported_range: ours,
+            }),
+        }
+    }
+
+    /// Sends `request` at the negotiated version ([`version_for`](Self::version_for))
+    /// and waits for its response.
+    ///
+    /// Not for requests the broker does not answer (Produce with acks=0).
+    pub async fn send<R: ApiRequest>(&self, request: R) -> Result<R::Response, Error> {
+        let version = self.version_for::<R>()?;
+        self.send_with_version(request, version).await
+    }
+
+    /// Sends `request` at exactly `version` (any version kafka-protocol can
+    /// encode, whatever the broker advertised) and waits for its response.
+    pub async fn send_with_version<R: ApiRequest>(
+        &self,
+        request: R,
+        version: i16,
+    ) -> Result<R::Response, Error> {
+        let frame = self.round_trip(&request, version).await?;
+        self.decode::<R>(frame, version)
+    }
+
+    fn decode<R: ApiRequest>(&self, frame: Bytes, version: i16) -> Result<R::Response, Error> {
+        let malformed = |detail: String| Error::MalformedResponse {
+            broker: self.address().to_string(),
+            api: R::NAME,
+            version,
+            detail,
+        };
+        let (_, response) = frame::decode_response::<R>(frame, version).map_err(malformed)?;
+        Ok(response)
+    }
+
+    /// Sends one request and returns its raw response frame (header included).
+    async fn round_trip<R: ApiRequest>(&self, request: &R, version: i16) -> Result<Bytes, Error> {
+        let codec = <R as kafka_protocol::protocol::Message>::VERSIONS;
+        if version < codec.min || version > codec.max {
+            return Err(Error::Encode {
+                api: R::NAME,
+                version,
+                detail: format!("kafka-protocol encodes only versions {codec}"),
+            });
+        }
+        let inner = &self.inner;
+        let correlation_id = inner.next_correlation_id.fetch_add(1, Ordering::Relaxed);
+        let frame = frame::encode_request(request, version, correlation_id, &inner.client_id)
+            .map_err(|detail| Error::Encode {
+                api: R::NAME,
+                version,
+                detail,
+            })?;
+
+        let response = inner.shared.register(correlation_id)?;
+        let _slot = SlotGuard {
+            shared: &inner.shared,
+            correlation_id,
+        };
+        let closed = || {
+            // The writer or reader stopped: report why, if known.
+            let state = inner.shared.lock().closed.clone();
+            let closed =
+                state.unwrap_or_else(|| Closed::Io("the connection's tasks stopped".into()));
+            inner.shared.closed_error(&closed)
+        };
+        let exchange = async {
+            inner.frames.send(frame).await.map_err(|_| closed())?;
+            response.await.map_err(|_| closed())?
+        };
+        match tokio::time::timeout(inner.request_timeout, exchange).await {
+            Ok(result) => result,
+            Err(_) => Err(Error::RequestTimeout {
+                broker: self.address().to_string(),
+                api: R::NAME,
+                timeout: inner.request_timeout,
+            }),
+        }
+    }
+
+    /// Mutable access during setup, before the handle is shared.
+    fn setup_inner(&mut self) -> Result<&mut Inner, Error> {
+        let broker = self.address().to_string();
+        Arc::get_mut(&mut self.inner).ok_or(Error::ConnectionClosed {
+            broker,
+            detail: "connection handle shared during setup".to_string(),
+        })
+    }
+
+    /// Sends ApiVersions at the highest version we know; if the broker
+    /// answers UNSUPPORTED_VERSION (in v0 format, as Kafka does), retries at
+    /// the highest ApiVersions version the broker listed.
+    async fn negotiate_api_versions(&mut self) -> Result<(), Error> {
+        let mut version = ApiVersionsRequest::MAX_VERSION;
+        let request = ApiVersionsRequest::default()
+            .with_client_software_name(StrBytes::from_static_str("kafka-lite"))
+            .with_client_software_version(StrBytes::from_static_str(env!("CARGO_PKG_VERSION")));
+        let mut attempts = 0;
+        let response = loop {
+            attempts += 1;
+            let frame = self.round_trip(&request, version).await?;
+            // ApiVersions responses always use header v0 (correlation id
+            // only), and every version starts its body with the error code.
+            let error_code = frame.get(4..6).map(|b| i16::from_be_bytes([b[0], b[1]]));
+            if error_code == Some(UNSUPPORTED_VERSION) && attempts == 1 {
+                let fallback: ApiVersionsResponse = self.decode::<ApiVersionsRequest>(frame, 0)?;
+                let broker_max = fallback
+                    .api_keys
+                    .iter()
+                    .find(|k| k.api_key == ApiVersionsRequest::KEY)
+                    .map_or(0, |k| k.max_version);
+                version = broker_max.clamp(0, ApiVersionsRequest::MAX_VERSION);
+                tracing::debug!(
+                    broker = self.address(),
+                    version,
+                    "retrying ApiVersions at a lower version"
+                );
+                continue;
+            }
+            break self.decode::<ApiVersionsRequest>(frame, version)?;
+        };
+        Error::check_code(
+            "ApiVersions",
+            response.error_code,
+            format!("broker {}", self.address()),
+        )?;
+        let versions = response
+            .api_keys
+            .iter()
+            .map(|k| {
+                (
+                    k.api_key,
+                    VersionRange {
+                        min: k.min_version,
+                        max: k.max_version,
+                    },
+                )
+            })
+            .collect();
+        self.setup_inner()?.api_versions = versions;
+        Ok(())
+    }
+
+    /// SaslHandshake v1 naming the mechanism, then SaslAuthenticate rounds
+    /// until the mechanism is done.
+    async fn authenticate(&mut self, config: &crate::config::SaslConfig) -> Result<(), Error> {
+        let mechanism_name = config.mechanism.name();
+        let auth_error = |detail: String| Error::Authentication {
+            broker: self.address().to_string(),
+            mechanism: mechanism_name.to_string(),
+            detail,
+        };
+        let mut mechanism = sasl::mechanism_for(config).map_err(|e| auth_error(e.0))?;
+
+        let handshake = SaslHandshakeRequest::default()
+            .with_mechanism(StrBytes::from_static_str(mechanism_name));
+        let version = self.version_for::<SaslHandshakeRequest>()?;
+        let response = self.send_with_version(handshake, version).await?;
+        if response.error_code != 0 {
+            let enabled: Vec<&str> = response.mechanisms.iter().map(|m| m.as_str()).collect();
+            return Err(auth_error(format!(
+                "broker rejected the mechanism (error code {}); it enables [{}]",
+                response.error_code,
+                enabled.join(", ")
+            )));
+        }
+
+        let mut token = mechanism.initial_response().map_err(|e| auth_error(e.0))?;
+        loop {
+            let version = self.version_for::<SaslAuthenticateRequest>()?;
+            let request = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(token));
+            let response = match self.send_with_version(request, version).await {
+                Ok(response) => response,
+                Err(Error::ConnectionClosed { detail, .. }) => {
+                    return Err(auth_error(format!(
+                        "broker closed the connection during authentication ({detail})"
+                    )));
+                }
+                Err(e) => return Err(e),
+            };
+            if response.error_code != 0 {
+                let message = response.error_message.as_ref().map_or("", |m| m.as_str());
+                let name = kafka_protocol::error::ResponseError::try_from_code(response.error_code)
+                    .map(|e| crate::error::kafka_error_name(&e))
+                    .unwrap_or_default();
+                return Err(auth_error(format!("{name}: {message}")));
+            }
+            match mechanism
+                .evaluate(&response.auth_bytes)
+                .map_err(|e| auth_error(e.0))?
+            {
+                SaslStep::Respond(next) => token = next,
+                SaslStep::Done => break,
+            }
+        }
+        tracing::debug!(
+            broker = self.address(),
+            mechanism = mechanism_name,
+            "authenticated"
+        );
+        Ok(())
+    }
+
+    /// Creates a connection over `stream` with a fixed set of broker
+    /// versions, for tests of the request machinery.
+    #[cfg(test)]
+    fn with_versions<S>(
+        stream: S,
+        config: &ConnectionConfig,
+        versions: HashMap<i16, VersionRange>,
+    ) -> Self
+    where
+        S: AsyncRead + AsyncWrite + Send + 'static,
+    {
+        let mut connection = Self::start(stream, "test-broker:9092", config);
+        if let Ok(inner) = connection.setup_inner() {
+            inner.api_versions = versions;
+        }
+        connection
+    }
+}
+
+#[cfg(test)]
+mod tests;

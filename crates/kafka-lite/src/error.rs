@@ -1,0 +1,343 @@
+//! The one error type of kafka-lite.
+//!
+//! Every variant carries enough context (broker address, API name, versions,
+//! SASL mechanism) for a user to act on it without reading the source. No
+//! variant ever holds a secret: SASL failures name the mechanism and the
+//! broker's message, never the password.
+//!
+//! [`Error::is_retriable`] tells the layers above (cluster routing, retries)
+//! whether trying again — possibly on a fresh connection — can help.
+
+use std::time::Duration;
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::protocol::VersionRange;
+
+/// Everything that can go wrong talking to Kafka brokers.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Reading from or writing to the broker's socket failed (including a
+    /// refused connection).
+    #[error("I/O error with broker {broker}: {source}")]
+    Io {
+        /// The broker address (`host:port`).
+        broker: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// The broker address could not be parsed or resolved.
+    #[error("invalid broker address {broker:?}: {detail}")]
+    InvalidAddress {
+        /// The address as given.
+        broker: String,
+        /// What is wrong with it.
+        detail: String,
+    },
+
+    /// The TCP connection (plus TLS handshake) did not complete in time.
+    #[error("connecting to broker {broker} timed out after {timeout:?}")]
+    ConnectTimeout {
+        /// The broker address.
+        broker: String,
+        /// The configured connect timeout.
+        timeout: Duration,
+    },
+
+    /// The TLS handshake or the TLS session failed (bad certificate, unknown
+    /// CA, name mismatch, client certificate required, ...).
+    #[error("TLS error with broker {broker}: {detail}")]
+    Tls {
+        /// The broker address.
+        broker: String,
+        /// What rustls reported.
+        detail: String,
+    },
+
+    /// The local TLS configuration is unusable (unreadable PEM file, no
+    /// certificate in it, key does not match, ...).
+    #[error("invalid TLS configuration: {detail}")]
+    TlsConfig {
+        /// What is wrong, naming the file involved.
+        detail: String,
+    },
+
+    /// The CPU lacks instructions the graviola TLS crypto provider needs.
+    #[error(
+        "this CPU ({arch}) lacks features required by the graviola TLS provider: {missing}; \
+         use a build with the `ring` cargo feature instead"
+    )]
+    UnsupportedCpu {
+        /// The CPU architecture.
+        arch: &'static str,
+        /// The missing CPU features, comma separated.
+        missing: String,
+    },
+
+    /// SASL authentication was rejected or could not be completed.
+    #[error("SASL {mechanism} authentication with broker {broker} failed: {detail}")]
+    Authentication {
+        /// The broker address.
+        broker: String,
+        /// The SASL mechanism, e.g. `SCRAM-SHA-512`.
+        mechanism: String,
+        /// The broker's or the mechanism's explanation (never a secret).
+        detail: String,
+    },
+
+    /// We and the broker share no version of an API.
+    #[error(
+        "broker {broker} and kafka-lite share no version of {api}: broker supports {}, \
+         kafka-lite supports {}",
+        fmt_range(.broker_range),
+        fmt_range(&Some(*.supported_range))
+    )]
+    UnsupportedVersion {
+        /// The broker address.
+        broker: String,
+        /// The API name, e.g. `OffsetFetch`.
+        api: &'static str,
+        /// The versions the broker advertised; `None` if it does not offer the API.
+        broker_range: Option<VersionRange>,
+        /// The versions kafka-lite implements.
+        supported_range: VersionRange,
+    },
+
+    /// A frame length announced by the broker is negative or above the limit.
+    #[error(
+        "broker {broker} sent a frame of {size} bytes; the limit is {max} bytes{}",
+        tls_hint(*.size)
+    )]
+    FrameTooLarge {
+        /// The broker address.
+        broker: String,
+        /// The announced frame size.
+        size: i64,
+        /// The configured `max_frame_bytes`.
+        max: usize,
+    },
+
+    /// A request could not be encoded (a field not representable at the
+    /// chosen version, for example).
+    #[error("cannot encode {api} v{version} request: {detail}")]
+    Encode {
+        /// The API name.
+        api: &'static str,
+        /// The version it was encoded at.
+        version: i16,
+        /// What kafka-protocol reported.
+        detail: String,
+    },
+
+    /// A response could not be decoded.
+    #[error("malformed {api} v{version} response from broker {broker}: {detail}")]
+    MalformedResponse {
+        /// The broker address.
+        broker: String,
+        /// The API name.
+        api: &'static str,
+        /// The version it was decoded at.
+        version: i16,
+        /// What went wrong.
+        detail: String,
+    },
+
+    /// No response arrived within the request timeout.
+    #[error("{api} request to broker {broker} timed out after {timeout:?}")]
+    RequestTimeout {
+        /// The broker address.
+        broker: String,
+        /// The API name.
+        api: &'static str,
+        /// The configured request timeout.
+        timeout: Duration,
+    },
+
+    /// The connection is closed or broken; every in-flight request fails with
+    /// this. A new connection may succeed.
+    #[error("connection to broker {broker} is closed: {detail}")]
+    ConnectionClosed {
+        /// The broker address.
+        broker: String,
+        /// Why it closed.
+        detail: String,
+    },
+
+    /// The broker answered with a Kafka error code.
+    #[error("{api} failed{}: {} (Kafka error code {})", fmt_context(.context), kafka_error_name(.error), .error.code())]
+    Kafka {
+        /// The API name.
+        api: &'static str,
+        /// The error code, as kafka-protocol's enum.
+        error: ResponseError,
+        /// What it applied to (group, topic-partition, ...), possibly empty.
+        context: String,
+    },
+}
+
+impl Error {
+    /// Whether retrying (on a new connection if this one is closed) may succeed.
+    ///
+    /// I/O failures, timeouts and closed connections are retriable; Kafka
+    /// error codes follow the protocol's own retriable flag. Configuration,
+    /// TLS, authentication, version and decoding errors are not.
+    pub fn is_retriable(&self) -> bool {
+        match self {
+            Error::Io { .. }
+            | Error::ConnectTimeout { .. }
+            | Error::RequestTimeout { .. }
+            | Error::ConnectionClosed { .. } => true,
+            Error::Kafka { error, .. } => error.is_retriable(),
+            Error::InvalidAddress { .. }
+            | Error::Tls { .. }
+            | Error::TlsConfig { .. }
+            | Error::UnsupportedCpu { .. }
+            | Error::Authentication { .. }
+            | Error::UnsupportedVersion { .. }
+            | Error::FrameTooLarge { .. }
+            | Error::Encode { .. }
+            | Error::MalformedResponse { .. } => false,
+        }
+    }
+
+    /// The Kafka error, if the broker answered with an error code.
+    pub fn kafka_error(&self) -> Option<ResponseError> {
+        match self {
+            Error::Kafka { error, .. } => Some(*error),
+            _ => None,
+        }
+    }
+
+    /// Turns a Kafka error code into `Ok(())` (code 0) or [`Error::Kafka`].
+    ///
+    /// `context` names what the code applies to, e.g. `group "g1"` or
+    /// `topic-partition t-0`; it may be empty.
+    pub fn check_code(
+        api: &'static str,
+        code: i16,
+        context: impl Into<String>,
+    ) -> Result<(), Error> {
+        match ResponseError::try_from_code(code) {
+            None => Ok(()),
+            Some(error) => Err(Error::Kafka {
+                api,
+                error,
+                context: context.into(),
+            }),
+        }
+    }
+}
+
+/// Kafka's canonical name for an error, e.g. `NOT_COORDINATOR`
+/// (`UNKNOWN_ERROR_CODE_<n>` for codes kafka-protocol does not know).
+pub fn kafka_error_name(error: &ResponseError) -> String {
+    if let ResponseError::Unknown(code) = error {
+        return format!("UNKNOWN_ERROR_CODE_{code}");
+    }
+    // kafka-protocol names variants in CamelCase after Kafka's UPPER_SNAKE names.
+    let camel = format!("{error:?}");
+    let mut name = String::with_capacity(camel.len() + 8);
+    for (i, c) in camel.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            name.push('_');
+        }
+        name.push(c.to_ascii_uppercase());
+    }
+    name
+}
+
+fn fmt_range(range: &Option<VersionRange>) -> String {
+    match range {
+        Some(r) if r.is_empty() => "no versions".to_string(),
+        Some(r) if r.min == r.max => format!("v{}", r.min),
+        Some(r) => format!("v{}-v{}", r.min, r.max),
+        None => "no versions (API not offered)".to_string(),
+    }
+}
+
+/// A plaintext client reading a TLS record sees its header (content type
+/// 0x15 alert or 0x16 handshake, version 0x03xx) as a huge frame length.
+fn tls_hint(size: i64) -> &'static str {
+    if matches!(size >> 16, 0x1503 | 0x1603) {
+        " (these bytes look like TLS: is this an SSL listener? configure TLS)"
+    } else {
+        ""
+    }
+}
+
+fn fmt_context(context: &str) -> String {
+    if context.is_empty() {
+        String::new()
+    } else {
+        format!(" for {context}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kafka_error_names_match_kafka_spelling() {
+        assert_eq!(
+            kafka_error_name(&ResponseError::NotCoordinator),
+            "NOT_COORDINATOR"
+        );
+        assert_eq!(
+            kafka_error_name(&ResponseError::CoordinatorLoadInProgress),
+            "COORDINATOR_LOAD_IN_PROGRESS"
+        );
+        assert_eq!(
+            kafka_error_name(&ResponseError::Unknown(999)),
+            "UNKNOWN_ERROR_CODE_999"
+        );
+    }
+
+    #[test]
+    fn kafka_error_display_names_api_context_and_code() {
+        let err = Error::check_code("OffsetFetch", 16, "group \"g1\"").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "OffsetFetch failed for group \"g1\": NOT_COORDINATOR (Kafka error code 16)"
+        );
+        assert!(err.is_retriable());
+    }
+
+    #[test]
+    fn code_zero_is_ok() {
+        assert!(Error::check_code("Metadata", 0, "").is_ok());
+    }
+
+    #[test]
+    fn unsupported_version_names_api_and_both_ranges() {
+        let err = Error::UnsupportedVersion {
+            broker: "b:9092".into(),
+            api: "OffsetFetch",
+            broker_range: Some(VersionRange { min: 0, max: 0 }),
+            supported_range: VersionRange { min: 1, max: 9 },
+        };
+        assert_eq!(
+            err.to_string(),
+            "broker b:9092 and kafka-lite share no version of OffsetFetch: broker supports v0, \
+             kafka-lite supports v1-v9"
+        );
+        assert!(!err.is_retriable());
+    }
+
+    #[test]
+    fn closed_connection_is_retriable_and_auth_failure_is_not() {
+        let closed = Error::ConnectionClosed {
+            broker: "b".into(),
+            detail: "eof".into(),
+        };
+        assert!(closed.is_retriable());
+        let auth = Error::Authentication {
+            broker: "b".into(),
+            mechanism: "PLAIN".into(),
+            detail: "bad credentials".into(),
+        };
+        assert!(!auth.is_retriable());
+    }
+}

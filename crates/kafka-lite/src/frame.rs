@@ -1,0 +1,196 @@
+//! Kafka's wire framing: a big-endian `i32` length, then a request or
+//! response header, then the message body.
+//!
+//! Reading is bounded: the announced length is checked against the
+//! configured maximum (and for being negative) before any buffer is
+//! allocated. Decoding is a pure function of the bytes, so it can be fuzzed
+//! ([`decode_response`]).
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{RequestHeader, ResponseHeader};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+/// Why a frame could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    /// The announced length is negative or above the limit.
+    #[error("announced frame length {size} is outside 0..={max}")]
+    TooLarge {
+        /// The announced length.
+        size: i64,
+        /// The limit.
+        max: usize,
+    },
+    /// The stream failed or ended mid-frame.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// Reads one length-prefixed frame (without its length prefix).
+///
+/// Returns `Ok(None)` on a clean end of stream before a new frame starts.
+pub async fn read_frame<S: AsyncRead + Unpin>(
+    stream: &mut S,
+    max_frame_bytes: usize,
+) -> Result<Option<Bytes>, FrameError> {
+    let mut len = [0u8; 4];
+    // Distinguish a clean EOF (no byte of a new frame) from a truncated one.
+    let first = stream.read(&mut len[..]).await?;
+    if first == 0 {
+        return Ok(None);
+    }
+    if first < 4 {
+        stream.read_exact(&mut len[first..]).await?;
+    }
+    let size = i32::from_be_bytes(len);
+    let size = usize::try_from(size)
+        .ok()
+        .filter(|s| *s <= max_frame_bytes)
+        .ok_or(FrameError::TooLarge {
+            size: i64::from(size),
+            max: max_frame_bytes,
+        })?;
+    let mut frame = BytesMut::zeroed(size);
+    stream.read_exact(&mut frame).await?;
+    Ok(Some(frame.freeze()))
+}
+
+/// Encodes a complete request frame: length, header (at the header version
+/// the API/version needs) and body at `version`.
+pub fn encode_request<R: Request>(
+    request: &R,
+    version: i16,
+    correlation_id: i32,
+    client_id: &str,
+) -> Result<Bytes, String> {
+    let header = RequestHeader::default()
+        .with_request_api_key(R::KEY)
+        .with_request_api_version(version)
+        .with_correlation_id(correlation_id)
+        .with_client_id(Some(StrBytes::from_string(client_id.to_string())));
+    let header_version = R::header_version(version);
+    let mut buf = BytesMut::with_capacity(256);
+    buf.put_i32(0); // patched below
+    header
+        .encode(&mut buf, header_version)
+        .map_err(|e| format!("request header v{header_version}: {e}"))?;
+    request
+        .encode(&mut buf, version)
+        .map_err(|e| e.to_string())?;
+    let body_len =
+        i32::try_from(buf.len() - 4).map_err(|_| "request larger than 2 GiB".to_string())?;
+    buf[..4].copy_from_slice(&body_len.to_be_bytes());
+    Ok(buf.freeze())
+}
+
+/// The correlation id at the start of every response frame (both header
+/// versions begin with it), or `None` if the frame is shorter than 4 bytes.
+pub fn peek_correlation_id(frame: &[u8]) -> Option<i32> {
+    let bytes: [u8; 4] = frame.get(..4)?.try_into().ok()?;
+    Some(i32::from_be_bytes(bytes))
+}
+
+/// Decodes a response frame (without its length prefix) for request type
+/// `R` at `version`: the response header (v0, or v1 with tagged fields, as
+/// the API/version requires) and the body. Returns the correlation id and
+/// the response. Pure; never panics on any input.
+pub fn decode_response<R: Request>(
+    mut frame: Bytes,
+    version: i16,
+) -> Result<(i32, R::Response), String> {
+    let header_version = <R::Response as HeaderVersion>::header_version(version);
+    let header = ResponseHeader::decode(&mut frame, header_version)
+        .map_err(|e| format!("response header v{header_version}: {e}"))?;
+    let body =
+        <R::Response as Decodable>::decode(&mut frame, version).map_err(|e| e.to_string())?;
+    if frame.has_remaining() {
+        tracing::debug!(
+            api_key = R::KEY,
+            version,
+            trailing = frame.remaining(),
+            "ignoring trailing bytes after response body"
+        );
+    }
+    Ok((header.correlation_id, body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kafka_protocol::messages::{ApiVersionsRequest, MetadataRequest};
+
+    #[tokio::test]
+    async fn length_above_the_limit_is_rejected_before_reading_the_body() {
+        let mut input: &[u8] = &[0, 0, 0x10, 0, 1, 2, 3];
+        let err = read_frame(&mut input, 1024).await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                FrameError::TooLarge {
+                    size: 4096,
+                    max: 1024
+                }
+            ),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn negative_length_is_rejected() {
+        let mut input: &[u8] = &(-5i32).to_be_bytes();
+        let err = read_frame(&mut input, 1024).await.unwrap_err();
+        assert!(
+            matches!(err, FrameError::TooLarge { size: -5, .. }),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn clean_end_of_stream_is_none_and_truncated_frame_is_an_error() {
+        let mut empty: &[u8] = &[];
+        assert!(read_frame(&mut empty, 1024).await.unwrap().is_none());
+        let mut truncated: &[u8] = &[0, 0, 0, 10, 1, 2];
+        assert!(matches!(
+            read_frame(&mut truncated, 1024).await,
+            Err(FrameError::Io(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn frame_is_read_whole() {
+        let mut input: &[u8] = &[0, 0, 0, 3, 7, 8, 9, 0xff];
+        assert_eq!(
+            read_frame(&mut input, 1024).await.unwrap().unwrap(),
+            Bytes::from_static(&[7, 8, 9])
+        );
+    }
+
+    #[test]
+    fn request_frame_carries_length_key_version_and_correlation_id() {
+        let frame = encode_request(&MetadataRequest::default(), 12, 42, "me").unwrap();
+        let len = i32::from_be_bytes(frame[..4].try_into().unwrap()) as usize;
+        assert_eq!(len, frame.len() - 4);
+        assert_eq!(i16::from_be_bytes([frame[4], frame[5]]), 3, "api key");
+        assert_eq!(i16::from_be_bytes([frame[6], frame[7]]), 12, "api version");
+        assert_eq!(
+            i32::from_be_bytes(frame[8..12].try_into().unwrap()),
+            42,
+            "correlation id"
+        );
+    }
+
+    #[test]
+    fn garbage_response_is_an_error_not_a_panic() {
+        for bytes in [
+            &[][..],
+            &[0, 0],
+            &[0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0xff],
+        ] {
+            assert!(
+                decode_response::<ApiVersionsRequest>(Bytes::copy_from_slice(bytes), 3).is_err()
+            );
+            assert!(decode_response::<MetadataRequest>(Bytes::copy_from_slice(bytes), 12).is_err());
+        }
+    }
+}

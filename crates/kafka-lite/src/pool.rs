@@ -1,0 +1,63 @@
+//! Lazily (re)connecting connections, one per broker address.
+//!
+//! [`BrokerPool::get`] returns the live connection to a broker, opening one
+//! on first use and replacing a closed (poisoned) one on the next use. Two
+//! callers asking for the same broker at once share one connection attempt.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use crate::connection::{BrokerConnection, Connector};
+use crate::error::Error;
+
+type Slot = Arc<tokio::sync::Mutex<Option<BrokerConnection>>>;
+
+/// Connections to the brokers of one cluster, keyed by `host:port`.
+/// Cheap to clone; clones share the connections.
+#[derive(Clone, Debug)]
+pub struct BrokerPool {
+    connector: Connector,
+    slots: Arc<Mutex<HashMap<String, Slot>>>,
+}
+
+impl BrokerPool {
+    /// An empty pool connecting with `connector`.
+    pub fn new(connector: Connector) -> Self {
+        BrokerPool {
+            connector,
+            slots: Arc::default(),
+        }
+    }
+
+    /// The connector used for new connections.
+    pub fn connector(&self) -> &Connector {
+        &self.connector
+    }
+
+    /// The open connection to `address`, connecting first if there is none
+    /// or the previous one closed.
+    pub async fn get(&self, address: &str) -> Result<BrokerConnection, Error> {
+        let slot = {
+            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            slots.entry(address.to_string()).or_default().clone()
+        };
+        let mut current = slot.lock().await;
+        if let Some(connection) = current.as_ref()
+            && !connection.is_closed()
+        {
+            return Ok(connection.clone());
+        }
+        let connection = self.connector.connect(address).await?;
+        *current = Some(connection.clone());
+        Ok(connection)
+    }
+
+    /// Forgets the connection to `address` (in-flight requests on it carry
+    /// on); the next [`get`](Self::get) connects anew.
+    pub fn invalidate(&self, address: &str) {
+        self.slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(address);
+    }
+}

@@ -1,0 +1,382 @@
+//! Building the rustls client configuration and choosing the crypto provider.
+//!
+//! The provider is graviola by default (pure Rust and assembly, no C); the
+//! `ring` cargo feature selects rustls' ring provider instead and wins when
+//! both features are on. graviola needs a reasonably modern CPU; call
+//! [`graviola_cpu_support`] to get a clear error instead of graviola's panic.
+
+use std::sync::Arc;
+
+use rustls::client::WebPkiServerVerifier;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{
+    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
+};
+
+use crate::config::TlsConfig;
+use crate::error::Error;
+
+/// Which TLS crypto provider this build uses: `"ring"` or `"graviola"`.
+pub const CRYPTO_PROVIDER_NAME: &str = if cfg!(feature = "ring") {
+    "ring"
+} else {
+    "graviola"
+};
+
+/// Checks at runtime that this CPU has every feature graviola requires.
+///
+/// x86_64 needs aes, pclmulqdq, bmi1, adx, avx and avx2 (as graviola 0.4
+/// checks them); aarch64 needs neon, aes, pmull and sha2. Other
+/// architectures are not supported by graviola at all. The error names the
+/// missing features and points at the `ring` build.
+pub fn graviola_cpu_support() -> Result<(), Error> {
+    let missing = missing_graviola_cpu_features();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::UnsupportedCpu {
+            arch: std::env::consts::ARCH,
+            missing: missing.join(", "),
+        })
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn missing_graviola_cpu_features() -> Vec<&'static str> {
+    let mut missing = Vec::new();
+    macro_rules! need {
+        ($($feature:tt),*) => {
+            $(if !std::arch::is_x86_feature_detected!($feature) {
+                missing.push($feature);
+            })*
+        };
+    }
+    need!("aes", "pclmulqdq", "bmi1", "adx", "avx", "avx2");
+    missing
+}
+
+#[cfg(target_arch = "aarch64")]
+fn missing_graviola_cpu_features() -> Vec<&'static str> {
+    let mut missing = Vec::new();
+    macro_rules! need {
+        ($($feature:tt),*) => {
+            $(if !std::arch::is_aarch64_feature_detected!($feature) {
+                missing.push($feature);
+            })*
+        };
+    }
+    need!("neon", "aes", "pmull", "sha2");
+    missing
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+fn missing_graviola_cpu_features() -> Vec<&'static str> {
+    vec!["an x86_64 or aarch64 CPU"]
+}
+
+/// The crypto provider of this build (see the module docs).
+///
+/// With graviola, fails with [`Error::UnsupportedCpu`] on a CPU that
+/// graviola cannot run on.
+pub fn crypto_provider() -> Result<Arc<CryptoProvider>, Error> {
+    #[cfg(feature = "ring")]
+    {
+        Ok(Arc::new(rustls::crypto::ring::default_provider()))
+    }
+    #[cfg(all(feature = "graviola", not(feature = "ring")))]
+    {
+        graviola_cpu_support()?;
+        Ok(Arc::new(rustls_graviola::default_provider()))
+    }
+    #[cfg(not(any(feature = "graviola", feature = "ring")))]
+    {
+        compile_error!("kafka-lite needs the `graviola` or the `ring` cargo feature for TLS");
+    }
+}
+
+/// Builds the rustls client configuration for `tls`, reading its PEM files.
+pub fn client_config(tls: &TlsConfig) -> Result<Arc<ClientConfig>, Error> {
+    let provider = crypto_provider()?;
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| config_error(format!("crypto provider has no usable TLS version: {e}")))?;
+
+    let verifier: Arc<dyn ServerCertVerifier> = if tls.insecure_skip_verify {
+        tracing::warn!(
+            "TLS certificate verification is DISABLED (insecure_skip_verify): \
+             any server can impersonate the brokers; never use this in production"
+        );
+        Arc::new(AcceptAnyServerCert {
+            provider: provider.clone(),
+        })
+    } else {
+        let roots = Arc::new(root_store(tls)?);
+        let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
+            .build()
+            .map_err(|e| config_error(format!("cannot build the certificate verifier: {e}")))?;
+        if tls.verify_hostname {
+            webpki
+        } else {
+            tracing::warn!(
+                "TLS host name verification is disabled; the certificate chain is still verified"
+            );
+            Arc::new(IgnoreHostname { inner: webpki })
+        }
+    };
+    let builder = builder
+        .dangerous()
+        .with_custom_certificate_verifier(verifier);
+
+    let config = match &tls.client_cert {
+        None => builder.with_no_client_auth(),
+        Some(client) => {
+            let certs = read_certs(&client.cert_pem_file)?;
+            if certs.is_empty() {
+                return Err(config_error(format!(
+                    "no certificate found in client certificate file {}",
+                    client.cert_pem_file.display()
+                )));
+            }
+            let key = PrivateKeyDer::from_pem_file(&client.key_pem_file).map_err(|e| {
+                config_error(format!(
+                    "cannot read a private key from {}: {e} (encrypted keys are not supported)",
+                    client.key_pem_file.display()
+                ))
+            })?;
+            builder.with_client_auth_cert(certs, key).map_err(|e| {
+                config_error(format!(
+                    "client certificate {} and key {} are unusable: {e}",
+                    client.cert_pem_file.display(),
+                    client.key_pem_file.display()
+                ))
+            })?
+        }
+    };
+    Ok(Arc::new(config))
+}
+
+fn root_store(tls: &TlsConfig) -> Result<RootCertStore, Error> {
+    let mut roots = RootCertStore::empty();
+    match &tls.ca_pem_file {
+        None => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
+        Some(path) => {
+            let certs = read_certs(path)?;
+            let (added, _ignored) = roots.add_parsable_certificates(certs);
+            if added == 0 {
+                return Err(config_error(format!(
+                    "no usable CA certificate in {}",
+                    path.display()
+                )));
+            }
+        }
+    }
+    Ok(roots)
+}
+
+fn read_certs(path: &std::path::Path) -> Result<Vec<CertificateDer<'static>>, Error> {
+    CertificateDer::pem_file_iter(path)
+        .and_then(|iter| iter.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| {
+            config_error(format!(
+                "cannot read PEM certificates from {}: {e}",
+                path.display()
+            ))
+        })
+}
+
+/// Describes a rustls failure, with a hint for the usual causes.
+pub(crate) fn describe_error(error: &rustls::Error) -> String {
+    use rustls::AlertDescription as Alert;
+    let hint = match error {
+        rustls::Error::AlertReceived(Alert::CertificateRequired) => {
+            " (the broker requires a client certificate: configure TlsConfig::client_cert)"
+        }
+        rustls::Error::AlertReceived(
+            Alert::BadCertificate | Alert::HandshakeFailure | Alert::UnknownCA,
+        ) => {
+            " (the broker rejected the handshake: does the listener require a client certificate \
+             signed by a CA it trusts?)"
+        }
+        rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer) => {
+            " (the broker certificate is not signed by a trusted CA: set TlsConfig::ca_pem_file)"
+        }
+        rustls::Error::InvalidCertificate(
+            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+        ) => " (the certificate does not name the broker host)",
+        _ => "",
+    };
+    format!("{error}{hint}")
+}
+
+fn config_error(detail: String) -> Error {
+    Error::TlsConfig { detail }
+}
+
+/// Verifies the chain like webpki but ignores a host name mismatch
+/// (Kafka's `ssl.endpoint.identification.algorithm=` empty).
+#[derive(Debug)]
+struct IgnoreHostname {
+    inner: Arc<WebPkiServerVerifier>,
+}
+
+impl ServerCertVerifier for IgnoreHostname {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        match self.inner.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        ) {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
+/// Accepts any certificate (still checking handshake signatures, so the
+/// session is at least bound to the presented key).
+#[derive(Debug)]
+struct AcceptAnyServerCert {
+    provider: Arc<CryptoProvider>,
+}
+
+impl ServerCertVerifier for AcceptAnyServerCert {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ClientCertConfig;
+
+    #[test]
+    fn this_machine_supports_graviola_or_explains_why_not() {
+        match graviola_cpu_support() {
+            Ok(()) => {}
+            Err(e) => assert!(e.to_string().contains("ring"), "{e}"),
+        }
+    }
+
+    #[test]
+    fn default_tls_config_uses_builtin_roots() {
+        if graviola_cpu_support().is_err() && !cfg!(feature = "ring") {
+            return;
+        }
+        client_config(&TlsConfig::default()).unwrap();
+    }
+
+    #[test]
+    fn missing_ca_file_is_a_config_error_naming_the_file() {
+        let tls = TlsConfig {
+            ca_pem_file: Some("/nonexistent/ca.pem".into()),
+            ..TlsConfig::default()
+        };
+        let err = client_config(&tls).unwrap_err();
+        assert!(matches!(err, Error::TlsConfig { .. }), "{err}");
+        assert!(err.to_string().contains("/nonexistent/ca.pem"), "{err}");
+    }
+
+    #[test]
+    fn ca_file_without_certificates_is_rejected() {
+        let dir = std::env::temp_dir().join(format!("kafka-lite-tls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("empty.pem");
+        std::fs::write(&path, "not a certificate\n").unwrap();
+        let tls = TlsConfig {
+            ca_pem_file: Some(path.clone()),
+            ..TlsConfig::default()
+        };
+        let err = client_config(&tls).unwrap_err();
+        assert!(
+            err.to_string().contains("no usable CA certificate"),
+            "{err}"
+        );
+        let tls = TlsConfig {
+            client_cert: Some(ClientCertConfig {
+                cert_pem_file: path.clone(),
+                key_pem_file: path,
+            }),
+            ..TlsConfig::default()
+        };
+        let err = client_config(&tls).unwrap_err();
+        assert!(err.to_string().contains("no certificate found"), "{err}");
+    }
+}

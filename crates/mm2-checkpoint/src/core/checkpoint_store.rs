@@ -1,0 +1,321 @@
+//! The checkpoint store (spec D.4): the last checkpoint produced per
+//! (group, downstream topic-partition).
+//!
+//! It serves two purposes: the "last" checkpoint the monotonicity rule of an
+//! emission round compares against (D.3), and the source of offsets for target group
+//! sync (D.5).
+//!
+//! It is filled in two ways:
+//! * **restore**: at start the driver feeds every record of the checkpoints topic,
+//!   oldest first, to [`CheckpointStore::restore_record`]. The last record per key
+//!   wins; records of groups this task is not assigned are ignored; tombstones and
+//!   records that fail to decode are skipped and counted in [`RestoreStats`], never
+//!   fatal (MM2 aborts its load on a tombstone, quirk H.6).
+//! * **production results**: after an emission round the driver reports which
+//!   checkpoints the broker acknowledged with [`CheckpointStore::on_produced`].
+//!   Only those become "last". MM2 records a checkpoint *before* producing it, so a
+//!   lost checkpoint is later suppressed as a repeat (quirk H.3); here a failed
+//!   produce simply leaves the previous value in place and the next round retries.
+//!
+//! A tombstone (a valid key with a null value) is skipped, not applied as a delete:
+//! MM2 never writes tombstones to this topic, so one can only come from an operator
+//! or another tool, and keeping the last real checkpoint keeps the monotonicity
+//! guarantee.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::format::{Checkpoint, CheckpointKey, DecodeError};
+use super::types::TopicPartition;
+
+/// The part of a checkpoint the store keeps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredCheckpoint {
+    /// The group's committed offset on the source.
+    pub upstream_offset: i64,
+    /// The translated offset on the target.
+    pub downstream_offset: i64,
+    /// The group's commit metadata.
+    pub metadata: String,
+}
+
+impl From<&Checkpoint> for StoredCheckpoint {
+    fn from(cp: &Checkpoint) -> Self {
+        StoredCheckpoint {
+            upstream_offset: cp.upstream_offset,
+            downstream_offset: cp.downstream_offset,
+            metadata: cp.metadata.clone(),
+        }
+    }
+}
+
+/// What [`CheckpointStore::restore_record`] did with one record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RestoreOutcome {
+    /// The checkpoint was stored (replacing any earlier one for its key).
+    Restored,
+    /// The checkpoint belongs to a group this task is not assigned; ignored.
+    NotAssigned,
+    /// The record was skipped because it could not be decoded (or was a tombstone).
+    Skipped(DecodeError),
+}
+
+/// Counts of what a restore saw, by kind, for logs and metrics.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RestoreStats {
+    /// Checkpoints stored.
+    pub restored: u64,
+    /// Checkpoints of groups not assigned to this task.
+    pub not_assigned: u64,
+    /// Records with a null key or value.
+    pub tombstones: u64,
+    /// Records with a checkpoint version other than 0.
+    pub unsupported_version: u64,
+    /// Records with bytes after the last field.
+    pub trailing_bytes: u64,
+    /// Records that are otherwise malformed (truncated, bad length, bad UTF-8,
+    /// negative partition).
+    pub malformed: u64,
+}
+
+impl RestoreStats {
+    /// Records skipped for any decoding reason (tombstones included).
+    pub fn skipped(&self) -> u64 {
+        self.tombstones + self.unsupported_version + self.trailing_bytes + self.malformed
+    }
+}
+
+/// Last produced checkpoint per (group, downstream topic-partition) for the groups a
+/// task is assigned.
+#[derive(Clone, Debug, Default)]
+pub struct CheckpointStore {
+    assigned: BTreeSet<String>,
+    last: BTreeMap<String, BTreeMap<TopicPartition, StoredCheckpoint>>,
+    restore_stats: RestoreStats,
+    produce_failures: u64,
+}
+
+impl CheckpointStore {
+    /// An empty store for a task assigned `groups` (`task.assigned.groups`).
+    pub fn new<G: Into<String>>(groups: impl IntoIterator<Item = G>) -> Self {
+        CheckpointStore {
+            assigned: groups.into_iter().map(Into::into).collect(),
+            ..CheckpointStore::default()
+        }
+    }
+
+    /// Whether `group` is assigned to this task.
+    pub fn is_assigned(&self, group: &str) -> bool {
+        self.assigned.contains(group)
+    }
+
+    /// The assigned groups, sorted.
+    pub fn assigned_groups(&self) -> impl Iterator<Item = &str> {
+        self.assigned.iter().map(String::as_str)
+    }
+
+    /// Applies one record of the checkpoints topic, read oldest first. Never fails:
+    /// bad records are skipped and counted (see [`CheckpointStore::restore_stats`]).
+    pub fn restore_record(&mut self, key: Option<&[u8]>, value: Option<&[u8]>) -> RestoreOutcome {
+        let cp = match Checkpoint::decode(key, value) {
+            Ok(cp) => cp,
+            Err(err) => {
+                let stats = &mut self.restore_stats;
+                match err {
+                    DecodeError::Null { .. } => stats.tombstones += 1,
+                    DecodeError::UnsupportedVersion { .. } => stats.unsupported_version += 1,
+                    DecodeError::TrailingBytes { .. } => stats.trailing_bytes += 1,
+                    DecodeError::Truncated { .. }
+                    | DecodeError::NegativeStringLength { .. }
+                    | DecodeError::InvalidUtf8 { .. }
+                    | DecodeError::NegativePartition { .. } => stats.malformed += 1,
+                }
+                return RestoreOutcome::Skipped(err);
+            }
+        };
+        if !self.is_assigned(&cp.key.group) {
+            self.restore_stats.not_assigned += 1;
+            return RestoreOutcome::NotAssigned;
+        }
+        self.restore_stats.restored += 1;
+        self.record(&cp);
+        RestoreOutcome::Restored
+    }
+
+    /// What the restore has seen so far.
+    pub fn restore_stats(&self) -> &RestoreStats {
+        &self.restore_stats
+    }
+
+    fn record(&mut self, cp: &Checkpoint) {
+        self.last
+            .entry(cp.key.group.clone())
+            .or_default()
+            .insert(cp.key.topic_partition.clone(), StoredCheckpoint::from(cp));
+    }
+
+    /// Records checkpoints the broker acknowledged. Call it in produce order: the
+    /// last one reported per key becomes that key's "last" checkpoint.
+    pub fn on_produced(&mut self, produced: &[Checkpoint]) {
+        for cp in produced {
+            self.record(cp);
+        }
+    }
+
+    /// Notes checkpoints whose produce failed. Nothing is recorded for them, so the
+    /// next emission round computes and emits them again.
+    pub fn on_produce_failed(&mut self, failed: &[Checkpoint]) {
+        self.produce_failures += failed.len() as u64;
+    }
+
+    /// Checkpoints reported through [`CheckpointStore::on_produce_failed`] so far.
+    pub fn produce_failures(&self) -> u64 {
+        self.produce_failures
+    }
+
+    /// The last checkpoint of `group` for downstream partition `tp`.
+    pub fn get(&self, group: &str, tp: &TopicPartition) -> Option<&StoredCheckpoint> {
+        self.last.get(group)?.get(tp)
+    }
+
+    /// The last checkpoint for `key`.
+    pub fn last(&self, key: &CheckpointKey) -> Option<&StoredCheckpoint> {
+        self.get(&key.group, &key.topic_partition)
+    }
+
+    /// All last checkpoints of `group`, by downstream partition.
+    pub fn group(&self, group: &str) -> Option<&BTreeMap<TopicPartition, StoredCheckpoint>> {
+        self.last.get(group)
+    }
+
+    /// Every group with at least one checkpoint, sorted, with its checkpoints.
+    pub fn groups(
+        &self,
+    ) -> impl Iterator<Item = (&str, &BTreeMap<TopicPartition, StoredCheckpoint>)> {
+        self.last.iter().map(|(g, cps)| (g.as_str(), cps))
+    }
+
+    /// Number of stored checkpoints.
+    pub fn len(&self) -> usize {
+        self.last.values().map(BTreeMap::len).sum()
+    }
+
+    /// True if no checkpoint is stored.
+    pub fn is_empty(&self) -> bool {
+        self.last.values().all(BTreeMap::is_empty)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cp(group: &str, topic: &str, p: i32, up: i64, down: i64) -> Checkpoint {
+        Checkpoint {
+            key: CheckpointKey {
+                group: group.into(),
+                topic_partition: TopicPartition::new(topic, p),
+            },
+            upstream_offset: up,
+            downstream_offset: down,
+            metadata: format!("m{up}"),
+        }
+    }
+
+    fn restore(store: &mut CheckpointStore, cp: &Checkpoint) -> RestoreOutcome {
+        let key = cp.encode_key().unwrap();
+        let value = cp.encode_value().unwrap();
+        store.restore_record(Some(&key), Some(&value))
+    }
+
+    #[test]
+    fn d4_last_record_per_group_and_partition_wins() {
+        let mut store = CheckpointStore::new(["g"]);
+        restore(&mut store, &cp("g", "S.t", 0, 10, 5));
+        restore(&mut store, &cp("g", "S.t", 1, 7, 7));
+        restore(&mut store, &cp("g", "S.t", 0, 20, 15));
+        let last = store.get("g", &TopicPartition::new("S.t", 0)).unwrap();
+        assert_eq!((last.upstream_offset, last.downstream_offset), (20, 15));
+        assert_eq!(last.metadata, "m20");
+        assert_eq!(store.len(), 2);
+        assert_eq!(store.restore_stats().restored, 3);
+    }
+
+    #[test]
+    fn d4_only_assigned_groups_are_restored() {
+        let mut store = CheckpointStore::new(["mine"]);
+        assert_eq!(
+            restore(&mut store, &cp("other", "t", 0, 1, 1)),
+            RestoreOutcome::NotAssigned
+        );
+        assert_eq!(
+            restore(&mut store, &cp("mine", "t", 0, 1, 1)),
+            RestoreOutcome::Restored
+        );
+        assert!(store.group("other").is_none());
+        assert_eq!(store.restore_stats().not_assigned, 1);
+    }
+
+    /// Quirk H.6: a tombstone aborts MM2's load. Here it is skipped and counted, and
+    /// later records still load.
+    #[test]
+    fn h6_tombstones_are_skipped_and_counted_not_fatal() {
+        let mut store = CheckpointStore::new(["g"]);
+        let good = cp("g", "t", 0, 10, 5);
+        let key = good.encode_key().unwrap();
+        restore(&mut store, &good);
+        assert!(matches!(
+            store.restore_record(Some(&key), None),
+            RestoreOutcome::Skipped(_)
+        ));
+        assert!(matches!(
+            store.restore_record(None, None),
+            RestoreOutcome::Skipped(_)
+        ));
+        restore(&mut store, &cp("g", "t", 1, 3, 3));
+        assert_eq!(store.restore_stats().tombstones, 2);
+        assert_eq!(
+            store.len(),
+            2,
+            "tombstone did not delete and did not stop the load"
+        );
+    }
+
+    #[test]
+    fn d4_malformed_records_are_skipped_and_counted_by_kind() {
+        let mut store = CheckpointStore::new(["g"]);
+        let good = cp("g", "t", 0, 10, 5);
+        let key = good.encode_key().unwrap();
+        let value = good.encode_value().unwrap();
+        let mut v1 = value.clone();
+        v1[1] = 1;
+        let mut trailing = value.clone();
+        trailing.push(9);
+        store.restore_record(Some(&key), Some(&v1));
+        store.restore_record(Some(&key), Some(&trailing));
+        store.restore_record(Some(&key), Some(&value[..5]));
+        store.restore_record(Some(&[0xff, 0xff]), Some(&value));
+        let stats = store.restore_stats();
+        assert_eq!(stats.unsupported_version, 1);
+        assert_eq!(stats.trailing_bytes, 1);
+        assert_eq!(stats.malformed, 2);
+        assert_eq!(stats.skipped(), 4);
+        assert!(store.is_empty());
+    }
+
+    /// Quirk H.3: MM2 stores a checkpoint before producing it. Here only an
+    /// acknowledged produce moves "last".
+    #[test]
+    fn h3_only_produced_checkpoints_become_last() {
+        let mut store = CheckpointStore::new(["g"]);
+        let first = cp("g", "S.t", 0, 10, 5);
+        store.on_produced(std::slice::from_ref(&first));
+        let failed = cp("g", "S.t", 0, 20, 15);
+        store.on_produce_failed(std::slice::from_ref(&failed));
+        let last = store.get("g", &TopicPartition::new("S.t", 0)).unwrap();
+        assert_eq!(
+            last.downstream_offset, 5,
+            "the failed checkpoint must not be last"
+        );
+        assert_eq!(store.produce_failures(), 1);
+    }
+}

@@ -1,0 +1,465 @@
+//! Target group offset sync decisions (spec D.5, with quirk H.2 fixed).
+//!
+//! With `sync.group.offsets.enabled=true`, translated offsets are also committed to
+//! the consumer groups on the target cluster, so consumers can fail over without
+//! reading checkpoints themselves. The driver refreshes the target groups' states
+//! (and, for empty groups, their committed offsets), then asks [`plan_group_sync`]
+//! what to commit.
+//!
+//! Rules:
+//! * only groups with at least one checkpoint in the [`CheckpointStore`] are
+//!   considered; a group without one is [`GroupSyncOutcome::NothingToDo`];
+//! * if the refresh failed this round, **nothing** is committed
+//!   ([`GroupSyncOutcome::SkippedUnknownState`] for every group);
+//! * a group that does not exist on the target (`Dead`) gets all its checkpoints;
+//! * an `Empty` group gets, per partition, the checkpoint unless the target is
+//!   already at or past it (never rewind): absent or `-1` target offset → commit;
+//!   target offset `>=` checkpoint → skip; lower → commit;
+//! * a group with members or rebalancing (`Stable`, `PreparingRebalance`,
+//!   `CompletingRebalance`, `Assigning`, `Reconciling`) is never written
+//!   ([`GroupSyncOutcome::SkippedActive`]);
+//! * a group whose state is unknown, or whose describe/listing failed, is never
+//!   written ([`GroupSyncOutcome::SkippedUnknownState`]);
+//! * no commit is ever empty; checkpoints with a negative downstream offset are never
+//!   written.
+//!
+//! **Differs from MM2** (H.2): MM2 writes *all* checkpoints to every group that was
+//! not `EMPTY` at the last refresh: active and rebalancing groups (relying on the
+//! broker to reject the commit, which is racy and can rewind live consumers),
+//! groups whose describe failed, and every group after a failed refresh. It also
+//! issues empty commits for groups without checkpoints.
+//!
+//! A race remains by nature: a group can become active between the refresh and the
+//! commit. The broker then rejects the commit for a group with members.
+
+use std::collections::BTreeMap;
+
+use super::checkpoint_store::CheckpointStore;
+use super::types::TopicPartition;
+
+/// A consumer group's state on the target, as `DescribeGroups` /
+/// `ConsumerGroupDescribe` report it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TargetGroupState {
+    /// No members; offsets may be committed by an admin.
+    Empty,
+    /// The group does not exist (or is being removed).
+    Dead,
+    /// Members are consuming.
+    Stable,
+    /// A classic-protocol rebalance is starting.
+    PreparingRebalance,
+    /// A classic-protocol rebalance is finishing.
+    CompletingRebalance,
+    /// KIP-848 group assigning partitions.
+    Assigning,
+    /// KIP-848 group reconciling assignments.
+    Reconciling,
+    /// Any other state, or none reported.
+    Unknown,
+}
+
+impl TargetGroupState {
+    /// Maps Kafka's state name (`Empty`, `Dead`, `Stable`, `PreparingRebalance`,
+    /// `CompletingRebalance`, `Assigning`, `Reconciling`; case-insensitive) to a
+    /// state; anything else is [`TargetGroupState::Unknown`].
+    pub fn from_kafka_name(name: &str) -> Self {
+        const NAMES: [(&str, TargetGroupState); 7] = [
+            ("Empty", TargetGroupState::Empty),
+            ("Dead", TargetGroupState::Dead),
+            ("Stable", TargetGroupState::Stable),
+            ("PreparingRebalance", TargetGroupState::PreparingRebalance),
+            ("CompletingRebalance", TargetGroupState::CompletingRebalance),
+            ("Assigning", TargetGroupState::Assigning),
+            ("Reconciling", TargetGroupState::Reconciling),
+        ];
+        NAMES
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map_or(TargetGroupState::Unknown, |(_, s)| *s)
+    }
+}
+
+/// What the refresh learned about one target group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TargetGroup {
+    /// The group is `Empty` and its committed offsets were listed (`None` = committed
+    /// at -1).
+    Empty(BTreeMap<TopicPartition, Option<i64>>),
+    /// The group does not exist on the target (`Dead`).
+    Absent,
+    /// The group has members or is rebalancing.
+    Active(TargetGroupState),
+    /// The describe or the offset listing failed, or the state is unknown.
+    Unknown,
+}
+
+impl TargetGroup {
+    /// Classifies a described group. `committed` is the listing of its offsets,
+    /// needed only for `Empty` groups; an `Empty` group without a listing is
+    /// [`TargetGroup::Unknown`].
+    pub fn from_state(
+        state: TargetGroupState,
+        committed: Option<BTreeMap<TopicPartition, Option<i64>>>,
+    ) -> Self {
+        match state {
+            TargetGroupState::Empty => committed.map_or(TargetGroup::Unknown, TargetGroup::Empty),
+            TargetGroupState::Dead => TargetGroup::Absent,
+            TargetGroupState::Unknown => TargetGroup::Unknown,
+            active => TargetGroup::Active(active),
+        }
+    }
+}
+
+/// The result of this round's refresh of the target groups.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TargetRefresh {
+    /// The refresh as a whole failed: nothing may be committed this round.
+    Failed,
+    /// Per-group results; a group missing from the map is treated as unknown.
+    Done(BTreeMap<String, TargetGroup>),
+}
+
+/// An offset to commit to a target group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommitOffset {
+    /// The downstream offset.
+    pub offset: i64,
+    /// The commit metadata (the source group's).
+    pub metadata: String,
+}
+
+/// One alter-offsets call: commit `offsets` to target group `group`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupCommit {
+    /// The target group.
+    pub group: String,
+    /// Offsets per downstream partition; never empty.
+    pub offsets: BTreeMap<TopicPartition, CommitOffset>,
+}
+
+/// What group sync decided for one group (for metrics and logs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GroupSyncOutcome {
+    /// Offsets are committed for `partitions` partitions; `target_ahead` partitions
+    /// were left alone because the target was already at or past the checkpoint.
+    Committed {
+        /// Partitions written.
+        partitions: usize,
+        /// Partitions skipped because the target is at or ahead of the checkpoint.
+        target_ahead: usize,
+    },
+    /// The group has members or is rebalancing.
+    SkippedActive(TargetGroupState),
+    /// The target is at or ahead of every checkpoint (an empty group is never
+    /// rewound).
+    SkippedTargetAhead {
+        /// Partitions checked.
+        partitions: usize,
+    },
+    /// The group's state is unknown or the refresh failed.
+    SkippedUnknownState,
+    /// The group has no checkpoint yet.
+    NothingToDo,
+}
+
+/// What to commit to target groups this round.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GroupSyncPlan {
+    /// Commits to issue, sorted by group; none is empty.
+    pub commits: Vec<GroupCommit>,
+    /// The decision for each group, sorted.
+    pub outcomes: BTreeMap<String, GroupSyncOutcome>,
+}
+
+/// Decides the target group commits of one sync round from the checkpoint store
+/// and this round's refresh. Covers the store's assigned groups and every group
+/// with checkpoints.
+pub fn plan_group_sync(store: &CheckpointStore, refresh: &TargetRefresh) -> GroupSyncPlan {
+    let mut plan = GroupSyncPlan::default();
+    for group in store.assigned_groups() {
+        if store.group(group).is_none_or(|cps| cps.is_empty()) {
+            plan.outcomes
+                .insert(group.to_owned(), GroupSyncOutcome::NothingToDo);
+        }
+    }
+    for (group, checkpoints) in store.groups() {
+        // Offsets we could write: every checkpoint with a valid downstream offset.
+        let wanted: BTreeMap<&TopicPartition, CommitOffset> = checkpoints
+            .iter()
+            .filter(|(_, cp)| cp.downstream_offset >= 0)
+            .map(|(tp, cp)| {
+                let offset = CommitOffset {
+                    offset: cp.downstream_offset,
+                    metadata: cp.metadata.clone(),
+                };
+                (tp, offset)
+            })
+            .collect();
+        let outcome = if wanted.is_empty() {
+            GroupSyncOutcome::NothingToDo
+        } else {
+            let target = match refresh {
+                TargetRefresh::Failed => None,
+                TargetRefresh::Done(groups) => groups.get(group),
+            };
+            decide(group, wanted, target, &mut plan.commits)
+        };
+        plan.outcomes.insert(group.to_owned(), outcome);
+    }
+    plan
+}
+
+fn decide(
+    group: &str,
+    wanted: BTreeMap<&TopicPartition, CommitOffset>,
+    target: Option<&TargetGroup>,
+    commits: &mut Vec<GroupCommit>,
+) -> GroupSyncOutcome {
+    let mut commit = |offsets: BTreeMap<TopicPartition, CommitOffset>| {
+        commits.push(GroupCommit {
+            group: group.to_owned(),
+            offsets,
+        });
+    };
+    match target {
+        None | Some(TargetGroup::Unknown) => GroupSyncOutcome::SkippedUnknownState,
+        Some(TargetGroup::Active(state)) => GroupSyncOutcome::SkippedActive(*state),
+        Some(TargetGroup::Absent) => {
+            let partitions = wanted.len();
+            commit(wanted.into_iter().map(|(tp, o)| (tp.clone(), o)).collect());
+            GroupSyncOutcome::Committed {
+                partitions,
+                target_ahead: 0,
+            }
+        }
+        Some(TargetGroup::Empty(committed)) => {
+            let total = wanted.len();
+            let to_write: BTreeMap<TopicPartition, CommitOffset> = wanted
+                .into_iter()
+                .filter(|(tp, o)| match committed.get(*tp) {
+                    None | Some(None) => true,
+                    Some(Some(current)) => *current < o.offset,
+                })
+                .map(|(tp, o)| (tp.clone(), o))
+                .collect();
+            let partitions = to_write.len();
+            if partitions == 0 {
+                return GroupSyncOutcome::SkippedTargetAhead { partitions: total };
+            }
+            commit(to_write);
+            GroupSyncOutcome::Committed {
+                partitions,
+                target_ahead: total - partitions,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::format::{Checkpoint, CheckpointKey};
+
+    fn tp(t: &str, p: i32) -> TopicPartition {
+        TopicPartition::new(t, p)
+    }
+
+    fn store(entries: &[(&str, &str, i32, i64)]) -> CheckpointStore {
+        let mut groups: Vec<&str> = entries.iter().map(|e| e.0).collect();
+        groups.push("idle");
+        let mut store = CheckpointStore::new(groups);
+        let cps: Vec<Checkpoint> = entries
+            .iter()
+            .map(|(g, t, p, down)| Checkpoint {
+                key: CheckpointKey {
+                    group: g.to_string(),
+                    topic_partition: tp(t, *p),
+                },
+                upstream_offset: down + 100,
+                downstream_offset: *down,
+                metadata: format!("md{down}"),
+            })
+            .collect();
+        store.on_produced(&cps);
+        store
+    }
+
+    fn refresh(groups: &[(&str, TargetGroup)]) -> TargetRefresh {
+        TargetRefresh::Done(
+            groups
+                .iter()
+                .map(|(g, t)| (g.to_string(), t.clone()))
+                .collect(),
+        )
+    }
+
+    fn offsets(plan: &GroupSyncPlan, group: &str) -> Option<Vec<(String, i64)>> {
+        plan.commits.iter().find(|c| c.group == group).map(|c| {
+            c.offsets
+                .iter()
+                .map(|(tp, o)| (tp.to_string(), o.offset))
+                .collect()
+        })
+    }
+
+    #[test]
+    fn d5_group_absent_on_target_gets_all_checkpoints() {
+        let s = store(&[("g", "S.t", 0, 10), ("g", "S.t", 1, 20)]);
+        let plan = plan_group_sync(&s, &refresh(&[("g", TargetGroup::Absent)]));
+        assert_eq!(
+            offsets(&plan, "g").unwrap(),
+            [("S.t-0".to_string(), 10), ("S.t-1".to_string(), 20)]
+        );
+        assert_eq!(plan.commits[0].offsets[&tp("S.t", 0)].metadata, "md10");
+        assert_eq!(
+            plan.outcomes["g"],
+            GroupSyncOutcome::Committed {
+                partitions: 2,
+                target_ahead: 0
+            }
+        );
+    }
+
+    #[test]
+    fn d5_empty_group_is_never_rewound() {
+        let s = store(&[
+            ("g", "S.t", 0, 10),
+            ("g", "S.t", 1, 20),
+            ("g", "S.t", 2, 30),
+            ("g", "S.t", 3, 40),
+        ]);
+        let target = TargetGroup::Empty(BTreeMap::from([
+            (tp("S.t", 0), Some(15)), // ahead: skip
+            (tp("S.t", 1), Some(20)), // equal: skip
+            (tp("S.t", 2), Some(5)),  // behind: write
+            (tp("S.t", 3), None),     // committed -1: write
+        ]));
+        let plan = plan_group_sync(&s, &refresh(&[("g", target)]));
+        assert_eq!(
+            offsets(&plan, "g").unwrap(),
+            [("S.t-2".to_string(), 30), ("S.t-3".to_string(), 40)]
+        );
+        assert_eq!(
+            plan.outcomes["g"],
+            GroupSyncOutcome::Committed {
+                partitions: 2,
+                target_ahead: 2
+            }
+        );
+    }
+
+    #[test]
+    fn d5_empty_group_missing_partition_is_written() {
+        let s = store(&[("g", "S.t", 0, 10)]);
+        let plan = plan_group_sync(&s, &refresh(&[("g", TargetGroup::Empty(BTreeMap::new()))]));
+        assert_eq!(offsets(&plan, "g").unwrap(), [("S.t-0".to_string(), 10)]);
+    }
+
+    #[test]
+    fn d5_empty_group_ahead_everywhere_gets_no_empty_commit() {
+        let s = store(&[("g", "S.t", 0, 10)]);
+        let target = TargetGroup::Empty(BTreeMap::from([(tp("S.t", 0), Some(11))]));
+        let plan = plan_group_sync(&s, &refresh(&[("g", target)]));
+        assert!(plan.commits.is_empty());
+        assert_eq!(
+            plan.outcomes["g"],
+            GroupSyncOutcome::SkippedTargetAhead { partitions: 1 }
+        );
+    }
+
+    #[test]
+    fn d5_group_without_checkpoints_gets_nothing() {
+        let s = store(&[("g", "S.t", 0, 10)]);
+        let plan = plan_group_sync(&s, &refresh(&[("idle", TargetGroup::Absent)]));
+        assert!(offsets(&plan, "idle").is_none());
+        assert_eq!(plan.outcomes["idle"], GroupSyncOutcome::NothingToDo);
+    }
+
+    #[test]
+    fn d5_negative_downstream_checkpoint_is_never_written() {
+        let s = store(&[("g", "S.t", 0, -1)]);
+        let plan = plan_group_sync(&s, &refresh(&[("g", TargetGroup::Absent)]));
+        assert!(plan.commits.is_empty());
+        assert_eq!(plan.outcomes["g"], GroupSyncOutcome::NothingToDo);
+    }
+
+    /// Quirk H.2: MM2 writes every checkpoint to any group that was not EMPTY,
+    /// including active and rebalancing ones. We never touch them.
+    #[test]
+    fn h2_active_or_rebalancing_group_is_never_written() {
+        let s = store(&[("g", "S.t", 0, 10)]);
+        for state in [
+            TargetGroupState::Stable,
+            TargetGroupState::PreparingRebalance,
+            TargetGroupState::CompletingRebalance,
+            TargetGroupState::Assigning,
+            TargetGroupState::Reconciling,
+        ] {
+            let target = TargetGroup::from_state(state, None);
+            let plan = plan_group_sync(&s, &refresh(&[("g", target)]));
+            assert!(plan.commits.is_empty(), "{state:?}: MM2 would commit here");
+            assert_eq!(plan.outcomes["g"], GroupSyncOutcome::SkippedActive(state));
+        }
+    }
+
+    /// Quirk H.2: MM2 fully writes a group whose describe failed.
+    #[test]
+    fn h2_group_in_unknown_state_is_never_written() {
+        let s = store(&[
+            ("g", "S.t", 0, 10),
+            ("h", "S.t", 0, 10),
+            ("e", "S.t", 0, 10),
+        ]);
+        let plan = plan_group_sync(
+            &s,
+            &refresh(&[
+                ("g", TargetGroup::Unknown),
+                // An empty group whose offsets could not be listed.
+                ("e", TargetGroup::from_state(TargetGroupState::Empty, None)),
+            ]),
+        );
+        assert!(plan.commits.is_empty());
+        for g in ["g", "h", "e"] {
+            assert_eq!(
+                plan.outcomes[g],
+                GroupSyncOutcome::SkippedUnknownState,
+                "{g}"
+            );
+        }
+    }
+
+    /// Quirk H.2: after a failed refresh MM2 treats every group as new and may rewind
+    /// empty groups. We commit nothing that round.
+    #[test]
+    fn h2_failed_refresh_means_no_sync_that_round() {
+        let s = store(&[("g", "S.t", 0, 10)]);
+        let plan = plan_group_sync(&s, &TargetRefresh::Failed);
+        assert!(plan.commits.is_empty());
+        assert_eq!(plan.outcomes["g"], GroupSyncOutcome::SkippedUnknownState);
+    }
+
+    #[test]
+    fn target_state_names_map_case_insensitively() {
+        assert_eq!(
+            TargetGroupState::from_kafka_name("Empty"),
+            TargetGroupState::Empty
+        );
+        assert_eq!(
+            TargetGroupState::from_kafka_name("STABLE"),
+            TargetGroupState::Stable
+        );
+        assert_eq!(
+            TargetGroupState::from_kafka_name("Reconciling"),
+            TargetGroupState::Reconciling
+        );
+        assert_eq!(
+            TargetGroupState::from_kafka_name("Weird"),
+            TargetGroupState::Unknown
+        );
+        assert_eq!(
+            TargetGroup::from_state(TargetGroupState::Dead, None),
+            TargetGroup::Absent
+        );
+    }
+}
