@@ -17,15 +17,20 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::hash::{DefaultHasher, Hash, Hasher};
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Stdio};
 use std::sync::OnceLock;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::Clusters;
 
 /// JVM options for the short-lived helper programs: small heap, quick start.
 const HELPER_JVM_OPTS: &[&str] = &["-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"];
+
+/// How long one helper run may take before it is killed. Kafka's own client
+/// timeouts (30 to 60 s) end a stuck helper sooner in practice.
+pub const HELPER_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Why a Java helper could not be built or run, or printed something unexpected.
 #[derive(Debug)]
@@ -290,21 +295,68 @@ impl JavaHelpers {
     }
 
     /// Runs `class` with `args`; returns its stdout, or an error with its stderr.
+    /// A helper still running after [`HELPER_TIMEOUT`] is killed and reported
+    /// as failed.
     pub fn run(&self, class: &str, args: &[&str]) -> Result<String, JavaError> {
-        let output: Output = self
+        let mut child = self
             .command(class)
             .args(args)
-            .output()
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
             .map_err(io_err(format!("running java {class}")))?;
-        if !output.status.success() {
-            return Err(JavaError::Failed {
+        // Drain both pipes on threads so a chatty helper cannot block on a full pipe.
+        let drain = |pipe: Option<Box<dyn Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut bytes = Vec::new();
+                if let Some(mut pipe) = pipe {
+                    let _ = pipe.read_to_end(&mut bytes);
+                }
+                String::from_utf8_lossy(&bytes).into_owned()
+            })
+        };
+        let stdout = drain(
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        );
+        let stderr = drain(
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        );
+        let deadline = Instant::now() + HELPER_TIMEOUT;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break Some(status),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Ok(None) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break None;
+                }
+                Err(e) => return Err(io_err(format!("waiting for java {class}"))(e)),
+            }
+        };
+        let stdout = stdout.join().unwrap_or_default();
+        let stderr = stderr.join().unwrap_or_default();
+        match status {
+            Some(status) if status.success() => Ok(stdout),
+            other => Err(JavaError::Failed {
                 class: class.to_owned(),
                 args: args.iter().map(|a| (*a).to_owned()).collect(),
-                status: output.status.to_string(),
-                stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-            });
+                status: other.map_or_else(
+                    || format!("killed after {}s", HELPER_TIMEOUT.as_secs()),
+                    |s| s.to_string(),
+                ),
+                stderr,
+            }),
         }
-        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
     }
 
     /// Creates `topic` with `partitions` partitions (if absent) and writes
