@@ -392,6 +392,56 @@ async fn list_offsets_of_an_unknown_partition_is_a_per_partition_error() {
     assert!(err.to_string().contains(&format!("{topic}-9")), "{err}");
 }
 
+#[tokio::test]
+async fn list_offsets_asks_each_leader_once_for_many_partitions() {
+    let client = connect().await;
+    let topic = unique_name("data-lo-batch");
+    client
+        .create_topic(&topic, 3, 1, &[])
+        .await
+        .expect("create topic");
+    let queries: Vec<(&str, i32, OffsetSpec)> = (0..3)
+        .flat_map(|p| {
+            [
+                (topic.as_str(), p, OffsetSpec::Earliest),
+                (topic.as_str(), p, OffsetSpec::Latest),
+            ]
+        })
+        .collect();
+    // Warm the metadata cache (and wait for the new partitions' leader).
+    let warm = client
+        .list_offsets(&queries, IsolationLevel::ReadUncommitted)
+        .await;
+    assert!(warm.iter().all(|a| a.result.is_ok()), "{warm:?}");
+
+    let before = client.requests_sent();
+    let answers = client
+        .list_offsets(&queries, IsolationLevel::ReadUncommitted)
+        .await;
+    // One broker: one request with the earliest offsets, one with the latest
+    // (a partition may appear once per request).
+    assert_eq!(client.requests_sent() - before, 2);
+    let got: Vec<_> = answers
+        .iter()
+        .map(|a| {
+            (
+                a.partition,
+                a.spec,
+                a.result.as_ref().expect("answer").offset,
+            )
+        })
+        .collect();
+    let want: Vec<_> = (0..3)
+        .flat_map(|p| {
+            [
+                (p, OffsetSpec::Earliest, Some(0)),
+                (p, OffsetSpec::Latest, Some(0)),
+            ]
+        })
+        .collect();
+    assert_eq!(got, want);
+}
+
 // ---------------------------------------------------------------- PartitionReader
 
 #[tokio::test]
@@ -465,6 +515,79 @@ async fn reader_from_latest_reads_nothing_and_follows_new_records() {
     produce(&client, &topic, &numbered(3, 2), Codec::None).await;
     let followed = reader.follow(&client).await.expect("follow");
     assert_eq!(offsets(&followed), [3, 4]);
+}
+
+#[tokio::test]
+async fn reader_moves_past_offsets_removed_by_compaction() {
+    let client = connect().await;
+    let topic = unique_name("data-compacted");
+    let configs: Vec<(String, String)> = [
+        ("cleanup.policy", "compact"),
+        ("segment.ms", "100"),
+        ("min.cleanable.dirty.ratio", "0.01"),
+        ("min.compaction.lag.ms", "0"),
+        ("delete.retention.ms", "100"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    client
+        .create_topic(&topic, 1, 1, &configs)
+        .await
+        .expect("create topic");
+    // Offsets 0..10: keys k0..k4 twice; the first five become garbage.
+    let ts = now_ms();
+    let round = |n: usize| -> Vec<ProducerRecord> {
+        (0..5)
+            .map(|k| record(&format!("k{k}"), &format!("v{k}-{n}"), ts))
+            .collect()
+    };
+    produce(&client, &topic, &round(0), Codec::None).await;
+    produce(&client, &topic, &round(1), Codec::Lz4).await;
+    // Roll the segment so the cleaner may compact the first one, and keep
+    // rolling until it has: the log cleaner wakes every 15 s by default.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut filler = 0;
+    loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        produce(
+            &client,
+            &topic,
+            &[record("filler", &filler.to_string(), now_ms())],
+            Codec::None,
+        )
+        .await;
+        filler += 1;
+        let first = fetch(&client, &topic, 0, FetchOptions::default()).await;
+        if first.records.first().is_some_and(|r| r.offset >= 5) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the log cleaner did not compact {topic} in 90 s"
+        );
+    }
+
+    let mut reader = client
+        .partition_reader(&topic, 0, StartOffset::Earliest, FetchOptions::default())
+        .await
+        .expect("open");
+    assert_eq!(reader.position(), 0, "compaction keeps the log start");
+    let mut read = Vec::new();
+    while let Some(records) = reader.read(&client).await.expect("read") {
+        read.extend(records);
+    }
+    let data: Vec<(String, String)> = read
+        .iter()
+        .filter(|r| text(&r.key) != "filler")
+        .map(|r| (text(&r.key), text(&r.value)))
+        .collect();
+    let want: Vec<(String, String)> = (0..5)
+        .map(|k| (format!("k{k}"), format!("v{k}-1")))
+        .collect();
+    assert_eq!(data, want);
+    assert!(read.iter().all(|r| r.offset >= 5));
+    assert_eq!(reader.position(), reader.end());
 }
 
 // ---------------------------------------------------------------- Java interop
