@@ -11,7 +11,7 @@ use super::offsets::{ListedOffset, OffsetSpec, list_offsets_via};
 use super::produce::{ProduceOptions, produce_via};
 use super::reader::{PartitionReader, StartOffset};
 use crate::Error;
-use crate::client::{Client, clone_error};
+use crate::client::{BrokerInfo, Client, clone_error};
 use crate::records::{ConsumerRecord, ProducerRecord};
 
 impl Client {
@@ -37,35 +37,35 @@ impl Client {
         let deadline = backoff.deadline();
         let mut unknown_topic_rounds = 0u32;
         loop {
-            let mut by_leader: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-            let mut leaders = BTreeMap::new();
+            // Pending queries by leader address (with the leader).
+            let mut by_leader: BTreeMap<String, (BrokerInfo, Vec<usize>)> = BTreeMap::new();
             for &index in &pending {
                 let Some(&(topic, partition, spec)) = queries.get(index) else {
                     continue;
                 };
                 match Self::within(deadline, self.leader(topic, partition)).await {
                     Ok(leader) => {
-                        by_leader.entry(leader.address()).or_default().push(index);
-                        leaders.insert(leader.address(), leader);
+                        by_leader
+                            .entry(leader.address())
+                            .or_insert_with(|| (leader, Vec::new()))
+                            .1
+                            .push(index);
                     }
                     Err(error) => {
                         set_answer(&mut answers, index, topic, partition, spec, Err(error))
                     }
                 }
             }
-            for (address, indexes) in by_leader {
+            for (leader, indexes) in by_leader.into_values() {
                 let asked: Vec<(&str, i32, OffsetSpec)> = indexes
                     .iter()
                     .filter_map(|&i| queries.get(i).copied())
                     .collect();
-                let outcome = match leaders.get(&address) {
-                    Some(leader) => match self.connection_to(leader).await {
-                        Ok(connection) => {
-                            list_offsets_via(Some(self), &connection, &asked, isolation).await
-                        }
-                        Err(error) => Err(error),
-                    },
-                    None => continue,
+                let outcome = match self.connection_to(&leader).await {
+                    Ok(connection) => {
+                        list_offsets_via(Some(self), &connection, &asked, isolation).await
+                    }
+                    Err(error) => Err(error),
                 };
                 match outcome {
                     Ok(listed) => {
