@@ -116,7 +116,9 @@ async fn idle_group_round_trip(listener: Listener) {
     assert_eq!(described.state, GroupState::Empty);
     assert_eq!(described.member_count(), 0);
 
-    let mut fetched = client.fetch_group_offsets(std::slice::from_ref(&group)).await;
+    let mut fetched = client
+        .fetch_group_offsets(std::slice::from_ref(&group))
+        .await;
     let offsets = fetched.swap_remove(&group).expect("result").expect("fetch");
     let p1 = offsets[&TopicPartition::new(&topic, 1)]
         .as_ref()

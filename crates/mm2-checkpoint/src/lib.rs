@@ -6,3 +6,7 @@
 
 pub mod config;
 pub mod core;
+pub mod driver;
+pub mod logging;
+pub mod metrics;
+pub mod shutdown;

@@ -1,0 +1,335 @@
+//! The command line: subcommands, options, `--help` and `--version`.
+//!
+//! Parsing uses `clap`'s derive API: three subcommands with their own options,
+//! generated `--help`, "did you mean" suggestions and exit code 2 on usage
+//! errors come for free. Colour output is left out to keep the binary small.
+
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use mm2_checkpoint::driver::TranslateFormat;
+use mm2_checkpoint::logging::LogFormat;
+
+/// The package version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+/// The TLS crypto provider compiled into the Kafka client (`graviola` or `ring`).
+pub const TLS_PROVIDER: &str = kafka_lite::tls::CRYPTO_PROVIDER_NAME;
+/// The target triple this binary was built for.
+pub const TARGET: &str = env!("MM2_CHECKPOINT_TARGET");
+
+/// What `--version` prints after the program name.
+static LONG_VERSION: LazyLock<String> = LazyLock::new(|| {
+    format!("{VERSION}\ntarget: {TARGET}\ntls provider: rustls with {TLS_PROVIDER}")
+});
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success
+  1  runtime failure (a broker or the network failed, or a second signal cut shutdown short)
+  2  usage or configuration error (detected before any network I/O)";
+
+/// MirrorMaker 2 checkpointing (offset translation and consumer group offset
+/// sync) as one small binary. Reads MM2's own mm2.properties.
+#[derive(Debug, Parser)]
+#[command(
+    name = "mm2-checkpoint",
+    version,
+    long_version = LONG_VERSION.as_str(),
+    after_help = EXIT_CODES,
+    disable_help_subcommand = true
+)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check mm2.properties and print every enabled flow's effective settings
+    /// (secrets masked) and warnings. Connects to nothing.
+    Validate(ValidateArgs),
+    /// Emit checkpoints (and sync group offsets, if enabled) for every enabled
+    /// flow until SIGTERM or SIGINT.
+    Run(RunArgs),
+    /// Translate the committed offsets of consumer groups across one flow, and
+    /// optionally commit them on the target.
+    Translate(TranslateArgs),
+}
+
+/// The configuration file, given as `--config FILE` or as the first argument.
+#[derive(Debug, Args)]
+#[group(id = "config_file", required = true, multiple = false)]
+pub struct ConfigFile {
+    /// MM2's mm2.properties file.
+    #[arg(short = 'c', long = "config", value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Same as --config FILE.
+    #[arg(value_name = "FILE")]
+    file: Option<PathBuf>,
+}
+
+impl ConfigFile {
+    /// The file given (clap requires exactly one of the two forms).
+    pub fn path(&self) -> Option<&Path> {
+        self.config.as_deref().or(self.file.as_deref())
+    }
+}
+
+/// Options of `validate`.
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// The configuration file.
+    #[command(flatten)]
+    pub config: ConfigFile,
+}
+
+/// Logging options shared by the commands that talk to brokers.
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// Log line format (logs go to stderr).
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = LogFormatArg::Text)]
+    pub log_format: LogFormatArg,
+    /// Log filter: a level (error, warn, info, debug, trace) or RUST_LOG-style
+    /// directives such as `info,kafka_lite=debug` [default: $MM2_LOG, else info]
+    #[arg(long, value_name = "LEVEL")]
+    pub log_level: Option<String>,
+}
+
+/// `--log-format` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormatArg {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+impl From<LogFormatArg> for LogFormat {
+    fn from(value: LogFormatArg) -> Self {
+        match value {
+            LogFormatArg::Text => LogFormat::Text,
+            LogFormatArg::Json => LogFormat::Json,
+        }
+    }
+}
+
+/// Options of `run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The configuration file.
+    #[command(flatten)]
+    pub config: ConfigFile,
+    /// Run one round of every flow, then exit.
+    #[arg(long)]
+    pub once: bool,
+    /// Serve /metrics, /healthz and /readyz over HTTP on this address.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub metrics_addr: Option<String>,
+    /// Logging.
+    #[command(flatten)]
+    pub log: LogArgs,
+}
+
+/// `--format` values of `translate`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TranslateFormatArg {
+    /// An aligned text table.
+    Table,
+    /// A JSON document.
+    Json,
+}
+
+impl From<TranslateFormatArg> for TranslateFormat {
+    fn from(value: TranslateFormatArg) -> Self {
+        match value {
+            TranslateFormatArg::Table => TranslateFormat::Table,
+            TranslateFormatArg::Json => TranslateFormat::Json,
+        }
+    }
+}
+
+/// Options of `translate`.
+#[derive(Debug, Args)]
+pub struct TranslateArgs {
+    /// The configuration file.
+    #[command(flatten)]
+    pub config: ConfigFile,
+    /// The flow to translate across, `SOURCE->TARGET` (quote it in a shell).
+    #[arg(long, value_name = "SOURCE->TARGET")]
+    pub flow: String,
+    /// A consumer group of the source cluster; repeat for more groups.
+    #[arg(long = "group", value_name = "GROUP", required = true)]
+    pub groups: Vec<String>,
+    /// Output format on stdout.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = TranslateFormatArg::Table)]
+    pub format: TranslateFormatArg,
+    /// Also commit the translated offsets to the groups on the target cluster.
+    #[arg(long)]
+    pub apply: bool,
+    /// Logging.
+    #[command(flatten)]
+    pub log: LogArgs,
+}
+
+/// Checks that `--metrics-addr` looks like `HOST:PORT` (resolving and binding
+/// happen later and fail as runtime errors).
+pub fn check_metrics_addr(addr: &str) -> Result<(), String> {
+    let Some((host, port)) = addr.rsplit_once(':') else {
+        return Err(format!("`{addr}` is not HOST:PORT, e.g. 0.0.0.0:9464"));
+    };
+    if host.is_empty() {
+        return Err(format!("`{addr}` has no host; use e.g. 0.0.0.0:{port}"));
+    }
+    if port.parse::<u16>().is_err() {
+        return Err(format!(
+            "`{port}` in `{addr}` is not a port number (0-65535)"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+    use clap::error::ErrorKind;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("mm2-checkpoint").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn command_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn config_is_accepted_as_option_or_argument() {
+        for args in [
+            &["validate", "--config", "a.properties"][..],
+            &["validate", "-c", "a.properties"],
+            &["validate", "a.properties"],
+        ] {
+            let cli = parse(args).expect("parses");
+            let Command::Validate(v) = cli.command else {
+                panic!("not validate: {args:?}");
+            };
+            assert_eq!(v.config.path(), Some(Path::new("a.properties")));
+        }
+    }
+
+    #[test]
+    fn config_given_twice_is_a_usage_error() {
+        let e = parse(&["validate", "--config", "a", "b"]).expect_err("refused");
+        assert_eq!(e.kind(), ErrorKind::ArgumentConflict);
+        assert_eq!(e.exit_code(), 2);
+    }
+
+    #[test]
+    fn missing_config_is_a_usage_error() {
+        let e = parse(&["run"]).expect_err("refused");
+        assert_eq!(e.kind(), ErrorKind::MissingRequiredArgument);
+        assert_eq!(e.exit_code(), 2);
+    }
+
+    #[test]
+    fn run_options_parse() {
+        let cli = parse(&[
+            "run",
+            "--config",
+            "m.properties",
+            "--once",
+            "--metrics-addr",
+            "127.0.0.1:9464",
+            "--log-format",
+            "json",
+            "--log-level",
+            "debug",
+        ])
+        .expect("parses");
+        let Command::Run(r) = cli.command else {
+            panic!("not run");
+        };
+        assert!(r.once);
+        assert_eq!(r.metrics_addr.as_deref(), Some("127.0.0.1:9464"));
+        assert_eq!(r.log.log_format, LogFormatArg::Json);
+        assert_eq!(r.log.log_level.as_deref(), Some("debug"));
+    }
+
+    #[test]
+    fn run_defaults_to_text_logs_and_no_metrics_server() {
+        let Command::Run(r) = parse(&["run", "m.properties"]).expect("parses").command else {
+            panic!("not run");
+        };
+        assert!(!r.once);
+        assert_eq!(r.metrics_addr, None);
+        assert_eq!(r.log.log_format, LogFormatArg::Text);
+        assert_eq!(r.log.log_level, None);
+    }
+
+    #[test]
+    fn unknown_log_format_is_a_usage_error() {
+        let e = parse(&["run", "m", "--log-format", "xml"]).expect_err("refused");
+        assert_eq!(e.kind(), ErrorKind::InvalidValue);
+    }
+
+    #[test]
+    fn translate_collects_repeated_groups() {
+        let cli = parse(&[
+            "translate",
+            "m",
+            "--flow",
+            "A->B",
+            "--group",
+            "g1",
+            "--group",
+            "g2",
+            "--format",
+            "json",
+            "--apply",
+        ])
+        .expect("parses");
+        let Command::Translate(t) = cli.command else {
+            panic!("not translate");
+        };
+        assert_eq!(t.flow, "A->B");
+        assert_eq!(t.groups, ["g1", "g2"]);
+        assert_eq!(t.format, TranslateFormatArg::Json);
+        assert!(t.apply);
+    }
+
+    #[test]
+    fn translate_requires_a_group() {
+        let e = parse(&["translate", "m", "--flow", "A->B"]).expect_err("refused");
+        assert_eq!(e.kind(), ErrorKind::MissingRequiredArgument);
+    }
+
+    #[test]
+    fn long_version_names_target_and_tls_provider() {
+        let e = parse(&["--version"]).expect_err("version is reported as an early exit");
+        assert_eq!(e.kind(), ErrorKind::DisplayVersion);
+        assert_eq!(e.exit_code(), 0);
+        let text = e.to_string();
+        assert!(text.contains(VERSION), "{text}");
+        assert!(text.contains(&format!("target: {TARGET}")), "{text}");
+        assert!(
+            text.contains(&format!("tls provider: rustls with {TLS_PROVIDER}")),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn metrics_addr_must_be_host_and_port() {
+        assert_eq!(check_metrics_addr("0.0.0.0:9464"), Ok(()));
+        assert_eq!(check_metrics_addr("localhost:0"), Ok(()));
+        assert_eq!(check_metrics_addr("[::1]:9464"), Ok(()));
+        assert!(check_metrics_addr("9464").is_err());
+        assert!(check_metrics_addr(":9464").is_err());
+        assert!(check_metrics_addr("localhost:http").is_err());
+        assert!(check_metrics_addr("localhost:70000").is_err());
+    }
+}

@@ -1,0 +1,276 @@
+//! What the exposition says after the driver records through [`Metrics`].
+
+use super::*;
+
+fn metrics() -> Metrics {
+    Metrics::new("1.2.3", "rustls+test")
+}
+
+fn exposition(m: &Metrics) -> String {
+    m.encode_prometheus().expect("encodes")
+}
+
+/// The sample lines (not `# HELP`/`# TYPE`) whose name starts with `name`.
+fn samples(m: &Metrics, name: &str) -> Vec<String> {
+    exposition(m)
+        .lines()
+        .filter(|l| l.starts_with(name))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Records one value in every family (empty families are not exposed).
+fn record_everything(m: &Metrics) {
+    m.checkpoints_emitted("A->B", 1);
+    m.set_checkpoint_latency("A->B", "g", "t", 0, Duration::from_millis(1));
+    m.observe_round_duration("A->B", Duration::from_millis(1));
+    m.offset_syncs_read("A->B", 1);
+    m.set_untranslatable_partitions("A->B", UntranslatableReason::TooOld, 1);
+    m.group_synced("A->B", GroupSyncOutcome::Committed);
+    m.request_error("A", "Fetch", "timeout");
+    m.record_skipped("A->B", TopicKind::Checkpoints, SkipReason::Corrupt);
+    m.set_initial_read_progress("A->B", "t", 0.5);
+}
+
+#[test]
+fn every_metric_is_declared_with_the_prefix() {
+    let m = metrics();
+    record_everything(&m);
+    let text = exposition(&m);
+    for (name, kind) in [
+        ("mm2_checkpoint_checkpoints_emitted_total", "counter"),
+        ("mm2_checkpoint_checkpoint_latency_ms", "gauge"),
+        ("mm2_checkpoint_round_duration_seconds", "histogram"),
+        ("mm2_checkpoint_offset_syncs_read_total", "counter"),
+        ("mm2_checkpoint_untranslatable_partitions", "gauge"),
+        ("mm2_checkpoint_group_syncs_total", "counter"),
+        ("mm2_checkpoint_request_errors_total", "counter"),
+        ("mm2_checkpoint_records_skipped_total", "counter"),
+        ("mm2_checkpoint_initial_read_progress_ratio", "gauge"),
+        ("mm2_checkpoint_ready", "gauge"),
+        ("mm2_checkpoint_build_info", "gauge"),
+    ] {
+        assert!(
+            text.contains(&format!("# TYPE {name} {kind}\n")),
+            "{name} missing in\n{text}"
+        );
+    }
+}
+
+#[test]
+fn build_info_is_one_with_version_and_tls_provider() {
+    let m = metrics();
+    assert_eq!(
+        samples(&m, "mm2_checkpoint_build_info"),
+        ["mm2_checkpoint_build_info{version=\"1.2.3\",tls_provider=\"rustls+test\"} 1"]
+    );
+}
+
+#[test]
+fn counters_add_per_flow() {
+    let m = metrics();
+    m.checkpoints_emitted("A->B", 2);
+    m.checkpoints_emitted("A->B", 3);
+    m.checkpoints_emitted("B->A", 1);
+    m.offset_syncs_read("A->B", 7);
+    let emitted = samples(&m, "mm2_checkpoint_checkpoints_emitted_total");
+    assert!(
+        emitted.contains(&"mm2_checkpoint_checkpoints_emitted_total{flow=\"A->B\"} 5".to_string()),
+        "{emitted:?}"
+    );
+    assert!(
+        emitted.contains(&"mm2_checkpoint_checkpoints_emitted_total{flow=\"B->A\"} 1".to_string()),
+        "{emitted:?}"
+    );
+    assert_eq!(
+        samples(&m, "mm2_checkpoint_offset_syncs_read_total"),
+        ["mm2_checkpoint_offset_syncs_read_total{flow=\"A->B\"} 7"]
+    );
+}
+
+#[test]
+fn checkpoint_latency_has_one_series_per_group_partition() {
+    let m = metrics();
+    m.set_checkpoint_latency("A->B", "g1", "orders", 0, Duration::from_millis(1500));
+    m.set_checkpoint_latency("A->B", "g1", "orders", 1, Duration::from_millis(20));
+    m.set_checkpoint_latency("A->B", "g2", "orders", 0, Duration::from_millis(7));
+    m.set_checkpoint_latency("A->B", "g1", "orders", 0, Duration::from_millis(900));
+    let mut lines = samples(&m, "mm2_checkpoint_checkpoint_latency_ms{");
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "mm2_checkpoint_checkpoint_latency_ms{flow=\"A->B\",group=\"g1\",topic=\"orders\",partition=\"0\"} 900",
+            "mm2_checkpoint_checkpoint_latency_ms{flow=\"A->B\",group=\"g1\",topic=\"orders\",partition=\"1\"} 20",
+            "mm2_checkpoint_checkpoint_latency_ms{flow=\"A->B\",group=\"g2\",topic=\"orders\",partition=\"0\"} 7",
+        ]
+    );
+}
+
+#[test]
+fn removing_a_group_removes_only_its_latency_series() {
+    let m = metrics();
+    m.set_checkpoint_latency("A->B", "gone", "t", 0, Duration::from_millis(1));
+    m.set_checkpoint_latency("A->B", "gone", "t", 1, Duration::from_millis(1));
+    m.set_checkpoint_latency("A->B", "kept", "t", 0, Duration::from_millis(2));
+    m.set_checkpoint_latency("B->A", "gone", "t", 0, Duration::from_millis(3));
+    m.remove_checkpoint_latency_group("A->B", "gone");
+    let mut lines = samples(&m, "mm2_checkpoint_checkpoint_latency_ms{");
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "mm2_checkpoint_checkpoint_latency_ms{flow=\"A->B\",group=\"kept\",topic=\"t\",partition=\"0\"} 2",
+            "mm2_checkpoint_checkpoint_latency_ms{flow=\"B->A\",group=\"gone\",topic=\"t\",partition=\"0\"} 3",
+        ]
+    );
+}
+
+#[test]
+fn retain_drops_latency_series_of_groups_not_kept_in_that_flow() {
+    let m = metrics();
+    for group in ["a", "b", "c"] {
+        m.set_checkpoint_latency("A->B", group, "t", 0, Duration::from_millis(1));
+    }
+    m.set_checkpoint_latency("B->A", "b", "t", 0, Duration::from_millis(1));
+    m.retain_checkpoint_latency_groups("A->B", |g| g == "a");
+    let mut lines = samples(&m, "mm2_checkpoint_checkpoint_latency_ms{");
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "mm2_checkpoint_checkpoint_latency_ms{flow=\"A->B\",group=\"a\",topic=\"t\",partition=\"0\"} 1",
+            "mm2_checkpoint_checkpoint_latency_ms{flow=\"B->A\",group=\"b\",topic=\"t\",partition=\"0\"} 1",
+        ]
+    );
+}
+
+#[test]
+fn untranslatable_partitions_is_set_not_accumulated() {
+    let m = metrics();
+    m.set_untranslatable_partitions("A->B", UntranslatableReason::NoSync, 5);
+    m.set_untranslatable_partitions("A->B", UntranslatableReason::NoSync, 2);
+    m.set_untranslatable_partitions("A->B", UntranslatableReason::NullOffset, 1);
+    let mut lines = samples(&m, "mm2_checkpoint_untranslatable_partitions{");
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "mm2_checkpoint_untranslatable_partitions{flow=\"A->B\",reason=\"no_sync\"} 2",
+            "mm2_checkpoint_untranslatable_partitions{flow=\"A->B\",reason=\"null_offset\"} 1",
+        ]
+    );
+}
+
+#[test]
+fn label_values_use_snake_case_names() {
+    let reasons: Vec<&str> = UntranslatableReason::ALL
+        .iter()
+        .map(|r| r.as_str())
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            "not_ready",
+            "no_sync",
+            "too_old",
+            "filtered",
+            "null_offset",
+            "suppressed",
+            "conflict"
+        ]
+    );
+    let m = metrics();
+    m.group_synced("A->B", GroupSyncOutcome::SkippedTargetAhead);
+    m.group_synced("A->B", GroupSyncOutcome::SkippedTargetAhead);
+    m.record_skipped("A->B", TopicKind::OffsetSyncs, SkipReason::UnknownVersion);
+    m.request_error("primary", "OffsetCommit", "REBALANCE_IN_PROGRESS");
+    assert_eq!(
+        samples(&m, "mm2_checkpoint_group_syncs_total{"),
+        ["mm2_checkpoint_group_syncs_total{flow=\"A->B\",outcome=\"skipped_target_ahead\"} 2"]
+    );
+    assert_eq!(
+        samples(&m, "mm2_checkpoint_records_skipped_total{"),
+        [
+            "mm2_checkpoint_records_skipped_total{flow=\"A->B\",topic_kind=\"offset_syncs\",reason=\"unknown_version\"} 1"
+        ]
+    );
+    assert_eq!(
+        samples(&m, "mm2_checkpoint_request_errors_total{"),
+        [
+            "mm2_checkpoint_request_errors_total{cluster=\"primary\",api=\"OffsetCommit\",error=\"REBALANCE_IN_PROGRESS\"} 1"
+        ]
+    );
+}
+
+#[test]
+fn round_duration_is_a_histogram_per_flow() {
+    let m = metrics();
+    m.observe_round_duration("A->B", Duration::from_millis(30));
+    m.observe_round_duration("A->B", Duration::from_secs(3));
+    let text = exposition(&m);
+    assert!(
+        text.contains("mm2_checkpoint_round_duration_seconds_count{flow=\"A->B\"} 2\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "mm2_checkpoint_round_duration_seconds_bucket{flow=\"A->B\",le=\"0.05\"} 1\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("mm2_checkpoint_round_duration_seconds_bucket{flow=\"A->B\",le=\"5\"} 2\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn initial_read_progress_is_clamped_to_a_ratio() {
+    let m = metrics();
+    m.set_initial_read_progress("A->B", "mm2-offset-syncs.B.internal", 0.25);
+    m.set_initial_read_progress("A->B", "B.checkpoints.internal", 7.0);
+    m.set_initial_read_progress("B->A", "x", f64::NAN);
+    let mut lines = samples(&m, "mm2_checkpoint_initial_read_progress_ratio{");
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "mm2_checkpoint_initial_read_progress_ratio{flow=\"A->B\",topic=\"B.checkpoints.internal\"} 1.0",
+            "mm2_checkpoint_initial_read_progress_ratio{flow=\"A->B\",topic=\"mm2-offset-syncs.B.internal\"} 0.25",
+            "mm2_checkpoint_initial_read_progress_ratio{flow=\"B->A\",topic=\"x\"} 0.0",
+        ]
+    );
+}
+
+#[test]
+fn ready_gauge_follows_readiness() {
+    let m = metrics();
+    assert_eq!(
+        samples(&m, "mm2_checkpoint_ready "),
+        ["mm2_checkpoint_ready 0"]
+    );
+    m.readiness().set_ready(readiness::STARTUP);
+    assert_eq!(
+        samples(&m, "mm2_checkpoint_ready "),
+        ["mm2_checkpoint_ready 1"]
+    );
+    m.readiness()
+        .set_not_ready("cluster primary", "unreachable");
+    assert_eq!(
+        samples(&m, "mm2_checkpoint_ready "),
+        ["mm2_checkpoint_ready 0"]
+    );
+}
+
+#[test]
+fn odd_group_names_are_escaped_on_one_line() {
+    let m = metrics();
+    m.set_checkpoint_latency("A->B", "we\"ird\ngroup\\", "t", 0, Duration::from_millis(1));
+    assert_eq!(
+        samples(&m, "mm2_checkpoint_checkpoint_latency_ms{"),
+        [
+            "mm2_checkpoint_checkpoint_latency_ms{flow=\"A->B\",group=\"we\\\"ird\\ngroup\\\\\",topic=\"t\",partition=\"0\"} 1"
+        ]
+    );
+}

@@ -1,0 +1,405 @@
+//! Black-box tests of the `mm2-checkpoint` binary: arguments, exit codes and
+//! what it prints. None of them needs a broker.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_mm2-checkpoint");
+
+/// A throwaway self-signed certificate (the same one the config tests use).
+const TEST_CERT: &str = "-----BEGIN CERTIFICATE-----
+MIIBkjCCATmgAwIBAgIUWBVWE9Q3Mw8QpqAhaWP4mmtLarkwCgYIKoZIzj0EAwIw
+HjEcMBoGA1UEAwwTbW0yLWNoZWNrcG9pbnQgdGVzdDAgFw0yNjEyMDIxMjIyMTha
+GA8yMTI2MTEwODEyMjIxOFowHjEcMBoGA1UEAwwTbW0yLWNoZWNrcG9pbnQgdGVz
+dDBZMBMGByqGSM49AgEGCCqGSM49AwEHA0IABP988P31JnH/rsG6u24PwyQCAgbG
+f7i+xBOwp1aLREGfw4Gj+3+dP6sjAHYyBctUlfnHPT/SQQIxyfbob8ncn8OjUzBR
+MB0GA1UdDgQWBBTu2DFXSOTPKVCboFz54JnmX2M2kzAfBgNVHSMEGDAWgBTu2DFX
+SOTPKVCboFz54JnmX2M2kzAPBgNVHRMBAf8EBTADAQH/MAoGCCqGSM49BAMCA0cA
+MEQCIGOMbGwNJbVW7Mak9rZceaEJeQTPw+Jq/0+YpoebrvtNAiAdR2ZFHGdBWKdy
+DszJjmIV/A1942L/8bv7VNIKh9o6Hw==
+-----END CERTIFICATE-----
+";
+
+const PRIMARY_PASSWORD: &str = "pw-primary-Zq81";
+const BACKUP_PASSWORD: &str = "pw-backup-Kx42";
+
+/// A fresh directory for one test, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> Self {
+        let dir =
+            std::env::temp_dir().join(format!("mm2-checkpoint-cli-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create temp dir");
+        Self(dir)
+    }
+
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.0.join(name);
+        std::fs::write(&path, text).expect("write temp file");
+        path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn mm2(args: &[&str]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args).env_remove("MM2_LOG");
+    cmd
+}
+
+fn run(cmd: &mut Command) -> (Option<i32>, String, String) {
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = cmd.output().expect("run mm2-checkpoint");
+    (
+        status.code(),
+        String::from_utf8_lossy(&stdout).into_owned(),
+        String::from_utf8_lossy(&stderr).into_owned(),
+    )
+}
+
+/// docs/examples/mm2.properties with its /etc paths moved into `dir`, plus the
+/// CA and secrets files it refers to.
+fn example_config(dir: &TempDir) -> PathBuf {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/examples/mm2.properties");
+    let text = std::fs::read_to_string(example).expect("read the example config");
+    let ca = dir.write("ca.pem", TEST_CERT);
+    dir.write(
+        "secrets.properties",
+        &format!("backup.password = {BACKUP_PASSWORD}\n"),
+    );
+    let root = dir.0.display().to_string();
+    let text = text
+        .replace("/etc/kafka/ca.pem", &ca.display().to_string())
+        .replace("/etc/mm2", &root);
+    dir.write("mm2.properties", &text)
+}
+
+/// A minimal valid config, with `extra` lines appended.
+fn config_with(dir: &TempDir, extra: &str) -> PathBuf {
+    dir.write(
+        "mm2.properties",
+        &format!(
+            "clusters = A, B\n\
+             A.bootstrap.servers = 127.0.0.1:1\n\
+             B.bootstrap.servers = 127.0.0.1:1\n\
+             A->B.enabled = true\n\
+             {extra}\n"
+        ),
+    )
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().expect("utf-8 temp path")
+}
+
+#[test]
+fn validate_prints_effective_settings_of_the_example() {
+    let dir = TempDir::new("validate-example");
+    let config = example_config(&dir);
+    let (code, stdout, stderr) =
+        run(mm2(&["validate", "--config", path(&config)])
+            .env("MM2_PRIMARY_PASSWORD", PRIMARY_PASSWORD));
+    assert_eq!(code, Some(0), "stderr: {stderr}");
+    assert!(stdout.contains("[flow primary->backup]"), "{stdout}");
+    assert!(stdout.contains("[flow backup->primary]"), "{stdout}");
+    assert!(
+        stdout.contains("emit.checkpoints.interval.seconds = 30"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("sasl username = mm2-primary"), "{stdout}");
+}
+
+#[test]
+fn validate_masks_passwords() {
+    let dir = TempDir::new("validate-masks");
+    let config = example_config(&dir);
+    let (code, stdout, stderr) =
+        run(mm2(&["validate", path(&config)]).env("MM2_PRIMARY_PASSWORD", PRIMARY_PASSWORD));
+    assert_eq!(code, Some(0), "stderr: {stderr}");
+    assert!(stdout.contains("sasl password = [redacted]"), "{stdout}");
+    for secret in [PRIMARY_PASSWORD, BACKUP_PASSWORD] {
+        assert!(!stdout.contains(secret), "{secret} printed:\n{stdout}");
+        assert!(!stderr.contains(secret), "{secret} printed:\n{stderr}");
+    }
+}
+
+#[test]
+fn validate_prints_warnings() {
+    let dir = TempDir::new("validate-warnings");
+    let config = config_with(&dir, "consumer.security.protocol = SSL");
+    let (code, stdout, _) = run(&mut mm2(&["validate", path(&config)]));
+    assert_eq!(code, Some(0));
+    assert!(stdout.contains("warnings:"), "{stdout}");
+    assert!(
+        stdout.contains("`consumer.security.protocol` is ignored"),
+        "{stdout}"
+    );
+}
+
+/// Runs `validate` on `text` and returns the exit code and stderr.
+fn validate_error(name: &str, text: &str) -> (Option<i32>, String) {
+    let dir = TempDir::new(name);
+    let config = dir.write("mm2.properties", text);
+    let (code, stdout, stderr) = run(&mut mm2(&["validate", path(&config)]));
+    assert_eq!(stdout, "", "nothing on stdout for a rejected config");
+    (code, stderr)
+}
+
+#[test]
+fn missing_required_key_exits_2_naming_it() {
+    let (code, stderr) = validate_error("missing-key", "A->B.enabled = true\n");
+    assert_eq!(code, Some(2));
+    assert!(stderr.starts_with("error: clusters: "), "{stderr}");
+}
+
+#[test]
+fn invalid_value_exits_2_naming_key_and_line() {
+    let (code, stderr) = validate_error(
+        "invalid-value",
+        "clusters = A, B\n\
+         A.bootstrap.servers = a:9092\n\
+         B.bootstrap.servers = b:9092\n\
+         A->B.enabled = true\n\
+         emit.checkpoints.interval.seconds = soon\n",
+    );
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.starts_with("error: emit.checkpoints.interval.seconds: "),
+        "{stderr}"
+    );
+    assert!(stderr.trim_end().ends_with("(line 5)"), "{stderr}");
+}
+
+#[test]
+fn unsupported_security_setting_exits_2_naming_the_key() {
+    let (code, stderr) = validate_error(
+        "unsupported",
+        "clusters = A, B\n\
+         A.bootstrap.servers = a:9092\n\
+         B.bootstrap.servers = b:9092\n\
+         A->B.enabled = true\n\
+         A.security.protocol = SSL\n\
+         A.ssl.truststore.type = JKS\n\
+         A.ssl.truststore.location = /tmp/x.jks\n",
+    );
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.starts_with("error: A.ssl.truststore.type: "),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn unresolvable_provider_reference_exits_2_without_leaking_secrets() {
+    let (code, stderr) = validate_error(
+        "provider",
+        "clusters = A, B\n\
+         A.bootstrap.servers = a:9092\n\
+         B.bootstrap.servers = b:9092\n\
+         A->B.enabled = true\n\
+         config.providers = env\n\
+         config.providers.env.class = org.apache.kafka.common.config.provider.EnvVarConfigProvider\n\
+         A.security.protocol = SASL_PLAINTEXT\n\
+         A.sasl.mechanism = PLAIN\n\
+         A.sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required \
+         username=\"u\" password=\"${env:MM2_CLI_TEST_UNSET_VARIABLE}\";\n",
+    );
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.starts_with("error: A.sasl.jaas.config: "),
+        "{stderr}"
+    );
+    assert!(stderr.contains("MM2_CLI_TEST_UNSET_VARIABLE"), "{stderr}");
+}
+
+#[test]
+fn file_that_is_not_utf8_exits_2_naming_the_line() {
+    let dir = TempDir::new("not-utf8");
+    let config = dir.0.join("mm2.properties");
+    std::fs::write(
+        &config,
+        b"clusters = A, B\nA.bootstrap.servers = \xff\xfe\n",
+    )
+    .expect("write");
+    let (code, _, stderr) = run(&mut mm2(&["validate", path(&config)]));
+    assert_eq!(code, Some(2));
+    assert!(stderr.starts_with("error: "), "{stderr}");
+    assert!(stderr.trim_end().ends_with("(line 2)"), "{stderr}");
+}
+
+#[test]
+fn missing_file_exits_2_naming_it() {
+    let (code, _, stderr) = run(&mut mm2(&["validate", "/nonexistent/mm2.properties"]));
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("/nonexistent/mm2.properties"), "{stderr}");
+}
+
+#[test]
+fn run_with_a_config_error_exits_2_before_any_network_io() {
+    let dir = TempDir::new("run-bad-config");
+    // Brokers on 127.0.0.1:1 would refuse or hang; the error must come first.
+    let config = config_with(&dir, "refresh.groups.interval.seconds = -5");
+    let started = Instant::now();
+    let (code, stdout, stderr) = run(&mut mm2(&["run", "--config", path(&config)]));
+    assert_eq!(code, Some(2), "stderr: {stderr}");
+    assert!(
+        stderr.starts_with("error: refresh.groups.interval.seconds: "),
+        "{stderr}"
+    );
+    assert_eq!(stdout, "");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn translate_with_an_unknown_flow_exits_2() {
+    let dir = TempDir::new("translate-flow");
+    let config = config_with(&dir, "");
+    let (code, _, stderr) = run(&mut mm2(&[
+        "translate",
+        path(&config),
+        "--flow",
+        "B->A",
+        "--group",
+        "g",
+    ]));
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.contains("--flow: `B->A` is not an enabled flow"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("A->B"), "{stderr}");
+}
+
+#[test]
+fn invalid_log_level_exits_2() {
+    let dir = TempDir::new("log-level");
+    let config = config_with(&dir, "");
+    let (code, _, stderr) = run(&mut mm2(&["run", path(&config), "--log-level", "mm2=loud"]));
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.contains("--log-level: `mm2=loud` is not a valid log filter"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn invalid_log_filter_in_the_environment_exits_2() {
+    let dir = TempDir::new("log-env");
+    let config = config_with(&dir, "");
+    let (code, _, stderr) = run(mm2(&["run", path(&config)]).env("MM2_LOG", "x=y=z"));
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("MM2_LOG: `x=y=z`"), "{stderr}");
+}
+
+#[test]
+fn malformed_metrics_addr_exits_2() {
+    let dir = TempDir::new("metrics-addr");
+    let config = config_with(&dir, "");
+    let (code, _, stderr) = run(&mut mm2(&["run", path(&config), "--metrics-addr", "9464"]));
+    assert_eq!(code, Some(2));
+    assert!(stderr.starts_with("error: --metrics-addr: "), "{stderr}");
+}
+
+#[test]
+fn run_logs_json_lines_and_warns_when_host_names_are_not_verified() {
+    let dir = TempDir::new("run-json");
+    let ca = dir.write("ca.pem", TEST_CERT);
+    let config = config_with(
+        &dir,
+        &format!(
+            "A.security.protocol = SSL\n\
+             A.ssl.truststore.type = PEM\n\
+             A.ssl.truststore.location = {}\n\
+             A.ssl.endpoint.identification.algorithm =\n",
+            ca.display()
+        ),
+    );
+    let (_, _, stderr) = run(&mut mm2(&["run", path(&config), "--log-format", "json"]));
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert!(!lines.is_empty(), "no logs");
+    for line in &lines {
+        assert!(
+            line.starts_with('{') && line.ends_with('}'),
+            "not JSON: {line}"
+        );
+    }
+    assert!(
+        lines.iter().any(|l| l.contains(r#""level":"WARN""#)
+            && l.contains("TLS HOST NAME VERIFICATION IS DISABLED")
+            && l.contains(r#""cluster":"A""#)),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn version_names_target_and_tls_provider() {
+    let (code, stdout, _) = run(&mut mm2(&["--version"]));
+    assert_eq!(code, Some(0));
+    assert!(
+        stdout.starts_with(&format!("mm2-checkpoint {}\n", env!("CARGO_PKG_VERSION"))),
+        "{stdout}"
+    );
+    assert!(stdout.contains("target: "), "{stdout}");
+    assert!(
+        stdout.contains("tls provider: rustls with graviola")
+            || stdout.contains("tls provider: rustls with ring"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn help_lists_subcommands_and_exit_codes() {
+    let (code, stdout, _) = run(&mut mm2(&["--help"]));
+    assert_eq!(code, Some(0));
+    for word in ["validate", "run", "translate", "Exit codes:"] {
+        assert!(stdout.contains(word), "{word} missing:\n{stdout}");
+    }
+}
+
+#[test]
+fn unknown_subcommand_exits_2() {
+    let (code, stdout, stderr) = run(&mut mm2(&["frobnicate"]));
+    assert_eq!(code, Some(2));
+    assert_eq!(stdout, "");
+    assert!(
+        stderr.contains("unrecognized subcommand 'frobnicate'"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn no_subcommand_exits_2() {
+    let (code, _, stderr) = run(&mut mm2(&[]));
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("Usage:"), "{stderr}");
+}
+
+#[test]
+fn metrics_address_in_use_exits_1_naming_it() {
+    let dir = TempDir::new("metrics-busy");
+    let config = config_with(&dir, "");
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = busy.local_addr().expect("local addr").to_string();
+    let (code, _, stderr) = run(&mut mm2(&["run", path(&config), "--metrics-addr", &addr]));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cannot listen for the metrics endpoint"),
+        "{stderr}"
+    );
+    assert!(stderr.contains(&addr), "{stderr}");
+}
