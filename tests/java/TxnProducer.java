@@ -4,7 +4,10 @@
 // Usage: TxnProducer <bootstrap> <topic> <transactional-id> <step>...
 // Each step is `commit:<v1>,<v2>,...` or `abort:<v1>,<v2>,...`: one
 // transaction writing those values (keys k-<value>) to partition 0, then
-// committed or aborted. Prints nothing; a failure is an exception and exit 1.
+// committed or aborted. A last step `open:<v1>,...` writes its records and
+// halts the JVM with the transaction still open (the broker aborts it after
+// transaction.timeout.ms, 60 s). Prints nothing; a failure is an exception
+// and exit 1.
 
 import java.util.Properties;
 
@@ -24,6 +27,7 @@ public class TxnProducer {
         props.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, args[2]);
         props.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
         props.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        props.put(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, "60000");
         String topic = args[1];
         try (KafkaProducer<String, String> producer = new KafkaProducer<>(props)) {
             producer.initTransactions();
@@ -36,6 +40,11 @@ public class TxnProducer {
                 switch (step[0]) {
                     case "commit": producer.commitTransaction(); break;
                     case "abort": producer.abortTransaction(); break;
+                    case "open":
+                        producer.flush();
+                        // No close(): it would abort the transaction.
+                        Runtime.getRuntime().halt(0);
+                        break;
                     default: throw new IllegalArgumentException("unknown step " + args[i]);
                 }
             }

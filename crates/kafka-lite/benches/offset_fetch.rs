@@ -13,7 +13,10 @@ use std::time::Duration;
 use criterion::{Criterion, criterion_main};
 use kafka_lite::{Client, ConnectionConfig, OffsetFetchOptions, OffsetToCommit, TopicPartition};
 
+/// Groups under `cargo bench`.
 const GROUPS: usize = 1_000;
+/// Groups when `cargo test --all-targets` runs the bench once as a test.
+const GROUPS_IN_TEST_MODE: usize = 20;
 const PARTITIONS: i32 = 4;
 
 fn bootstrap() -> Option<String> {
@@ -50,8 +53,8 @@ fn bootstrap() -> Option<String> {
     address.map(str::to_string)
 }
 
-/// Connects and commits offsets for `GROUPS` fresh groups.
-async fn setup(bootstrap: String) -> (Client, Vec<String>) {
+/// Connects and commits offsets for `count` fresh groups.
+async fn setup(bootstrap: String, count: usize) -> (Client, Vec<String>) {
     let client = Client::connect(vec![bootstrap], ConnectionConfig::default())
         .await
         .unwrap_or_else(|e| panic!("connect: {e}"));
@@ -61,7 +64,7 @@ async fn setup(bootstrap: String) -> (Client, Vec<String>) {
         .create_topic(&topic, PARTITIONS, 1, &[])
         .await
         .unwrap_or_else(|e| panic!("create topic: {e}"));
-    let groups: Vec<String> = (0..GROUPS)
+    let groups: Vec<String> = (0..count)
         .map(|i| format!("bench-offset-fetch-{run}-{i}"))
         .collect();
     let offsets: BTreeMap<TopicPartition, OffsetToCommit> = (0..PARTITIONS)
@@ -105,7 +108,13 @@ fn offset_fetch(c: &mut Criterion) {
         Ok(runtime) => runtime,
         Err(e) => panic!("tokio runtime: {e}"),
     };
-    let (client, groups) = runtime.block_on(setup(bootstrap));
+    // `cargo bench` passes `--bench`; `cargo test` runs each bench once.
+    let count = if std::env::args().any(|a| a == "--bench") {
+        GROUPS
+    } else {
+        GROUPS_IN_TEST_MODE
+    };
+    let (client, groups) = runtime.block_on(setup(bootstrap, count));
 
     let mut group = c.benchmark_group("offset_fetch_1000_groups");
     group.sample_size(10);

@@ -887,6 +887,8 @@ pub(crate) fn clone_error(error: &Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
+
     use kafka_protocol::messages::BrokerId;
     use kafka_protocol::messages::metadata_response::{
         MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
@@ -945,6 +947,98 @@ mod tests {
         assert!(!gone.topics.contains_key("a"));
         let all = first.merged(&response(&[("c", 0, &[])]), true);
         assert_eq!(all.topics.keys().collect::<Vec<_>>(), vec!["c"]);
+    }
+
+    /// A client that never connected (no network needed for retry tests).
+    fn offline_client(retry: RetryPolicy) -> Client {
+        let connector = Connector::new(ConnectionConfig::default()).expect("plaintext config");
+        Client {
+            inner: Arc::new(Inner {
+                pool: BrokerPool::new(connector),
+                bootstrap: vec!["127.0.0.1:1".into()],
+                retry,
+                metadata: Mutex::default(),
+                refresh: tokio::sync::Mutex::new(()),
+                coordinators: Mutex::default(),
+                requests: AtomicU64::new(0),
+                next_broker: AtomicUsize::new(0),
+            }),
+        }
+    }
+
+    fn kafka(error: ResponseError) -> Error {
+        Error::Kafka {
+            api: "Test",
+            error,
+            context: String::new(),
+        }
+    }
+
+    async fn attempts_until_error(client: &Client, error: ResponseError) -> (u32, Error) {
+        let attempts = std::sync::atomic::AtomicU32::new(0);
+        let result: Result<(), Error> = client
+            .retry("test", || {
+                attempts.fetch_add(1, Ordering::Relaxed);
+                async { Err(kafka(error)) }
+            })
+            .await;
+        (
+            attempts.load(Ordering::Relaxed),
+            result.expect_err("always fails"),
+        )
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn non_retriable_and_group_active_errors_are_not_retried() {
+        let client = offline_client(RetryPolicy::default());
+        for error in [
+            ResponseError::InvalidReplicationFactor,
+            ResponseError::UnknownMemberId,
+            ResponseError::RebalanceInProgress,
+        ] {
+            let (attempts, e) = attempts_until_error(&client, error).await;
+            assert_eq!(attempts, 1, "{error:?}");
+            assert_eq!(e.kafka_error(), Some(error));
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn unknown_topic_is_retried_a_bounded_number_of_times() {
+        let client = offline_client(RetryPolicy::default());
+        let (attempts, _) =
+            attempts_until_error(&client, ResponseError::UnknownTopicOrPartition).await;
+        assert_eq!(
+            attempts,
+            1 + RetryPolicy::default().max_unknown_topic_retries
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retriable_errors_are_retried_until_the_deadline() {
+        let policy = RetryPolicy {
+            deadline: Duration::from_secs(5),
+            ..RetryPolicy::default()
+        };
+        let client = offline_client(policy);
+        let start = tokio::time::Instant::now();
+        let (attempts, e) = attempts_until_error(&client, ResponseError::NotCoordinator).await;
+        assert!(attempts > 3, "{attempts}");
+        assert_eq!(e.kafka_error(), Some(ResponseError::NotCoordinator));
+        let elapsed = start.elapsed();
+        assert!(
+            elapsed >= Duration::from_secs(4) && elapsed <= Duration::from_secs(5),
+            "{elapsed:?}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_nested_retry_shares_the_enclosing_deadline() {
+        let client = offline_client(RetryPolicy::default());
+        let outer = tokio::time::Instant::now() + Duration::from_secs(2);
+        let inner = Client::within(outer, async { client.new_backoff().deadline() }).await;
+        assert_eq!(inner, outer);
+        let alone = client.new_backoff().deadline();
+        assert!(alone > outer, "no enclosing operation: own 30 s deadline");
     }
 
     #[test]

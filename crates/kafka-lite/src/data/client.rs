@@ -6,12 +6,12 @@ use std::collections::BTreeMap;
 use kafka_protocol::error::ResponseError;
 
 use super::IsolationLevel;
-use super::fetch::{FetchOptions, FetchedPartition, fetch_on};
-use super::offsets::{ListedOffset, OffsetSpec, list_offsets_on};
-use super::produce::{ProduceOptions, produce_on};
+use super::fetch::{FetchOptions, FetchedPartition, fetch_via};
+use super::offsets::{ListedOffset, OffsetSpec, list_offsets_via};
+use super::produce::{ProduceOptions, produce_via};
 use super::reader::{PartitionReader, StartOffset};
 use crate::Error;
-use crate::client::{Client, clone_error};
+use crate::client::{BrokerInfo, Client, clone_error};
 use crate::records::{ConsumerRecord, ProducerRecord};
 
 impl Client {
@@ -37,33 +37,35 @@ impl Client {
         let deadline = backoff.deadline();
         let mut unknown_topic_rounds = 0u32;
         loop {
-            let mut by_leader: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-            let mut leaders = BTreeMap::new();
+            // Pending queries by leader address (with the leader).
+            let mut by_leader: BTreeMap<String, (BrokerInfo, Vec<usize>)> = BTreeMap::new();
             for &index in &pending {
                 let Some(&(topic, partition, spec)) = queries.get(index) else {
                     continue;
                 };
                 match Self::within(deadline, self.leader(topic, partition)).await {
                     Ok(leader) => {
-                        by_leader.entry(leader.address()).or_default().push(index);
-                        leaders.insert(leader.address(), leader);
+                        by_leader
+                            .entry(leader.address())
+                            .or_insert_with(|| (leader, Vec::new()))
+                            .1
+                            .push(index);
                     }
                     Err(error) => {
                         set_answer(&mut answers, index, topic, partition, spec, Err(error))
                     }
                 }
             }
-            for (address, indexes) in by_leader {
+            for (leader, indexes) in by_leader.into_values() {
                 let asked: Vec<(&str, i32, OffsetSpec)> = indexes
                     .iter()
                     .filter_map(|&i| queries.get(i).copied())
                     .collect();
-                let outcome = match leaders.get(&address) {
-                    Some(leader) => match self.connection_to(leader).await {
-                        Ok(connection) => list_offsets_on(&connection, &asked, isolation).await,
-                        Err(error) => Err(error),
-                    },
-                    None => continue,
+                let outcome = match self.connection_to(&leader).await {
+                    Ok(connection) => {
+                        list_offsets_via(Some(self), &connection, &asked, isolation).await
+                    }
+                    Err(error) => Err(error),
                 };
                 match outcome {
                     Ok(listed) => {
@@ -119,7 +121,7 @@ impl Client {
     }
 
     /// Fetches records of `topic`/`partition` from `offset` from its leader
-    /// (see [`fetch_on`] for what is returned), retrying retriable errors.
+    /// (see [`fetch_on`](crate::data::fetch_on) for what is returned), retrying retriable errors.
     /// OFFSET_OUT_OF_RANGE is not retried ([`Error::is_offset_out_of_range`]).
     pub async fn fetch(
         &self,
@@ -130,13 +132,13 @@ impl Client {
     ) -> Result<FetchedPartition, Error> {
         self.retry("Fetch", || async move {
             let connection = self.leader_connection(topic, partition).await?;
-            fetch_on(&connection, topic, partition, offset, options).await
+            fetch_via(Some(self), &connection, topic, partition, offset, options).await
         })
         .await
     }
 
     /// Appends `records` as one batch to `topic`/`partition` on its leader
-    /// and returns the first record's offset (see [`produce_on`]).
+    /// and returns the first record's offset (see [`produce_on`](crate::data::produce_on)).
     ///
     /// Retriable errors (NOT_LEADER_OR_FOLLOWER, timeouts, closed
     /// connections) are retried after a metadata refresh. The producer is
@@ -153,7 +155,7 @@ impl Client {
     ) -> Result<i64, Error> {
         self.retry("Produce", || async move {
             let connection = self.leader_connection(topic, partition).await?;
-            produce_on(&connection, topic, partition, records, options).await
+            produce_via(Some(self), &connection, topic, partition, records, options).await
         })
         .await
     }
@@ -170,7 +172,8 @@ impl Client {
     ) -> Result<PartitionReader, Error> {
         self.retry("ListOffsets", || async move {
             let connection = self.leader_connection(topic, partition).await?;
-            PartitionReader::open_on(&connection, topic, partition, start, options).await
+            PartitionReader::open_via(Some(self), &connection, topic, partition, start, options)
+                .await
         })
         .await
     }

@@ -3,12 +3,13 @@
 use std::time::Duration;
 
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::fetch_response::PartitionData;
 use kafka_protocol::messages::{FetchRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
-use super::{IsolationLevel, partition_context};
+use super::{IsolationLevel, partition_context, send};
 use crate::records::{self, AbortedTransaction, ConsumerRecord};
-use crate::{BrokerConnection, Error};
+use crate::{BrokerConnection, Client, Error};
 
 const API: &str = "Fetch";
 
@@ -80,6 +81,18 @@ pub async fn fetch_on(
     offset: i64,
     options: &FetchOptions,
 ) -> Result<FetchedPartition, Error> {
+    fetch_via(None, connection, topic, partition, offset, options).await
+}
+
+/// [`fetch_on`], counting the request on `client` if given.
+pub(super) async fn fetch_via(
+    client: Option<&Client>,
+    connection: &BrokerConnection,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    options: &FetchOptions,
+) -> Result<FetchedPartition, Error> {
     let version = connection.version_for::<FetchRequest>()?;
     let wait_ms = i32::try_from(options.fetch_wait.as_millis()).unwrap_or(i32::MAX);
     let max_bytes = options.max_bytes.max(1);
@@ -105,7 +118,7 @@ pub async fn fetch_on(
                         .with_partition_max_bytes(max_bytes),
                 ]),
         ]);
-    let response = connection.send_with_version(request, version).await?;
+    let response = send(client, connection, request, version).await?;
     let context = || format!("{} at offset {offset}", partition_context(topic, partition));
     Error::check_code(API, response.error_code, context())?;
     let malformed = |detail: String| Error::MalformedResponse {
@@ -128,24 +141,34 @@ pub async fn fetch_on(
         })?;
     Error::check_code(API, data.error_code, context())?;
 
+    read_partition(data, offset, options.isolation, max_bytes)
+        .map_err(|detail| malformed(format!("{}: {detail}", context())))
+}
+
+/// Turns one partition of a Fetch response, fetched at `offset`, into what
+/// [`fetch_on`] returns; `Err` describes undecodable record data.
+fn read_partition(
+    data: PartitionData,
+    offset: i64,
+    isolation: IsolationLevel,
+    max_bytes: i32,
+) -> Result<FetchedPartition, String> {
     let mut bytes = data.records.unwrap_or_default();
-    let batches = records::decode_batches(&mut bytes)
-        .map_err(|e| malformed(format!("{}: {e}", context())))?;
+    let batches = records::decode_batches(&mut bytes).map_err(|e| e.to_string())?;
     if batches.is_empty() && !bytes.is_empty() {
         // Brokers since 0.10.1 return at least one whole batch however small
         // the limit; only a cut-off first batch ends up here.
-        return Err(malformed(format!(
-            "{}: the first record batch is cut short ({} bytes returned, limit {max_bytes})",
-            context(),
+        return Err(format!(
+            "the first record batch is cut short ({} bytes returned, limit {max_bytes})",
             bytes.len()
-        )));
+        ));
     }
     // The next fetch starts after the last batch, whatever filtering keeps.
     let next_offset = batches
         .last()
         .map_or(offset, |b| b.next_offset())
         .max(offset);
-    let batches = match options.isolation {
+    let batches = match isolation {
         IsolationLevel::ReadUncommitted => batches,
         IsolationLevel::ReadCommitted => {
             let aborted: Vec<AbortedTransaction> = data
@@ -171,4 +194,145 @@ pub async fn fetch_on(
         log_start_offset: data.log_start_offset,
         next_offset,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::{Bytes, BytesMut};
+
+    use super::*;
+    use crate::records::{Codec, ProducerRecord, encode_batch};
+
+    /// A batch of `n` records (values `v<offset>`) at `base_offset`.
+    fn batch(base_offset: i64, n: i64, codec: Codec) -> Bytes {
+        let records: Vec<ProducerRecord> = (base_offset..base_offset + n)
+            .map(|o| ProducerRecord {
+                timestamp: 1_700_000_000_000,
+                key: None,
+                value: Some(Bytes::from(format!("v{o}"))),
+                headers: Vec::new(),
+            })
+            .collect();
+        let encoded = encode_batch(&records, codec).expect("encode");
+        // The base offset is outside the CRC; the broker rewrites it the same way.
+        let mut bytes = BytesMut::from(&encoded[..]);
+        bytes[..8].copy_from_slice(&base_offset.to_be_bytes());
+        bytes.freeze()
+    }
+
+    fn partition(parts: &[Bytes]) -> PartitionData {
+        let mut all = BytesMut::new();
+        for part in parts {
+            all.extend_from_slice(part);
+        }
+        PartitionData::default()
+            .with_high_watermark(100)
+            .with_last_stable_offset(100)
+            .with_log_start_offset(0)
+            .with_records(Some(all.freeze()))
+    }
+
+    fn offsets(fetched: &FetchedPartition) -> Vec<i64> {
+        fetched.records.iter().map(|r| r.offset).collect()
+    }
+
+    #[test]
+    fn batches_of_different_codecs_read_in_order() {
+        let data = partition(&[batch(0, 2, Codec::Zstd), batch(2, 3, Codec::Snappy)]);
+        let fetched =
+            read_partition(data, 0, IsolationLevel::ReadUncommitted, 1 << 20).expect("read");
+        assert_eq!(offsets(&fetched), [0, 1, 2, 3, 4]);
+        assert_eq!(fetched.next_offset, 5);
+    }
+
+    #[test]
+    fn a_cut_off_last_batch_is_left_for_the_next_fetch() {
+        let third = batch(5, 3, Codec::None);
+        let data = partition(&[
+            batch(0, 2, Codec::None),
+            batch(2, 3, Codec::Gzip),
+            third.slice(..third.len() - 7),
+        ]);
+        let fetched =
+            read_partition(data, 0, IsolationLevel::ReadUncommitted, 1 << 20).expect("read");
+        assert_eq!(offsets(&fetched), [0, 1, 2, 3, 4]);
+        assert_eq!(fetched.next_offset, 5);
+    }
+
+    #[test]
+    fn a_cut_off_first_batch_is_an_error_naming_the_limit() {
+        let only = batch(0, 3, Codec::Lz4);
+        let data = partition(&[only.slice(..only.len() - 1)]);
+        let err = read_partition(data, 0, IsolationLevel::ReadUncommitted, 100)
+            .expect_err("nothing whole");
+        assert!(
+            err.contains("cut short") && err.contains("limit 100"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn records_before_the_fetch_offset_are_dropped() {
+        let data = partition(&[batch(10, 5, Codec::None)]);
+        let fetched =
+            read_partition(data, 12, IsolationLevel::ReadUncommitted, 1 << 20).expect("read");
+        assert_eq!(offsets(&fetched), [12, 13, 14]);
+        assert_eq!(fetched.next_offset, 15);
+    }
+
+    #[test]
+    fn no_records_leaves_the_next_offset_at_the_fetch_offset() {
+        let data = partition(&[]);
+        let fetched =
+            read_partition(data, 7, IsolationLevel::ReadCommitted, 1 << 20).expect("read");
+        assert!(fetched.records.is_empty());
+        assert_eq!(fetched.next_offset, 7);
+    }
+
+    /// A batch whose records compaction removed entirely (kept for its
+    /// producer state): offsets `base..=base+delta`, no records.
+    fn empty_batch(base_offset: i64, last_offset_delta: i32) -> Bytes {
+        let mut b = BytesMut::new();
+        b.extend_from_slice(&base_offset.to_be_bytes());
+        b.extend_from_slice(&49i32.to_be_bytes()); // batch length after this field
+        b.extend_from_slice(&0i32.to_be_bytes()); // partition leader epoch
+        b.extend_from_slice(&[2]); // magic
+        b.extend_from_slice(&[0; 4]); // CRC, filled below
+        b.extend_from_slice(&0i16.to_be_bytes()); // attributes
+        b.extend_from_slice(&last_offset_delta.to_be_bytes());
+        b.extend_from_slice(&1_700_000_000_000i64.to_be_bytes()); // base timestamp
+        b.extend_from_slice(&1_700_000_000_000i64.to_be_bytes()); // max timestamp
+        b.extend_from_slice(&7i64.to_be_bytes()); // producer id
+        b.extend_from_slice(&0i16.to_be_bytes()); // producer epoch
+        b.extend_from_slice(&0i32.to_be_bytes()); // base sequence
+        b.extend_from_slice(&0i32.to_be_bytes()); // record count
+        let crc = crc32c::crc32c(&b[21..]);
+        b[17..21].copy_from_slice(&crc.to_be_bytes());
+        b.freeze()
+    }
+
+    #[test]
+    fn a_batch_compacted_to_nothing_still_moves_the_next_offset() {
+        let data = partition(&[batch(0, 2, Codec::None), empty_batch(2, 4)]);
+        let fetched =
+            read_partition(data, 0, IsolationLevel::ReadUncommitted, 1 << 20).expect("read");
+        assert_eq!(offsets(&fetched), [0, 1]);
+        assert_eq!(fetched.next_offset, 7);
+    }
+
+    #[test]
+    fn a_corrupt_batch_is_an_error() {
+        let good = batch(0, 2, Codec::None);
+        let mut bad = BytesMut::from(&good[..]);
+        let last = bad.len() - 1;
+        bad[last] ^= 0xff;
+        let err = read_partition(
+            partition(&[bad.freeze()]),
+            0,
+            IsolationLevel::ReadUncommitted,
+            1 << 20,
+        )
+        .expect_err("CRC mismatch");
+        assert!(err.contains("CRC"), "{err}");
+    }
 }

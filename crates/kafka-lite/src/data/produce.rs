@@ -6,9 +6,9 @@ use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProdu
 use kafka_protocol::messages::{ProduceRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
-use super::partition_context;
+use super::{partition_context, send};
 use crate::records::{self, Codec, ProducerRecord};
-use crate::{BrokerConnection, Error};
+use crate::{BrokerConnection, Client, Error};
 
 const API: &str = "Produce";
 
@@ -51,6 +51,18 @@ pub async fn produce_on(
     records: &[ProducerRecord],
     options: &ProduceOptions,
 ) -> Result<i64, Error> {
+    produce_via(None, connection, topic, partition, records, options).await
+}
+
+/// [`produce_on`], counting the request on `client` if given.
+pub(super) async fn produce_via(
+    client: Option<&Client>,
+    connection: &BrokerConnection,
+    topic: &str,
+    partition: i32,
+    records: &[ProducerRecord],
+    options: &ProduceOptions,
+) -> Result<i64, Error> {
     let version = connection.version_for::<ProduceRequest>()?;
     let batch = records::encode_batch(records, options.codec).map_err(|e| Error::Encode {
         api: API,
@@ -70,7 +82,7 @@ pub async fn produce_on(
                         .with_records(Some(batch)),
                 ]),
         ]);
-    let response = connection.send_with_version(request, version).await?;
+    let response = send(client, connection, request, version).await?;
     let answer = response
         .responses
         .iter()
