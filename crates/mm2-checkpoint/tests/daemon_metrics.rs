@@ -169,3 +169,79 @@ fn the_daemon_waits_for_a_missing_offset_syncs_topic_and_is_not_ready_meanwhile(
     let got: Vec<_> = w.checkpoints(&rt).iter().map(common::tuple).collect();
     assert_eq!(got, vec![(group, w.remote_topic(), 0, 10, 13)]);
 }
+
+#[test]
+fn an_unreachable_target_keeps_the_daemon_up_but_not_ready_and_sigterm_still_exits_0() {
+    let rt = rt();
+    let w = World::new(&rt, "unreachable", 1);
+    let dead = free_port();
+    let text = format!(
+        "clusters = {s}, {t}\n\
+         {s}.bootstrap.servers = {sb}\n\
+         {t}.bootstrap.servers = 127.0.0.1:{dead}\n\
+         {s}->{t}.enabled = true\n\
+         admin.timeout.ms = 1000\n",
+        s = w.s,
+        t = w.t,
+        sb = e2e::clusters()
+            .source()
+            .bootstrap
+            .get(e2e::Listener::Plaintext),
+    );
+    let config = w.dir.join("mm2-unreachable.properties");
+    std::fs::write(&config, text).expect("write config");
+    let addr = format!("127.0.0.1:{}", free_port());
+    let child = Command::new(env!("CARGO_BIN_EXE_mm2-checkpoint"))
+        .args([
+            "run",
+            "--config",
+            config.to_str().unwrap(),
+            "--metrics-addr",
+            &addr,
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the daemon");
+    let mut daemon = Daemon(child);
+    wait_for("the metrics endpoint", Duration::from_secs(30), || {
+        get(&addr, "/healthz").is_some()
+    });
+    std::thread::sleep(Duration::from_secs(4));
+    assert!(
+        daemon.0.try_wait().expect("wait").is_none(),
+        "the daemon exited"
+    );
+    assert_eq!(get(&addr, "/healthz").map(|(s, _)| s), Some(200));
+    let (status, body) = get(&addr, "/readyz").expect("readyz");
+    assert_eq!(status, 503);
+    assert!(body.contains(&format!("cluster {}", w.t)), "{body}");
+    let (_, metrics) = get(&addr, "/metrics").expect("metrics");
+    assert!(
+        metrics.contains(&format!(
+            "mm2_checkpoint_request_errors_total{{cluster=\"{}\"",
+            w.t
+        )),
+        "{metrics}"
+    );
+    let pid = daemon.0.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill")
+            .success()
+    );
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = daemon.0.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no exit after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(status.code(), Some(0));
+}
