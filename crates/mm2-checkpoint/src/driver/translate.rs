@@ -262,3 +262,48 @@ fn json(
     out.push_str("]}\n");
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows() -> Vec<Row<'static>> {
+        vec![Row {
+            group: "billing",
+            topic: "A.orders",
+            partition: 3,
+            upstream: 90,
+            downstream: 1097,
+        }]
+    }
+
+    #[test]
+    fn json_lists_every_requested_group_with_escaped_names() {
+        let groups = vec!["billing".to_string(), "we\"ird\\g".to_string()];
+        let applied =
+            BTreeMap::from([("billing".to_string(), "committed 1 partitions".to_string())]);
+        let out = json("A->B", &groups, &rows(), Some(&applied));
+        assert_eq!(
+            out,
+            "{\"flow\":\"A->B\",\"groups\":[{\"group\":\"billing\",\"offsets\":[{\"topic\":\"A.orders\",\
+             \"partition\":3,\"source_offset\":90,\"target_offset\":1097}],\"apply\":\"committed 1 partitions\"},\
+             {\"group\":\"we\\\"ird\\\\g\",\"offsets\":[]}]}\n"
+        );
+    }
+
+    #[test]
+    fn table_aligns_columns_and_names_groups_without_checkpoints() {
+        let groups = vec!["billing".to_string(), "other".to_string()];
+        let out = table("A->B", &groups, &rows(), None);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines[1],
+            "GROUP    TOPIC     PARTITION  SOURCE OFFSET  TARGET OFFSET"
+        );
+        assert_eq!(
+            lines[2],
+            "billing  A.orders          3             90           1097"
+        );
+        assert_eq!(lines[3], "# other: no checkpoint");
+    }
+}
