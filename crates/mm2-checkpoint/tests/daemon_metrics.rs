@@ -245,3 +245,43 @@ fn an_unreachable_target_keeps_the_daemon_up_but_not_ready_and_sigterm_still_exi
     };
     assert_eq!(status.code(), Some(0));
 }
+
+#[test]
+fn a_group_created_while_running_is_picked_up_at_the_next_refresh() {
+    let rt = rt();
+    let w = World::new(&rt, "refresh", 1);
+    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 0, 3), (0, 10, 13)]);
+    let first = format!("a-{}", w.topic);
+    let later = format!("b-{}", w.topic);
+    w.commit_source(&rt, &first, &[(0, 10)]);
+    let config = w.properties(
+        &format!("{first}, {later}"),
+        "refresh.groups.interval.seconds = 1",
+    );
+    let child = Command::new(env!("CARGO_BIN_EXE_mm2-checkpoint"))
+        .args(["run", "--config", config.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the daemon");
+    let _daemon = Daemon(child);
+    wait_for(
+        "the first group's checkpoint",
+        Duration::from_secs(60),
+        || w.checkpoints(&rt).len() == 1,
+    );
+    w.commit_source(&rt, &later, &[(0, 10)]);
+    wait_for(
+        "the new group's checkpoint",
+        Duration::from_secs(60),
+        || w.checkpoints(&rt).len() == 2,
+    );
+    // The rebuilt store still knows the first group's checkpoint: no repeat.
+    std::thread::sleep(Duration::from_secs(3));
+    let groups: Vec<String> = w
+        .checkpoints(&rt)
+        .iter()
+        .map(|c| c.key.group.clone())
+        .collect();
+    assert_eq!(groups, vec![first, later]);
+}

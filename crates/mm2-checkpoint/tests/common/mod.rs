@@ -223,7 +223,14 @@ impl World {
     }
 
     /// The checkpoints topic's records, decoded, in order.
+    /// Empty while the topic does not exist yet.
     pub fn checkpoints(&self, rt: &tokio::runtime::Runtime) -> Vec<Checkpoint> {
+        let exists = rt
+            .block_on(self.target.topic_exists(&self.checkpoints_topic()))
+            .expect("metadata");
+        if !exists {
+            return Vec::new();
+        }
         read_all(rt, &self.target, &self.checkpoints_topic())
             .into_iter()
             .map(|(k, v)| {
