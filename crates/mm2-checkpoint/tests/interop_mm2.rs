@@ -1,0 +1,139 @@
+//! Drop-in test against the real thing: Apache Kafka 4.1.1's MirrorMaker 2
+//! replicates and writes offset syncs (its checkpoint connector refused), our
+//! binary writes the checkpoints, and Kafka's own Java code reads them back:
+//! MM2's `Checkpoint.deserializeRecord` and `RemoteClusterUtils.translateOffsets`.
+
+use std::collections::BTreeMap;
+use std::fmt::Display;
+use std::process::Command;
+use std::time::Duration;
+
+use e2e::java::{CommitMode, GroupOffset, helpers};
+use e2e::mm2::{
+    CHECKPOINTS_TOPIC, Mm2Config, Mm2Process, OFFSET_SYNCS_TOPIC, SOURCE_ALIAS, remote_topic,
+};
+use e2e::{Listener, clusters, unique_name};
+
+const PARTITIONS: u32 = 2;
+const RECORDS: u32 = 20;
+const STARTUP_BUDGET: Duration = Duration::from_secs(120);
+const SOURCE_TASK_READY_LOG: &str =
+    "WorkerSourceTask{id=MirrorSourceConnector-0} Source task finished initialization and start";
+
+fn ok<T, E: Display>(result: Result<T, E>, what: &str) -> T {
+    result.unwrap_or_else(|e| panic!("{what}: {e}"))
+}
+
+#[test]
+fn checkpoints_written_after_real_mm2_replication_are_read_by_mm2s_own_java_code() {
+    let c = clusters();
+    let java = helpers();
+    let source = c.source().bootstrap.get(Listener::Plaintext);
+    let target = c.target().bootstrap.get(Listener::Plaintext);
+    let topic = unique_name("interop");
+    let group = unique_name("interop-group");
+    let remote = remote_topic(&topic);
+
+    ok(
+        java.produce(source, &topic, PARTITIONS, RECORDS),
+        "producing to the source",
+    );
+    let committed: Vec<GroupOffset> = (0..PARTITIONS as i32)
+        .map(|p| GroupOffset {
+            topic: topic.clone(),
+            partition: p,
+            offset: i64::from(RECORDS),
+            metadata: format!("meta-{p}"),
+        })
+        .collect();
+    ok(
+        java.commit_offsets(source, &group, CommitMode::Classic, &committed),
+        "committing the source group",
+    );
+
+    let config = Mm2Config::new(&topic, &group).without_checkpoints();
+    let mut mm2 = ok(Mm2Process::start(c, &config), "starting MirrorMaker 2");
+    ok(
+        mm2.wait_for_log(SOURCE_TASK_READY_LOG, STARTUP_BUDGET),
+        "waiting for MM2's replication task",
+    );
+    let last = i64::from(RECORDS) - 1;
+    ok(
+        mm2.wait_until("offset syncs up to the last record", STARTUP_BUDGET, |_| {
+            java.offset_syncs(source, OFFSET_SYNCS_TOPIC).map(|all| {
+                let done = (0..PARTITIONS as i32).all(|p| {
+                    all.iter()
+                        .any(|s| s.topic == topic && s.partition == p && s.upstream == last)
+                });
+                done.then_some(())
+            })
+        }),
+        "waiting for MM2's offset syncs",
+    );
+
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(&group);
+    std::fs::create_dir_all(&dir).expect("test dir");
+    let properties = dir.join("mm2.properties");
+    std::fs::write(
+        &properties,
+        format!(
+            "clusters = source, target\n\
+             source.bootstrap.servers = {source}\n\
+             target.bootstrap.servers = {target}\n\
+             source->target.enabled = true\n\
+             topics = {topic}\n\
+             groups = {group}\n\
+             checkpoints.topic.replication.factor = 1\n"
+        ),
+    )
+    .expect("write mm2.properties");
+    let out = Command::new(env!("CARGO_BIN_EXE_mm2-checkpoint"))
+        .args(["run", "--once", "--config", properties.to_str().unwrap()])
+        .output()
+        .expect("run mm2-checkpoint");
+    assert!(
+        out.status.success(),
+        "run --once failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let mut ours: Vec<(String, i32, i64, i64, String)> = ok(
+        java.checkpoints(target, CHECKPOINTS_TOPIC),
+        "reading the checkpoints with MM2's decoder",
+    )
+    .into_iter()
+    .filter(|cp| cp.group == group)
+    .map(|cp| {
+        (
+            cp.topic,
+            cp.partition,
+            cp.upstream,
+            cp.downstream,
+            cp.metadata,
+        )
+    })
+    .collect();
+    ours.sort();
+    let expected: Vec<(String, i32, i64, i64, String)> = (0..PARTITIONS as i32)
+        .map(|p| {
+            (
+                remote.clone(),
+                p,
+                i64::from(RECORDS),
+                i64::from(RECORDS),
+                format!("meta-{p}"),
+            )
+        })
+        .collect();
+    assert_eq!(ours, expected);
+
+    let translated = ok(
+        java.translate_offsets(target, SOURCE_ALIAS, &group, Duration::from_secs(20)),
+        "RemoteClusterUtils.translateOffsets",
+    );
+    let expected: BTreeMap<(String, i32), i64> = (0..PARTITIONS as i32)
+        .map(|p| ((remote.clone(), p), i64::from(RECORDS)))
+        .collect();
+    assert_eq!(translated, expected);
+    drop(mm2);
+}
