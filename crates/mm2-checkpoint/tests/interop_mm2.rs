@@ -137,3 +137,122 @@ fn checkpoints_written_after_real_mm2_replication_are_read_by_mm2s_own_java_code
     assert_eq!(translated, expected);
     drop(mm2);
 }
+
+/// Differential: the same commits in two groups, one checkpointed by MM2's own
+/// checkpoint connector, the other by us, over the same offset syncs. The
+/// translated offsets must be equal, including offsets between syncs.
+#[test]
+fn our_translation_equals_mm2s_for_the_same_commits_over_the_same_offset_syncs() {
+    let c = clusters();
+    let java = helpers();
+    let source = c.source().bootstrap.get(Listener::Plaintext);
+    let target = c.target().bootstrap.get(Listener::Plaintext);
+    let topic = unique_name("differential");
+    let theirs = unique_name("diff-mm2");
+    let ours = unique_name("diff-ours");
+    let records: u32 = 40;
+
+    ok(
+        java.produce(source, &topic, PARTITIONS, records),
+        "producing to the source",
+    );
+    let config = Mm2Config::new(&topic, &theirs);
+    let mut mm2 = ok(Mm2Process::start(c, &config), "starting MirrorMaker 2");
+    ok(
+        mm2.wait_for_log(SOURCE_TASK_READY_LOG, STARTUP_BUDGET),
+        "waiting for MM2's replication task",
+    );
+    let last = i64::from(records) - 1;
+    ok(
+        mm2.wait_until("offset syncs up to the last record", STARTUP_BUDGET, |_| {
+            java.offset_syncs(source, OFFSET_SYNCS_TOPIC).map(|all| {
+                let done = (0..PARTITIONS as i32).all(|p| {
+                    all.iter()
+                        .any(|s| s.topic == topic && s.partition == p && s.upstream == last)
+                });
+                done.then_some(())
+            })
+        }),
+        "waiting for MM2's offset syncs",
+    );
+    // Commit only now, so both sides translate with every sync already written.
+    let commits = [7i64, 33];
+    for group in [&theirs, &ours] {
+        let offsets: Vec<GroupOffset> = (0..PARTITIONS as i32)
+            .zip(commits)
+            .map(|(p, offset)| GroupOffset {
+                topic: topic.clone(),
+                partition: p,
+                offset,
+                metadata: String::new(),
+            })
+            .collect();
+        ok(
+            java.commit_offsets(source, group, CommitMode::Classic, &offsets),
+            "committing a source group",
+        );
+    }
+    let latest = |group: &str| -> Result<BTreeMap<i32, (i64, i64)>, e2e::java::JavaError> {
+        let mut by_partition = BTreeMap::new();
+        for cp in java.checkpoints(target, CHECKPOINTS_TOPIC)? {
+            if cp.group == group {
+                by_partition.insert(cp.partition, (cp.upstream, cp.downstream));
+            }
+        }
+        Ok(by_partition)
+    };
+    // MM2 may leave a partition without a checkpoint (an offset its sync store
+    // cannot translate); wait for its first one, then for a few more rounds.
+    ok(
+        mm2.wait_until("MM2's first checkpoint", STARTUP_BUDGET, |_| {
+            latest(&theirs).map(|m| (!m.is_empty()).then_some(()))
+        }),
+        "waiting for MM2's checkpoints",
+    );
+    std::thread::sleep(Duration::from_secs(4));
+    let mm2_checkpoints = ok(latest(&theirs), "reading MM2's checkpoints");
+
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(&ours);
+    std::fs::create_dir_all(&dir).expect("test dir");
+    let properties = dir.join("mm2.properties");
+    std::fs::write(
+        &properties,
+        format!(
+            "clusters = source, target\n\
+             source.bootstrap.servers = {source}\n\
+             target.bootstrap.servers = {target}\n\
+             source->target.enabled = true\n\
+             topics = {topic}\n\
+             groups = {ours}\n\
+             checkpoints.topic.replication.factor = 1\n"
+        ),
+    )
+    .expect("write mm2.properties");
+    let out = Command::new(env!("CARGO_BIN_EXE_mm2-checkpoint"))
+        .args(["run", "--once", "--config", properties.to_str().unwrap()])
+        .output()
+        .expect("run mm2-checkpoint");
+    assert!(
+        out.status.success(),
+        "run --once failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let our_checkpoints = ok(latest(&ours), "reading our checkpoints");
+    eprintln!(
+        "differential: partition -> (upstream, downstream): MM2 {mm2_checkpoints:?}, ours {our_checkpoints:?}"
+    );
+    assert_eq!(
+        our_checkpoints, mm2_checkpoints,
+        "(partition -> (upstream, downstream)): ours vs MM2's"
+    );
+    let translate = |group: &str| {
+        ok(
+            java.translate_offsets(target, SOURCE_ALIAS, group, Duration::from_secs(20)),
+            "RemoteClusterUtils.translateOffsets",
+        )
+        .into_values()
+        .collect::<Vec<i64>>()
+    };
+    assert_eq!(translate(&ours), translate(&theirs));
+    drop(mm2);
+}
