@@ -514,7 +514,10 @@ impl RecordBatchDecoder {
         version: i8,
         records: &mut Vec<Record>,
     ) -> Result<()> {
-        records.reserve(batch_decode_info.record_count as usize);
+        // PATCH(mm2-checkpoint): `record_count` comes from the wire; reserve no more memory
+        // than there are bytes left. The loop is unchanged; the Vec grows if needed.
+        let fits = buf.remaining() / std::mem::size_of::<Record>();
+        records.reserve((batch_decode_info.record_count as usize).min(fits));
         for _ in 0..batch_decode_info.record_count {
             records.push(Record::decode_new(buf, batch_decode_info, version)?);
         }
@@ -893,7 +896,10 @@ impl Record {
         }
         let num_headers = num_headers as usize;
 
-        let mut headers = IndexMap::with_capacity(num_headers);
+        // PATCH(mm2-checkpoint): `num_headers` comes from the wire; reserve no more memory
+        // than there are bytes left in this record. The loop is unchanged.
+        let fits = buf.len() / std::mem::size_of::<(StrBytes, Option<Bytes>)>();
+        let mut headers = IndexMap::with_capacity(num_headers.min(fits));
         for _ in 0..num_headers {
             // Key len
             let key_len: i32 = types::VarInt.decode(buf)?;

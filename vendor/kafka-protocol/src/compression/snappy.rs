@@ -57,6 +57,11 @@ impl<B: ByteBufMut> Compressor<B> for Snappy {
 
 const MAGIC_HEADER: &[u8; 16] = b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x01";
 
+// PATCH(mm2-checkpoint): the uncompressed length in a snappy header comes from the wire (up to
+// 4 GiB). No snappy element yields more than 64/3 output bytes per input byte (a 3-byte copy
+// of 64 bytes), so a longer claim can only end in `HeaderMismatch` after the allocation.
+const MAX_SNAPPY_EXPANSION: usize = 22;
+
 impl<B: ByteBuf> Decompressor<B> for Snappy {
     type Buf = Bytes;
     fn decompress<R, F>(compressed: &mut B, f: F) -> Result<R>
@@ -81,6 +86,13 @@ impl<B: ByteBuf> Decompressor<B> for Snappy {
         {
             let compressed = compressed.copy_to_bytes(compressed.remaining());
             let actual_len = decompress_len(&compressed).context("failed to read snappy header")?;
+            // PATCH(mm2-checkpoint): see `MAX_SNAPPY_EXPANSION`; fail before allocating.
+            if actual_len > compressed.len().saturating_mul(MAX_SNAPPY_EXPANSION) {
+                anyhow::bail!(
+                    "snappy header claims {actual_len} bytes from {} compressed bytes",
+                    compressed.len()
+                );
+            }
             let mut tmp = BytesMut::zeroed(actual_len);
             Decoder::new()
                 .decompress(&compressed, &mut tmp)
@@ -104,6 +116,15 @@ impl<B: ByteBuf> Decompressor<B> for Snappy {
 
             let uncompressed_block_length = decompress_len(&compressed_block)
                 .context("failed to get snappy uncompressed length")?;
+            // PATCH(mm2-checkpoint): see `MAX_SNAPPY_EXPANSION`; fail before allocating.
+            if uncompressed_block_length
+                > compressed_block.len().saturating_mul(MAX_SNAPPY_EXPANSION)
+            {
+                anyhow::bail!(
+                    "snappy header claims {uncompressed_block_length} bytes from {} compressed bytes",
+                    compressed_block.len()
+                );
+            }
             let uncompressed_block_start = uncompressed.len();
             uncompressed.resize(
                 uncompressed_block_start.saturating_add(uncompressed_block_length),

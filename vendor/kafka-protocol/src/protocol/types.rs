@@ -511,6 +511,15 @@ impl Decoder<Option<StdString>> for CompactString {
         match UnsignedVarInt.decode(buf)? {
             0 => Ok(None),
             n => {
+                // PATCH(mm2-checkpoint): fail as `try_copy_to_slice` would, before allocating.
+                if buf.remaining() < (n - 1) as usize {
+                    let (requested, available) = ((n - 1) as usize, buf.remaining());
+                    return Err(bytes::TryGetError {
+                        requested,
+                        available,
+                    }
+                    .into());
+                }
                 let mut strbuf = vec![0; (n - 1) as usize];
                 buf.try_copy_to_slice(&mut strbuf)?;
                 Ok(Some(std::string::String::from_utf8(strbuf)?))
@@ -655,6 +664,15 @@ impl Decoder<Option<Vec<u8>>> for Bytes {
         match Int32.decode(buf)? {
             -1 => Ok(None),
             n if n >= 0 => {
+                // PATCH(mm2-checkpoint): fail as `try_copy_to_slice` would, before allocating.
+                if buf.remaining() < n as usize {
+                    let (requested, available) = (n as usize, buf.remaining());
+                    return Err(bytes::TryGetError {
+                        requested,
+                        available,
+                    }
+                    .into());
+                }
                 let mut data = vec![0; n as usize];
                 buf.try_copy_to_slice(&mut data)?;
                 Ok(Some(data))
@@ -804,6 +822,15 @@ impl Decoder<Option<Vec<u8>>> for CompactBytes {
         match UnsignedVarInt.decode(buf)? {
             0 => Ok(None),
             n => {
+                // PATCH(mm2-checkpoint): fail as `try_copy_to_slice` would, before allocating.
+                if buf.remaining() < (n - 1) as usize {
+                    let (requested, available) = ((n - 1) as usize, buf.remaining());
+                    return Err(bytes::TryGetError {
+                        requested,
+                        available,
+                    }
+                    .into());
+                }
                 let mut data = vec![0; (n - 1) as usize];
                 buf.try_copy_to_slice(&mut data)?;
                 Ok(Some(data))
@@ -985,7 +1012,10 @@ impl<T, E: Decoder<T>> Decoder<Option<Vec<T>>> for Array<E> {
         match Int32.decode(buf)? {
             -1 => Ok(None),
             n if n >= 0 => {
-                let mut result = Vec::with_capacity(n as usize);
+                // PATCH(mm2-checkpoint): `n` comes from the wire; reserve no more memory than
+                // there are bytes left. The loop still runs `n` times; the Vec grows if needed.
+                let fits = buf.remaining() / std::mem::size_of::<T>().max(1);
+                let mut result = Vec::with_capacity((n as usize).min(fits));
                 for _ in 0..n {
                     result.push(self.0.decode(buf)?);
                 }
@@ -1093,7 +1123,10 @@ impl<T, E: Decoder<T>> Decoder<Option<Vec<T>>> for CompactArray<E> {
         match UnsignedVarInt.decode(buf)? {
             0 => Ok(None),
             n => {
-                let mut result = Vec::with_capacity((n - 1) as usize);
+                // PATCH(mm2-checkpoint): `n` comes from the wire; reserve no more memory than
+                // there are bytes left. The loop still runs `n - 1` times; the Vec grows if needed.
+                let fits = buf.remaining() / std::mem::size_of::<T>().max(1);
+                let mut result = Vec::with_capacity(((n - 1) as usize).min(fits));
                 for _ in 1..n {
                     result.push(self.0.decode(buf)?);
                 }
