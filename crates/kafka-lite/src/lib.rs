@@ -20,6 +20,9 @@ pub mod sasl;
 pub mod tls;
 pub mod transport;
 
+#[cfg(test)]
+mod hostile_input;
+
 pub use api::ApiRequest;
 pub use config::{
     ClientCertConfig, ConnectionConfig, SaslConfig, SaslMechanismKind, Secret, TlsConfig,
