@@ -4,8 +4,11 @@
 //!   (see [`kafka`]).
 //! - `cargo xtask test [-- <cargo test args>]`: the whole test suite against
 //!   those clusters, starting and stopping them as needed.
+//! - `cargo xtask fuzz [--seconds N] [TARGET...]`: every cargo-fuzz target for
+//!   N seconds each (see [`fuzz`]).
 
 mod certs;
+mod fuzz;
 mod kafka;
 mod maven;
 mod probe;
@@ -28,6 +31,10 @@ commands:
   test [-- ARGS]    clusters up, `cargo test --workspace --all-targets` and
                     `cargo test --workspace --doc` (ARGS passed to both), clusters
                     down again if this command started them
+  fuzz [--seconds N] [TARGET...]
+                    build and run each cargo-fuzz target (all by default) for
+                    N seconds (default 60) after replaying its regressions;
+                    fails on any crash (needs nightly and cargo-fuzz)
   help              this text
 
 environment:
@@ -83,6 +90,7 @@ fn run(args: &[String]) -> Result<ExitCode> {
             };
             test(&layout, extra)
         }
+        ["fuzz", rest @ ..] => fuzz::run(&workspace_root(), rest),
         [] | ["help"] | ["--help"] | ["-h"] => {
             println!("{USAGE}");
             Ok(ExitCode::SUCCESS)
