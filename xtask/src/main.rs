@@ -8,10 +8,13 @@
 //!   against those clusters, for manual side-by-side runs (see [`mm2`]).
 //! - `cargo xtask dist`, `dist-test`: static musl release binaries (see [`dist`]).
 //! - `cargo xtask image`: a `FROM scratch` OCI image of them (see [`oci`]).
+//! - `cargo xtask fuzz [--seconds N] [TARGET...]`: every cargo-fuzz target for
+//!   N seconds each (see [`fuzz`]).
 
 mod certs;
 mod demo;
 mod dist;
+mod fuzz;
 mod kafka;
 mod maven;
 mod mm2;
@@ -65,6 +68,10 @@ commands:
   image [--variant default|ring] [--check]
                     FROM-scratch OCI image layout target/dist/oci/ and its tar;
                     --check validates it with skopeo and umoci
+  fuzz [--seconds N] [TARGET...]
+                    build and run each cargo-fuzz target (all by default) for
+                    N seconds (default 60) after replaying its regressions;
+                    fails on any crash (needs nightly and cargo-fuzz)
   help              this text
 
 environment:
@@ -187,6 +194,7 @@ fn run(args: &[String]) -> Result<ExitCode> {
             oci::image(&workspace_root(), rest)?;
             Ok(ExitCode::SUCCESS)
         }
+        ["fuzz", rest @ ..] => fuzz::run(&workspace_root(), rest),
         [] | ["help"] | ["--help"] | ["-h"] => {
             println!("{USAGE}");
             Ok(ExitCode::SUCCESS)

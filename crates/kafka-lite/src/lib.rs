@@ -34,6 +34,9 @@ pub mod sasl;
 pub mod tls;
 pub mod transport;
 
+#[cfg(test)]
+mod hostile_input;
+
 pub use admin::TopicPartition;
 pub use admin::groups::{
     CommitResults, CommittedOffset, GroupDescription, GroupMember, GroupOffsets, GroupState,
