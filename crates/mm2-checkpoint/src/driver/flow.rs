@@ -288,7 +288,7 @@ impl FlowContext {
         let mut pos = start;
         let mut last_log = Instant::now();
         let began = Instant::now();
-        let total = (end - start).max(1) as f64;
+        let total = end.saturating_sub(start).max(1) as f64;
         while pos < end {
             let fetched: Fetched =
                 self.step(cluster, "Fetch", cluster.fetch(topic, 0, pos, 500).await)?;
@@ -310,7 +310,7 @@ impl FlowContext {
                 self.metrics.set_initial_read_progress(
                     &self.name,
                     topic,
-                    (pos - start) as f64 / total,
+                    pos.saturating_sub(start) as f64 / total,
                 );
             }
             if last_log.elapsed() >= Duration::from_secs(5) {
@@ -323,7 +323,7 @@ impl FlowContext {
                 .set_initial_read_progress(&self.name, topic, 1.0);
         }
         tracing::info!(
-            flow = %self.name, topic, records = end - start,
+            flow = %self.name, topic, records = end.saturating_sub(start),
             elapsed_ms = began.elapsed().as_millis() as u64,
             "read the {kind} topic to its end"
         );

@@ -12,6 +12,13 @@ use crate::shutdown::ShutdownSignal;
 use super::flow::{FlowContext, FlowState, StepError};
 use super::{DriverError, RunOptions, check_cpu};
 
+/// `now + d`, saturating far in the future for absurdly long configured intervals.
+fn after(d: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(d)
+        .unwrap_or_else(|| now + Duration::from_secs(60 * 60 * 24 * 365 * 30))
+}
+
 /// Backoff after consecutive failures: 1 s doubling up to `cap`.
 struct Backoff {
     failures: u32,
@@ -96,14 +103,14 @@ pub(super) async fn run(
 /// `--once`: start (retrying until `admin.timeout.ms`), one emission round, one
 /// group sync if enabled.
 async fn run_once(ctx: &FlowContext, shutdown: &ShutdownSignal) -> Result<(), StepError> {
-    let deadline = Instant::now() + ctx.cfg.admin_timeout;
+    let deadline = after(ctx.cfg.admin_timeout);
     let mut backoff = Backoff::new(Duration::from_secs(5));
     let mut state = loop {
         match ctx.start().await {
             Ok(state) => break state,
             Err(e) => {
                 let wait = backoff.failed();
-                if Instant::now() + wait >= deadline || shutdown.is_triggered() {
+                if after(wait) >= deadline || shutdown.is_triggered() {
                     return Err(e);
                 }
                 tracing::warn!(flow = %ctx.name, error = %e, retry_in_ms = wait.as_millis() as u64, "startup failed; retrying");
@@ -156,12 +163,11 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
         .cfg
         .consumer_poll_timeout
         .max(Duration::from_millis(100));
-    let now = Instant::now();
     // The first round runs right away (the startup just read everything).
-    let mut next_emit = now;
-    let mut next_sync = now + sync_every;
-    let mut next_refresh = now + refresh_every;
-    let mut next_poll = now + poll_every;
+    let mut next_emit = Instant::now();
+    let mut next_sync = after(sync_every);
+    let mut next_refresh = after(refresh_every);
+    let mut next_poll = after(poll_every);
     let mut sync_backoff = Backoff::new(sync_every);
     loop {
         let mut next = next_emit.min(next_poll);
@@ -181,14 +187,14 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
                 tracing::warn!(flow = %ctx.name, error = %e, "reading new offset syncs failed");
                 ctx.set_clusters_ok(false, &e.to_string());
             }
-            next_poll = Instant::now() + poll_every;
+            next_poll = after(poll_every);
         }
         if ctx.cfg.refresh_groups_enabled && now >= next_refresh {
             match ctx.refresh_groups(&mut state).await {
-                Ok(()) => next_refresh = Instant::now() + refresh_every,
+                Ok(()) => next_refresh = after(refresh_every),
                 Err(e) => {
                     tracing::warn!(flow = %ctx.name, error = %e, "group refresh failed; retrying");
-                    next_refresh = Instant::now() + Duration::from_secs(5).min(refresh_every);
+                    next_refresh = after(Duration::from_secs(5).min(refresh_every));
                 }
             }
         }
@@ -203,13 +209,13 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
                     backoff.succeeded();
                     ctx.set_clusters_ok(true, "");
                     tracing::info!(flow = %ctx.name, emitted = summary.emitted, skipped = summary.skipped, "emission round done");
-                    next_emit = Instant::now() + emit_every;
+                    next_emit = after(emit_every);
                 }
                 Err(e) => {
                     ctx.set_clusters_ok(false, &e.to_string());
                     let wait = backoff.failed().min(emit_every);
                     tracing::warn!(flow = %ctx.name, error = %e, retry_in_ms = wait.as_millis() as u64, "emission round failed; retrying");
-                    next_emit = Instant::now() + wait;
+                    next_emit = after(wait);
                 }
             }
         }
@@ -221,12 +227,12 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
                         flow = %ctx.name, committed = s.committed, skipped_active = s.skipped_active,
                         skipped_target_ahead = s.skipped_target_ahead, failed = s.failed, "group sync done"
                     );
-                    next_sync = Instant::now() + sync_every;
+                    next_sync = after(sync_every);
                 }
                 Err(e) => {
                     let wait = sync_backoff.failed().min(sync_every);
                     tracing::warn!(flow = %ctx.name, error = %e, retry_in_ms = wait.as_millis() as u64, "group sync failed; retrying");
-                    next_sync = Instant::now() + wait;
+                    next_sync = after(wait);
                 }
             }
         }
