@@ -19,6 +19,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Deserialize;
 
+pub mod java;
+pub mod mm2;
+
 /// Environment variable naming the cluster file; `cargo xtask test` sets it.
 pub const CLUSTERS_FILE_ENV: &str = "MM2_CLUSTERS_FILE";
 
@@ -323,6 +326,14 @@ impl Clusters {
 pub fn clusters() -> &'static Clusters {
     static CLUSTERS: OnceLock<Clusters> = OnceLock::new();
     CLUSTERS.get_or_init(Clusters::load)
+}
+
+/// The workspace's `target/` directory, where tests keep their scratch files
+/// (`target/mm2/`, `target/java-helpers/`).
+pub fn target_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("target")
 }
 
 /// A name no other test (in this process or a concurrent one) uses:

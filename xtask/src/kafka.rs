@@ -742,7 +742,7 @@ fn stop_broker(name: &str, pid: u32, config: &Path) -> Result<()> {
     Ok(())
 }
 
-fn signal(pid: u32, sig: &str) -> Result<()> {
+pub(crate) fn signal(pid: u32, sig: &str) -> Result<()> {
     // Failure is fine if the process exited in between; the caller re-checks.
     Command::new("kill")
         .arg(format!("-{sig}"))
@@ -765,7 +765,7 @@ fn is_our_broker(pid: u32, config: &Path) -> bool {
 }
 
 /// True if `pid` exists and is not a zombie (our unreaped, exited child).
-fn is_running(pid: u32) -> bool {
+pub(crate) fn is_running(pid: u32) -> bool {
     let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
         return false;
     };

@@ -4,13 +4,19 @@
 //!   (see [`kafka`]).
 //! - `cargo xtask test [-- <cargo test args>]`: the whole test suite against
 //!   those clusters, starting and stopping them as needed.
+//! - `cargo xtask mm2 config|start|stop|status`: Apache Kafka's MirrorMaker 2
+//!   against those clusters, for manual side-by-side runs (see [`mm2`]).
 //! - `cargo xtask dist`, `dist-test`: static musl release binaries (see [`dist`]).
 //! - `cargo xtask image`: a `FROM scratch` OCI image of them (see [`oci`]).
+//! - `cargo xtask fuzz [--seconds N] [TARGET...]`: every cargo-fuzz target for
+//!   N seconds each (see [`fuzz`]).
 
 mod certs;
 mod dist;
+mod fuzz;
 mod kafka;
 mod maven;
+mod mm2;
 mod oci;
 mod probe;
 
@@ -29,9 +35,26 @@ commands:
   kafka down        stop the clusters this worktree started; keep their logs
   kafka status      show each cluster and listener; non-zero exit if unhealthy
   kafka classpath   print the Java classpath of the cached Kafka jars
+  mm2 config [--topics RE] [--groups RE] [--offset-lag-max N]
+             [--no-checkpoints | --no-checkpoint-groups] [--isolated]
+                    print an mm2.properties for the running clusters (source->target,
+                    RF 1, 1 s intervals). Replication and offset syncs always run;
+                    --no-checkpoints: emit.checkpoints.enabled=false (MM2 refuses
+                    its checkpoint connector; an earlier stored one keeps running);
+                    --no-checkpoint-groups: groups.exclude=.* (connector runs
+                    without tasks; replaces a stored one); --isolated: own Connect
+                    worker group and internal topics instead of MM2's defaults
+  mm2 start --config FILE [--name NAME]
+                    run MirrorMaker 2 (dedicated mode) detached, files in
+                    target/mm2/NAME/ (default NAME: manual)
+  mm2 stop [--name NAME]
+                    stop the MirrorMaker 2 that `mm2 start` started
+  mm2 status        list the MirrorMaker 2 processes `mm2 start` started
   test [-- ARGS]    clusters up, `cargo test --workspace --all-targets` and
                     `cargo test --workspace --doc` (ARGS passed to both), clusters
-                    down again if this command started them
+                    down again if this command started them. With `-p NAME` in ARGS
+                    `--workspace` is left out; with target options (`--test NAME`,
+                    `--lib`, ...) only one `cargo test ARGS` runs
   dist [--target x86_64|aarch64|all] [--variant default|ring|all] [--allow-c]
                     static release binaries into target/dist/ with SHA256SUMS
                     (default: both targets, default variant, C compilers poisoned)
@@ -41,6 +64,10 @@ commands:
   image [--variant default|ring] [--check]
                     FROM-scratch OCI image layout target/dist/oci/ and its tar;
                     --check validates it with skopeo and umoci
+  fuzz [--seconds N] [TARGET...]
+                    build and run each cargo-fuzz target (all by default) for
+                    N seconds (default 60) after replaying its regressions;
+                    fails on any crash (needs nightly and cargo-fuzz)
   help              this text
 
 environment:
@@ -86,6 +113,57 @@ fn run(args: &[String]) -> Result<ExitCode> {
             println!("{}", runtime.classpath());
             Ok(ExitCode::SUCCESS)
         }
+        ["mm2", "config", rest @ ..] => {
+            let mut args = mm2::ConfigArgs::default();
+            let mut rest = rest.iter();
+            while let Some(flag) = rest.next() {
+                match *flag {
+                    "--topics" => args.topics = Some(value(flag, rest.next())?.to_owned()),
+                    "--groups" => args.groups = Some(value(flag, rest.next())?.to_owned()),
+                    "--offset-lag-max" => {
+                        let v = value(flag, rest.next())?;
+                        args.offset_lag_max = Some(v.parse().with_context(|| {
+                            format!("--offset-lag-max wants a non-negative integer, not {v:?}")
+                        })?);
+                    }
+                    "--no-checkpoints" => args.no_checkpoints = true,
+                    "--no-checkpoint-groups" => args.no_checkpoint_groups = true,
+                    "--isolated" => args.isolated = true,
+                    other => bail!("unknown option `{other}` for `mm2 config`\n\n{USAGE}"),
+                }
+            }
+            mm2::config(&layout, &args)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        ["mm2", "start", rest @ ..] => {
+            let (mut config, mut name) = (None, mm2::DEFAULT_NAME);
+            let mut rest = rest.iter();
+            while let Some(flag) = rest.next() {
+                match *flag {
+                    "--config" => config = Some(value(flag, rest.next())?),
+                    "--name" => name = value(flag, rest.next())?,
+                    other => bail!("unknown option `{other}` for `mm2 start`\n\n{USAGE}"),
+                }
+            }
+            let Some(config) = config else {
+                bail!("`mm2 start` needs --config FILE (see `cargo xtask mm2 config`)\n\n{USAGE}");
+            };
+            mm2::start(&layout, Path::new(config), name)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        ["mm2", "stop"] => {
+            mm2::stop(&layout, mm2::DEFAULT_NAME)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        ["mm2", "stop", "--name", name] => {
+            mm2::stop(&layout, name)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        ["mm2", "status"] => Ok(if mm2::status(&layout)? {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        }),
         ["test", rest @ ..] => {
             let extra = match rest {
                 [] => &[][..],
@@ -108,12 +186,19 @@ fn run(args: &[String]) -> Result<ExitCode> {
             oci::image(&workspace_root(), rest)?;
             Ok(ExitCode::SUCCESS)
         }
+        ["fuzz", rest @ ..] => fuzz::run(&workspace_root(), rest),
         [] | ["help"] | ["--help"] | ["-h"] => {
             println!("{USAGE}");
             Ok(ExitCode::SUCCESS)
         }
         _ => bail!("unknown command `{}`\n\n{USAGE}", words.join(" ")),
     }
+}
+
+/// The value after `flag`, or an error naming the flag.
+fn value<'a>(flag: &str, next: Option<&&'a str>) -> Result<&'a str> {
+    next.copied()
+        .with_context(|| format!("option `{flag}` needs a value"))
 }
 
 /// The workspace root: xtask's manifest lives one level below it.
@@ -154,15 +239,46 @@ fn run_cargo_tests(layout: &kafka::Layout, extra: &[&str]) -> Result<ExitCode> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let clusters_file = layout.clusters_file();
     let mut failed = Vec::new();
-    for (label, mode) in [
-        ("cargo test --workspace --all-targets", "--all-targets"),
-        ("cargo test --workspace --doc", "--doc"),
-    ] {
+    // Only cargo's own options count, not the test binary's (after `--`).
+    let cargo_args = || extra.iter().take_while(|a| **a != "--");
+    // `-p NAME` narrows the run to packages: `--workspace` would override it.
+    let packages = cargo_args()
+        .any(|a| *a == "--package" || a.starts_with("-p") || a.starts_with("--package="));
+    // Cargo refuses `--doc` next to other target selections (`--test NAME`, ...).
+    let targets = cargo_args().any(|a| {
+        [
+            "--lib",
+            "--bin",
+            "--bins",
+            "--test",
+            "--tests",
+            "--example",
+            "--examples",
+            "--bench",
+            "--benches",
+        ]
+        .iter()
+        .any(|t| a == t || a.starts_with(&format!("{t}=")))
+    });
+    let scope: &[&str] = if packages { &[] } else { &["--workspace"] };
+    // Explicit targets replace `--all-targets` (which would add every other
+    // target) and rule out the doc-test run.
+    let phases: &[&str] = if targets {
+        &[""]
+    } else {
+        &["--all-targets", "--doc"]
+    };
+    for mode in phases {
+        let args: Vec<&str> = std::iter::once("test")
+            .chain(scope.iter().copied())
+            .chain((!mode.is_empty()).then_some(*mode))
+            .chain(extra.iter().copied())
+            .collect();
+        let label = format!("cargo {}", args.join(" "));
         let phase = Instant::now();
         eprintln!("xtask: running `{label}`");
         let status = Command::new(&cargo)
-            .args(["test", "--workspace", mode])
-            .args(extra)
+            .args(&args)
             .env("MM2_CLUSTERS_FILE", &clusters_file)
             .current_dir(workspace_root())
             .status()

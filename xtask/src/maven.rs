@@ -23,12 +23,16 @@ pub const KAFKA_VERSION: &str = "4.1.1";
 ///
 /// `kafka_2.13` is the broker (`kafka.Kafka`, `kafka.tools.StorageTool`);
 /// `kafka-tools` holds the console consumer/producer, `kafka-topics` and
-/// `kafka-consumer-groups`. The SLF4J 2 API plus the Log4j 2 binding make the
-/// broker actually write its log (the broker pom leaves logging to the
-/// distribution).
+/// `kafka-consumer-groups`. `connect-mirror` is MirrorMaker 2 itself (the
+/// reference the interop tests run next to ours, with the Connect runtime as a
+/// dependency) and `connect-mirror-client` holds `RemoteClusterUtils`. The
+/// SLF4J 2 API plus the Log4j 2 binding make the broker actually write its log
+/// (the broker pom leaves logging to the distribution).
 const ARTIFACTS: &[(&str, &str, &str)] = &[
     ("org.apache.kafka", "kafka_2.13", KAFKA_VERSION),
     ("org.apache.kafka", "kafka-tools", KAFKA_VERSION),
+    ("org.apache.kafka", "connect-mirror", KAFKA_VERSION),
+    ("org.apache.kafka", "connect-mirror-client", KAFKA_VERSION),
     ("org.slf4j", "slf4j-api", "2.0.17"),
     ("org.apache.logging.log4j", "log4j-slf4j2-impl", "2.24.3"),
 ];
@@ -53,6 +57,11 @@ pub const TOOLS: &[(&str, &str)] = &[
 
 /// Written last, after every jar and script is in place.
 const STAMP: &str = ".complete";
+
+/// What the stamp holds. Change it whenever [`ARTIFACTS`] changes, so caches
+/// filled by an older xtask are fetched again (a stamp with other contents
+/// counts as incomplete).
+const STAMP_CONTENTS: &str = "4.1.1 +connect-mirror";
 
 /// Locations inside the Kafka runtime cache.
 #[derive(Debug, Clone)]
@@ -113,7 +122,7 @@ impl KafkaRuntime {
 
     /// True once a previous fetch finished.
     pub fn is_complete(&self) -> bool {
-        self.home.join(STAMP).is_file()
+        fs::read_to_string(self.home.join(STAMP)).is_ok_and(|s| s == STAMP_CONTENTS)
     }
 
     /// Fetches the jars unless the cache is already complete.
@@ -130,10 +139,13 @@ impl KafkaRuntime {
         let pom = work.join("pom.xml");
         fs::write(&pom, pom_xml()).with_context(|| format!("writing {}", pom.display()))?;
 
-        // Fresh libs dir, so a half-finished earlier attempt leaves no stray jars.
+        // Fetch into a fresh side directory, so a half-finished earlier attempt
+        // leaves no stray jars, and an older complete `libs/` (which brokers of
+        // other worktrees may be running from) stays whole until the swap below.
         let libs = self.libs();
-        if libs.exists() {
-            fs::remove_dir_all(&libs).with_context(|| format!("removing {}", libs.display()))?;
+        let fresh = self.home.join("libs.new");
+        if fresh.exists() {
+            fs::remove_dir_all(&fresh).with_context(|| format!("removing {}", fresh.display()))?;
         }
         let status = Command::new("mvn")
             .arg("-q")
@@ -146,7 +158,7 @@ impl KafkaRuntime {
                 self.home.join("m2").display()
             ))
             .arg("dependency:copy-dependencies")
-            .arg(format!("-DoutputDirectory={}", libs.display()))
+            .arg(format!("-DoutputDirectory={}", fresh.display()))
             .arg("-DincludeScope=runtime")
             .status()
             .context("running `mvn` (is Maven installed? `apt-get install maven`)")?;
@@ -156,13 +168,18 @@ impl KafkaRuntime {
             );
         }
         for (_, artifact, version) in ARTIFACTS {
-            let jar = libs.join(format!("{artifact}-{version}.jar"));
+            let jar = fresh.join(format!("{artifact}-{version}.jar"));
             if !jar.is_file() {
                 bail!("Maven finished but {} is missing", jar.display());
             }
         }
+        if libs.exists() {
+            fs::remove_dir_all(&libs).with_context(|| format!("removing {}", libs.display()))?;
+        }
+        fs::rename(&fresh, &libs)
+            .with_context(|| format!("moving {} to {}", fresh.display(), libs.display()))?;
         self.write_scripts()?;
-        fs::write(self.home.join(STAMP), KAFKA_VERSION)
+        fs::write(self.home.join(STAMP), STAMP_CONTENTS)
             .with_context(|| format!("writing the stamp in {}", self.home.display()))?;
         Ok(())
     }

@@ -15,6 +15,9 @@
 //!
 //! The operations ([`admin`]): consumer groups (list, describe, fetch and
 //! commit offsets) and topic creation, batched per broker.
+//!
+//! The data operations ([`data`]): ListOffsets, Fetch, Produce and
+//! [`PartitionReader`]; record batches are [`records`].
 
 pub mod admin;
 pub mod api;
@@ -22,6 +25,7 @@ pub mod backoff;
 pub mod client;
 pub mod config;
 pub mod connection;
+pub mod data;
 pub mod error;
 pub mod frame;
 pub mod pool;
@@ -29,6 +33,9 @@ pub mod records;
 pub mod sasl;
 pub mod tls;
 pub mod transport;
+
+#[cfg(test)]
+mod hostile_input;
 
 pub use admin::TopicPartition;
 pub use admin::groups::{
@@ -43,5 +50,9 @@ pub use config::{
     ClientCertConfig, ConnectionConfig, SaslConfig, SaslMechanismKind, Secret, TlsConfig,
 };
 pub use connection::{BrokerConnection, Connector};
+pub use data::{
+    FetchOptions, FetchedPartition, IsolationLevel, ListedOffset, OffsetSpec, PartitionOffset,
+    PartitionReader, ProduceOptions, StartOffset,
+};
 pub use error::Error;
 pub use pool::BrokerPool;

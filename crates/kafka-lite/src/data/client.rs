@@ -1,0 +1,227 @@
+//! The data operations as [`Client`] methods: routed to partition leaders,
+//! retried after metadata refreshes (see [`Client::retry`] for the rules).
+
+use std::collections::BTreeMap;
+
+use kafka_protocol::error::ResponseError;
+
+use super::IsolationLevel;
+use super::fetch::{FetchOptions, FetchedPartition, fetch_via};
+use super::offsets::{ListedOffset, OffsetSpec, list_offsets_via};
+use super::produce::{ProduceOptions, produce_via};
+use super::reader::{PartitionReader, StartOffset};
+use crate::Error;
+use crate::client::{BrokerInfo, Client, clone_error};
+use crate::records::{ConsumerRecord, ProducerRecord};
+
+impl Client {
+    /// Looks up offsets of many partitions: one ListOffsets request per
+    /// partition leader (leaders asked one after another), answers in the
+    /// order of `queries`, each with its own result.
+    ///
+    /// Partitions whose answer is a retriable error (a moved leader, a
+    /// failed connection) are asked again, after a metadata refresh and a
+    /// backoff, until the retry deadline; then their last error is their
+    /// answer. UNKNOWN_TOPIC_OR_PARTITION is retried only
+    /// [`RetryPolicy::max_unknown_topic_retries`](crate::RetryPolicy) times.
+    /// Under [`IsolationLevel::ReadCommitted`], [`OffsetSpec::Latest`] is
+    /// the last stable offset.
+    pub async fn list_offsets(
+        &self,
+        queries: &[(&str, i32, OffsetSpec)],
+        isolation: IsolationLevel,
+    ) -> Vec<ListedOffset> {
+        let mut answers: Vec<Option<ListedOffset>> = queries.iter().map(|_| None).collect();
+        let mut pending: Vec<usize> = (0..queries.len()).collect();
+        let mut backoff = self.new_backoff();
+        let deadline = backoff.deadline();
+        let mut unknown_topic_rounds = 0u32;
+        loop {
+            // Pending queries by leader address (with the leader).
+            let mut by_leader: BTreeMap<String, (BrokerInfo, Vec<usize>)> = BTreeMap::new();
+            for &index in &pending {
+                let Some(&(topic, partition, spec)) = queries.get(index) else {
+                    continue;
+                };
+                match Self::within(deadline, self.leader(topic, partition)).await {
+                    Ok(leader) => {
+                        by_leader
+                            .entry(leader.address())
+                            .or_insert_with(|| (leader, Vec::new()))
+                            .1
+                            .push(index);
+                    }
+                    Err(error) => {
+                        set_answer(&mut answers, index, topic, partition, spec, Err(error))
+                    }
+                }
+            }
+            for (leader, indexes) in by_leader.into_values() {
+                let asked: Vec<(&str, i32, OffsetSpec)> = indexes
+                    .iter()
+                    .filter_map(|&i| queries.get(i).copied())
+                    .collect();
+                let outcome = match self.connection_to(&leader).await {
+                    Ok(connection) => {
+                        list_offsets_via(Some(self), &connection, &asked, isolation).await
+                    }
+                    Err(error) => Err(error),
+                };
+                match outcome {
+                    Ok(listed) => {
+                        for (index, answer) in indexes.iter().zip(listed) {
+                            if let Some(slot) = answers.get_mut(*index) {
+                                *slot = Some(answer);
+                            }
+                        }
+                    }
+                    Err(error) => {
+                        for (&index, &(topic, partition, spec)) in indexes.iter().zip(&asked) {
+                            let copy = clone_error(&error);
+                            set_answer(&mut answers, index, topic, partition, spec, Err(copy));
+                        }
+                    }
+                }
+            }
+
+            // Keep the partitions worth asking again.
+            let mut unknown_topic = false;
+            pending.retain(|&index| {
+                let Some(Some(answer)) = answers.get(index) else {
+                    return false;
+                };
+                let Err(error) = &answer.result else {
+                    return false;
+                };
+                self.observe_error(error);
+                if error.kafka_error() == Some(ResponseError::UnknownTopicOrPartition) {
+                    unknown_topic = true;
+                }
+                error.is_retriable()
+            });
+            if unknown_topic {
+                unknown_topic_rounds += 1;
+                if unknown_topic_rounds > self.retry_policy().max_unknown_topic_retries {
+                    pending.retain(|&index| {
+                        answers
+                            .get(index)
+                            .and_then(Option::as_ref)
+                            .and_then(|a| a.result.as_ref().err())
+                            .and_then(Error::kafka_error)
+                            != Some(ResponseError::UnknownTopicOrPartition)
+                    });
+                }
+            }
+            if pending.is_empty() || !backoff.wait().await {
+                break;
+            }
+            tracing::debug!(partitions = pending.len(), "retrying ListOffsets");
+        }
+        answers.into_iter().flatten().collect()
+    }
+
+    /// Fetches records of `topic`/`partition` from `offset` from its leader
+    /// (see [`fetch_on`](crate::data::fetch_on) for what is returned), retrying retriable errors.
+    /// OFFSET_OUT_OF_RANGE is not retried ([`Error::is_offset_out_of_range`]).
+    pub async fn fetch(
+        &self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        options: &FetchOptions,
+    ) -> Result<FetchedPartition, Error> {
+        self.retry("Fetch", || async move {
+            let connection = self.leader_connection(topic, partition).await?;
+            fetch_via(Some(self), &connection, topic, partition, offset, options).await
+        })
+        .await
+    }
+
+    /// Appends `records` as one batch to `topic`/`partition` on its leader
+    /// and returns the first record's offset (see [`produce_on`](crate::data::produce_on)).
+    ///
+    /// Retriable errors (NOT_LEADER_OR_FOLLOWER, timeouts, closed
+    /// connections) are retried after a metadata refresh. The producer is
+    /// not idempotent, so a retry after a request that did reach the broker
+    /// can append the records twice — harmless for compacted topics keyed
+    /// by what they describe (like MirrorMaker's checkpoints), not for
+    /// others.
+    pub async fn produce(
+        &self,
+        topic: &str,
+        partition: i32,
+        records: &[ProducerRecord],
+        options: &ProduceOptions,
+    ) -> Result<i64, Error> {
+        self.retry("Produce", || async move {
+            let connection = self.leader_connection(topic, partition).await?;
+            produce_via(Some(self), &connection, topic, partition, records, options).await
+        })
+        .await
+    }
+
+    /// Opens a [`PartitionReader`] on `topic`/`partition`: looks up the start
+    /// and the end offset (the high watermark, or the last stable offset
+    /// under read_committed) now.
+    pub async fn partition_reader(
+        &self,
+        topic: &str,
+        partition: i32,
+        start: StartOffset,
+        options: FetchOptions,
+    ) -> Result<PartitionReader, Error> {
+        self.retry("ListOffsets", || async move {
+            let connection = self.leader_connection(topic, partition).await?;
+            PartitionReader::open_via(Some(self), &connection, topic, partition, start, options)
+                .await
+        })
+        .await
+    }
+
+    async fn reader_fetch(&self, reader: &PartitionReader) -> Result<FetchedPartition, Error> {
+        self.fetch(
+            reader.topic(),
+            reader.partition(),
+            reader.position(),
+            reader.options(),
+        )
+        .await
+    }
+}
+
+impl PartitionReader {
+    /// [`read_on`](Self::read_on) through `client`: the next records before
+    /// [`end`](Self::end), `Ok(None)` once it is reached.
+    pub async fn read(&mut self, client: &Client) -> Result<Option<Vec<ConsumerRecord>>, Error> {
+        if self.is_caught_up() {
+            return Ok(None);
+        }
+        let fetched = client.reader_fetch(self).await?;
+        Ok(Some(self.advance_to_end(fetched)))
+    }
+
+    /// [`follow_on`](Self::follow_on) through `client`: whatever follows
+    /// the position, waiting up to the fetch wait; may be empty.
+    pub async fn follow(&mut self, client: &Client) -> Result<Vec<ConsumerRecord>, Error> {
+        let fetched = client.reader_fetch(self).await?;
+        Ok(self.advance(fetched))
+    }
+}
+
+fn set_answer(
+    answers: &mut [Option<ListedOffset>],
+    index: usize,
+    topic: &str,
+    partition: i32,
+    spec: OffsetSpec,
+    result: Result<super::PartitionOffset, Error>,
+) {
+    if let Some(slot) = answers.get_mut(index) {
+        *slot = Some(ListedOffset {
+            topic: topic.to_string(),
+            partition,
+            spec,
+            result,
+        });
+    }
+}

@@ -1,0 +1,338 @@
+//! Fetch: the records of one partition from an offset, on its leader.
+
+use std::time::Duration;
+
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::fetch_response::PartitionData;
+use kafka_protocol::messages::{FetchRequest, TopicName};
+use kafka_protocol::protocol::StrBytes;
+
+use super::{IsolationLevel, partition_context, send};
+use crate::records::{self, AbortedTransaction, ConsumerRecord};
+use crate::{BrokerConnection, Client, Error};
+
+const API: &str = "Fetch";
+
+/// How to fetch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FetchOptions {
+    /// Most record bytes to return for the partition (and for the whole
+    /// response). The broker still returns a first batch larger than this
+    /// whole (KIP-74). Default 1 MiB, Kafka's `max.partition.fetch.bytes`.
+    pub max_bytes: i32,
+    /// How long the broker may wait for new records when there are none
+    /// (`fetch.max.wait.ms`). Default 500 ms. Must stay well below the
+    /// connection's `request_timeout`.
+    pub fetch_wait: Duration,
+    /// Which records are visible. Default read_uncommitted.
+    pub isolation: IsolationLevel,
+}
+
+impl Default for FetchOptions {
+    fn default() -> Self {
+        FetchOptions {
+            max_bytes: 1024 * 1024,
+            fetch_wait: Duration::from_millis(500),
+            isolation: IsolationLevel::ReadUncommitted,
+        }
+    }
+}
+
+/// What one fetch of one partition returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchedPartition {
+    /// Data records at or after the requested offset, in offset order:
+    /// control records (transaction markers) are never included, nor under
+    /// read_committed the records of aborted transactions. Offsets may have
+    /// gaps (compaction, transaction markers, aborted records).
+    pub records: Vec<ConsumerRecord>,
+    /// The partition's high watermark: the offset after the last record
+    /// replicated to all in-sync replicas.
+    pub high_watermark: i64,
+    /// The last stable offset: the first offset of a still-open
+    /// transaction, or the high watermark when none is open (-1 if the
+    /// broker did not say).
+    pub last_stable_offset: i64,
+    /// The first offset still in the log (-1 if the broker did not say;
+    /// Fetch v5+ always does).
+    pub log_start_offset: i64,
+    /// Where the next fetch should start: after the last batch returned,
+    /// even when its records were all filtered out or compacted away; the
+    /// requested offset when nothing was returned.
+    pub next_offset: i64,
+}
+
+/// Fetches records of `topic`/`partition` from `offset` on the broker behind
+/// `connection`, which must lead the partition.
+///
+/// The broker answers as soon as it has any record at `offset` or later, or
+/// after `options.fetch_wait`. No fetch session is used (every request is a
+/// full fetch) and topics are named, not identified by id (Fetch v4–12).
+///
+/// Errors: the partition's Kafka error as [`Error::Kafka`] —
+/// OFFSET_OUT_OF_RANGE (see [`Error::is_offset_out_of_range`]) when `offset`
+/// is before the log start or after the log end; NOT_LEADER_OR_FOLLOWER and
+/// similar retriable codes when leadership moved. Undecodable record data is
+/// [`Error::MalformedResponse`].
+pub async fn fetch_on(
+    connection: &BrokerConnection,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    options: &FetchOptions,
+) -> Result<FetchedPartition, Error> {
+    fetch_via(None, connection, topic, partition, offset, options).await
+}
+
+/// [`fetch_on`], counting the request on `client` if given.
+pub(super) async fn fetch_via(
+    client: Option<&Client>,
+    connection: &BrokerConnection,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    options: &FetchOptions,
+) -> Result<FetchedPartition, Error> {
+    let version = connection.version_for::<FetchRequest>()?;
+    let wait_ms = i32::try_from(options.fetch_wait.as_millis()).unwrap_or(i32::MAX);
+    let max_bytes = options.max_bytes.max(1);
+    let request = FetchRequest::default()
+        .with_replica_id((-1).into())
+        .with_max_wait_ms(wait_ms)
+        .with_min_bytes(1)
+        .with_max_bytes(max_bytes)
+        .with_isolation_level(options.isolation.to_protocol())
+        // Session id 0 with epoch -1: a full fetch that opens no session.
+        .with_session_id(0)
+        .with_session_epoch(-1)
+        .with_topics(vec![
+            FetchTopic::default()
+                .with_topic(TopicName(StrBytes::from_string(topic.to_string())))
+                .with_partitions(vec![
+                    FetchPartition::default()
+                        .with_partition(partition)
+                        .with_current_leader_epoch(-1)
+                        .with_fetch_offset(offset)
+                        .with_last_fetched_epoch(-1)
+                        .with_log_start_offset(-1)
+                        .with_partition_max_bytes(max_bytes),
+                ]),
+        ]);
+    let response = send(client, connection, request, version).await?;
+    let context = || format!("{} at offset {offset}", partition_context(topic, partition));
+    Error::check_code(API, response.error_code, context())?;
+    let malformed = |detail: String| Error::MalformedResponse {
+        broker: connection.address().to_string(),
+        api: API,
+        version,
+        detail,
+    };
+    let data = response
+        .responses
+        .into_iter()
+        .filter(|t| t.topic.0.as_str() == topic)
+        .flat_map(|t| t.partitions)
+        .find(|p| p.partition_index == partition)
+        .ok_or_else(|| {
+            malformed(format!(
+                "no answer for {}",
+                partition_context(topic, partition)
+            ))
+        })?;
+    Error::check_code(API, data.error_code, context())?;
+
+    read_partition(data, offset, options.isolation, max_bytes)
+        .map_err(|detail| malformed(format!("{}: {detail}", context())))
+}
+
+/// Turns one partition of a Fetch response, fetched at `offset`, into what
+/// [`fetch_on`] returns; `Err` describes undecodable record data.
+fn read_partition(
+    data: PartitionData,
+    offset: i64,
+    isolation: IsolationLevel,
+    max_bytes: i32,
+) -> Result<FetchedPartition, String> {
+    let mut bytes = data.records.unwrap_or_default();
+    let batches = records::decode_batches(&mut bytes).map_err(|e| e.to_string())?;
+    if batches.is_empty() && !bytes.is_empty() {
+        // Brokers since 0.10.1 return at least one whole batch however small
+        // the limit; only a cut-off first batch ends up here.
+        return Err(format!(
+            "the first record batch is cut short ({} bytes returned, limit {max_bytes})",
+            bytes.len()
+        ));
+    }
+    // The next fetch starts after the last batch, whatever filtering keeps.
+    let next_offset = batches
+        .last()
+        .map_or(offset, |b| b.next_offset())
+        .max(offset);
+    let batches = match isolation {
+        IsolationLevel::ReadUncommitted => batches,
+        IsolationLevel::ReadCommitted => {
+            let aborted: Vec<AbortedTransaction> = data
+                .aborted_transactions
+                .unwrap_or_default()
+                .iter()
+                .map(AbortedTransaction::from)
+                .collect();
+            records::read_committed(batches, &aborted)
+        }
+    };
+    let records = batches
+        .into_iter()
+        .filter(|batch| !batch.is_control)
+        .flat_map(|batch| batch.records)
+        // A batch that starts before `offset` is returned whole.
+        .filter(|record| record.offset >= offset)
+        .collect();
+    Ok(FetchedPartition {
+        records,
+        high_watermark: data.high_watermark,
+        last_stable_offset: data.last_stable_offset,
+        log_start_offset: data.log_start_offset,
+        next_offset,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::{Bytes, BytesMut};
+
+    use super::*;
+    use crate::records::{Codec, ProducerRecord, encode_batch};
+
+    /// A batch of `n` records (values `v<offset>`) at `base_offset`.
+    fn batch(base_offset: i64, n: i64, codec: Codec) -> Bytes {
+        let records: Vec<ProducerRecord> = (base_offset..base_offset + n)
+            .map(|o| ProducerRecord {
+                timestamp: 1_700_000_000_000,
+                key: None,
+                value: Some(Bytes::from(format!("v{o}"))),
+                headers: Vec::new(),
+            })
+            .collect();
+        let encoded = encode_batch(&records, codec).expect("encode");
+        // The base offset is outside the CRC; the broker rewrites it the same way.
+        let mut bytes = BytesMut::from(&encoded[..]);
+        bytes[..8].copy_from_slice(&base_offset.to_be_bytes());
+        bytes.freeze()
+    }
+
+    fn partition(parts: &[Bytes]) -> PartitionData {
+        let mut all = BytesMut::new();
+        for part in parts {
+            all.extend_from_slice(part);
+        }
+        PartitionData::default()
+            .with_high_watermark(100)
+            .with_last_stable_offset(100)
+            .with_log_start_offset(0)
+            .with_records(Some(all.freeze()))
+    }
+
+    fn offsets(fetched: &FetchedPartition) -> Vec<i64> {
+        fetched.records.iter().map(|r| r.offset).collect()
+    }
+
+    #[test]
+    fn batches_of_different_codecs_read_in_order() {
+        let data = partition(&[batch(0, 2, Codec::Zstd), batch(2, 3, Codec::Snappy)]);
+        let fetched =
+            read_partition(data, 0, IsolationLevel::ReadUncommitted, 1 << 20).expect("read");
+        assert_eq!(offsets(&fetched), [0, 1, 2, 3, 4]);
+        assert_eq!(fetched.next_offset, 5);
+    }
+
+    #[test]
+    fn a_cut_off_last_batch_is_left_for_the_next_fetch() {
+        let third = batch(5, 3, Codec::None);
+        let data = partition(&[
+            batch(0, 2, Codec::None),
+            batch(2, 3, Codec::Gzip),
+            third.slice(..third.len() - 7),
+        ]);
+        let fetched =
+            read_partition(data, 0, IsolationLevel::ReadUncommitted, 1 << 20).expect("read");
+        assert_eq!(offsets(&fetched), [0, 1, 2, 3, 4]);
+        assert_eq!(fetched.next_offset, 5);
+    }
+
+    #[test]
+    fn a_cut_off_first_batch_is_an_error_naming_the_limit() {
+        let only = batch(0, 3, Codec::Lz4);
+        let data = partition(&[only.slice(..only.len() - 1)]);
+        let err = read_partition(data, 0, IsolationLevel::ReadUncommitted, 100)
+            .expect_err("nothing whole");
+        assert!(
+            err.contains("cut short") && err.contains("limit 100"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn records_before_the_fetch_offset_are_dropped() {
+        let data = partition(&[batch(10, 5, Codec::None)]);
+        let fetched =
+            read_partition(data, 12, IsolationLevel::ReadUncommitted, 1 << 20).expect("read");
+        assert_eq!(offsets(&fetched), [12, 13, 14]);
+        assert_eq!(fetched.next_offset, 15);
+    }
+
+    #[test]
+    fn no_records_leaves_the_next_offset_at_the_fetch_offset() {
+        let data = partition(&[]);
+        let fetched =
+            read_partition(data, 7, IsolationLevel::ReadCommitted, 1 << 20).expect("read");
+        assert!(fetched.records.is_empty());
+        assert_eq!(fetched.next_offset, 7);
+    }
+
+    /// A batch whose records compaction removed entirely (kept for its
+    /// producer state): offsets `base..=base+delta`, no records.
+    fn empty_batch(base_offset: i64, last_offset_delta: i32) -> Bytes {
+        let mut b = BytesMut::new();
+        b.extend_from_slice(&base_offset.to_be_bytes());
+        b.extend_from_slice(&49i32.to_be_bytes()); // batch length after this field
+        b.extend_from_slice(&0i32.to_be_bytes()); // partition leader epoch
+        b.extend_from_slice(&[2]); // magic
+        b.extend_from_slice(&[0; 4]); // CRC, filled below
+        b.extend_from_slice(&0i16.to_be_bytes()); // attributes
+        b.extend_from_slice(&last_offset_delta.to_be_bytes());
+        b.extend_from_slice(&1_700_000_000_000i64.to_be_bytes()); // base timestamp
+        b.extend_from_slice(&1_700_000_000_000i64.to_be_bytes()); // max timestamp
+        b.extend_from_slice(&7i64.to_be_bytes()); // producer id
+        b.extend_from_slice(&0i16.to_be_bytes()); // producer epoch
+        b.extend_from_slice(&0i32.to_be_bytes()); // base sequence
+        b.extend_from_slice(&0i32.to_be_bytes()); // record count
+        let crc = crc32c::crc32c(&b[21..]);
+        b[17..21].copy_from_slice(&crc.to_be_bytes());
+        b.freeze()
+    }
+
+    #[test]
+    fn a_batch_compacted_to_nothing_still_moves_the_next_offset() {
+        let data = partition(&[batch(0, 2, Codec::None), empty_batch(2, 4)]);
+        let fetched =
+            read_partition(data, 0, IsolationLevel::ReadUncommitted, 1 << 20).expect("read");
+        assert_eq!(offsets(&fetched), [0, 1]);
+        assert_eq!(fetched.next_offset, 7);
+    }
+
+    #[test]
+    fn a_corrupt_batch_is_an_error() {
+        let good = batch(0, 2, Codec::None);
+        let mut bad = BytesMut::from(&good[..]);
+        let last = bad.len() - 1;
+        bad[last] ^= 0xff;
+        let err = read_partition(
+            partition(&[bad.freeze()]),
+            0,
+            IsolationLevel::ReadUncommitted,
+            1 << 20,
+        )
+        .expect_err("CRC mismatch");
+        assert!(err.contains("CRC"), "{err}");
+    }
+}

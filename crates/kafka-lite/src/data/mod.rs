@@ -1,0 +1,84 @@
+//! Data operations: ListOffsets, Fetch and Produce for single partitions, and
+//! [`PartitionReader`], which reads a partition to the end it had when it
+//! started and then follows it.
+//!
+//! Each operation exists at two levels:
+//!
+//! * a function taking the partition leader's [`BrokerConnection`]
+//!   (`list_offsets_on`, `fetch_on`, `produce_on`): one request, no routing
+//!   and no retries — the caller picked the broker;
+//! * a method of [`Client`] that finds the leader, and retries
+//!   retriable errors (stale leadership, closed connections) after refreshing
+//!   metadata.
+//!
+//! Records are encoded and decoded by [`crate::records`]; this module adds
+//! the protocol around them: which offsets to drop, control batches,
+//! read_committed, and where the next fetch starts.
+//!
+//! [`BrokerConnection`]: crate::BrokerConnection
+
+mod client;
+mod fetch;
+mod offsets;
+mod produce;
+mod reader;
+
+pub use fetch::{FetchOptions, FetchedPartition, fetch_on};
+pub use offsets::{ListedOffset, OffsetSpec, PartitionOffset, list_offsets_on};
+pub use produce::{ProduceOptions, produce_on};
+pub use reader::{PartitionReader, StartOffset};
+
+use kafka_protocol::error::ResponseError;
+
+use crate::api::ApiRequest;
+use crate::{BrokerConnection, Client, Error};
+
+/// Which records a read may see (Kafka's `isolation.level`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum IsolationLevel {
+    /// Every record up to the high watermark, including records of open
+    /// and aborted transactions (`read_uncommitted`, Kafka's default).
+    #[default]
+    ReadUncommitted,
+    /// Records up to the last stable offset (LSO), without the records of
+    /// aborted transactions (`read_committed`).
+    ReadCommitted,
+}
+
+impl IsolationLevel {
+    /// The protocol's `isolation_level` byte.
+    fn to_protocol(self) -> i8 {
+        match self {
+            IsolationLevel::ReadUncommitted => 0,
+            IsolationLevel::ReadCommitted => 1,
+        }
+    }
+}
+
+impl Error {
+    /// Whether the broker answered OFFSET_OUT_OF_RANGE: the offset asked for
+    /// is before the log start (deleted by retention) or after the log end.
+    /// A reader can reset to the earliest or latest offset and carry on.
+    pub fn is_offset_out_of_range(&self) -> bool {
+        self.kafka_error() == Some(ResponseError::OffsetOutOfRange)
+    }
+}
+
+/// `topic-partition` as used in error contexts.
+fn partition_context(topic: &str, partition: i32) -> String {
+    format!("topic-partition {topic}-{partition}")
+}
+
+/// Sends `request` on `connection`, through `client` when there is one so
+/// that it counts the request ([`Client::requests_sent`]).
+async fn send<R: ApiRequest>(
+    client: Option<&Client>,
+    connection: &BrokerConnection,
+    request: R,
+    version: i16,
+) -> Result<R::Response, Error> {
+    match client {
+        Some(client) => client.send(connection, request, version).await,
+        None => connection.send_with_version(request, version).await,
+    }
+}

@@ -1,0 +1,113 @@
+//! Produce: append one record batch to one partition, on its leader.
+
+use std::time::Duration;
+
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{ProduceRequest, TopicName};
+use kafka_protocol::protocol::StrBytes;
+
+use super::{partition_context, send};
+use crate::records::{self, Codec, ProducerRecord};
+use crate::{BrokerConnection, Client, Error};
+
+const API: &str = "Produce";
+
+/// How to produce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProduceOptions {
+    /// Compression of the batch. Default none.
+    pub codec: Codec,
+    /// How long the leader waits for the in-sync replicas to acknowledge
+    /// (the request's `timeout_ms`). Default 30 s. Keep the connection's
+    /// `request_timeout` longer than this.
+    pub timeout: Duration,
+}
+
+impl Default for ProduceOptions {
+    fn default() -> Self {
+        ProduceOptions {
+            codec: Codec::None,
+            timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Appends `records` as one batch to `topic`/`partition` on the broker
+/// behind `connection`, which must lead the partition, and returns the
+/// offset of the first record (the others follow it consecutively).
+///
+/// The write is acknowledged by all in-sync replicas (`acks=all`). The
+/// producer is neither idempotent nor transactional: if a request fails
+/// after reaching the broker (a timeout, a closed connection) and is sent
+/// again, the records may be appended twice.
+///
+/// Errors: [`Error::Encode`] for records that cannot be encoded (none at
+/// all, a negative timestamp, a repeated header key); the partition's Kafka
+/// error as [`Error::Kafka`], with the broker's message in its context.
+pub async fn produce_on(
+    connection: &BrokerConnection,
+    topic: &str,
+    partition: i32,
+    records: &[ProducerRecord],
+    options: &ProduceOptions,
+) -> Result<i64, Error> {
+    produce_via(None, connection, topic, partition, records, options).await
+}
+
+/// [`produce_on`], counting the request on `client` if given.
+pub(super) async fn produce_via(
+    client: Option<&Client>,
+    connection: &BrokerConnection,
+    topic: &str,
+    partition: i32,
+    records: &[ProducerRecord],
+    options: &ProduceOptions,
+) -> Result<i64, Error> {
+    let version = connection.version_for::<ProduceRequest>()?;
+    let batch = records::encode_batch(records, options.codec).map_err(|e| Error::Encode {
+        api: API,
+        version,
+        detail: format!("{}: {e}", partition_context(topic, partition)),
+    })?;
+    let timeout_ms = i32::try_from(options.timeout.as_millis()).unwrap_or(i32::MAX);
+    let request = ProduceRequest::default()
+        .with_acks(-1)
+        .with_timeout_ms(timeout_ms)
+        .with_topic_data(vec![
+            TopicProduceData::default()
+                .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+                .with_partition_data(vec![
+                    PartitionProduceData::default()
+                        .with_index(partition)
+                        .with_records(Some(batch)),
+                ]),
+        ]);
+    let response = send(client, connection, request, version).await?;
+    let answer = response
+        .responses
+        .iter()
+        .filter(|t| t.name.0.as_str() == topic)
+        .flat_map(|t| t.partition_responses.iter())
+        .find(|p| p.index == partition)
+        .ok_or_else(|| Error::MalformedResponse {
+            broker: connection.address().to_string(),
+            api: API,
+            version,
+            detail: format!("no answer for {}", partition_context(topic, partition)),
+        })?;
+    let mut context = partition_context(topic, partition);
+    if let Some(message) = answer.error_message.as_ref().filter(|m| !m.is_empty()) {
+        context.push_str(&format!(" (broker says: {})", message.as_str()));
+    }
+    for record_error in &answer.record_errors {
+        if let Some(message) = &record_error.batch_index_error_message {
+            context.push_str(&format!(
+                " (record {}: {})",
+                record_error.batch_index,
+                message.as_str()
+            ));
+        }
+    }
+    Error::check_code(API, answer.error_code, context)?;
+    Ok(answer.base_offset)
+}

@@ -1,0 +1,562 @@
+//! Small Java programs (in `tests/java/`) that let the tests ask Apache Kafka's
+//! own Java code what it sees: MirrorMaker 2's record decoders,
+//! `RemoteClusterUtils.translateOffsets`, and plain producer / consumer / admin
+//! calls.
+//!
+//! The sources are compiled with `javac` against the cached Kafka jars the
+//! first time a test needs them, into `target/java-helpers/<hash>/`, where the
+//! hash covers the sources and the classpath: unchanged sources are never
+//! recompiled, and concurrent test processes never see a half-written
+//! directory (each compiles into a private directory and renames it into
+//! place).
+//!
+//! Every helper prints plain `space separated` lines on stdout; the typed
+//! wrappers below parse them and fail with a [`JavaError`] naming the program
+//! and the offending line.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use crate::Clusters;
+
+/// JVM options for the short-lived helper programs: small heap, quick start.
+const HELPER_JVM_OPTS: &[&str] = &["-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"];
+
+/// How long one helper run may take before it is killed. Kafka's own client
+/// timeouts (30 to 60 s) end a stuck helper sooner in practice.
+pub const HELPER_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Why a Java helper could not be built or run, or printed something unexpected.
+#[derive(Debug)]
+pub enum JavaError {
+    /// An I/O error around `what` (reading sources, creating directories, spawning).
+    Io {
+        /// What was being done.
+        what: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// `javac` rejected the sources.
+    Compile {
+        /// javac's diagnostics.
+        stderr: String,
+    },
+    /// A helper exited unsuccessfully.
+    Failed {
+        /// The helper's class name.
+        class: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Exit status as text.
+        status: String,
+        /// Its stderr (Kafka's warnings and the Java exception, if any).
+        stderr: String,
+    },
+    /// A helper printed a line the wrapper could not parse.
+    BadOutput {
+        /// The helper's class name.
+        class: String,
+        /// The line.
+        line: String,
+    },
+}
+
+impl fmt::Display for JavaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Io { what, source } => write!(f, "{what}: {source}"),
+            Self::Compile { stderr } => write!(f, "javac failed on tests/java:\n{stderr}"),
+            Self::Failed {
+                class,
+                args,
+                status,
+                stderr,
+            } => write!(
+                f,
+                "Java helper `{class} {}` failed ({status}):\n{stderr}",
+                args.join(" ")
+            ),
+            Self::BadOutput { class, line } => {
+                write!(
+                    f,
+                    "Java helper `{class}` printed an unexpected line: {line:?}"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for JavaError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> JavaError {
+    let what = what.into();
+    move |source| JavaError::Io { what, source }
+}
+
+/// The compiled helpers, ready to run against the cached Kafka jars.
+#[derive(Debug, Clone)]
+pub struct JavaHelpers {
+    classes: PathBuf,
+    kafka_libs: String,
+    log4j: PathBuf,
+}
+
+/// The helpers for this test run, compiled once per test binary.
+///
+/// # Panics
+///
+/// If there are no clusters (see [`crate::clusters`]) or `javac` fails: the
+/// tests that need Java cannot run without it.
+pub fn helpers() -> &'static JavaHelpers {
+    static HELPERS: OnceLock<JavaHelpers> = OnceLock::new();
+    HELPERS.get_or_init(|| match JavaHelpers::build(crate::clusters()) {
+        Ok(helpers) => helpers,
+        Err(e) => panic!("cannot build the Java test helpers: {e}"),
+    })
+}
+
+/// Which group protocol [`JavaHelpers::commit_offsets`] commits with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommitMode {
+    /// Join as a member with the classic protocol (`group.protocol=classic`).
+    Classic,
+    /// Join as a member with the KIP-848 protocol (`group.protocol=consumer`).
+    Consumer,
+    /// No membership: `assign()` and commit (a "simple" classic group).
+    Standalone,
+}
+
+impl CommitMode {
+    fn as_arg(self) -> &'static str {
+        match self {
+            Self::Classic => "classic",
+            Self::Consumer => "consumer",
+            Self::Standalone => "standalone",
+        }
+    }
+}
+
+/// One offset to commit, or one committed offset read back.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct GroupOffset {
+    /// Topic.
+    pub topic: String,
+    /// Partition.
+    pub partition: i32,
+    /// Offset (the next record to consume).
+    pub offset: i64,
+    /// Commit metadata (empty if none).
+    pub metadata: String,
+}
+
+/// One offset-sync record, decoded by MM2's `OffsetSync.deserializeRecord`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OffsetSyncRecord {
+    /// Upstream (source) topic.
+    pub topic: String,
+    /// Partition.
+    pub partition: i32,
+    /// Upstream offset.
+    pub upstream: i64,
+    /// Downstream offset.
+    pub downstream: i64,
+}
+
+/// One checkpoint record, decoded by MM2's `Checkpoint.deserializeRecord`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckpointRecord {
+    /// Consumer group.
+    pub group: String,
+    /// Downstream (renamed) topic.
+    pub topic: String,
+    /// Partition.
+    pub partition: i32,
+    /// Upstream offset.
+    pub upstream: i64,
+    /// Downstream offset.
+    pub downstream: i64,
+    /// Commit metadata.
+    pub metadata: String,
+}
+
+/// One record of a topic, as [`JavaHelpers::read_records`] prints it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicRecord {
+    /// Partition.
+    pub partition: i32,
+    /// Offset.
+    pub offset: i64,
+    /// Key as UTF-8 (`-` for null).
+    pub key: String,
+    /// Value as UTF-8 (`-` for null).
+    pub value: String,
+}
+
+impl JavaHelpers {
+    /// Compiles `tests/java/*.java` against the Kafka jars of `clusters` unless
+    /// an up-to-date build exists.
+    pub fn build(clusters: &Clusters) -> Result<Self, JavaError> {
+        let sources_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("java");
+        let mut sources: Vec<PathBuf> = std::fs::read_dir(&sources_dir)
+            .map_err(io_err(format!("listing {}", sources_dir.display())))?
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "java"))
+            .collect();
+        sources.sort();
+
+        let mut hasher = DefaultHasher::new();
+        clusters.kafka_libs.hash(&mut hasher);
+        for source in &sources {
+            source.file_name().hash(&mut hasher);
+            std::fs::read(source)
+                .map_err(io_err(format!("reading {}", source.display())))?
+                .hash(&mut hasher);
+        }
+        let root = crate::target_dir().join("java-helpers");
+        let classes = root.join(format!("{:016x}", hasher.finish()));
+        let helpers = Self {
+            classes: classes.clone(),
+            kafka_libs: clusters.kafka_libs.clone(),
+            log4j: clusters
+                .kafka_bin
+                .join("..")
+                .join("config")
+                .join("tools-log4j2.properties"),
+        };
+        if classes.join(".complete").is_file() {
+            return Ok(helpers);
+        }
+
+        let scratch = root.join(format!(
+            "tmp-{}-{}",
+            std::process::id(),
+            crate::unique_name("javac")
+        ));
+        std::fs::create_dir_all(&scratch)
+            .map_err(io_err(format!("creating {}", scratch.display())))?;
+        let output = Command::new("javac")
+            .arg("-Xlint:all")
+            .arg("-d")
+            .arg(&scratch)
+            .arg("-cp")
+            .arg(&clusters.kafka_libs)
+            .args(&sources)
+            .output()
+            .map_err(io_err("running `javac` (is a JDK installed?)"))?;
+        if !output.status.success() {
+            let _ = std::fs::remove_dir_all(&scratch);
+            return Err(JavaError::Compile {
+                stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+            });
+        }
+        std::fs::write(scratch.join(".complete"), "").map_err(io_err(format!(
+            "writing the stamp in {}",
+            scratch.display()
+        )))?;
+        // Another process may have won the race; its build is as good as ours.
+        if std::fs::rename(&scratch, &classes).is_err() {
+            let _ = std::fs::remove_dir_all(&scratch);
+            if !classes.join(".complete").is_file() {
+                return Err(JavaError::Io {
+                    what: format!("moving {} to {}", scratch.display(), classes.display()),
+                    source: std::io::Error::other("rename failed and no finished build is there"),
+                });
+            }
+        }
+        Ok(helpers)
+    }
+
+    /// A `java` command running `class` from the helpers with the Kafka jars
+    /// on the classpath and Kafka's logging sent to stderr at WARN.
+    pub fn command(&self, class: &str) -> Command {
+        let mut cmd = Command::new("java");
+        cmd.args(HELPER_JVM_OPTS)
+            .arg(format!(
+                "-Dlog4j2.configurationFile={}",
+                self.log4j.display()
+            ))
+            .arg("-cp")
+            .arg(format!("{}:{}", self.classes.display(), self.kafka_libs))
+            .arg(class);
+        cmd
+    }
+
+    /// Runs `class` with `args`; returns its stdout, or an error with its stderr.
+    /// A helper still running after [`HELPER_TIMEOUT`] is killed and reported
+    /// as failed.
+    pub fn run(&self, class: &str, args: &[&str]) -> Result<String, JavaError> {
+        let mut child = self
+            .command(class)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(io_err(format!("running java {class}")))?;
+        // Drain both pipes on threads so a chatty helper cannot block on a full pipe.
+        let drain = |pipe: Option<Box<dyn Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut bytes = Vec::new();
+                if let Some(mut pipe) = pipe {
+                    let _ = pipe.read_to_end(&mut bytes);
+                }
+                String::from_utf8_lossy(&bytes).into_owned()
+            })
+        };
+        let stdout = drain(
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        );
+        let stderr = drain(
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        );
+        let deadline = Instant::now() + HELPER_TIMEOUT;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break Some(status),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Ok(None) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break None;
+                }
+                Err(e) => return Err(io_err(format!("waiting for java {class}"))(e)),
+            }
+        };
+        let stdout = stdout.join().unwrap_or_default();
+        let stderr = stderr.join().unwrap_or_default();
+        match status {
+            Some(status) if status.success() => Ok(stdout),
+            other => Err(JavaError::Failed {
+                class: class.to_owned(),
+                args: args.iter().map(|a| (*a).to_owned()).collect(),
+                status: other.map_or_else(
+                    || format!("killed after {}s", HELPER_TIMEOUT.as_secs()),
+                    |s| s.to_string(),
+                ),
+                stderr,
+            }),
+        }
+    }
+
+    /// Creates `topic` with `partitions` partitions (if absent) and writes
+    /// `per_partition` records to each partition (`key-<p>-<i>` / `value-<p>-<i>`).
+    pub fn produce(
+        &self,
+        bootstrap: &str,
+        topic: &str,
+        partitions: u32,
+        per_partition: u32,
+    ) -> Result<(), JavaError> {
+        self.run(
+            "ProduceRecords",
+            &[
+                bootstrap,
+                topic,
+                &partitions.to_string(),
+                &per_partition.to_string(),
+            ],
+        )
+        .map(drop)
+    }
+
+    /// Commits `offsets` for `group`, joining the group as `mode` says.
+    pub fn commit_offsets(
+        &self,
+        bootstrap: &str,
+        group: &str,
+        mode: CommitMode,
+        offsets: &[GroupOffset],
+    ) -> Result<(), JavaError> {
+        let specs: Vec<String> = offsets
+            .iter()
+            .map(|o| format!("{}:{}={}:{}", o.topic, o.partition, o.offset, o.metadata))
+            .collect();
+        let mut args = vec![bootstrap, group, mode.as_arg()];
+        args.extend(specs.iter().map(String::as_str));
+        self.run("CommitOffsets", &args).map(drop)
+    }
+
+    /// The committed offsets of `group`, sorted (Admin `listConsumerGroupOffsets`).
+    pub fn group_offsets(
+        &self,
+        bootstrap: &str,
+        group: &str,
+    ) -> Result<Vec<GroupOffset>, JavaError> {
+        let class = "GroupOffsets";
+        let out = self.run(class, &[bootstrap, group])?;
+        parse_lines(class, &out, |f| {
+            let [topic, partition, offset, metadata @ ..] = f else {
+                return None;
+            };
+            Some(GroupOffset {
+                topic: (*topic).to_owned(),
+                partition: partition.parse().ok()?,
+                offset: offset.parse().ok()?,
+                metadata: metadata.join(" "),
+            })
+        })
+    }
+
+    /// Every record of the offset-syncs topic `topic` (partition 0), in log order.
+    pub fn offset_syncs(
+        &self,
+        bootstrap: &str,
+        topic: &str,
+    ) -> Result<Vec<OffsetSyncRecord>, JavaError> {
+        let class = "DumpOffsetSyncs";
+        let out = self.run(class, &[bootstrap, topic])?;
+        parse_lines(class, &out, |f| {
+            let [topic, partition, upstream, downstream] = f else {
+                return None;
+            };
+            Some(OffsetSyncRecord {
+                topic: (*topic).to_owned(),
+                partition: partition.parse().ok()?,
+                upstream: upstream.parse().ok()?,
+                downstream: downstream.parse().ok()?,
+            })
+        })
+    }
+
+    /// Every record of the checkpoints topic `topic` (partition 0), in log order.
+    pub fn checkpoints(
+        &self,
+        bootstrap: &str,
+        topic: &str,
+    ) -> Result<Vec<CheckpointRecord>, JavaError> {
+        let class = "DumpCheckpoints";
+        let out = self.run(class, &[bootstrap, topic])?;
+        parse_lines(class, &out, |f| {
+            let [group, topic, partition, upstream, downstream, metadata @ ..] = f else {
+                return None;
+            };
+            Some(CheckpointRecord {
+                group: (*group).to_owned(),
+                topic: (*topic).to_owned(),
+                partition: partition.parse().ok()?,
+                upstream: upstream.parse().ok()?,
+                downstream: downstream.parse().ok()?,
+                metadata: metadata.join(" "),
+            })
+        })
+    }
+
+    /// Every record of every partition of `topic`, by partition then offset.
+    pub fn read_records(
+        &self,
+        bootstrap: &str,
+        topic: &str,
+    ) -> Result<Vec<TopicRecord>, JavaError> {
+        let class = "ReadRecords";
+        let out = self.run(class, &[bootstrap, topic])?;
+        parse_lines(class, &out, |f| {
+            let [partition, offset, key, value] = f else {
+                return None;
+            };
+            Some(TopicRecord {
+                partition: partition.parse().ok()?,
+                offset: offset.parse().ok()?,
+                key: (*key).to_owned(),
+                value: (*value).to_owned(),
+            })
+        })
+    }
+
+    /// `RemoteClusterUtils.translateOffsets(target, source_alias, group)`: the
+    /// offsets `group` should use on the target cluster, keyed by
+    /// (downstream topic, partition).
+    pub fn translate_offsets(
+        &self,
+        target_bootstrap: &str,
+        source_alias: &str,
+        group: &str,
+        timeout: Duration,
+    ) -> Result<BTreeMap<(String, i32), i64>, JavaError> {
+        let class = "TranslateOffsets";
+        let out = self.run(
+            class,
+            &[
+                target_bootstrap,
+                source_alias,
+                group,
+                &timeout.as_millis().to_string(),
+            ],
+        )?;
+        let rows = parse_lines(class, &out, |f| {
+            let [topic, partition, offset] = f else {
+                return None;
+            };
+            Some((
+                ((*topic).to_owned(), partition.parse().ok()?),
+                offset.parse().ok()?,
+            ))
+        })?;
+        Ok(rows.into_iter().collect())
+    }
+}
+
+/// Splits `out` into lines of space-separated fields and parses each with `parse`.
+fn parse_lines<T>(
+    class: &str,
+    out: &str,
+    parse: impl Fn(&[&str]) -> Option<T>,
+) -> Result<Vec<T>, JavaError> {
+    out.lines()
+        .filter(|l| !l.is_empty())
+        .map(|line| {
+            let fields: Vec<&str> = line.split(' ').collect();
+            parse(&fields).ok_or_else(|| JavaError::BadOutput {
+                class: class.to_owned(),
+                line: line.to_owned(),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_malformed_helper_line_is_an_error_naming_the_line() {
+        let err = parse_lines("DumpOffsetSyncs", "t 0 1 2\nt zero 1 2\n", |f| {
+            let [_, p, ..] = f else { return None };
+            p.parse::<i32>().ok()
+        })
+        .expect_err("second line is malformed");
+        assert!(err.to_string().contains("t zero 1 2"), "{err}");
+    }
+
+    #[test]
+    fn metadata_with_spaces_survives_parsing() {
+        let rows = parse_lines("GroupOffsets", "t 0 5 a b\n", |f| {
+            let [_, _, _, metadata @ ..] = f else {
+                return None;
+            };
+            Some(metadata.join(" "))
+        })
+        .expect("well-formed");
+        assert_eq!(rows, vec!["a b".to_owned()]);
+    }
+}
