@@ -174,9 +174,7 @@ async fn garbage_body_for_api_versions_is_malformed_naming_api_and_broker() {
     let broker = serve(|mut s| async move {
         let request = read_request(&mut s).await.expect("request");
         // Error code 0, then an api_keys array of 3 entries that stops
-        // after 2 bytes. (A huge announced count aborts the process inside
-        // the unpatched kafka-protocol 0.18 — Vec::with_capacity overflow;
-        // the vendored patch on branch kpfix and its tests cover that.)
+        // after 2 bytes.
         let body = [0, 0, 0x04, 0x00, 0x12];
         let _ = s
             .write_all(&raw_frame(request.correlation_id(), &body))
@@ -195,6 +193,35 @@ async fn garbage_body_for_api_versions_is_malformed_naming_api_and_broker() {
         other => panic!("expected MalformedResponse, got {other:?}"),
     }
     assert!(!err.is_retriable());
+}
+
+#[tokio::test]
+async fn api_versions_claiming_2_pow_31_entries_is_malformed_not_an_abort() {
+    // Unpatched kafka-protocol 0.18 called Vec::with_capacity(2^31 - 1)
+    // here and aborted the process; the vendored patch bounds it by the
+    // bytes present (vendor/kafka-protocol/PATCHES.md).
+    let broker = serve(|mut s| async move {
+        let request = read_request(&mut s).await.expect("request");
+        let body = [0, 0, 0xff, 0xff, 0xff, 0xff, 0x07, 0xde, 0xad];
+        let _ = s
+            .write_all(&raw_frame(request.correlation_id(), &body))
+            .await;
+        stall(s).await;
+    })
+    .await;
+    let err = connect_within(&broker.address, Duration::from_millis(700))
+        .await
+        .expect_err("must fail");
+    assert!(
+        matches!(
+            &err,
+            Error::MalformedResponse {
+                api: "ApiVersions",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
 }
 
 #[tokio::test]
