@@ -405,7 +405,7 @@ async fn tls_broker_that_never_finishes_the_handshake_hits_the_connect_timeout()
         .expect_err("silent TLS server");
     assert!(matches!(err, Error::ConnectTimeout { .. }), "{err:?}");
     assert!(
-        started.elapsed() < Duration::from_secs(2),
+        started.elapsed() < Duration::from_secs(4),
         "{:?}",
         started.elapsed()
     );
