@@ -175,7 +175,8 @@ fn sign_expired(dir: &Path, name: &str, ca: &str) {
 fn pki() -> &'static Pki {
     static PKI: OnceLock<Pki> = OnceLock::new();
     PKI.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("kafka-lite-tls-test-{}", std::process::id()));
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("kafka-lite-tls-test-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("temp dir");
         make_ca(&dir, "ca");
