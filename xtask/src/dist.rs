@@ -932,6 +932,12 @@ pub fn dist_test(root: &Path, args: &[&str]) -> Result<()> {
 
     control_dynamic_binary_fails(&roots, &jail)?;
     let clusters = Clusters::up(&crate::kafka::Layout::new(root))?;
+    // Control: a seeded round that no binary ran must fail verification.
+    let unrun = clusters.prepare("control")?;
+    if clusters.verify(&unrun).is_ok() {
+        bail!("control: a round no binary ran passed verification, so verification proves nothing");
+    }
+    eprintln!("xtask: control: a round no binary ran fails verification as expected");
 
     let mut tested = 0;
     for &variant in &variants {
