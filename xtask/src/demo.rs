@@ -21,13 +21,14 @@ use crate::kafka::{self, Layout};
 const TOPIC: &str = "orders";
 const REMOTE: &str = "source.orders";
 const SYNCS: &str = "mm2-offset-syncs.target.internal";
-const PARTITIONS: i32 = 3;
+/// Partitions of the seeded topic and its mirror.
+pub const PARTITIONS: i32 = 3;
 const RECORDS: i64 = 100;
 /// Records already in the mirror before replication started, per partition: the
 /// downstream offset of upstream offset `u` is `u + SHIFT[p]`.
-const SHIFT: [i64; 3] = [7, 0, 25];
+pub const SHIFT: [i64; 3] = [7, 0, 25];
 /// Upstream offsets MM2 wrote offset syncs for (it writes one every so often).
-const SYNC_POINTS: [i64; 4] = [0, 30, 60, 90];
+pub const SYNC_POINTS: [i64; 4] = [0, 30, 60, 90];
 /// Source groups and their committed offsets per partition.
 const GROUPS: [(&str, [i64; 3]); 3] = [
     ("billing", [90, 60, 30]),
@@ -192,11 +193,73 @@ async fn seed(source: &Cluster, target: &Cluster) -> Result<()> {
         step("Seed: `orders` already exists on source (an earlier demo run); reusing it");
         return Ok(());
     }
-    step(&format!(
-        "Seed: topic `{TOPIC}` on source, {PARTITIONS} partitions x {RECORDS} records"
+    let groups: Vec<(String, [i64; 3])> =
+        GROUPS.iter().map(|(g, o)| ((*g).to_owned(), *o)).collect();
+    seed_flow(
+        source,
+        target,
+        &Seed {
+            topic: TOPIC,
+            remote: REMOTE,
+            syncs: SYNCS,
+            groups: &groups,
+        },
+        true,
+    )
+    .await
+}
+
+/// The names one seeded flow uses (see [`seed_flow`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Seed<'a> {
+    /// The upstream topic on the source cluster.
+    pub topic: &'a str,
+    /// Its mirror on the target (`<source alias>.<topic>` by default).
+    pub remote: &'a str,
+    /// The offset-syncs topic on the source (`mm2-offset-syncs.<target alias>.internal`).
+    pub syncs: &'a str,
+    /// Source groups and their committed offsets per partition.
+    pub groups: &'a [(String, [i64; 3])],
+}
+
+/// The mirror's offset of upstream offset `upstream` in `partition`: the mirror
+/// holds [`SHIFT`] extra records per partition ahead of the replicated ones.
+pub fn downstream_offset(partition: i32, upstream: i64) -> i64 {
+    let shift = usize::try_from(partition)
+        .ok()
+        .and_then(|p| SHIFT.get(p))
+        .copied()
+        .unwrap_or(0);
+    upstream + shift
+}
+
+/// What MM2's source connector would have left behind, on the real clusters:
+/// `seed.topic` on the source with [`PARTITIONS`] x [`RECORDS`] records, its
+/// mirror `seed.remote` on the target shifted by [`SHIFT`] records, offset syncs
+/// for [`SYNC_POINTS`] in `seed.syncs` on the source, and `seed.groups`
+/// committed on the source. `verbose` narrates each step on stdout.
+pub async fn seed_flow(
+    source: &Cluster,
+    target: &Cluster,
+    seed: &Seed<'_>,
+    verbose: bool,
+) -> Result<()> {
+    let say = |text: &str| {
+        if verbose {
+            step(text);
+        }
+    };
+    let Seed {
+        topic,
+        remote,
+        syncs: syncs_topic,
+        groups,
+    } = *seed;
+    say(&format!(
+        "Seed: topic `{topic}` on source, {PARTITIONS} partitions x {RECORDS} records"
     ));
-    source.create_topic(TOPIC, PARTITIONS, 1, &[]).await?;
-    target.create_topic(REMOTE, PARTITIONS, 1, &[]).await?;
+    source.create_topic(topic, PARTITIONS, 1, &[]).await?;
+    target.create_topic(remote, PARTITIONS, 1, &[]).await?;
     let record = |p: i32, i: i64, label: &str| OutRecord {
         key: format!("order-{p}-{i}").into_bytes(),
         value: format!("{{\"order\":{i},\"partition\":{p},\"{label}\":true}}").into_bytes(),
@@ -204,32 +267,33 @@ async fn seed(source: &Cluster, target: &Cluster) -> Result<()> {
     };
     for p in 0..PARTITIONS {
         let records: Vec<OutRecord> = (0..RECORDS).map(|i| record(p, i, "original")).collect();
-        source.produce(TOPIC, p, &records).await?;
+        source.produce(topic, p, &records).await?;
     }
-    step(&format!(
-        "Seed: mirror `{REMOTE}` on target, shifted by {SHIFT:?} records (data that was there before replication started)"
+    say(&format!(
+        "Seed: mirror `{remote}` on target, shifted by {SHIFT:?} records (data that was there before replication started)"
     ));
     for p in 0..PARTITIONS {
-        let shift = SHIFT.get(usize::try_from(p)?).copied().unwrap_or(0);
+        let shift = downstream_offset(p, 0);
         let mut records: Vec<OutRecord> =
             (0..shift).map(|i| record(p, i, "pre_existing")).collect();
         records.extend((0..RECORDS).map(|i| record(p, i, "replicated")));
-        target.produce(REMOTE, p, &records).await?;
+        target.produce(remote, p, &records).await?;
     }
-    step(&format!(
-        "Seed: offset syncs in `{SYNCS}` on source, as MM2's source connector writes them (upstream {SYNC_POINTS:?})"
+    say(&format!(
+        "Seed: offset syncs in `{syncs_topic}` on source, as MM2's source connector writes them (upstream {SYNC_POINTS:?})"
     ));
-    source
-        .create_topic(SYNCS, 1, 1, &[("cleanup.policy", "compact")])
-        .await?;
+    if !source.topic_exists(syncs_topic).await? {
+        source
+            .create_topic(syncs_topic, 1, 1, &[("cleanup.policy", "compact")])
+            .await?;
+    }
     let mut syncs = Vec::new();
     for &u in &SYNC_POINTS {
         for p in 0..PARTITIONS {
-            let shift = SHIFT.get(usize::try_from(p)?).copied().unwrap_or(0);
             let sync = OffsetSync {
-                topic_partition: TopicPartition::new(TOPIC, p),
+                topic_partition: TopicPartition::new(topic, p),
                 upstream_offset: u,
-                downstream_offset: u + shift,
+                downstream_offset: downstream_offset(p, u),
             };
             syncs.push(OutRecord {
                 key: sync.encode_key()?,
@@ -238,15 +302,17 @@ async fn seed(source: &Cluster, target: &Cluster) -> Result<()> {
             });
         }
     }
-    source.produce(SYNCS, 0, &syncs).await?;
-    step("Seed: consumer groups on source with committed offsets");
-    for (group, offsets) in GROUPS {
+    source.produce(syncs_topic, 0, &syncs).await?;
+    say("Seed: consumer groups on source with committed offsets");
+    for (group, offsets) in groups {
         let map: BTreeMap<TopicPartition, (i64, String)> = (0..PARTITIONS)
-            .zip(offsets)
-            .map(|(p, o)| (TopicPartition::new(TOPIC, p), (o, String::new())))
+            .zip(*offsets)
+            .map(|(p, o)| (TopicPartition::new(topic, p), (o, String::new())))
             .collect();
         source.commit_group_offsets(group, &map).await?;
-        println!("    {group}: {offsets:?}");
+        if verbose {
+            println!("    {group}: {offsets:?}");
+        }
     }
     Ok(())
 }

@@ -28,10 +28,13 @@ use std::fs;
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use sha2::{Digest, Sha256};
+
+use crate::distrun::{CONFIG_IN_ROOT, Clusters, Protocol};
 
 /// The binary this module packages.
 pub const BINARY: &str = "mm2-checkpoint";
@@ -693,12 +696,8 @@ struct RootFile {
 #[derive(Debug, Clone, Copy)]
 struct RunCase {
     args: &'static [&'static str],
-    /// Whether the run must exit 0. The placeholder binary exits 2 for every
-    /// argument, so for now the test only proves the binary was loaded and ran
-    /// (see [`ran_by_itself`]). When the daemon lands, set this to `true` and
-    /// switch the cases to `run --once --config /etc/mm2-checkpoint/...`
-    /// against the test clusters, with the config and CA file added in
-    /// [`root_files`].
+    /// Whether the run must exit 0 (otherwise it only has to have run by
+    /// itself, see [`ran_by_itself`]).
     must_succeed: bool,
 }
 
@@ -706,11 +705,11 @@ struct RunCase {
 const RUN_CASES: &[RunCase] = &[
     RunCase {
         args: &["--version"],
-        must_succeed: false,
+        must_succeed: true,
     },
     RunCase {
         args: &["--help"],
-        must_succeed: false,
+        must_succeed: true,
     },
 ];
 
@@ -790,6 +789,19 @@ impl Jail {
 
     /// Runs `/<program> args` inside `root`, through `emulator` if given.
     fn run(&self, root: &Path, emulator: Option<&str>, args: &[&str]) -> Result<Output> {
+        self.run_with(root, emulator, &[], args, RUN_TIMEOUT)
+    }
+
+    /// Like [`Jail::run`], with `emulator_args` before the program and the
+    /// run killed (and reported as an error) after `timeout`.
+    fn run_with(
+        &self,
+        root: &Path,
+        emulator: Option<&str>,
+        emulator_args: &[&str],
+        args: &[&str],
+        timeout: Duration,
+    ) -> Result<Output> {
         // Resolved here: the child's environment is cleared below, and a
         // cleared PATH would also hide the launcher itself.
         let launcher = which(self.launcher())
@@ -807,12 +819,62 @@ impl Jail {
             }
         };
         if let Some(emulator) = emulator {
-            cmd.arg(format!("/{emulator}"));
+            cmd.arg(format!("/{emulator}")).args(emulator_args);
         }
         cmd.arg(format!("/{BINARY}")).args(args).env_clear();
-        cmd.output()
-            .with_context(|| format!("running `{}`", self.launcher()))
+        output_within(cmd, timeout).with_context(|| format!("running `{}`", self.launcher()))
     }
+}
+
+/// How long one run in an empty root may take (a `run --once` round under
+/// qemu included).
+const RUN_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// Runs `cmd` to completion, capturing its output; kills it after `timeout`.
+fn output_within(mut cmd: Command, timeout: Duration) -> Result<Output> {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!("still running after {}s; killed", timeout.as_secs());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Ok(Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    })
 }
 
 /// Whether the program itself ran (as opposed to the launcher failing to
@@ -869,6 +931,13 @@ pub fn dist_test(root: &Path, args: &[&str]) -> Result<()> {
     let jail = Jail::detect();
 
     control_dynamic_binary_fails(&roots, &jail)?;
+    let clusters = Clusters::up(&crate::kafka::Layout::new(root))?;
+    // Control: a seeded round that no binary ran must fail verification.
+    let unrun = clusters.prepare("control")?;
+    if clusters.verify(&unrun).is_ok() {
+        bail!("control: a round no binary ran passed verification, so verification proves nothing");
+    }
+    eprintln!("xtask: control: a round no binary ran fails verification as expected");
 
     let mut tested = 0;
     for &variant in &variants {
@@ -920,6 +989,12 @@ pub fn dist_test(root: &Path, args: &[&str]) -> Result<()> {
                     out.status
                 );
             }
+            for protocol in Protocol::ALL {
+                daemon_round(&clusters, &jail, &dir, &name, arch, protocol, None)?;
+            }
+            if arch == Arch::X86_64 {
+                cpu_check(&clusters, &jail, &dir, &name, variant)?;
+            }
             tested += 1;
         }
     }
@@ -931,6 +1006,141 @@ pub fn dist_test(root: &Path, args: &[&str]) -> Result<()> {
     }
     eprintln!("xtask: dist-test passed for {tested} artefact(s)");
     Ok(())
+}
+
+/// One real `run --once` of the binary in the empty root `dir` over
+/// `protocol`, then a check from outside that its checkpoints were written.
+/// `cpu` runs the binary under `qemu-x86_64-static -cpu <model>` (the
+/// emulator must be in the root).
+fn daemon_round(
+    clusters: &Clusters,
+    jail: &Jail,
+    dir: &Path,
+    name: &str,
+    arch: Arch,
+    protocol: Protocol,
+    cpu: Option<&str>,
+) -> Result<()> {
+    let round = clusters.prepare(&format!("{}_{}", arch.name(), protocol.name()))?;
+    clusters.install(dir, &round, protocol)?;
+    let args = ["run", "--config", CONFIG_IN_ROOT, "--once"];
+    let started = Instant::now();
+    let out = match cpu {
+        Some(model) => {
+            jail.run_with(dir, Some(QEMU_X86_64), &["-cpu", model], &args, RUN_TIMEOUT)?
+        }
+        None => jail.run_with(dir, arch.emulator(), &[], &args, RUN_TIMEOUT)?,
+    };
+    let how = format!(
+        "`{}` over {} in an empty root via {}{} as {RUN_AS}",
+        args.join(" "),
+        protocol.name(),
+        jail.launcher(),
+        cpu.map(|m| format!(" + {QEMU_X86_64} -cpu {m}"))
+            .or_else(|| arch.emulator().map(|e| format!(" + {e}")))
+            .unwrap_or_default(),
+    );
+    if !out.status.success() {
+        bail!("{name} {how}: {}", describe(&out));
+    }
+    clusters
+        .verify(&round)
+        .with_context(|| format!("{name} {how} exited 0, but"))?;
+    eprintln!(
+        "xtask: {name} {how}: exit 0 in {:.1}s, checkpoints for {} verified on the target",
+        started.elapsed().as_secs_f64(),
+        round.group
+    );
+    Ok(())
+}
+
+/// The x86_64 emulator, used to run x86_64 binaries on an older CPU model.
+const QEMU_X86_64: &str = "qemu-x86_64-static";
+
+/// A CPU model without AES-NI, PCLMULQDQ, BMI1, ADX, AVX and AVX2.
+const OLD_CPU: &str = "Nehalem";
+
+/// qemu's model with every feature it emulates (AVX2 and ADX included).
+const FULL_CPU: &str = "max";
+
+/// The runtime CPU check, exercised on an emulated CPU that lacks what the
+/// graviola provider needs: the default x86_64 build must refuse a TLS config
+/// with a message naming the missing features and the `ring` build; the ring
+/// build must run the same round to completion on that CPU, and the default
+/// build must complete it on an emulated CPU that has the features.
+fn cpu_check(
+    clusters: &Clusters,
+    jail: &Jail,
+    dir: &Path,
+    name: &str,
+    variant: Variant,
+) -> Result<()> {
+    let Some(qemu) = which(QEMU_X86_64) else {
+        bail!(
+            "`{QEMU_X86_64}` is needed for the CPU check (Debian: apt-get install qemu-user-static)"
+        );
+    };
+    let dest = dir.join(QEMU_X86_64);
+    fs::copy(&qemu, &dest).with_context(|| format!("copying {}", qemu.display()))?;
+    fs::set_permissions(&dest, fs::Permissions::from_mode(0o755))?;
+    match variant {
+        Variant::Ring => daemon_round(
+            clusters,
+            jail,
+            dir,
+            name,
+            Arch::X86_64,
+            Protocol::Ssl,
+            Some(OLD_CPU),
+        ),
+        Variant::Default => {
+            let round = clusters.prepare("x86_64_oldcpu")?;
+            clusters.install(dir, &round, Protocol::Ssl)?;
+            let args = ["run", "--config", CONFIG_IN_ROOT, "--once"];
+            let out = jail.run_with(
+                dir,
+                Some(QEMU_X86_64),
+                &["-cpu", OLD_CPU],
+                &args,
+                RUN_TIMEOUT,
+            )?;
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let missing = ["aes", "pclmulqdq", "bmi1", "adx", "avx", "avx2"];
+            let names_all = missing.iter().all(|f| {
+                stderr
+                    .split(|c: char| !c.is_ascii_alphanumeric())
+                    .any(|word| word == *f)
+            });
+            if out.status.success()
+                || !ran_by_itself(&out, &[jail.launcher(), QEMU_X86_64])
+                || !names_all
+                || !stderr.contains("`ring`")
+            {
+                bail!(
+                    "{name} on an emulated {OLD_CPU} CPU with a TLS config must exit non-zero \
+                     naming the missing CPU features {missing:?} and the `ring` build: {}",
+                    describe(&out)
+                );
+            }
+            eprintln!(
+                "xtask: {name} `{}` over SSL on an emulated {OLD_CPU} CPU: {} with {:?}",
+                args.join(" "),
+                out.status,
+                stderr.trim()
+            );
+            // Control: on an emulated CPU that has the features, the same
+            // build completes a TLS round, so the refusal above is the check.
+            daemon_round(
+                clusters,
+                jail,
+                dir,
+                name,
+                Arch::X86_64,
+                Protocol::Ssl,
+                Some(FULL_CPU),
+            )
+        }
+    }
 }
 
 /// The test's negative control: the host's own dynamically linked `true`,

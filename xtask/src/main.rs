@@ -14,6 +14,7 @@
 mod certs;
 mod demo;
 mod dist;
+mod distrun;
 mod fuzz;
 mod kafka;
 mod maven;
@@ -64,7 +65,14 @@ commands:
                     (default: both targets, default variant, C compilers poisoned)
   dist-test [--target T] [--variant V]
                     run each built binary in an empty root (chroot; qemu for
-                    foreign architectures)
+                    foreign architectures): --version, --help, and a real
+                    `run --once` over PLAINTEXT and TLS against the test
+                    clusters (started if needed), checkpoints verified; on
+                    x86_64 also the CPU check under `qemu-x86_64-static -cpu
+                    Nehalem`
+  footprint [--groups N]
+                    peak RSS of `run --once` with N groups (default 300), daemon
+                    start-to-ready time and idle RSS, for the x86_64 binary
   image [--variant default|ring] [--check]
                     FROM-scratch OCI image layout target/dist/oci/ and its tar;
                     --check validates it with skopeo and umoci
@@ -188,6 +196,10 @@ fn run(args: &[String]) -> Result<ExitCode> {
         }
         ["dist-test", rest @ ..] => {
             dist::dist_test(&workspace_root(), rest)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        ["footprint", rest @ ..] => {
+            distrun::footprint(&workspace_root(), rest)?;
             Ok(ExitCode::SUCCESS)
         }
         ["image", rest @ ..] => {
