@@ -114,7 +114,6 @@ impl std::fmt::Debug for BrokerConnection {
 struct Inner {
     shared: Arc<Shared>,
     frames: mpsc::Sender<Bytes>,
-    next_correlation_id: AtomicI32,
     client_id: String,
     request_timeout: Duration,
     /// The broker's version range per API key, from ApiVersions.
@@ -134,6 +133,9 @@ impl Drop for Inner {
 struct Shared {
     broker: String,
     state: Mutex<InFlight>,
+    /// The correlation id of the next request; responses carrying an id at
+    /// or above it (or a negative one) were never asked for.
+    next_correlation_id: AtomicI32,
 }
 
 type Waiter = oneshot::Sender<Result<Bytes, Error>>;
@@ -229,6 +231,13 @@ impl Shared {
         }
     }
 
+    /// Whether no request on this connection used `correlation_id` (only
+    /// decidable until the counter wraps past `i32::MAX`).
+    fn never_issued(&self, correlation_id: i32) -> bool {
+        let next = self.next_correlation_id.load(Ordering::Relaxed);
+        next >= 0 && (correlation_id < 0 || correlation_id >= next)
+    }
+
     fn deliver(&self, frame: Bytes) {
         let Some(correlation_id) = frame::peek_correlation_id(&frame) else {
             self.poison(format!(
@@ -242,6 +251,10 @@ impl Shared {
             Some(waiter) => {
                 let _ = waiter.send(Ok(frame));
             }
+            None if self.never_issued(correlation_id) => self.poison(format!(
+                "protocol error: response with correlation id {correlation_id}, which no \
+                 request on this connection used"
+            )),
             None => tracing::debug!(
                 broker = %self.broker,
                 correlation_id,
@@ -277,6 +290,7 @@ impl BrokerConnection {
                 waiters: HashMap::new(),
                 closed: None,
             }),
+            next_correlation_id: AtomicI32::new(0),
         });
         let (frames, mut queue) = mpsc::channel::<Bytes>(WRITE_QUEUE);
 
@@ -318,7 +332,6 @@ impl BrokerConnection {
             inner: Arc::new(Inner {
                 shared,
                 frames,
-                next_correlation_id: AtomicI32::new(0),
                 client_id: config.client_id.clone(),
                 request_timeout: config.request_timeout,
                 api_versions: HashMap::new(),
@@ -415,7 +428,10 @@ impl BrokerConnection {
             });
         }
         let inner = &self.inner;
-        let correlation_id = inner.next_correlation_id.fetch_add(1, Ordering::Relaxed);
+        let correlation_id = inner
+            .shared
+            .next_correlation_id
+            .fetch_add(1, Ordering::Relaxed);
         let frame = frame::encode_request(request, version, correlation_id, &inner.client_id)
             .map_err(|detail| Error::Encode {
                 api: R::NAME,

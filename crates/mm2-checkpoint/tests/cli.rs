@@ -411,3 +411,193 @@ fn metrics_address_in_use_exits_1_naming_it() {
     );
     assert!(stderr.contains(&addr), "{stderr}");
 }
+
+/// One rejected config: extra lines on top of a valid two-cluster file (or
+/// a whole file when `whole` is set) and the key the error must start with.
+struct BadConfig {
+    name: &'static str,
+    lines: &'static str,
+    key: &'static str,
+    whole: bool,
+}
+
+const BASE: &str = "clusters = A, B\n\
+                    A.bootstrap.servers = a:9092\n\
+                    B.bootstrap.servers = b:9092\n\
+                    A->B.enabled = true\n";
+
+/// A password in the rejected configs that must never be echoed back.
+const TABLE_PASSWORD: &str = "tbl-pw-Vh93";
+
+const BAD_CONFIGS: &[BadConfig] = &[
+    BadConfig {
+        name: "jks-truststore-by-default-type",
+        lines: "A.security.protocol = SSL\nA.ssl.truststore.location = /etc/kafka/truststore.jks\n",
+        key: "A.ssl.truststore",
+        whole: false,
+    },
+    BadConfig {
+        name: "jks-keystore",
+        lines: "A.security.protocol = SSL\nA.ssl.keystore.type = JKS\n\
+                A.ssl.keystore.location = /etc/kafka/keystore.jks\n\
+                A.ssl.keystore.password = tbl-pw-Vh93\n",
+        key: "A.ssl.keystore",
+        whole: false,
+    },
+    BadConfig {
+        name: "pkcs12-truststore",
+        lines: "A.security.protocol = SSL\nA.ssl.truststore.type = PKCS12\n\
+                A.ssl.truststore.location = /etc/kafka/truststore.p12\n\
+                A.ssl.truststore.password = tbl-pw-Vh93\n",
+        key: "A.ssl.truststore.type",
+        whole: false,
+    },
+    BadConfig {
+        name: "custom-replication-policy",
+        lines: "replication.policy.class = com.example.MyReplicationPolicy\n",
+        key: "replication.policy.class",
+        whole: false,
+    },
+    BadConfig {
+        name: "custom-topic-filter",
+        lines: "topic.filter.class = com.example.MyTopicFilter\n",
+        key: "topic.filter.class",
+        whole: false,
+    },
+    BadConfig {
+        name: "gssapi-explicit",
+        lines: "A.security.protocol = SASL_PLAINTEXT\nA.sasl.mechanism = GSSAPI\n",
+        key: "A.sasl.mechanism",
+        whole: false,
+    },
+    BadConfig {
+        name: "gssapi-by-default",
+        lines: "A.security.protocol = SASL_SSL\n",
+        key: "A.sasl.mechanism",
+        whole: false,
+    },
+    BadConfig {
+        name: "oauthbearer",
+        lines: "A.security.protocol = SASL_SSL\nA.sasl.mechanism = OAUTHBEARER\n",
+        key: "A.sasl.mechanism",
+        whole: false,
+    },
+    BadConfig {
+        name: "unknown-security-protocol",
+        lines: "A.security.protocol = TLS\n",
+        key: "A.security.protocol",
+        whole: false,
+    },
+    BadConfig {
+        name: "malformed-jaas-unterminated-quote",
+        lines: "A.security.protocol = SASL_PLAINTEXT\nA.sasl.mechanism = PLAIN\n\
+                A.sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule \
+                required username=\"u\" password=\"tbl-pw-Vh93;\n",
+        key: "A.sasl.jaas.config",
+        whole: false,
+    },
+    BadConfig {
+        name: "malformed-jaas-no-password",
+        lines: "A.security.protocol = SASL_PLAINTEXT\nA.sasl.mechanism = SCRAM-SHA-512\n\
+                A.sasl.jaas.config = org.apache.kafka.common.security.scram.ScramLoginModule \
+                required username=\"u\";\n",
+        key: "A.sasl.jaas.config",
+        whole: false,
+    },
+    BadConfig {
+        name: "missing-bootstrap",
+        lines: "clusters = A, B\nA.bootstrap.servers = a:9092\nA->B.enabled = true\n",
+        key: "B.bootstrap.servers",
+        whole: true,
+    },
+    BadConfig {
+        name: "bad-boolean",
+        lines: "sync.group.offsets.enabled = yes\n",
+        key: "sync.group.offsets.enabled",
+        whole: false,
+    },
+    BadConfig {
+        name: "bad-flow-boolean",
+        lines: "B->A.enabled = ture\n",
+        key: "B->A.enabled",
+        whole: false,
+    },
+    BadConfig {
+        name: "bad-integer-overflow",
+        lines: "refresh.groups.interval.seconds = 99999999999999999999999\n",
+        key: "refresh.groups.interval.seconds",
+        whole: false,
+    },
+    BadConfig {
+        name: "bad-integer-fraction",
+        lines: "A->B.emit.checkpoints.interval.seconds = 1.5\n",
+        key: "A->B.emit.checkpoints.interval.seconds",
+        whole: false,
+    },
+    BadConfig {
+        name: "custom-config-provider",
+        lines: "config.providers = vault\n\
+                config.providers.vault.class = com.example.VaultConfigProvider\n",
+        key: "config.providers.vault.class",
+        whole: false,
+    },
+    BadConfig {
+        name: "ssl-engine-factory",
+        lines: "A.security.protocol = SSL\nA.ssl.engine.factory.class = com.example.Engine\n",
+        key: "A.ssl.engine.factory.class",
+        whole: false,
+    },
+];
+
+#[test]
+fn every_kind_of_bad_config_exits_2_naming_the_key_and_never_the_password() {
+    let mut failures = Vec::new();
+    for case in BAD_CONFIGS {
+        let text = if case.whole {
+            case.lines.to_string()
+        } else {
+            format!("{BASE}{}", case.lines)
+        };
+        let (code, stderr) = validate_error(case.name, &text);
+        let expected = format!("error: {}", case.key);
+        if code != Some(2) || !stderr.starts_with(&expected) || stderr.contains(TABLE_PASSWORD) {
+            failures.push(format!(
+                "{}: exit {code:?}, expected 2 and `{expected}...`, got: {stderr}",
+                case.name
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn file_provider_reference_to_a_missing_key_exits_2_naming_the_key_without_the_file_contents() {
+    let dir = TempDir::new("file-provider-missing-key");
+    let secrets = dir.write(
+        "secrets.properties",
+        &format!("other.password = {TABLE_PASSWORD}\n"),
+    );
+    let config = dir.write(
+        "mm2.properties",
+        &format!(
+            "{BASE}config.providers = file\n\
+             config.providers.file.class = org.apache.kafka.common.config.provider.FileConfigProvider\n\
+             A.security.protocol = SASL_PLAINTEXT\n\
+             A.sasl.mechanism = PLAIN\n\
+             A.sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required \
+             username=\"u\" password=\"${{file:{}:a.password}}\";\n",
+            secrets.display()
+        ),
+    );
+    let (code, stdout, stderr) = run(&mut mm2(&["validate", path(&config)]));
+    assert_eq!(code, Some(2), "stdout: {stdout}\nstderr: {stderr}");
+    assert!(
+        stderr.starts_with("error: A.sasl.jaas.config: "),
+        "{stderr}"
+    );
+    assert!(stderr.contains("a.password"), "{stderr}");
+    assert!(
+        !stderr.contains(TABLE_PASSWORD),
+        "secret file content leaked: {stderr}"
+    );
+}

@@ -1,5 +1,6 @@
 //! `run --once` end to end: checkpoints emitted with MM2's bytes, monotonic
-//! across restarts, none before offset syncs exist.
+//! across restarts, none before offset syncs exist, and both directions of a
+//! bidirectional pair in one process.
 
 mod common;
 
@@ -200,4 +201,89 @@ fn a_group_behind_every_sync_gets_no_checkpoint() {
     w.commit_source(&rt, &group, &[(0, 10)]);
     run_once(&w.properties(&group, ""));
     assert!(w.checkpoints(&rt).is_empty());
+}
+
+#[test]
+fn one_process_runs_both_directions_of_a_bidirectional_pair() {
+    use mm2_checkpoint::core::TopicPartition;
+    use mm2_checkpoint::core::format::OffsetSync;
+    use mm2_checkpoint::driver::kafka::OutRecord;
+
+    let rt = rt();
+    // Forward flow s->t: the world's topic on the source cluster, mirrored on the target.
+    let w = World::new(&rt, "bidi", 1);
+    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 0, 2), (0, 40, 42)]);
+    let forward_group = format!("fwd-{}", w.topic);
+    w.commit_source(&rt, &forward_group, &[(0, 40)]);
+
+    // Reverse flow t->s: a topic that lives on the target cluster, mirrored on the
+    // source as `<t>.<topic>`, with its offset syncs on the target (location=source
+    // of that flow) and a group committed on the target.
+    let back = format!("back_{}", w.topic);
+    let back_remote = format!("{}.{back}", w.t);
+    let back_syncs = format!("mm2-offset-syncs.{}.internal", w.s);
+    let back_group = format!("rev-{}", w.topic);
+    rt.block_on(async {
+        w.target
+            .create_topic(&back, 1, 1, &[])
+            .await
+            .expect("create reverse topic");
+        w.source
+            .create_topic(&back_remote, 1, 1, &[])
+            .await
+            .expect("create reverse mirror");
+        w.target
+            .create_topic(&back_syncs, 1, 1, &[("cleanup.policy", "compact")])
+            .await
+            .expect("create reverse syncs topic");
+        let records: Vec<OutRecord> = [(0i64, 7i64), (25, 32)]
+            .iter()
+            .map(|&(up, down)| {
+                let sync = OffsetSync {
+                    topic_partition: TopicPartition::new(&back, 0),
+                    upstream_offset: up,
+                    downstream_offset: down,
+                };
+                OutRecord {
+                    key: sync.encode_key().expect("key"),
+                    value: sync.encode_value(),
+                    timestamp: 0,
+                }
+            })
+            .collect();
+        w.target
+            .produce(&back_syncs, 0, &records)
+            .await
+            .expect("produce reverse syncs");
+        let mut commit = std::collections::BTreeMap::new();
+        commit.insert(TopicPartition::new(&back, 0), (25i64, String::new()));
+        w.target
+            .commit_group_offsets(&back_group, &commit)
+            .await
+            .expect("commit reverse group");
+    });
+
+    let config = w.properties(
+        &format!("{forward_group}, {back_group}"),
+        &format!("{t}->{s}.enabled = true", t = w.t, s = w.s),
+    );
+    run_once(&config);
+
+    // Forward checkpoints land on the target, reverse ones on the source.
+    let forward: Vec<_> = w.checkpoints(&rt).iter().map(common::tuple).collect();
+    assert_eq!(
+        forward,
+        vec![(forward_group.clone(), w.remote_topic(), 0, 40, 42)]
+    );
+    let reverse_topic = format!("{}.checkpoints.internal", w.t);
+    let reverse: Vec<_> = common::read_all(&rt, &w.source, &reverse_topic)
+        .into_iter()
+        .map(|(k, v)| {
+            common::tuple(
+                &mm2_checkpoint::core::Checkpoint::decode(k.as_deref(), v.as_deref())
+                    .expect("reverse checkpoint decodes"),
+            )
+        })
+        .collect();
+    assert_eq!(reverse, vec![(back_group, back_remote, 0, 25, 32)]);
 }

@@ -30,6 +30,11 @@ impl Client {
     /// `err.kafka_error() == Some(ResponseError::InvalidReplicationFactor)`),
     /// so a caller can retry with fewer replicas. The broker's error
     /// message, if any, is part of the error. Retriable errors are retried.
+    ///
+    /// A newly created topic is returned only once the cluster's metadata
+    /// shows every partition with a leader, so a produce or an offset commit
+    /// issued right after does not meet UNKNOWN_TOPIC_OR_PARTITION while the
+    /// brokers catch up with the controller.
     pub async fn create_topic(
         &self,
         name: &str,
@@ -37,10 +42,37 @@ impl Client {
         replication_factor: i16,
         configs: &[(String, String)],
     ) -> Result<CreateTopicOutcome, Error> {
-        self.retry("CreateTopics", || {
-            self.create_topic_once(name, partitions, replication_factor, configs)
-        })
-        .await
+        let outcome = self
+            .retry("CreateTopics", || {
+                self.create_topic_once(name, partitions, replication_factor, configs)
+            })
+            .await?;
+        if outcome == CreateTopicOutcome::Created {
+            self.retry("Metadata", || self.topic_ready_once(name, partitions))
+                .await?;
+        }
+        Ok(outcome)
+    }
+
+    /// One look at fresh metadata: `Ok` when `name` has `partitions`
+    /// partitions (or any, for `-1`), each with a leader; otherwise the
+    /// retriable LEADER_NOT_AVAILABLE.
+    async fn topic_ready_once(&self, name: &str, partitions: i32) -> Result<(), Error> {
+        let snapshot = self.refresh_metadata(Some(&[name.to_string()])).await?;
+        let ready = snapshot.topics.get(name).is_some_and(|t| {
+            !t.partitions.is_empty()
+                && (partitions < 0 || t.partitions.len() == partitions as usize)
+                && t.partitions.values().all(|p| p.leader_id >= 0)
+        });
+        if ready {
+            Ok(())
+        } else {
+            Err(Error::Kafka {
+                api: "Metadata",
+                error: ResponseError::LeaderNotAvailable,
+                context: format!("new topic {name:?} not yet in the cluster metadata"),
+            })
+        }
     }
 
     async fn create_topic_once(

@@ -1,0 +1,68 @@
+//! Wrong SASL credentials against the real brokers fail fast (well under the
+//! request timeout), name the mechanism, are not retriable, and never show
+//! the password — for every mechanism kafka-lite implements.
+//! (`api_versions.rs` covers an unknown PLAIN user and a wrong SCRAM-SHA-512
+//! password without the timing bound.)
+
+use std::time::{Duration, Instant};
+
+use e2e::{Listener, clusters};
+use kafka_lite::{ConnectionConfig, Connector, Error, SaslConfig, SaslMechanismKind, Secret};
+
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// Kafka delays a failed authentication by `connection.failed.authentication.delay.ms`
+/// (100 ms by default); a debug-build PBKDF2 adds a little more.
+const FAST: Duration = Duration::from_secs(3);
+const WRONG_PASSWORD: &str = "wrong-password-Jq7-never-printed";
+
+async fn wrong_password(mechanism: SaslMechanismKind) {
+    let source = clusters().source();
+    let users = &source.sasl_users;
+    let user = match mechanism {
+        SaslMechanismKind::Plain => &users.plain.user,
+        SaslMechanismKind::ScramSha256 => &users.scram_sha_256.user,
+        SaslMechanismKind::ScramSha512 => &users.scram_sha_512.user,
+    };
+    let config = ConnectionConfig {
+        client_id: "e2e-sasl-failures".into(),
+        connect_timeout: Duration::from_secs(10),
+        request_timeout: REQUEST_TIMEOUT,
+        sasl: Some(SaslConfig {
+            mechanism,
+            username: user.clone(),
+            password: Secret::new(WRONG_PASSWORD),
+        }),
+        ..ConnectionConfig::default()
+    };
+    let started = Instant::now();
+    let err = Connector::new(config)
+        .expect("connector")
+        .connect(source.bootstrap.get(Listener::SaslPlaintext))
+        .await
+        .expect_err("wrong password must not authenticate");
+    let elapsed = started.elapsed();
+    eprintln!("{mechanism}: {err} (after {elapsed:?})");
+    assert!(elapsed < FAST, "{mechanism}: took {elapsed:?}");
+    match &err {
+        Error::Authentication { mechanism: m, .. } => assert_eq!(m, mechanism.name()),
+        other => panic!("{mechanism}: expected Authentication, got {other:?}"),
+    }
+    assert!(!err.is_retriable(), "{err}");
+    let shown = format!("{err} | {err:?}");
+    assert!(!shown.contains(WRONG_PASSWORD), "password leaked: {shown}");
+}
+
+#[tokio::test]
+async fn wrong_plain_password_fails_fast_naming_plain() {
+    wrong_password(SaslMechanismKind::Plain).await;
+}
+
+#[tokio::test]
+async fn wrong_scram_sha_256_password_fails_fast_naming_the_mechanism() {
+    wrong_password(SaslMechanismKind::ScramSha256).await;
+}
+
+#[tokio::test]
+async fn wrong_scram_sha_512_password_fails_fast_naming_the_mechanism() {
+    wrong_password(SaslMechanismKind::ScramSha512).await;
+}
