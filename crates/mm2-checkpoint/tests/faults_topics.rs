@@ -159,3 +159,69 @@ fn partitions_added_to_the_source_topic_are_checkpointed_once_synced() {
     assert_sound(&w.checkpoints(&rt), &syncs);
     assert_eq!(daemon.log_text().matches("panicked").count(), 0);
 }
+
+#[test]
+fn a_recreated_source_topic_is_translated_by_its_new_syncs_only() {
+    let rt = rt();
+    let w = World::new(&rt, "srcrecreated", 1);
+    let group = format!("g-{}", w.topic);
+    let config = w.properties(&group, "");
+    let log = w.dir.join("daemon.log");
+    let old = [(0, 0, 3), (0, 100, 103)];
+    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &old);
+    w.commit_source(&rt, &group, &[(0, 100)]);
+    let mut daemon = Daemon::start(&config, &log);
+    wait_for("the first checkpoint", Duration::from_secs(60), || {
+        latest(&w.checkpoints(&rt)).get(&(group.clone(), 0)) == Some(&(100, 103))
+    });
+    // The source topic is deleted and recreated: its offsets restart at 0
+    // (an upstream rewind); MM2 keeps appending to the remote topic, so the
+    // new syncs map the new upstream offsets to downstream 200 onwards.
+    let c = clusters();
+    kafka_topics(c.source(), &["--delete", "--topic", &w.topic]);
+    wait_for(
+        "the source topic to be gone",
+        Duration::from_secs(60),
+        || {
+            !rt.block_on(w.source.topic_exists(&w.topic))
+                .expect("metadata")
+        },
+    );
+    wait_for(
+        "the source topic to be recreated",
+        Duration::from_secs(60),
+        || {
+            rt.block_on(w.source.create_topic(&w.topic, 1, 1, &[]))
+                .is_ok()
+        },
+    );
+    let before = w.checkpoints(&rt).len();
+    let new = [(0, 0, 200)];
+    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &new);
+    w.commit_source(&rt, &group, &[(0, 5)]);
+    wait_for(
+        "the checkpoint translated by the new syncs",
+        Duration::from_secs(60),
+        || latest(&w.checkpoints(&rt)).get(&(group.clone(), 0)) == Some(&(5, 201)),
+    );
+    daemon.assert_running();
+    let cps = w.checkpoints(&rt);
+    let old_syncs: BTreeMap<i32, Vec<(i64, i64)>> =
+        [(0, old.iter().map(|&(_, u, d)| (u, d)).collect())].into();
+    let new_syncs: BTreeMap<i32, Vec<(i64, i64)>> =
+        [(0, new.iter().map(|&(_, u, d)| (u, d)).collect())].into();
+    assert_sound(&cps[..before], &old_syncs);
+    // After the recreation upstream rewound once (100 -> 5), so only the new
+    // records are checked for monotony, and against the new syncs only; the
+    // downstream side never went back (the remote topic was not recreated).
+    assert_sound(&cps[before..], &new_syncs);
+    for c in &cps[before..] {
+        assert!(c.downstream_offset >= 103, "downstream rewound: {c:?}");
+    }
+    let text = daemon.log_text();
+    assert!(
+        text.contains("upstream offset went backwards"),
+        "the upstream rewind was not logged:\n{text}"
+    );
+    assert_eq!(text.matches("panicked").count(), 0, "{text}");
+}

@@ -535,6 +535,20 @@ impl FlowContext {
             for rec in &fetched.records {
                 match OffsetSyncRecord::decode(rec.key.as_deref(), rec.value.as_deref()) {
                     Ok(s) => {
+                        let tp = &s.topic_partition;
+                        let newest = state
+                            .syncs
+                            .layout(&tp.topic, tp.partition)
+                            .and_then(|l| l.slot(0));
+                        if let Some(newest) = newest.filter(|n| s.upstream_offset < n.upstream) {
+                            // The store discards the partition's history (as
+                            // MM2 does); say so, it is rare and worth knowing.
+                            tracing::warn!(
+                                flow = %self.name, topic = %tp.topic, partition = tp.partition,
+                                from = newest.upstream, to = s.upstream_offset,
+                                "an offset sync's upstream offset went backwards (source topic recreated or truncated, or MirrorMaker replaying after a restart); translating from the new syncs only"
+                            );
+                        }
                         state.syncs.apply(
                             &s.topic_partition.topic,
                             s.topic_partition.partition,
