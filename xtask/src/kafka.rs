@@ -181,6 +181,12 @@ impl Layout {
         }
     }
 
+    /// A layout rooted at `root` instead (`cargo xtask soak` uses
+    /// `target/kafka-soak`, so it never touches the shared test clusters).
+    pub fn at(root: PathBuf) -> Self {
+        Self { root }
+    }
+
     /// `clusters.json`.
     pub fn clusters_file(&self) -> PathBuf {
         self.root.join("clusters.json")
@@ -406,41 +412,12 @@ fn start_cluster(
         started.elapsed().as_secs_f64()
     );
 
-    // Append, so the log of an earlier run of this cluster survives a restart.
-    let mut log = fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&log_file)
-        .with_context(|| format!("opening {}", log_file.display()))?;
-    writeln!(
-        log,
-        "==== xtask: starting cluster {name} (Kafka {KAFKA_VERSION}, cluster id {cluster_id}) ===="
+    let pid = launch(
+        layout,
+        runtime,
+        name,
+        &format!("Kafka {KAFKA_VERSION}, cluster id {cluster_id}"),
     )?;
-    let log_err = log.try_clone()?;
-    let child = Command::new("java")
-        .args(BROKER_JVM_OPTS)
-        .arg(format!(
-            "-Dlog4j2.configurationFile={}",
-            log4j_file.display()
-        ))
-        .arg(format!("-Dkafka.logs.dir={}", log_dir.display()))
-        .arg("-cp")
-        .arg(runtime.classpath())
-        .arg("kafka.Kafka")
-        .arg(&config_file)
-        .stdin(Stdio::null())
-        .stdout(log)
-        .stderr(log_err)
-        // Own process group: a Ctrl-C aimed at xtask or cargo does not reach the broker.
-        .process_group(0)
-        .spawn()
-        .context("launching `java` (is a JDK 17+ installed?)")?;
-    let pid = child.id();
-    // The JVM outlives xtask by design; we track it through the pid file.
-    drop(child);
-    let pid_file = layout.pid_file(name);
-    fs::write(&pid_file, format!("{pid}\n"))
-        .with_context(|| format!("writing {}", pid_file.display()))?;
 
     let bootstrap = Listeners {
         plaintext: addr(plan.plaintext),
@@ -474,6 +451,103 @@ fn start_cluster(
         log_file,
         data_dir,
     })
+}
+
+/// Launches the broker JVM of cluster `name` with its existing configuration
+/// and records its pid file; returns the pid.
+fn launch(layout: &Layout, runtime: &KafkaRuntime, name: &str, what: &str) -> Result<u32> {
+    let dir = layout.cluster_dir(name);
+    let log_dir = dir.join("logs");
+    let log_file = log_dir.join("broker.log");
+    let config_file = layout.config_file(name);
+    let log4j_file = dir.join("log4j2.properties");
+    // Append, so the log of an earlier run of this cluster survives a restart.
+    let mut log = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_file)
+        .with_context(|| format!("opening {}", log_file.display()))?;
+    writeln!(log, "==== xtask: starting cluster {name} ({what}) ====")?;
+    let log_err = log.try_clone()?;
+    let child = Command::new("java")
+        .args(BROKER_JVM_OPTS)
+        .arg(format!(
+            "-Dlog4j2.configurationFile={}",
+            log4j_file.display()
+        ))
+        .arg(format!("-Dkafka.logs.dir={}", log_dir.display()))
+        .arg("-cp")
+        .arg(runtime.classpath())
+        .arg("kafka.Kafka")
+        .arg(&config_file)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log_err)
+        // Own process group: a Ctrl-C aimed at xtask or cargo does not reach the broker.
+        .process_group(0)
+        .spawn()
+        .context("launching `java` (is a JDK 17+ installed?)")?;
+    let pid = child.id();
+    // The JVM outlives xtask by design; we track it through the pid file.
+    drop(child);
+    let pid_file = layout.pid_file(name);
+    fs::write(&pid_file, format!("{pid}\n"))
+        .with_context(|| format!("writing {}", pid_file.display()))?;
+
+    Ok(pid)
+}
+
+/// `cargo xtask soak` only: SIGKILLs the broker of cluster `name` of
+/// `layout` (ours, by pid file and command line) and waits until it is gone.
+pub fn kill_broker(layout: &Layout, name: &str) -> Result<()> {
+    let pid = our_pid(layout, name)?;
+    signal(pid, "KILL")?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while is_our_broker(pid, &layout.config_file(name)) {
+        if Instant::now() >= deadline {
+            bail!("cluster {name}: broker pid {pid} survived SIGKILL");
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
+    Ok(())
+}
+
+/// `cargo xtask soak` only: SIGSTOP (`pause`) or SIGCONT of our broker `name`.
+pub fn pause_broker(layout: &Layout, name: &str, pause: bool) -> Result<()> {
+    let pid = our_pid(layout, name)?;
+    signal(pid, if pause { "STOP" } else { "CONT" })
+}
+
+/// `cargo xtask soak` only: starts the (killed) broker `name` again on its
+/// data and ports, waits until it serves, and updates the pid in the pid file
+/// and `clusters.json`.
+pub fn restart_broker(layout: &Layout, name: &str) -> Result<()> {
+    let runtime = KafkaRuntime::locate()?;
+    let mut file = read_clusters_file(layout)?;
+    let info = file
+        .clusters
+        .get_mut(name)
+        .with_context(|| format!("no cluster {name} in {}", layout.clusters_file().display()))?;
+    let pid = launch(layout, &runtime, name, "restart")?;
+    wait_until_serving(name, pid, &info.bootstrap, &info.log_file)?;
+    info.pid = pid;
+    let text = serde_json::to_string_pretty(&file)?;
+    fs::write(layout.clusters_file(), text)
+        .with_context(|| format!("writing {}", layout.clusters_file().display()))?;
+    Ok(())
+}
+
+fn our_pid(layout: &Layout, name: &str) -> Result<u32> {
+    let pid_file = layout.pid_file(name);
+    let pid: u32 = fs::read_to_string(&pid_file)
+        .with_context(|| format!("reading {}", pid_file.display()))?
+        .trim()
+        .parse()
+        .with_context(|| format!("parsing {}", pid_file.display()))?;
+    if !is_our_broker(pid, &layout.config_file(name)) {
+        bail!("cluster {name}: pid {pid} is not our broker");
+    }
+    Ok(pid)
 }
 
 fn server_properties(

@@ -21,6 +21,7 @@ mod maven;
 mod mm2;
 mod oci;
 mod probe;
+mod soak;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -80,6 +81,10 @@ commands:
                     build and run each cargo-fuzz target (all by default) for
                     N seconds (default 60) after replaying its regressions;
                     fails on any crash (needs nightly and cargo-fuzz)
+  soak [--seconds N]
+                    fault soak on its own clusters (target/kafka-soak/): kill -9
+                    and restart each broker, SIGSTOP the target, while a daemon
+                    runs; checks checkpoints and readiness (default 300 s)
   help              this text
 
 environment:
@@ -207,6 +212,7 @@ fn run(args: &[String]) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         ["fuzz", rest @ ..] => fuzz::run(&workspace_root(), rest),
+        ["soak", rest @ ..] => soak::run(&workspace_root(), rest),
         [] | ["help"] | ["--help"] | ["-h"] => {
             println!("{USAGE}");
             Ok(ExitCode::SUCCESS)

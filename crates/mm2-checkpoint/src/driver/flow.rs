@@ -522,14 +522,33 @@ impl FlowContext {
         let c = &self.syncs_cluster;
         let mut applied = 0u64;
         loop {
-            let fetched = self.step(
-                c,
-                "Fetch",
-                c.fetch(&self.syncs_topic, 0, state.syncs_pos, 0).await,
-            )?;
+            let fetched = match c.fetch(&self.syncs_topic, 0, state.syncs_pos, 0).await {
+                // Our position is past the log end: the topic was deleted and
+                // recreated (or truncated). The syncs we hold may describe a
+                // log that no longer exists, so start over from the new log.
+                Err(e) if e.is_offset_out_of_range() => {
+                    applied += self.reread_syncs(state).await?;
+                    break;
+                }
+                r => self.step(c, "Fetch", r)?,
+            };
             for rec in &fetched.records {
                 match OffsetSyncRecord::decode(rec.key.as_deref(), rec.value.as_deref()) {
                     Ok(s) => {
+                        let tp = &s.topic_partition;
+                        let newest = state
+                            .syncs
+                            .layout(&tp.topic, tp.partition)
+                            .and_then(|l| l.slot(0));
+                        if let Some(newest) = newest.filter(|n| s.upstream_offset < n.upstream) {
+                            // The store discards the partition's history (as
+                            // MM2 does); say so, it is rare and worth knowing.
+                            tracing::warn!(
+                                flow = %self.name, topic = %tp.topic, partition = tp.partition,
+                                from = newest.upstream, to = s.upstream_offset,
+                                "an offset sync's upstream offset went backwards (source topic recreated or truncated, or MirrorMaker replaying after a restart); translating from the new syncs only"
+                            );
+                        }
                         state.syncs.apply(
                             &s.topic_partition.topic,
                             s.topic_partition.partition,
@@ -557,6 +576,48 @@ impl FlowContext {
         if applied > 0 {
             self.metrics.offset_syncs_read(&self.name, applied);
         }
+        Ok(applied)
+    }
+
+    /// The offset-syncs topic went backwards (its end is below our position):
+    /// logs it, drops every sync held and reads the topic again from its start
+    /// in must-read-to-end mode, so no translation uses a sync of the old log.
+    async fn reread_syncs(&self, state: &mut FlowState) -> Result<u64, StepError> {
+        let c = &self.syncs_cluster;
+        tracing::warn!(
+            flow = %self.name, cluster = c.alias(), topic = %self.syncs_topic, position = state.syncs_pos,
+            "the offset-syncs topic went backwards (deleted and recreated, or truncated); dropping the syncs held and rereading it from its start"
+        );
+        state.syncs = OffsetSyncStore::new(InitMode::MustReadToEnd);
+        let metrics = self.metrics.clone();
+        let name = self.name.clone();
+        let mut applied = 0u64;
+        let FlowState { syncs, logged, .. } = state;
+        let pos =
+            self.read_to_end(c, &self.syncs_topic, "offset-syncs", |rec| {
+                match OffsetSyncRecord::decode(rec.key.as_deref(), rec.value.as_deref()) {
+                    Ok(s) => {
+                        syncs.apply(
+                            &s.topic_partition.topic,
+                            s.topic_partition.partition,
+                            s.upstream_offset,
+                            s.downstream_offset,
+                        );
+                        applied += 1;
+                    }
+                    Err(e) => note_skipped(
+                        &metrics,
+                        &name,
+                        TopicKind::OffsetSyncs,
+                        &e,
+                        rec.offset,
+                        logged,
+                    ),
+                }
+            })
+            .await?;
+        state.syncs_pos = pos;
+        state.syncs.finish_initial_read();
         Ok(applied)
     }
 

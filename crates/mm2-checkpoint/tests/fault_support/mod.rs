@@ -1,0 +1,201 @@
+//! Helpers of the fault tests (`faults_*.rs`): the daemon as a child process
+//! with its log in a file, plain-HTTP probes of its metrics endpoint, bounded
+//! waits, and the checks every fault test makes on the checkpoints topic.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mm2_checkpoint::core::Checkpoint;
+
+/// A running `mm2-checkpoint run` daemon; killed (SIGKILL) on drop.
+pub struct Daemon {
+    /// The child process.
+    pub child: Child,
+    /// Its metrics address.
+    pub addr: String,
+    /// The file its stderr (the log) goes to.
+    pub log: PathBuf,
+}
+
+impl Daemon {
+    /// Starts `run --config <config> --metrics-addr <free port>`, appending
+    /// its log to `log`.
+    pub fn start(config: &Path, log: &Path) -> Daemon {
+        let addr = format!("127.0.0.1:{}", free_port());
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .expect("open the daemon log");
+        let child = Command::new(env!("CARGO_BIN_EXE_mm2-checkpoint"))
+            .args([
+                "run",
+                "--config",
+                config.to_str().expect("utf-8 path"),
+                "--metrics-addr",
+                &addr,
+            ])
+            .stdout(Stdio::null())
+            .stderr(file)
+            .spawn()
+            .expect("spawn the daemon");
+        Daemon {
+            child,
+            addr,
+            log: log.to_path_buf(),
+        }
+    }
+
+    /// SIGKILL, then reap.
+    pub fn kill9(mut self) {
+        self.child.kill().expect("SIGKILL the daemon");
+        self.child.wait().expect("reap the daemon");
+    }
+
+    /// Asserts the daemon is still running.
+    pub fn assert_running(&mut self) {
+        if let Some(status) = self.child.try_wait().expect("try_wait") {
+            panic!("the daemon exited ({status}); log:\n{}", self.log_text());
+        }
+    }
+
+    /// The whole log so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The value of the first metrics line starting with `prefix`.
+    pub fn metric(&self, prefix: &str) -> Option<f64> {
+        get(&self.addr, "/metrics").and_then(|(_, body)| metric(&body, prefix))
+    }
+
+    /// The sum of every metrics sample starting with `prefix`.
+    pub fn metric_sum(&self, prefix: &str) -> f64 {
+        get(&self.addr, "/metrics")
+            .map(|(_, body)| {
+                body.lines()
+                    .filter(|l| l.starts_with(prefix))
+                    .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+                    .sum()
+            })
+            .unwrap_or(0.0)
+    }
+
+    /// `/readyz`'s status, if it answered.
+    pub fn ready(&self) -> Option<u16> {
+        get(&self.addr, "/readyz").map(|(s, _)| s)
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One HTTP/1.1 GET: (status, body).
+pub fn get(addr: &str, path: &str) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).ok()?;
+    let status = buf.split_whitespace().nth(1)?.parse().ok()?;
+    let body = buf.split_once("\r\n\r\n").map(|(_, b)| b.to_string())?;
+    Some((status, body))
+}
+
+/// The value of the first line of `body` starting with `prefix`.
+pub fn metric(body: &str, prefix: &str) -> Option<f64> {
+    body.lines()
+        .find(|l| l.starts_with(prefix))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+/// A free loopback port.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+/// Polls `f` every 200 ms until it holds; fails naming `what` after `timeout`.
+pub fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !f() {
+        assert!(
+            started.elapsed() < timeout,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// MM2's translation of upstream offset `u` given every sync `(upstream,
+/// downstream)` of one partition (any order): the newest sync at or below `u`
+/// gives its downstream offset if exact, else downstream + 1; `None` below
+/// the first sync.
+pub fn translate(syncs: &[(i64, i64)], u: i64) -> Option<i64> {
+    syncs
+        .iter()
+        .filter(|(up, _)| *up <= u)
+        .max_by_key(|(up, _)| *up)
+        .map(|&(up, down)| if up == u { down } else { down + 1 })
+}
+
+/// Checks the checkpoints topic's records, in order: per (group, partition)
+/// neither offset ever goes down (no rewind — these tests never rewind
+/// upstream), and no downstream offset is past the translation of its
+/// upstream offset from `syncs` (partition → syncs ever written), i.e. no
+/// data is skipped. Returns the number of records checked.
+pub fn assert_sound(cps: &[Checkpoint], syncs: &BTreeMap<i32, Vec<(i64, i64)>>) -> usize {
+    let mut last: BTreeMap<(String, i32), (i64, i64)> = BTreeMap::new();
+    for (i, c) in cps.iter().enumerate() {
+        let p = c.key.topic_partition.partition;
+        let key = (c.key.group.clone(), p);
+        let now = (c.upstream_offset, c.downstream_offset);
+        if let Some(prev) = last.get(&key) {
+            assert!(
+                now.0 >= prev.0 && now.1 >= prev.1,
+                "checkpoint #{i} of {key:?} rewound: {prev:?} -> {now:?}"
+            );
+        }
+        let ceiling = syncs
+            .get(&p)
+            .and_then(|s| translate(s, c.upstream_offset))
+            .unwrap_or_else(|| panic!("checkpoint #{i} {now:?} of {key:?} has no sync below it"));
+        assert!(
+            c.downstream_offset <= ceiling,
+            "checkpoint #{i} of {key:?} skips data: downstream {} > translation {ceiling} of upstream {}",
+            c.downstream_offset,
+            c.upstream_offset
+        );
+        last.insert(key, now);
+    }
+    cps.len()
+}
+
+/// The newest checkpoint per (group, partition): (upstream, downstream).
+pub fn latest(cps: &[Checkpoint]) -> BTreeMap<(String, i32), (i64, i64)> {
+    cps.iter()
+        .map(|c| {
+            (
+                (c.key.group.clone(), c.key.topic_partition.partition),
+                (c.upstream_offset, c.downstream_offset),
+            )
+        })
+        .collect()
+}

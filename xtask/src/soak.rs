@@ -1,0 +1,457 @@
+//! `cargo xtask soak [--seconds N]`: broker faults under a running daemon, on
+//! the soak's own pair of clusters (`target/kafka-soak/`, never the shared
+//! test clusters).
+//!
+//! Cycles until the time is up (at least one full cycle): SIGKILL + restart of
+//! the source broker, of the target broker, then SIGSTOP of the target broker
+//! for longer than the daemon's request timeout and SIGCONT. Meanwhile offset
+//! syncs are written and source groups committed every 500 ms (attempts that
+//! fail during an outage are retried). After each fault: `/readyz` must have
+//! gone 503 and come back to 200, and every group's newest checkpoint must be
+//! the translation of its newest commit. At the end: the checkpoints topic
+//! never rewound nor went past a written sync's translation, the log has no
+//! panic, and SIGTERM during a SIGSTOPped target still exits within 30 s.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use mm2_checkpoint::core::format::OffsetSync;
+use mm2_checkpoint::core::{Checkpoint, TopicPartition};
+use mm2_checkpoint::driver::kafka::{Cluster, OutRecord};
+
+use crate::kafka::{self, Layout};
+
+const PARTITIONS: i32 = 2;
+const GROUPS: [&str; 3] = ["soak-g0", "soak-g1", "soak-g2"];
+const TOPIC: &str = "orders";
+/// The daemon's request timeout (admin.timeout.ms); the SIGSTOP lasts longer.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+const STOP_FOR: Duration = Duration::from_secs(15);
+const RECOVERY: Duration = Duration::from_secs(120);
+
+/// Entry point.
+pub fn run(root: &Path, args: &[&str]) -> Result<ExitCode> {
+    let seconds = match args {
+        [] => 300,
+        ["--seconds", n] => n.parse().with_context(|| format!("--seconds {n:?}"))?,
+        _ => bail!("usage: cargo xtask soak [--seconds N]"),
+    };
+    let layout = Layout::at(root.join("target").join("kafka-soak"));
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "-p", "mm2-checkpoint", "--bin", "mm2-checkpoint"])
+        .current_dir(root)
+        .status()
+        .context("building mm2-checkpoint")?;
+    if !status.success() {
+        bail!("building mm2-checkpoint failed");
+    }
+    let bin = root.join("target").join("debug").join("mm2-checkpoint");
+    kafka::up(&layout)?;
+    let result = soak(&layout, &bin, Duration::from_secs(seconds));
+    // Whatever happened, no broker stays stopped or running.
+    let _ = kafka::pause_broker(&layout, "target", false);
+    if let Err(e) = kafka::down(&layout) {
+        eprintln!("soak: warning: stopping the soak clusters failed: {e:#}");
+    }
+    match result {
+        Ok(summary) => {
+            println!("{summary}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("soak: FAILED: {e:#}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+struct Daemon {
+    child: Child,
+    addr: String,
+    log: PathBuf,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Daemon {
+    fn alive(&mut self) -> Result<()> {
+        if let Some(status) = self.child.try_wait()? {
+            bail!("the daemon exited ({status}); see {}", self.log.display());
+        }
+        Ok(())
+    }
+
+    fn ready(&self) -> Option<u16> {
+        let mut s = TcpStream::connect(&self.addr).ok()?;
+        s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+        write!(
+            s,
+            "GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .ok()?;
+        let mut buf = String::new();
+        s.read_to_string(&mut buf).ok()?;
+        buf.split_whitespace().nth(1)?.parse().ok()
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+/// The soak's world: clients, the syncs written, the newest confirmed step.
+struct World {
+    rt: tokio::runtime::Runtime,
+    source: Cluster,
+    target: Cluster,
+    syncs: BTreeMap<i32, Vec<(i64, i64)>>,
+    /// Newest step whose syncs and commits all succeeded.
+    done: i64,
+    next: i64,
+    failed_steps: u64,
+}
+
+const SYNCS_TOPIC: &str = "mm2-offset-syncs.target.internal";
+const CHECKPOINTS_TOPIC: &str = "source.checkpoints.internal";
+
+fn timeout<T>(
+    rt: &tokio::runtime::Runtime,
+    f: impl std::future::Future<Output = Result<T, kafka_lite::Error>>,
+) -> Result<T> {
+    match rt.block_on(async { tokio::time::timeout(Duration::from_secs(5), f).await }) {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(anyhow::anyhow!("{e}")),
+        Err(_) => bail!("timed out"),
+    }
+}
+
+impl World {
+    /// One step: a sync at upstream 10k per partition, then every group
+    /// commits 10k. Failures (outages) leave `done` behind; retried later.
+    fn step(&mut self) {
+        let k = self.next;
+        let records: Vec<OutRecord> = (0..PARTITIONS)
+            .filter_map(|p| {
+                let sync = OffsetSync {
+                    topic_partition: TopicPartition::new(TOPIC, p),
+                    upstream_offset: 10 * k,
+                    downstream_offset: 10 * k + 3,
+                };
+                Some(OutRecord {
+                    key: sync.encode_key().ok()?,
+                    value: sync.encode_value(),
+                    timestamp: 0,
+                })
+            })
+            .collect();
+        // Recorded before producing: a produce that fails may still land.
+        for p in 0..PARTITIONS {
+            let s = self.syncs.entry(p).or_default();
+            if !s.contains(&(10 * k, 10 * k + 3)) {
+                s.push((10 * k, 10 * k + 3));
+            }
+        }
+        let ok = timeout(&self.rt, self.source.produce(SYNCS_TOPIC, 0, &records)).is_ok()
+            && GROUPS.iter().all(|g| {
+                let map = (0..PARTITIONS)
+                    .map(|p| (TopicPartition::new(TOPIC, p), (10 * k, String::new())))
+                    .collect();
+                timeout(&self.rt, self.source.commit_group_offsets(g, &map)).is_ok()
+            });
+        if ok {
+            self.done = k;
+            self.next = k + 1;
+        } else {
+            self.failed_steps += 1;
+        }
+    }
+
+    fn checkpoints(&self) -> Result<Vec<Checkpoint>> {
+        let t = &self.target;
+        let end = timeout(&self.rt, t.list_offset(CHECKPOINTS_TOPIC, 0, -1))?;
+        let mut pos = timeout(&self.rt, t.list_offset(CHECKPOINTS_TOPIC, 0, -2))?;
+        let mut out = Vec::new();
+        while pos < end {
+            let f = timeout(&self.rt, t.fetch(CHECKPOINTS_TOPIC, 0, pos, 200))?;
+            for r in f.records.iter().filter(|r| r.offset < end) {
+                out.push(
+                    Checkpoint::decode(r.key.as_deref(), r.value.as_deref())
+                        .map_err(|e| anyhow::anyhow!("checkpoint at {}: {e}", r.offset))?,
+                );
+            }
+            pos = f.next_offset.max(pos + 1);
+        }
+        Ok(out)
+    }
+
+    /// Whether every group's newest checkpoint is (10·done, 10·done + 3).
+    fn caught_up(&self) -> bool {
+        let Ok(cps) = self.checkpoints() else {
+            return false;
+        };
+        let latest: BTreeMap<(String, i32), (i64, i64)> = cps
+            .iter()
+            .map(|c| {
+                (
+                    (c.key.group.clone(), c.key.topic_partition.partition),
+                    (c.upstream_offset, c.downstream_offset),
+                )
+            })
+            .collect();
+        GROUPS.iter().all(|g| {
+            (0..PARTITIONS).all(|p| {
+                latest.get(&(g.to_string(), p)) == Some(&(10 * self.done, 10 * self.done + 3))
+            })
+        })
+    }
+}
+
+/// Steps while waiting for `cond`; fails after `limit`.
+fn step_until(
+    w: &mut World,
+    d: &mut Daemon,
+    what: &str,
+    limit: Duration,
+    mut cond: impl FnMut(&mut World, &Daemon) -> bool,
+) -> Result<Duration> {
+    let started = Instant::now();
+    loop {
+        d.alive()?;
+        if cond(w, d) {
+            return Ok(started.elapsed());
+        }
+        if started.elapsed() > limit {
+            bail!("timed out after {limit:?} waiting for {what}");
+        }
+        w.step();
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+fn soak(layout: &Layout, bin: &Path, duration: Duration) -> Result<String> {
+    let file = kafka::read_clusters_file(layout)?;
+    let boot = |name: &str| -> Result<String> {
+        Ok(file
+            .clusters
+            .get(name)
+            .with_context(|| format!("no cluster {name}"))?
+            .bootstrap
+            .plaintext
+            .clone())
+    };
+    let (sb, tb) = (boot("source")?, boot("target")?);
+    let client = |alias: &str, b: &str| {
+        Cluster::new(
+            alias,
+            vec![b.to_string()],
+            kafka_lite::ConnectionConfig::default(),
+        )
+        .map_err(|e| anyhow::anyhow!("{e}"))
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let mut w = World {
+        source: client("source", &sb)?,
+        target: client("target", &tb)?,
+        rt,
+        syncs: BTreeMap::new(),
+        done: -1,
+        next: 0,
+        failed_steps: 0,
+    };
+    timeout(&w.rt, w.source.create_topic(TOPIC, PARTITIONS, 1, &[]))?;
+    timeout(
+        &w.rt,
+        w.target
+            .create_topic(&format!("source.{TOPIC}"), PARTITIONS, 1, &[]),
+    )?;
+    timeout(
+        &w.rt,
+        w.source
+            .create_topic(SYNCS_TOPIC, 1, 1, &[("cleanup.policy", "compact")]),
+    )?;
+    w.step();
+    if w.done != 0 {
+        bail!("the first step failed on healthy clusters");
+    }
+    let dir = layout.root.join("daemon");
+    std::fs::create_dir_all(&dir)?;
+    let config = dir.join("mm2.properties");
+    std::fs::write(
+        &config,
+        format!(
+            "clusters = source, target\n\
+             source.bootstrap.servers = {sb}\n\
+             target.bootstrap.servers = {tb}\n\
+             source->target.enabled = true\n\
+             groups = soak-.*\n\
+             emit.checkpoints.interval.seconds = 1\n\
+             admin.timeout.ms = {}\n",
+            REQUEST_TIMEOUT.as_millis()
+        ),
+    )?;
+    let log = dir.join("daemon.log");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let child = Command::new(bin)
+        .args(["run", "--config"])
+        .arg(&config)
+        .args(["--metrics-addr", &addr])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log)?)
+        .spawn()
+        .context("spawning the daemon")?;
+    let mut d = Daemon { child, addr, log };
+    step_until(&mut w, &mut d, "the first checkpoints", RECOVERY, |w, d| {
+        d.ready() == Some(200) && w.caught_up()
+    })?;
+
+    let started = Instant::now();
+    let mut outages = Vec::new();
+    let mut checks = 0u64;
+    loop {
+        for fault in ["kill -9 source", "kill -9 target", "SIGSTOP target"] {
+            let warns_before = d.log_text().matches(" WARN ").count();
+            let t0 = Instant::now();
+            let mut saw_503 = false;
+            match fault {
+                "kill -9 source" | "kill -9 target" => {
+                    let name = if fault.ends_with("source") {
+                        "source"
+                    } else {
+                        "target"
+                    };
+                    // Kill at a varying phase of the daemon's 1 s round.
+                    std::thread::sleep(Duration::from_millis(200 * (outages.len() as u64 % 5)));
+                    kafka::kill_broker(layout, name)?;
+                    step_until(
+                        &mut w,
+                        &mut d,
+                        &format!("/readyz 503 after {fault}"),
+                        RECOVERY,
+                        |_, d| {
+                            saw_503 |= d.ready() == Some(503);
+                            saw_503
+                        },
+                    )?;
+                    kafka::restart_broker(layout, name)?;
+                }
+                _ => {
+                    kafka::pause_broker(layout, "target", true)?;
+                    let r = step_until(
+                        &mut w,
+                        &mut d,
+                        "/readyz 503 while the target is stopped",
+                        STOP_FOR + RECOVERY,
+                        |_, d| {
+                            saw_503 |= d.ready() == Some(503);
+                            saw_503 && t0.elapsed() >= STOP_FOR
+                        },
+                    );
+                    kafka::pause_broker(layout, "target", false)?;
+                    r?;
+                }
+            }
+            let recovered = step_until(
+                &mut w,
+                &mut d,
+                &format!("recovery from {fault}"),
+                RECOVERY,
+                |w, d| d.ready() == Some(200) && w.caught_up(),
+            )?;
+            checks += (GROUPS.len() as u64) * PARTITIONS as u64;
+            let warns = d.log_text().matches(" WARN ").count() - warns_before;
+            if warns == 0 {
+                bail!("{fault}: the daemon logged no warning");
+            }
+            let line = format!(
+                "{fault}: outage {:.1}s, back to ready and correct {:.1}s after recovery, {warns} warnings logged",
+                (t0.elapsed() - recovered).as_secs_f64(),
+                recovered.as_secs_f64()
+            );
+            eprintln!("soak: {line}");
+            outages.push(line);
+        }
+        if started.elapsed() >= duration {
+            break;
+        }
+    }
+
+    // Soundness of the whole checkpoints topic.
+    let cps = w.checkpoints()?;
+    let mut last: BTreeMap<(String, i32), (i64, i64)> = BTreeMap::new();
+    let mut rewinds = 0;
+    let mut past = 0;
+    for c in &cps {
+        let key = (c.key.group.clone(), c.key.topic_partition.partition);
+        let now = (c.upstream_offset, c.downstream_offset);
+        if let Some(prev) = last.get(&key) {
+            if now.0 < prev.0 || now.1 < prev.1 {
+                rewinds += 1;
+            }
+        }
+        let ceiling = w.syncs.get(&key.1).and_then(|s| {
+            s.iter()
+                .filter(|(u, _)| *u <= now.0)
+                .max_by_key(|(u, _)| *u)
+                .map(|&(u, dn)| if u == now.0 { dn } else { dn + 1 })
+        });
+        if ceiling.is_none_or(|c| now.1 > c) {
+            past += 1;
+        }
+        last.insert(key, now);
+    }
+    let panics = d.log_text().matches("panicked").count();
+
+    // SIGTERM while the target is stopped: shutdown is still bounded.
+    kafka::pause_broker(layout, "target", true)?;
+    std::thread::sleep(Duration::from_secs(2));
+    let pid = d.child.id().to_string();
+    Command::new("kill").args(["-TERM", &pid]).status()?;
+    let t = Instant::now();
+    let exit = loop {
+        if let Some(s) = d.child.try_wait()? {
+            break s;
+        }
+        if t.elapsed() > Duration::from_secs(30) {
+            kafka::pause_broker(layout, "target", false)?;
+            bail!("no exit within 30 s of SIGTERM while the target broker was stopped");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let shutdown = t.elapsed();
+    kafka::pause_broker(layout, "target", false)?;
+    if rewinds + past + panics > 0 {
+        bail!(
+            "checkpoints: {rewinds} rewinds, {past} past the translation; {panics} panics in the log"
+        );
+    }
+    Ok(format!(
+        "soak: {} outages survived in {:.0}s\n  {}\n\
+         checkpoints checked after recovery: {checks}; records checked: {}; \
+         steps: {} ({} attempts failed during outages)\n\
+         rewinds: 0, lost: 0, past the translation: 0, panics: 0\n\
+         SIGTERM with the target stopped: {exit} after {:.1}s",
+        outages.len(),
+        started.elapsed().as_secs_f64(),
+        outages.join("\n  "),
+        cps.len(),
+        w.done + 1,
+        w.failed_steps,
+        shutdown.as_secs_f64()
+    ))
+}
