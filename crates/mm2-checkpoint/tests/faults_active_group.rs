@@ -79,7 +79,12 @@ fn no_commit_lands_in_an_active_target_group_under_joins_and_leaves() {
     let rt = rt();
     let w = World::new(&rt, "activeloop", 1);
     let group = format!("g-{}", w.topic);
-    let config = w.properties(&group, "sync.group.offsets.enabled = true");
+    // The group is first committed after the daemon starts, so it must be
+    // rediscovered quickly (the default refresh is every 600 s).
+    let config = w.properties(
+        &group,
+        "sync.group.offsets.enabled = true\nrefresh.groups.interval.seconds = 1",
+    );
     let log = w.dir.join("daemon.log");
     let mut up = 10_i64;
     let mut syncs = vec![(0, 0, 3)];
