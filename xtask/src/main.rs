@@ -295,7 +295,10 @@ fn run_cargo_tests(layout: &kafka::Layout, extra: &[&str]) -> Result<ExitCode> {
         &["--all-targets", "--doc"]
     };
     for mode in phases {
-        let args: Vec<&str> = std::iter::once("test")
+        // `--no-fail-fast`: one failing test binary must not hide the others'
+        // results.
+        let args: Vec<&str> = ["test", "--no-fail-fast"]
+            .into_iter()
             .chain(scope.iter().copied())
             .chain((!mode.is_empty()).then_some(*mode))
             .chain(extra.iter().copied())
