@@ -39,6 +39,43 @@ pub struct Clusters {
     pub kafka_bin: PathBuf,
     /// The clusters by name.
     pub clusters: BTreeMap<String, Cluster>,
+    /// The older-Kafka cluster (absent from cluster files of older xtasks
+    /// and of soak runs); use [`Clusters::legacy`].
+    #[serde(default)]
+    pub legacy: Option<LegacyCluster>,
+}
+
+/// The `legacy` cluster: one KRaft node on an older Apache Kafka (3.9),
+/// PLAINTEXT only, for version-negotiation tests.
+#[derive(Debug, Clone, Deserialize)]
+pub struct LegacyCluster {
+    /// Always `legacy`.
+    pub name: String,
+    /// Apache Kafka version the broker runs, e.g. `3.9.1`.
+    pub kafka_version: String,
+    /// KRaft cluster id.
+    pub cluster_id: String,
+    /// PID of the broker JVM.
+    pub pid: u32,
+    /// Bootstrap address of the only client listener.
+    pub bootstrap: PlaintextListener,
+    /// The controller listener; not for clients.
+    pub controller: String,
+    /// The broker's `server.properties`.
+    pub config_file: PathBuf,
+    /// Directory of the broker's logs.
+    pub log_dir: PathBuf,
+    /// The broker log.
+    pub log_file: PathBuf,
+    /// The broker's `log.dirs`.
+    pub data_dir: PathBuf,
+}
+
+/// Bootstrap address of a PLAINTEXT-only cluster.
+#[derive(Debug, Clone, Deserialize)]
+pub struct PlaintextListener {
+    /// PLAINTEXT listener (`127.0.0.1:port`).
+    pub plaintext: String,
 }
 
 /// One single-node KRaft cluster (broker and controller in one JVM).
@@ -299,7 +336,23 @@ impl Clusters {
         self.named("target")
     }
 
-    /// Every cluster, by name.
+    /// The older-Kafka cluster.
+    ///
+    /// # Panics
+    ///
+    /// If the cluster file has none (written by an older xtask): restart the
+    /// clusters with `cargo xtask kafka down && cargo xtask kafka up`.
+    pub fn legacy(&self) -> &LegacyCluster {
+        match &self.legacy {
+            Some(legacy) => legacy,
+            None => panic!(
+                "cluster file has no `legacy` cluster: run `cargo xtask kafka down && cargo xtask kafka up`"
+            ),
+        }
+    }
+
+    /// Every cluster of the current Kafka version (`source` and `target`;
+    /// not [`Clusters::legacy`]), by name.
     pub fn all(&self) -> impl Iterator<Item = &Cluster> {
         self.clusters.values()
     }

@@ -1,10 +1,17 @@
-//! `cargo xtask kafka up | down | status`: two real single-node KRaft clusters.
+//! `cargo xtask kafka up | down | status`: two real single-node KRaft clusters,
+//! plus a minimal third one on an older Kafka.
 //!
 //! The end-to-end tests need a *source* and a *target* cluster, like MM2
 //! itself. Each is one JVM running Apache Kafka in combined mode (broker and
 //! controller in one process) on free loopback ports, with one listener per
 //! way our client must be able to connect: PLAINTEXT, SASL_PLAINTEXT (PLAIN and
 //! SCRAM-SHA-256/512), SSL, and SSL with a required client certificate (mTLS).
+//!
+//! The third cluster, `legacy`, runs Apache Kafka 3.9 with a PLAINTEXT
+//! listener only: it exists to prove the client negotiates API versions down
+//! to a 3.x broker. It is recorded under its own `legacy` key of
+//! `clusters.json`, so readers that only know `source` and `target` are
+//! unaffected. `cargo xtask soak` (which uses [`Layout::at`]) does not start it.
 //!
 //! Everything lives under `<workspace>/target/kafka/`:
 //!
@@ -37,6 +44,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::certs::{self, TestPki};
 use crate::maven::{KAFKA_VERSION, KafkaRuntime};
+
+/// Name (and directory) of the older-Kafka cluster.
+const LEGACY_NAME: &str = "legacy";
 use crate::probe;
 
 /// The clusters we run, in start order.
@@ -68,6 +78,41 @@ pub struct ClustersFile {
     pub kafka_bin: PathBuf,
     /// Clusters by name (`source`, `target`).
     pub clusters: BTreeMap<String, ClusterInfo>,
+    /// The older-Kafka cluster, when the layout runs one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub legacy: Option<LegacyClusterInfo>,
+}
+
+/// The `legacy` cluster: an older Kafka, PLAINTEXT only.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LegacyClusterInfo {
+    /// Always `legacy`.
+    pub name: String,
+    /// Apache Kafka version this broker runs (older than [`ClustersFile::kafka_version`]).
+    pub kafka_version: String,
+    /// KRaft cluster id given at format time.
+    pub cluster_id: String,
+    /// PID of the broker JVM.
+    pub pid: u32,
+    /// Bootstrap address of the only client listener.
+    pub bootstrap: PlaintextListener,
+    /// The KRaft controller listener (PLAINTEXT, not for clients).
+    pub controller: String,
+    /// The broker's `server.properties`.
+    pub config_file: PathBuf,
+    /// Directory of the broker's log output.
+    pub log_dir: PathBuf,
+    /// The broker's combined stdout/stderr and Log4j output.
+    pub log_file: PathBuf,
+    /// `log.dirs`: topic data and KRaft metadata.
+    pub data_dir: PathBuf,
+}
+
+/// The bootstrap address of a PLAINTEXT-only cluster.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PlaintextListener {
+    /// No TLS, no authentication.
+    pub plaintext: String,
 }
 
 /// One running cluster.
@@ -171,6 +216,8 @@ fn users(cluster: &str) -> SaslUsers {
 pub struct Layout {
     /// `<workspace>/target/kafka`.
     pub root: PathBuf,
+    /// Whether `up` also starts the `legacy` cluster.
+    pub legacy: bool,
 }
 
 impl Layout {
@@ -178,13 +225,18 @@ impl Layout {
     pub fn new(workspace: &Path) -> Self {
         Self {
             root: workspace.join("target").join("kafka"),
+            legacy: true,
         }
     }
 
     /// A layout rooted at `root` instead (`cargo xtask soak` uses
     /// `target/kafka-soak`, so it never touches the shared test clusters).
+    /// Such a layout runs no `legacy` cluster.
     pub fn at(root: PathBuf) -> Self {
-        Self { root }
+        Self {
+            root,
+            legacy: false,
+        }
     }
 
     /// `clusters.json`.
@@ -210,9 +262,16 @@ impl Layout {
 pub fn up(layout: &Layout) -> Result<bool> {
     let runtime = KafkaRuntime::locate()?;
     runtime.ensure()?;
+    let legacy_runtime = if layout.legacy {
+        let legacy = KafkaRuntime::locate_legacy()?;
+        legacy.ensure()?;
+        Some(legacy)
+    } else {
+        None
+    };
 
     if let Ok(file) = read_clusters_file(layout) {
-        if report(&file, true) {
+        if report(layout, &file, true) {
             println!(
                 "kafka: clusters already up ({})",
                 layout.clusters_file().display()
@@ -229,7 +288,7 @@ pub fn up(layout: &Layout) -> Result<bool> {
     let pki = certs::generate(&layout.root.join("tls"))?;
 
     // All ports are reserved at once so the two clusters cannot collide.
-    let mut ports = free_ports(CLUSTER_NAMES.len() * 5)?.into_iter();
+    let mut ports = free_ports(CLUSTER_NAMES.len() * 5 + 2)?.into_iter();
     let mut plans = Vec::new();
     for name in CLUSTER_NAMES {
         let mut next = || ports.next().context("ran out of reserved ports");
@@ -242,20 +301,35 @@ pub fn up(layout: &Layout) -> Result<bool> {
             controller: next()?,
         });
     }
+    let legacy_ports = (
+        ports.next().context("ran out of reserved ports")?,
+        ports.next().context("ran out of reserved ports")?,
+    );
 
-    let results: Vec<Result<ClusterInfo>> = thread::scope(|s| {
-        let handles: Vec<_> = plans
-            .iter()
-            .map(|plan| s.spawn(|| start_cluster(layout, &runtime, &pki, plan)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("cluster start thread panicked")))
-            })
-            .collect()
-    });
+    // All JVMs start in parallel, the legacy one included.
+    let (results, legacy_result): (Vec<Result<ClusterInfo>>, Option<Result<LegacyClusterInfo>>) =
+        thread::scope(|s| {
+            let handles: Vec<_> = plans
+                .iter()
+                .map(|plan| s.spawn(|| start_cluster(layout, &runtime, &pki, plan)))
+                .collect();
+            let legacy_handle = legacy_runtime
+                .as_ref()
+                .map(|rt| s.spawn(move || start_legacy(layout, rt, legacy_ports)));
+            let results = handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(anyhow::anyhow!("cluster start thread panicked")))
+                })
+                .collect();
+            let legacy = legacy_handle.map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(anyhow::anyhow!("legacy cluster start thread panicked"))
+                })
+            });
+            (results, legacy)
+        });
 
     let mut clusters = BTreeMap::new();
     let mut failures = Vec::new();
@@ -267,6 +341,14 @@ pub fn up(layout: &Layout) -> Result<bool> {
             Err(e) => failures.push(format!("{e:#}")),
         }
     }
+    let legacy = match legacy_result {
+        Some(Ok(info)) => Some(info),
+        Some(Err(e)) => {
+            failures.push(format!("{e:#}"));
+            None
+        }
+        None => None,
+    };
     if !failures.is_empty() {
         // Never leave half a harness running.
         if let Err(e) = stop_all(layout) {
@@ -284,11 +366,12 @@ pub fn up(layout: &Layout) -> Result<bool> {
         kafka_run_class: runtime.run_class(),
         kafka_bin: runtime.bin(),
         clusters,
+        legacy,
     };
     let json = serde_json::to_string_pretty(&file)?;
     fs::write(layout.clusters_file(), json + "\n")
         .with_context(|| format!("writing {}", layout.clusters_file().display()))?;
-    report(&file, true);
+    report(layout, &file, true);
     println!(
         "kafka: clusters up; details in {}",
         layout.clusters_file().display()
@@ -315,7 +398,7 @@ pub fn status(layout: &Layout) -> Result<bool> {
             return Ok(false);
         }
     };
-    Ok(report(&file, true))
+    Ok(report(layout, &file, true))
 }
 
 /// Reads and parses `clusters.json`.
@@ -326,8 +409,11 @@ pub fn read_clusters_file(layout: &Layout) -> Result<ClustersFile> {
 }
 
 /// Checks every cluster; prints the findings if `print`. True if all healthy.
-fn report(file: &ClustersFile, print: bool) -> bool {
+fn report(layout: &Layout, file: &ClustersFile, print: bool) -> bool {
     let mut healthy = true;
+    if layout.legacy {
+        healthy &= report_legacy(file.legacy.as_ref(), print);
+    }
     for name in CLUSTER_NAMES {
         let Some(info) = file.clusters.get(name) else {
             if print {
@@ -365,6 +451,36 @@ fn report(file: &ClustersFile, print: bool) -> bool {
         }
     }
     healthy
+}
+
+/// The `legacy` part of [`report`].
+fn report_legacy(legacy: Option<&LegacyClusterInfo>, print: bool) -> bool {
+    let Some(info) = legacy else {
+        if print {
+            println!("{LEGACY_NAME}: missing from clusters.json");
+        }
+        return false;
+    };
+    let alive = is_our_broker(info.pid, &info.config_file);
+    let (ok, detail) = match probe::api_versions(&info.bootstrap.plaintext) {
+        Ok(n) => (true, format!("ApiVersions ok, {n} APIs")),
+        Err(e) => (false, format!("ApiVersions FAILED: {e:#}")),
+    };
+    if print {
+        println!(
+            "{LEGACY_NAME}: pid {} {}  (Kafka {}, cluster id {}, log {})",
+            info.pid,
+            if alive { "running" } else { "NOT RUNNING" },
+            info.kafka_version,
+            info.cluster_id,
+            info.log_file.display()
+        );
+        println!(
+            "  {:<15} {:<21} {detail}",
+            "plaintext", info.bootstrap.plaintext
+        );
+    }
+    alive && ok
 }
 
 struct ClusterPlan {
@@ -405,7 +521,7 @@ fn start_cluster(
 
     let cluster_id = random_cluster_id()?;
     let started = Instant::now();
-    format_storage(runtime, &config_file, &cluster_id, &users, &log_dir)
+    format_storage(runtime, &config_file, &cluster_id, Some(&users), &log_dir)
         .with_context(|| format!("cluster {name}: formatting {}", data_dir.display()))?;
     eprintln!(
         "kafka: {name}: storage formatted in {:.1}s",
@@ -425,7 +541,7 @@ fn start_cluster(
         ssl: addr(plan.ssl),
         mtls: addr(plan.mtls),
     };
-    wait_until_serving(name, pid, &bootstrap, &log_file)?;
+    wait_until_serving(name, pid, &bootstrap.all(), &log_file)?;
     eprintln!(
         "kafka: {name}: serving after {:.1}s (pid {pid})",
         started.elapsed().as_secs_f64()
@@ -451,6 +567,107 @@ fn start_cluster(
         log_file,
         data_dir,
     })
+}
+
+/// Starts the `legacy` cluster: the older Kafka of `runtime`, PLAINTEXT only,
+/// on the `(plaintext, controller)` ports.
+fn start_legacy(
+    layout: &Layout,
+    runtime: &KafkaRuntime,
+    (plaintext, controller): (u16, u16),
+) -> Result<LegacyClusterInfo> {
+    let name = LEGACY_NAME;
+    let dir = layout.cluster_dir(name);
+    let data_dir = dir.join("data");
+    let log_dir = dir.join("logs");
+    for d in [&data_dir, &log_dir] {
+        fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+    }
+    let log_file = log_dir.join("broker.log");
+    let config_file = layout.config_file(name);
+    let log4j_file = dir.join("log4j2.properties");
+    let addr = |port: u16| format!("127.0.0.1:{port}");
+    let version = runtime.version();
+
+    fs::write(
+        &config_file,
+        legacy_server_properties(plaintext, controller, &data_dir, version),
+    )
+    .with_context(|| format!("writing {}", config_file.display()))?;
+    fs::write(&log4j_file, BROKER_LOG4J)
+        .with_context(|| format!("writing {}", log4j_file.display()))?;
+
+    let cluster_id = random_cluster_id()?;
+    let started = Instant::now();
+    format_storage(runtime, &config_file, &cluster_id, None, &log_dir)
+        .with_context(|| format!("cluster {name}: formatting {}", data_dir.display()))?;
+    let pid = launch(
+        layout,
+        runtime,
+        name,
+        &format!("Kafka {version}, cluster id {cluster_id}"),
+    )?;
+    let bootstrap = PlaintextListener {
+        plaintext: addr(plaintext),
+    };
+    wait_until_serving(
+        name,
+        pid,
+        &[("plaintext", bootstrap.plaintext.as_str())],
+        &log_file,
+    )?;
+    eprintln!(
+        "kafka: {name}: Kafka {version} serving after {:.1}s (pid {pid})",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(LegacyClusterInfo {
+        name: name.to_owned(),
+        kafka_version: version.to_owned(),
+        cluster_id,
+        pid,
+        bootstrap,
+        controller: addr(controller),
+        config_file,
+        log_dir,
+        log_file,
+        data_dir,
+    })
+}
+
+/// `server.properties` of the `legacy` cluster: combined mode, a static
+/// one-voter quorum, PLAINTEXT only.
+fn legacy_server_properties(
+    plaintext: u16,
+    controller: u16,
+    data_dir: &Path,
+    version: &str,
+) -> String {
+    format!(
+        "# Generated by `cargo xtask kafka up` for the legacy (Kafka {version}) test cluster.
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:{controller}
+controller.listener.names=CONTROLLER
+listeners=PLAINTEXT://127.0.0.1:{plaintext},CONTROLLER://127.0.0.1:{controller}
+advertised.listeners=PLAINTEXT://127.0.0.1:{plaintext}
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+log.dirs={data}
+
+# One node: every internal topic has a single replica.
+num.partitions=1
+default.replication.factor=1
+min.insync.replicas=1
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=3
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=3
+group.initial.rebalance.delay.ms=0
+auto.create.topics.enable=false
+",
+        data = data_dir.display(),
+    )
 }
 
 /// Launches the broker JVM of cluster `name` with its existing configuration
@@ -529,7 +746,7 @@ pub fn restart_broker(layout: &Layout, name: &str) -> Result<()> {
         .get_mut(name)
         .with_context(|| format!("no cluster {name} in {}", layout.clusters_file().display()))?;
     let pid = launch(layout, &runtime, name, "restart")?;
-    wait_until_serving(name, pid, &info.bootstrap, &info.log_file)?;
+    wait_until_serving(name, pid, &info.bootstrap.all(), &info.log_file)?;
     info.pid = pid;
     let text = serde_json::to_string_pretty(&file)?;
     fs::write(layout.clusters_file(), text)
@@ -673,17 +890,27 @@ fn write_client_configs(
     Ok(out)
 }
 
-/// `kafka-storage format`, creating the SCRAM users in the same step.
+/// `kafka-storage format`, creating the SCRAM users (if any) in the same step.
 fn format_storage(
     runtime: &KafkaRuntime,
     config: &Path,
     cluster_id: &str,
-    users: &SaslUsers,
+    users: Option<&SaslUsers>,
     log_dir: &Path,
 ) -> Result<()> {
     let scram = |mechanism: &str, c: &Credentials| {
         format!("{mechanism}=[name={},password={}]", c.user, c.password)
     };
+    let mut scram_args = Vec::new();
+    if let Some(users) = users {
+        for (mechanism, c) in [
+            ("SCRAM-SHA-256", &users.scram_sha_256),
+            ("SCRAM-SHA-512", &users.scram_sha_512),
+        ] {
+            scram_args.push("--add-scram".to_owned());
+            scram_args.push(scram(mechanism, c));
+        }
+    }
     let out = Command::new("java")
         .args(TOOL_JVM_OPTS)
         .arg(format!(
@@ -698,10 +925,7 @@ fn format_storage(
         .arg(cluster_id)
         .arg("--config")
         .arg(config)
-        .arg("--add-scram")
-        .arg(scram("SCRAM-SHA-256", &users.scram_sha_256))
-        .arg("--add-scram")
-        .arg(scram("SCRAM-SHA-512", &users.scram_sha_512))
+        .args(&scram_args)
         .stdin(Stdio::null())
         .output()
         .context("running `java kafka.tools.StorageTool` (is a JDK 17+ installed?)")?;
@@ -719,9 +943,18 @@ fn format_storage(
     Ok(())
 }
 
-/// Polls until the broker answers ApiVersions on PLAINTEXT and every other
-/// listener accepts connections, or fails with the tail of the broker log.
-fn wait_until_serving(name: &str, pid: u32, listeners: &Listeners, log_file: &Path) -> Result<()> {
+/// Polls until the broker answers ApiVersions on PLAINTEXT (the first of
+/// `listeners`) and every other listener accepts connections, or fails with
+/// the tail of the broker log.
+fn wait_until_serving(
+    name: &str,
+    pid: u32,
+    listeners: &[(&'static str, &str)],
+    log_file: &Path,
+) -> Result<()> {
+    let Some((_, plaintext)) = listeners.first() else {
+        bail!("cluster {name}: no listener to wait for");
+    };
     let deadline = Instant::now() + START_TIMEOUT;
     loop {
         // Not `is_our_broker`: right after exec the command line can briefly read empty.
@@ -732,11 +965,10 @@ fn wait_until_serving(name: &str, pid: u32, listeners: &Listeners, log_file: &Pa
                 tail(log_file, 40)
             );
         }
-        let last_problem = match probe::api_versions(&listeners.plaintext) {
+        let last_problem = match probe::api_versions(plaintext) {
             Ok(_) => {
                 let closed: Vec<_> = listeners
-                    .all()
-                    .into_iter()
+                    .iter()
                     .filter(|(_, addr)| !probe::port_open(addr))
                     .map(|(kind, addr)| format!("{kind} {addr}"))
                     .collect();
@@ -762,7 +994,8 @@ fn wait_until_serving(name: &str, pid: u32, listeners: &Listeners, log_file: &Pa
 /// Stops every broker named by a pid file, then removes data dirs, pid files
 /// and `clusters.json`. Logs stay.
 fn stop_all(layout: &Layout) -> Result<()> {
-    for name in CLUSTER_NAMES {
+    // Always includes `legacy`: a layout that runs none has no pid file for it.
+    for name in CLUSTER_NAMES.into_iter().chain([LEGACY_NAME]) {
         let pid_file = layout.pid_file(name);
         if let Ok(text) = fs::read_to_string(&pid_file) {
             match text.trim().parse::<u32>() {

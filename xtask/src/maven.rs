@@ -19,6 +19,10 @@ use anyhow::{Context, Result, bail};
 /// The Apache Kafka version every test cluster runs.
 pub const KAFKA_VERSION: &str = "4.1.1";
 
+/// The older Apache Kafka version of the `legacy` cluster, which proves the
+/// client negotiates versions down to a 3.x broker.
+pub const LEGACY_KAFKA_VERSION: &str = "3.9.1";
+
 /// Artifacts fetched from Maven Central, with their runtime dependencies.
 ///
 /// `kafka_2.13` is the broker (`kafka.Kafka`, `kafka.tools.StorageTool`);
@@ -33,6 +37,14 @@ const ARTIFACTS: &[(&str, &str, &str)] = &[
     ("org.apache.kafka", "kafka-tools", KAFKA_VERSION),
     ("org.apache.kafka", "connect-mirror", KAFKA_VERSION),
     ("org.apache.kafka", "connect-mirror-client", KAFKA_VERSION),
+    ("org.slf4j", "slf4j-api", "2.0.17"),
+    ("org.apache.logging.log4j", "log4j-slf4j2-impl", "2.24.3"),
+];
+
+/// The `legacy` cluster needs only the broker (its `kafka.tools.StorageTool`
+/// formats the storage), with the same logging setup as [`ARTIFACTS`].
+const LEGACY_ARTIFACTS: &[(&str, &str, &str)] = &[
+    ("org.apache.kafka", "kafka_2.13", LEGACY_KAFKA_VERSION),
     ("org.slf4j", "slf4j-api", "2.0.17"),
     ("org.apache.logging.log4j", "log4j-slf4j2-impl", "2.24.3"),
 ];
@@ -63,36 +75,61 @@ const STAMP: &str = ".complete";
 /// counts as incomplete).
 const STAMP_CONTENTS: &str = "4.1.1 +connect-mirror";
 
+/// The stamp of the legacy cache; change it whenever [`LEGACY_ARTIFACTS`] changes.
+const LEGACY_STAMP_CONTENTS: &str = "3.9.1 broker";
+
 /// Locations inside the Kafka runtime cache.
 #[derive(Debug, Clone)]
 pub struct KafkaRuntime {
     /// `<cache>/kafka-<version>`.
     pub home: PathBuf,
+    /// The Kafka version cached here.
+    version: &'static str,
+    /// What to fetch.
+    artifacts: &'static [(&'static str, &'static str, &'static str)],
+    /// Contents of a complete cache's stamp.
+    stamp: &'static str,
+    /// Whether to write the CLI launchers of [`TOOLS`].
+    tools: bool,
 }
 
 impl KafkaRuntime {
     /// The cache for the pinned version: `$MM2_KAFKA_CACHE` if set, else
     /// `$XDG_CACHE_HOME/mm2-checkpoint/kafka-<v>`, else `~/.cache/mm2-checkpoint/kafka-<v>`.
     pub fn locate() -> Result<Self> {
-        if let Some(dir) = std::env::var_os("MM2_KAFKA_CACHE").filter(|d| !d.is_empty()) {
-            return Ok(Self {
-                home: PathBuf::from(dir),
-            });
-        }
-        let base = match std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+        let home = match std::env::var_os("MM2_KAFKA_CACHE").filter(|d| !d.is_empty()) {
             Some(dir) => PathBuf::from(dir),
-            None => {
-                let home = std::env::var_os("HOME")
-                    .filter(|d| !d.is_empty())
-                    .context("neither MM2_KAFKA_CACHE, XDG_CACHE_HOME nor HOME is set: cannot place the Kafka jar cache")?;
-                PathBuf::from(home).join(".cache")
-            }
+            None => cache_base()?.join(format!("kafka-{KAFKA_VERSION}")),
         };
         Ok(Self {
-            home: base
-                .join("mm2-checkpoint")
-                .join(format!("kafka-{KAFKA_VERSION}")),
+            home,
+            version: KAFKA_VERSION,
+            artifacts: ARTIFACTS,
+            stamp: STAMP_CONTENTS,
+            tools: true,
         })
+    }
+
+    /// The broker-only cache of [`LEGACY_KAFKA_VERSION`] for the `legacy`
+    /// cluster: `$MM2_LEGACY_KAFKA_CACHE` if set, else `kafka-<v>` next to
+    /// the default cache of [`KafkaRuntime::locate`].
+    pub fn locate_legacy() -> Result<Self> {
+        let home = match std::env::var_os("MM2_LEGACY_KAFKA_CACHE").filter(|d| !d.is_empty()) {
+            Some(dir) => PathBuf::from(dir),
+            None => cache_base()?.join(format!("kafka-{LEGACY_KAFKA_VERSION}")),
+        };
+        Ok(Self {
+            home,
+            version: LEGACY_KAFKA_VERSION,
+            artifacts: LEGACY_ARTIFACTS,
+            stamp: LEGACY_STAMP_CONTENTS,
+            tools: false,
+        })
+    }
+
+    /// The Kafka version of this cache.
+    pub fn version(&self) -> &'static str {
+        self.version
     }
 
     /// Directory holding every jar.
@@ -122,7 +159,7 @@ impl KafkaRuntime {
 
     /// True once a previous fetch finished.
     pub fn is_complete(&self) -> bool {
-        fs::read_to_string(self.home.join(STAMP)).is_ok_and(|s| s == STAMP_CONTENTS)
+        fs::read_to_string(self.home.join(STAMP)).is_ok_and(|s| s == self.stamp)
     }
 
     /// Fetches the jars unless the cache is already complete.
@@ -130,14 +167,16 @@ impl KafkaRuntime {
         if self.is_complete() {
             return Ok(());
         }
+        let version = self.version;
         eprintln!(
-            "xtask: fetching Apache Kafka {KAFKA_VERSION} jars from Maven Central into {}",
+            "xtask: fetching Apache Kafka {version} jars from Maven Central into {}",
             self.home.display()
         );
         let work = self.home.join("maven");
         fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
         let pom = work.join("pom.xml");
-        fs::write(&pom, pom_xml()).with_context(|| format!("writing {}", pom.display()))?;
+        fs::write(&pom, pom_xml(version, self.artifacts))
+            .with_context(|| format!("writing {}", pom.display()))?;
 
         // Fetch into a fresh side directory, so a half-finished earlier attempt
         // leaves no stray jars, and an older complete `libs/` (which brokers of
@@ -164,11 +203,11 @@ impl KafkaRuntime {
             .context("running `mvn` (is Maven installed? `apt-get install maven`)")?;
         if !status.success() {
             bail!(
-                "`mvn dependency:copy-dependencies` failed ({status}) fetching Kafka {KAFKA_VERSION}; see the Maven output above"
+                "`mvn dependency:copy-dependencies` failed ({status}) fetching Kafka {version}; see the Maven output above"
             );
         }
-        for (_, artifact, version) in ARTIFACTS {
-            let jar = fresh.join(format!("{artifact}-{version}.jar"));
+        for (_, artifact, artifact_version) in self.artifacts {
+            let jar = fresh.join(format!("{artifact}-{artifact_version}.jar"));
             if !jar.is_file() {
                 bail!("Maven finished but {} is missing", jar.display());
             }
@@ -179,7 +218,7 @@ impl KafkaRuntime {
         fs::rename(&fresh, &libs)
             .with_context(|| format!("moving {} to {}", fresh.display(), libs.display()))?;
         self.write_scripts()?;
-        fs::write(self.home.join(STAMP), STAMP_CONTENTS)
+        fs::write(self.home.join(STAMP), self.stamp)
             .with_context(|| format!("writing the stamp in {}", self.home.display()))?;
         Ok(())
     }
@@ -193,14 +232,32 @@ impl KafkaRuntime {
         let bin = self.bin();
         fs::create_dir_all(&bin).with_context(|| format!("creating {}", bin.display()))?;
         write_executable(&self.run_class(), RUN_CLASS)?;
+        if !self.tools {
+            return Ok(());
+        }
+        let version = self.version;
         for (tool, class) in TOOLS {
             let script = format!(
-                "#!/bin/sh\n# Apache Kafka {KAFKA_VERSION} `{tool}`, from the jars cached by `cargo xtask kafka up`.\nexec \"$(dirname \"$0\")/kafka-run-class\" {class} \"$@\"\n"
+                "#!/bin/sh\n# Apache Kafka {version} `{tool}`, from the jars cached by `cargo xtask kafka up`.\nexec \"$(dirname \"$0\")/kafka-run-class\" {class} \"$@\"\n"
             );
             write_executable(&bin.join(tool), &script)?;
         }
         Ok(())
     }
+}
+
+/// `$XDG_CACHE_HOME/mm2-checkpoint`, else `~/.cache/mm2-checkpoint`.
+fn cache_base() -> Result<PathBuf> {
+    let base = match std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => {
+            let home = std::env::var_os("HOME")
+                .filter(|d| !d.is_empty())
+                .context("neither MM2_KAFKA_CACHE, XDG_CACHE_HOME nor HOME is set: cannot place the Kafka jar cache")?;
+            PathBuf::from(home).join(".cache")
+        }
+    };
+    Ok(base.join("mm2-checkpoint"))
 }
 
 fn write_executable(path: &Path, text: &str) -> Result<()> {
@@ -210,12 +267,12 @@ fn write_executable(path: &Path, text: &str) -> Result<()> {
         .with_context(|| format!("making {} executable", path.display()))
 }
 
-fn pom_xml() -> String {
-    let deps: String = ARTIFACTS
+fn pom_xml(version: &str, artifacts: &[(&str, &str, &str)]) -> String {
+    let deps: String = artifacts
         .iter()
-        .map(|(group, artifact, version)| {
+        .map(|(group, artifact, artifact_version)| {
             format!(
-                "    <dependency><groupId>{group}</groupId><artifactId>{artifact}</artifactId><version>{version}</version></dependency>\n"
+                "    <dependency><groupId>{group}</groupId><artifactId>{artifact}</artifactId><version>{artifact_version}</version></dependency>\n"
             )
         })
         .collect();
@@ -226,7 +283,7 @@ fn pom_xml() -> String {
   <modelVersion>4.0.0</modelVersion>
   <groupId>local.mm2-checkpoint</groupId>
   <artifactId>kafka-test-runtime</artifactId>
-  <version>{KAFKA_VERSION}</version>
+  <version>{version}</version>
   <packaging>pom</packaging>
   <dependencies>
 {deps}  </dependencies>
