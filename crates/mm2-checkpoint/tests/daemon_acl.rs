@@ -313,3 +313,21 @@ fn without_write_on_the_checkpoints_topic_the_run_fails_naming_it() {
     );
     assert!(w.checkpoints(&rt).is_empty());
 }
+
+#[test]
+fn without_read_on_the_offset_syncs_topic_the_run_fails_naming_it() {
+    let rt = rt();
+    let w = SecureWorld::new(&rt, "acl_nosyncs");
+    let grants: Vec<Grant> = ALL
+        .into_iter()
+        .filter(|g| *g != Grant::SourceSyncsRead)
+        .collect();
+    w.grant(&grants);
+    let out = w.run_once(false);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "run --once succeeded:\n{stderr}");
+    assert!(
+        stderr.contains(&w.syncs()) && stderr.contains("TOPIC_AUTHORIZATION_FAILED"),
+        "the error does not name the offset-syncs topic and the ACL failure:\n{stderr}"
+    );
+}
