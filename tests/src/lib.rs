@@ -101,6 +101,10 @@ pub struct Cluster {
     pub client_configs: BTreeMap<String, PathBuf>,
     /// The broker's `server.properties`.
     pub config_file: PathBuf,
+    /// Only on the ACL-enforcing `secure` cluster: its SCRAM-SHA-512 users
+    /// (absent from older cluster files).
+    #[serde(default)]
+    pub acl_users: Option<AclUsers>,
     /// Directory of the broker's logs.
     pub log_dir: PathBuf,
     /// The broker log: look here when a test fails oddly.
@@ -182,6 +186,18 @@ pub struct SaslUsers {
     pub scram_sha_256: Credentials,
     /// SCRAM-SHA-512.
     pub scram_sha_512: Credentials,
+}
+
+/// The SCRAM-SHA-512 users of the ACL-enforcing `secure` cluster. Its
+/// `client_configs` also has `sasl_admin`, a CLI config logging in as `admin`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct AclUsers {
+    /// Super user.
+    pub admin: Credentials,
+    /// A user with no ACLs until a test grants some.
+    pub mm2_source: Credentials,
+    /// Another user with no ACLs until a test grants some.
+    pub mm2_target: Credentials,
 }
 
 /// A user name and password.
@@ -351,8 +367,23 @@ impl Clusters {
         }
     }
 
-    /// Every cluster of the current Kafka version (`source` and `target`;
-    /// not [`Clusters::legacy`]), by name.
+    /// The cluster that enforces ACLs (`StandardAuthorizer`, deny by default).
+    ///
+    /// # Panics
+    ///
+    /// If the cluster file predates it: restart the clusters with
+    /// `cargo xtask kafka down && cargo xtask kafka up`.
+    pub fn secure(&self) -> &Cluster {
+        match self.clusters.get("secure") {
+            Some(cluster) if cluster.acl_users.is_some() => cluster,
+            _ => panic!(
+                "cluster file has no ACL-enforcing `secure` cluster: run `cargo xtask kafka down && cargo xtask kafka up`"
+            ),
+        }
+    }
+
+    /// Every cluster of the current Kafka version (`source`, `target` and the
+    /// ACL-enforcing `secure`; not [`Clusters::legacy`]), by name.
     pub fn all(&self) -> impl Iterator<Item = &Cluster> {
         self.clusters.values()
     }

@@ -1,5 +1,5 @@
 //! The test harness itself: the cluster file is readable and every listener
-//! of both real clusters accepts connections. Fails when no clusters run.
+//! of every real cluster accepts connections. Fails when no clusters run.
 
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
@@ -7,7 +7,7 @@ use std::time::Duration;
 use e2e::{Listener, clusters};
 
 #[test]
-fn every_listener_of_both_clusters_accepts_tcp_connections() {
+fn every_listener_of_every_cluster_accepts_tcp_connections() {
     let clusters = clusters();
     let mut checked = 0;
     for cluster in clusters.all() {
@@ -26,7 +26,11 @@ fn every_listener_of_both_clusters_accepts_tcp_connections() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 8, "expected 2 clusters x 4 listeners");
+    assert!(
+        checked >= 8,
+        "expected at least the source and target clusters x 4 listeners"
+    );
+    assert_eq!(checked, clusters.clusters.len() * 4);
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! `cargo xtask kafka up | down | status`: two real single-node KRaft clusters,
-//! plus a minimal third one on an older Kafka.
+//! plus two more: one on an older Kafka and one that enforces ACLs.
 //!
 //! The end-to-end tests need a *source* and a *target* cluster, like MM2
 //! itself. Each is one JVM running Apache Kafka in combined mode (broker and
@@ -12,6 +12,12 @@
 //! to a 3.x broker. It is recorded under its own `legacy` key of
 //! `clusters.json`, so readers that only know `source` and `target` are
 //! unaffected. `cargo xtask soak` (which uses [`Layout::at`]) does not start it.
+//!
+//! A fourth cluster, `secure`, has the same listeners but enforces ACLs
+//! (`StandardAuthorizer`, nothing allowed without an ACL). Its super user
+//! `admin` is also the controller and inter-broker principal (SASL/PLAIN);
+//! `mm2-source` and `mm2-target` are SCRAM-SHA-512 users with no grants, for
+//! least-privilege tests.
 //!
 //! Everything lives under `<workspace>/target/kafka/`:
 //!
@@ -50,7 +56,9 @@ const LEGACY_NAME: &str = "legacy";
 use crate::probe;
 
 /// The clusters we run, in start order.
-const CLUSTER_NAMES: [&str; 2] = ["source", "target"];
+const CLUSTER_NAMES: [&str; 3] = ["source", "target", SECURE_CLUSTER];
+/// The cluster that enforces ACLs.
+const SECURE_CLUSTER: &str = "secure";
 /// How long a broker may take from launch to answering ApiVersions.
 const START_TIMEOUT: Duration = Duration::from_secs(180);
 /// How long a broker may take to stop after SIGTERM before it gets SIGKILL.
@@ -76,7 +84,7 @@ pub struct ClustersFile {
     pub kafka_run_class: PathBuf,
     /// Directory with `kafka-topics`, `kafka-console-consumer`, ... scripts.
     pub kafka_bin: PathBuf,
-    /// Clusters by name (`source`, `target`).
+    /// Clusters by name (`source`, `target`, `secure`).
     pub clusters: BTreeMap<String, ClusterInfo>,
     /// The older-Kafka cluster, when the layout runs one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -136,6 +144,9 @@ pub struct ClusterInfo {
     pub client_configs: BTreeMap<String, PathBuf>,
     /// The broker's `server.properties`.
     pub config_file: PathBuf,
+    /// Only on the ACL-enforcing `secure` cluster: its SCRAM-SHA-512 users.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acl_users: Option<AclUsers>,
     /// Directory of the broker's log output.
     pub log_dir: PathBuf,
     /// The broker's combined stdout/stderr and Log4j output.
@@ -186,6 +197,29 @@ pub struct Credentials {
     pub user: String,
     /// Password.
     pub password: String,
+}
+
+/// The SCRAM-SHA-512 users of the ACL-enforcing cluster.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AclUsers {
+    /// Super user (also the controller and inter-broker principal, over PLAIN).
+    pub admin: Credentials,
+    /// A user with no ACLs, for the source side of a flow.
+    pub mm2_source: Credentials,
+    /// A user with no ACLs, for the target side of a flow.
+    pub mm2_target: Credentials,
+}
+
+fn acl_users() -> AclUsers {
+    let user = |name: &str| Credentials {
+        user: name.to_owned(),
+        password: format!("secure-{name}-secret"),
+    };
+    AclUsers {
+        admin: user("admin"),
+        mm2_source: user("mm2-source"),
+        mm2_target: user("mm2-target"),
+    }
 }
 
 /// TLS material a client needs.
@@ -509,11 +543,12 @@ fn start_cluster(
     let config_file = layout.config_file(name);
     let log4j_file = dir.join("log4j2.properties");
     let users = users(name);
+    let acl = (name == SECURE_CLUSTER).then(acl_users);
     let addr = |port: u16| format!("127.0.0.1:{port}");
 
     fs::write(
         &config_file,
-        server_properties(plan, &data_dir, pki, &users)?,
+        server_properties(plan, &data_dir, pki, &users, acl.as_ref())?,
     )
     .with_context(|| format!("writing {}", config_file.display()))?;
     fs::write(&log4j_file, BROKER_LOG4J)
@@ -521,8 +556,15 @@ fn start_cluster(
 
     let cluster_id = random_cluster_id()?;
     let started = Instant::now();
-    format_storage(runtime, &config_file, &cluster_id, Some(&users), &log_dir)
-        .with_context(|| format!("cluster {name}: formatting {}", data_dir.display()))?;
+    format_storage(
+        runtime,
+        &config_file,
+        &cluster_id,
+        Some(&users),
+        acl.as_ref(),
+        &log_dir,
+    )
+    .with_context(|| format!("cluster {name}: formatting {}", data_dir.display()))?;
     eprintln!(
         "kafka: {name}: storage formatted in {:.1}s",
         started.elapsed().as_secs_f64()
@@ -552,7 +594,7 @@ fn start_cluster(
         client_cert_pem: pki.client_cert_pem.clone(),
         client_key_pem: pki.client_key_pem.clone(),
     };
-    let client_configs = write_client_configs(&dir, pki, &users)?;
+    let client_configs = write_client_configs(&dir, pki, &users, acl.as_ref())?;
     Ok(ClusterInfo {
         name: name.to_owned(),
         cluster_id,
@@ -563,6 +605,7 @@ fn start_cluster(
         tls,
         client_configs,
         config_file,
+        acl_users: acl,
         log_dir,
         log_file,
         data_dir,
@@ -599,7 +642,7 @@ fn start_legacy(
 
     let cluster_id = random_cluster_id()?;
     let started = Instant::now();
-    format_storage(runtime, &config_file, &cluster_id, None, &log_dir)
+    format_storage(runtime, &config_file, &cluster_id, None, None, &log_dir)
         .with_context(|| format!("cluster {name}: formatting {}", data_dir.display()))?;
     let pid = launch(
         layout,
@@ -772,6 +815,7 @@ fn server_properties(
     data_dir: &Path,
     pki: &TestPki,
     users: &SaslUsers,
+    acl: Option<&AclUsers>,
 ) -> Result<String> {
     let listener = |name: &str, port: u16| format!("{name}://127.0.0.1:{port}");
     let listeners = [
@@ -784,6 +828,10 @@ fn server_properties(
     let server_cert = read_pem(&pki.server_cert_pem)?;
     let server_key = read_pem(&pki.server_key_pem)?;
     let plain = &users.plain;
+    let (controller_protocol, inter_broker, plain_admin, authorizer) = match acl {
+        None => ("PLAINTEXT", "PLAINTEXT", String::new(), String::new()),
+        Some(acl) => secure_properties(&acl.admin),
+    };
     Ok(format!(
         "# Generated by `cargo xtask kafka up` for the {name} test cluster.
 process.roles=broker,controller
@@ -792,8 +840,8 @@ controller.quorum.voters=1@127.0.0.1:{controller}
 controller.listener.names=CONTROLLER
 listeners={listeners},CONTROLLER://127.0.0.1:{controller}
 advertised.listeners={listeners}
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,MTLS:SSL,CONTROLLER:PLAINTEXT
-inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,MTLS:SSL,CONTROLLER:{controller_protocol}
+inter.broker.listener.name={inter_broker}
 log.dirs={data}
 
 # One node: every internal topic has a single replica.
@@ -812,7 +860,7 @@ auto.create.topics.enable=false
 
 # SASL_PLAINTEXT: PLAIN users are listed here; SCRAM users were added at format time.
 listener.name.sasl_plaintext.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
-listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_{plain_user}=\"{plain_password}\";
+listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required{plain_admin} user_{plain_user}=\"{plain_password}\";
 listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 
@@ -824,7 +872,7 @@ ssl.truststore.type=PEM
 ssl.truststore.location={ca}
 ssl.client.auth=none
 listener.name.mtls.ssl.client.auth=required
-",
+{authorizer}",
         name = plan.name,
         controller = plan.controller,
         data = data_dir.display(),
@@ -832,6 +880,29 @@ listener.name.mtls.ssl.client.auth=required
         plain_password = plain.password,
         ca = pki.ca_pem.display(),
     ))
+}
+
+/// What makes the `secure` cluster enforce ACLs: the controller listener
+/// protocol, the inter-broker listener, the `admin` part of the PLAIN JAAS line
+/// of the SASL_PLAINTEXT listener, and the extra properties.
+fn secure_properties(admin: &Credentials) -> (&'static str, &'static str, String, String) {
+    let (user, password) = (&admin.user, &admin.password);
+    let plain_admin =
+        format!(" username=\"{user}\" password=\"{password}\" user_{user}=\"{password}\"");
+    let extra = format!(
+        "
+# ACLs: nothing is allowed without a grant. `{user}` is the super user and the
+# principal of controller and inter-broker connections (SASL/PLAIN).
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+allow.everyone.if.no.acl.found=false
+super.users=User:{user}
+sasl.mechanism.inter.broker.protocol=PLAIN
+sasl.mechanism.controller.protocol=PLAIN
+listener.name.controller.sasl.enabled.mechanisms=PLAIN
+listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required{plain_admin};
+"
+    );
+    ("SASL_PLAINTEXT", "SASL_PLAINTEXT", plain_admin, extra)
 }
 
 /// A PEM file as a one-line Java properties value (newlines escaped as `\n`).
@@ -845,6 +916,7 @@ fn write_client_configs(
     dir: &Path,
     pki: &TestPki,
     users: &SaslUsers,
+    acl: Option<&AclUsers>,
 ) -> Result<BTreeMap<String, PathBuf>> {
     let ca = pki.ca_pem.display();
     let sasl = |mechanism: &str, module: &str, c: &Credentials| {
@@ -855,7 +927,7 @@ fn write_client_configs(
     };
     let plain_module = "org.apache.kafka.common.security.plain.PlainLoginModule";
     let scram_module = "org.apache.kafka.common.security.scram.ScramLoginModule";
-    let configs = [
+    let mut configs = vec![
         ("plaintext", "security.protocol=PLAINTEXT\n".to_owned()),
         ("sasl_plain", sasl("PLAIN", plain_module, &users.plain)),
         (
@@ -881,6 +953,12 @@ fn write_client_configs(
             ),
         ),
     ];
+    if let Some(acl) = acl {
+        configs.push((
+            "sasl_admin",
+            sasl("SCRAM-SHA-512", scram_module, &acl.admin),
+        ));
+    }
     let mut out = BTreeMap::new();
     for (kind, text) in configs {
         let path = dir.join(format!("client-{kind}.properties"));
@@ -896,6 +974,7 @@ fn format_storage(
     config: &Path,
     cluster_id: &str,
     users: Option<&SaslUsers>,
+    acl: Option<&AclUsers>,
     log_dir: &Path,
 ) -> Result<()> {
     let scram = |mechanism: &str, c: &Credentials| {
@@ -909,6 +988,12 @@ fn format_storage(
         ] {
             scram_args.push("--add-scram".to_owned());
             scram_args.push(scram(mechanism, c));
+        }
+    }
+    if let Some(acl) = acl {
+        for c in [&acl.admin, &acl.mm2_source, &acl.mm2_target] {
+            scram_args.push("--add-scram".to_owned());
+            scram_args.push(scram("SCRAM-SHA-512", c));
         }
     }
     let out = Command::new("java")

@@ -417,8 +417,9 @@ impl Client {
 
     /// The leader of `topic`/`partition`: from the cache, else after one
     /// metadata refresh of the topic. No leader is LEADER_NOT_AVAILABLE
-    /// (retriable); an unknown topic or partition is
-    /// UNKNOWN_TOPIC_OR_PARTITION.
+    /// (retriable); a topic error in the response (such as
+    /// TOPIC_AUTHORIZATION_FAILED) is that error; an unknown topic or
+    /// partition is UNKNOWN_TOPIC_OR_PARTITION.
     pub async fn leader(&self, topic: &str, partition: i32) -> Result<BrokerInfo, Error> {
         if let Some(leader) = self.metadata().leader(topic, partition) {
             return Ok(leader.clone());
@@ -430,6 +431,9 @@ impl Client {
         let context = format!("topic-partition {topic}-{partition}");
         let error = match snapshot.topics.get(topic) {
             Some(t) if t.partitions.contains_key(&partition) => ResponseError::LeaderNotAvailable,
+            // E.g. TOPIC_AUTHORIZATION_FAILED: the broker lists the topic with
+            // no partitions; say why instead of "unknown topic".
+            Some(TopicMetadata { error: Some(e), .. }) => *e,
             _ => ResponseError::UnknownTopicOrPartition,
         };
         Err(Error::Kafka {

@@ -1,0 +1,333 @@
+//! Least privilege: the daemon against the ACL-enforcing `secure` cluster
+//! (`StandardAuthorizer`, nothing allowed without a grant), with exactly the
+//! ACLs docs/operations.md ("Least privilege") lists and nothing more.
+//!
+//! Both aliases of the flow point at the one `secure` cluster (their topic
+//! names differ), the source alias as `mm2-source` and the target alias as
+//! `mm2-target`, so each principal is only allowed what its side needs.
+//! Setup (topics, offset syncs, the source group's commit) runs as `admin`.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::{mm2, read_all, rt, tuple};
+use e2e::{Cluster as TestCluster, Credentials, Listener, clusters, unique_name};
+use mm2_checkpoint::core::format::OffsetSync;
+use mm2_checkpoint::core::{Checkpoint, TopicPartition};
+use mm2_checkpoint::driver::kafka::{Cluster, OutRecord};
+
+/// One ACL of the documented least-privilege set. Describe on a topic or
+/// group is implied by Read or Write on it, so it is granted on its own only
+/// where nothing else is needed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Grant {
+    /// The source principal on the offset-syncs topic.
+    SourceSyncsRead,
+    /// The source principal on the replicated (upstream) topic.
+    SourceTopicDescribe,
+    /// The source principal on the consumer group.
+    SourceGroupDescribe,
+    /// The target principal on the checkpoints topic.
+    TargetCheckpointsCreate,
+    /// The target principal on the checkpoints topic.
+    TargetCheckpointsRead,
+    /// The target principal on the checkpoints topic.
+    TargetCheckpointsWrite,
+    /// The target principal on the remote topic (group sync: OffsetCommit).
+    TargetRemoteRead,
+    /// The target principal on the consumer group (group sync: OffsetCommit).
+    TargetGroupRead,
+}
+
+/// Every documented grant, source side then target side.
+const ALL: [Grant; 8] = [
+    Grant::SourceSyncsRead,
+    Grant::SourceTopicDescribe,
+    Grant::SourceGroupDescribe,
+    Grant::TargetCheckpointsCreate,
+    Grant::TargetCheckpointsRead,
+    Grant::TargetCheckpointsWrite,
+    Grant::TargetRemoteRead,
+    Grant::TargetGroupRead,
+];
+
+/// One test's flow on the secure cluster.
+struct SecureWorld {
+    s: String,
+    t: String,
+    topic: String,
+    group: String,
+    admin: Cluster,
+    dir: PathBuf,
+}
+
+fn sasl(c: &Credentials) -> kafka_lite::ConnectionConfig {
+    kafka_lite::ConnectionConfig {
+        sasl: Some(kafka_lite::SaslConfig {
+            mechanism: kafka_lite::SaslMechanismKind::ScramSha512,
+            username: c.user.clone(),
+            password: kafka_lite::Secret::new(c.password.expose()),
+        }),
+        ..kafka_lite::ConnectionConfig::default()
+    }
+}
+
+fn secure() -> &'static TestCluster {
+    clusters().secure()
+}
+
+impl SecureWorld {
+    /// Topics `<topic>` and `<s>.<topic>`, the offset syncs `(0, 0, 3)` and
+    /// `(0, 10, 13)`, and the group's commit of offset 10, all as `admin`.
+    fn new(rt: &tokio::runtime::Runtime, name: &str) -> SecureWorld {
+        let id = unique_name(name).replace(['-', '.'], "_");
+        let c = secure();
+        let users = c.acl_users.as_ref().expect("secure cluster has ACL users");
+        let admin = Cluster::new(
+            "admin",
+            vec![c.bootstrap.get(Listener::SaslPlaintext).to_string()],
+            sasl(&users.admin),
+        )
+        .expect("admin client");
+        let w = SecureWorld {
+            s: format!("s{id}"),
+            t: format!("t{id}"),
+            topic: format!("orders_{id}"),
+            group: format!("g_{id}"),
+            admin,
+            dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(&id),
+        };
+        std::fs::create_dir_all(&w.dir).expect("test dir");
+        let syncs: Vec<OutRecord> = [(0i64, 3i64), (10, 13)]
+            .iter()
+            .map(|&(up, down)| {
+                let sync = OffsetSync {
+                    topic_partition: TopicPartition::new(&w.topic, 0),
+                    upstream_offset: up,
+                    downstream_offset: down,
+                };
+                OutRecord {
+                    key: sync.encode_key().expect("key"),
+                    value: sync.encode_value(),
+                    timestamp: 0,
+                }
+            })
+            .collect();
+        let offsets: BTreeMap<TopicPartition, (i64, String)> =
+            [(TopicPartition::new(&w.topic, 0), (10, String::new()))].into();
+        rt.block_on(async {
+            w.admin
+                .create_topic(&w.topic, 1, 1, &[])
+                .await
+                .expect("create upstream topic");
+            w.admin
+                .create_topic(&w.remote(), 1, 1, &[])
+                .await
+                .expect("create remote topic");
+            w.admin
+                .create_topic(&w.syncs(), 1, 1, &[("cleanup.policy", "compact")])
+                .await
+                .expect("create syncs topic");
+            w.admin
+                .produce(&w.syncs(), 0, &syncs)
+                .await
+                .expect("produce syncs");
+            w.admin
+                .commit_group_offsets(&w.group, &offsets)
+                .await
+                .expect("commit source group");
+        });
+        w
+    }
+
+    fn remote(&self) -> String {
+        format!("{}.{}", self.s, self.topic)
+    }
+
+    fn syncs(&self) -> String {
+        format!("mm2-offset-syncs.{}.internal", self.t)
+    }
+
+    fn checkpoints_topic(&self) -> String {
+        format!("{}.checkpoints.internal", self.s)
+    }
+
+    /// Adds `grants` with Kafka's own ACL tool, logged in as `admin`.
+    fn grant(&self, grants: &[Grant]) {
+        let c = secure();
+        let users = c.acl_users.as_ref().expect("secure cluster has ACL users");
+        let principal = |u: &Credentials| format!("User:{}", u.user);
+        let (src, tgt) = (principal(&users.mm2_source), principal(&users.mm2_target));
+        // (principal, resource kind, resource name) -> operations
+        let mut acls: BTreeMap<(String, &str, String), Vec<&str>> = BTreeMap::new();
+        for g in grants {
+            let (who, kind, name, op) = match g {
+                Grant::SourceSyncsRead => (&src, "--topic", self.syncs(), "Read"),
+                Grant::SourceTopicDescribe => (&src, "--topic", self.topic.clone(), "Describe"),
+                Grant::SourceGroupDescribe => (&src, "--group", self.group.clone(), "Describe"),
+                Grant::TargetCheckpointsCreate => {
+                    (&tgt, "--topic", self.checkpoints_topic(), "Create")
+                }
+                Grant::TargetCheckpointsRead => (&tgt, "--topic", self.checkpoints_topic(), "Read"),
+                Grant::TargetCheckpointsWrite => {
+                    (&tgt, "--topic", self.checkpoints_topic(), "Write")
+                }
+                Grant::TargetRemoteRead => (&tgt, "--topic", self.remote(), "Read"),
+                Grant::TargetGroupRead => (&tgt, "--group", self.group.clone(), "Read"),
+            };
+            acls.entry((who.clone(), kind, name)).or_default().push(op);
+        }
+        for ((who, kind, name), ops) in acls {
+            // `kafka-acls` is `kafka-run-class org.apache.kafka.tools.AclCommand`.
+            let mut cmd = Command::new(&clusters().kafka_run_class);
+            cmd.arg("org.apache.kafka.tools.AclCommand")
+                .arg("--bootstrap-server")
+                .arg(c.bootstrap.get(Listener::SaslPlaintext))
+                .arg("--command-config")
+                .arg(&c.client_configs["sasl_admin"])
+                .args(["--add", "--allow-principal", &who, kind, &name]);
+            for op in ops {
+                cmd.args(["--operation", op]);
+            }
+            let out = cmd.output().expect("run kafka-acls");
+            assert!(
+                out.status.success(),
+                "kafka-acls failed for {who} {kind} {name}:\n{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+
+    /// An mm2.properties: the source alias logs in as `mm2-source`, the target
+    /// alias as `mm2-target`, both over SASL_PLAINTEXT SCRAM-SHA-512.
+    fn properties(&self, sync: bool) -> PathBuf {
+        let c = secure();
+        let users = c.acl_users.as_ref().expect("secure cluster has ACL users");
+        let login = |alias: &str, u: &Credentials| {
+            format!(
+                "{alias}.bootstrap.servers = {b}\n\
+                 {alias}.security.protocol = SASL_PLAINTEXT\n\
+                 {alias}.sasl.mechanism = SCRAM-SHA-512\n\
+                 {alias}.sasl.jaas.config = org.apache.kafka.common.security.scram.ScramLoginModule required username=\"{user}\" password=\"{password}\";\n",
+                b = c.bootstrap.get(Listener::SaslPlaintext),
+                user = u.user,
+                password = u.password.expose(),
+            )
+        };
+        let text = format!(
+            "clusters = {s}, {t}\n{src}{tgt}\
+             {s}->{t}.enabled = true\n\
+             groups = {group}\n\
+             sync.group.offsets.enabled = {sync}\n\
+             admin.timeout.ms = 10000\n",
+            s = self.s,
+            t = self.t,
+            src = login(&self.s, &users.mm2_source),
+            tgt = login(&self.t, &users.mm2_target),
+            group = self.group,
+        );
+        let path = self.dir.join("mm2-acl.properties");
+        std::fs::write(&path, text).expect("write mm2.properties");
+        path
+    }
+
+    fn run_once(&self, sync: bool) -> std::process::Output {
+        let config = self.properties(sync);
+        mm2(
+            &["run", "--once", "--config", config.to_str().expect("utf-8")],
+            std::time::Duration::from_secs(90),
+        )
+    }
+
+    fn checkpoints(&self, rt: &tokio::runtime::Runtime) -> Vec<Checkpoint> {
+        let exists = rt
+            .block_on(self.admin.topic_exists(&self.checkpoints_topic()))
+            .expect("metadata");
+        if !exists {
+            return Vec::new();
+        }
+        read_all(rt, &self.admin, &self.checkpoints_topic())
+            .into_iter()
+            .map(|(k, v)| Checkpoint::decode(k.as_deref(), v.as_deref()).expect("decodes"))
+            .collect()
+    }
+
+    fn target_offsets(&self, rt: &tokio::runtime::Runtime) -> BTreeMap<i32, i64> {
+        let all = rt
+            .block_on(
+                self.admin
+                    .fetch_group_offsets(std::slice::from_ref(&self.group)),
+            )
+            .expect("fetch group offsets");
+        all.get(&self.group)
+            .and_then(|r| r.as_ref().ok())
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|(tp, _)| tp.topic == self.remote())
+            .filter_map(|(tp, v)| v.map(|(o, _)| (tp.partition, o)))
+            .collect()
+    }
+}
+
+#[test]
+fn the_documented_acls_suffice_for_checkpoints_and_group_sync() {
+    let rt = rt();
+    let w = SecureWorld::new(&rt, "acl_ok");
+    w.grant(&ALL);
+    let out = w.run_once(true);
+    assert!(
+        out.status.success(),
+        "run --once failed with the documented ACLs ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: Vec<_> = w.checkpoints(&rt).iter().map(tuple).collect();
+    assert_eq!(got, vec![(w.group.clone(), w.remote(), 0, 10, 13)]);
+    assert_eq!(w.target_offsets(&rt), [(0, 13)].into());
+}
+
+#[test]
+fn without_write_on_the_checkpoints_topic_the_run_fails_naming_it() {
+    let rt = rt();
+    let w = SecureWorld::new(&rt, "acl_nowrite");
+    let grants: Vec<Grant> = ALL
+        .into_iter()
+        .filter(|g| *g != Grant::TargetCheckpointsWrite)
+        .collect();
+    w.grant(&grants);
+    let out = w.run_once(false);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "run --once succeeded:\n{stderr}");
+    assert!(
+        stderr.contains(&w.checkpoints_topic()),
+        "the error does not name the checkpoints topic:\n{stderr}"
+    );
+    assert!(
+        stderr.to_lowercase().contains("authoriz"),
+        "the error does not say it is an authorization failure:\n{stderr}"
+    );
+    assert!(w.checkpoints(&rt).is_empty());
+}
+
+#[test]
+fn without_read_on_the_offset_syncs_topic_the_run_fails_naming_it() {
+    let rt = rt();
+    let w = SecureWorld::new(&rt, "acl_nosyncs");
+    let grants: Vec<Grant> = ALL
+        .into_iter()
+        .filter(|g| *g != Grant::SourceSyncsRead)
+        .collect();
+    w.grant(&grants);
+    let out = w.run_once(false);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "run --once succeeded:\n{stderr}");
+    assert!(
+        stderr.contains(&w.syncs()) && stderr.contains("TOPIC_AUTHORIZATION_FAILED"),
+        "the error does not name the offset-syncs topic and the ACL failure:\n{stderr}"
+    );
+}
