@@ -14,8 +14,9 @@ use common::{World, rt};
 use e2e::{Cluster as TestCluster, Listener, clusters};
 use fault_support::{Daemon, assert_sound, latest, wait_for};
 
-/// Runs `kafka-topics` with `args` against `cluster`; asserts success.
-fn kafka_topics(cluster: &TestCluster, args: &[&str]) {
+/// Runs `kafka-topics` with `args` against `cluster`; asserts success and
+/// returns its standard output.
+fn kafka_topics(cluster: &TestCluster, args: &[&str]) -> String {
     let out = Command::new(clusters().tool("kafka-topics"))
         .arg("--bootstrap-server")
         .arg(cluster.bootstrap.get(Listener::Plaintext))
@@ -27,6 +28,7 @@ fn kafka_topics(cluster: &TestCluster, args: &[&str]) {
         "kafka-topics {args:?} failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 #[test]
@@ -222,6 +224,70 @@ fn a_recreated_source_topic_is_translated_by_its_new_syncs_only() {
     assert!(
         text.contains("upstream offset went backwards"),
         "the upstream rewind was not logged:\n{text}"
+    );
+    assert_eq!(text.matches("panicked").count(), 0, "{text}");
+}
+
+#[test]
+fn a_deleted_checkpoints_topic_is_recreated_compacted_with_the_checkpoints_held() {
+    let rt = rt();
+    let w = World::new(&rt, "cpdeleted", 2);
+    let group = format!("g-{}", w.topic);
+    let config = w.properties(&group, "checkpoints.topic.replication.factor = 1");
+    let log = w.dir.join("daemon.log");
+    w.write_syncs(
+        &rt,
+        &w.source,
+        &w.syncs_topic(),
+        &[(0, 0, 3), (0, 10, 13), (1, 0, 4), (1, 20, 24)],
+    );
+    w.commit_source(&rt, &group, &[(0, 10), (1, 20)]);
+    let mut daemon = Daemon::start(&config, &log);
+    let first: BTreeMap<(String, i32), (i64, i64)> = [
+        ((group.clone(), 0), (10, 13)),
+        ((group.clone(), 1), (20, 24)),
+    ]
+    .into();
+    wait_for("the first checkpoints", Duration::from_secs(60), || {
+        latest(&w.checkpoints(&rt)) == first
+    });
+    let c = clusters();
+    kafka_topics(c.target(), &["--delete", "--topic", &w.checkpoints_topic()]);
+    wait_for(
+        "the checkpoints topic to be gone",
+        Duration::from_secs(60),
+        || {
+            !rt.block_on(w.target.topic_exists(&w.checkpoints_topic()))
+                .expect("metadata")
+        },
+    );
+    // Only partition 0 moves on: partition 1's checkpoint must come back
+    // from the daemon's memory, not from a new translation.
+    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 30, 33)]);
+    w.commit_source(&rt, &group, &[(0, 30), (1, 20)]);
+    let want: BTreeMap<(String, i32), (i64, i64)> = [
+        ((group.clone(), 0), (30, 33)),
+        ((group.clone(), 1), (20, 24)),
+    ]
+    .into();
+    wait_for(
+        "the recreated checkpoints topic with every checkpoint",
+        Duration::from_secs(90),
+        || latest(&w.checkpoints(&rt)) == want,
+    );
+    daemon.assert_running();
+    let described = kafka_topics(
+        c.target(),
+        &["--describe", "--topic", &w.checkpoints_topic()],
+    );
+    assert!(
+        described.contains("cleanup.policy=compact") && described.contains("PartitionCount: 1"),
+        "the topic was not recreated compacted with one partition:\n{described}"
+    );
+    let text = daemon.log_text();
+    assert!(
+        text.contains("the checkpoints topic is missing"),
+        "the recreation was not logged:\n{text}"
     );
     assert_eq!(text.matches("panicked").count(), 0, "{text}");
 }

@@ -708,11 +708,53 @@ impl FlowContext {
         Ok(summary)
     }
 
+    /// Produces `cps` to the checkpoints topic. If the topic is gone (deleted
+    /// while the daemon runs), re-creates it, writes every checkpoint held in
+    /// memory again and then `cps`; the store itself is kept as it is.
     async fn produce_checkpoints(
         &self,
         state: &mut FlowState,
         cps: &[Checkpoint],
     ) -> Result<(), StepError> {
+        let t = &self.target;
+        match self.produce_chunks(state, cps).await {
+            Err(e) if e.kafka_error() == Some(ResponseError::UnknownTopicOrPartition) => {
+                let cause = self.step::<()>(t, "Produce", Err(e)).err();
+                self.recreate_checkpoints_topic(state, cause).await?;
+                let r = self.produce_chunks(state, cps).await;
+                self.step(t, "Produce", r)
+            }
+            r => self.step(t, "Produce", r),
+        }
+    }
+
+    /// The checkpoints topic is missing: creates it as at startup and writes
+    /// the checkpoints held in memory, so it again holds the last checkpoint of
+    /// every group and partition (nothing is rewound or forgotten).
+    async fn recreate_checkpoints_topic(
+        &self,
+        state: &mut FlowState,
+        cause: Option<StepError>,
+    ) -> Result<(), StepError> {
+        let t = &self.target;
+        let held: Vec<Checkpoint> = state.checkpoints.checkpoints().collect();
+        let error = cause.map(|e| e.to_string()).unwrap_or_default();
+        tracing::warn!(
+            flow = %self.name, cluster = t.alias(), topic = %self.checkpoints_topic, %error,
+            held = held.len(),
+            "the checkpoints topic is missing on cluster {} (deleted while running?); re-creating it \
+             and writing the {} checkpoints held in memory again",
+            t.alias(),
+            held.len()
+        );
+        self.ensure_checkpoints_topic().await?;
+        let r = self.produce_chunks(state, &held).await;
+        self.step(t, "Produce", r)
+    }
+
+    /// Encodes `cps` and produces them in chunks; each acknowledged chunk is
+    /// recorded in the store and the metrics.
+    async fn produce_chunks(&self, state: &mut FlowState, cps: &[Checkpoint]) -> Result<(), Error> {
         let ts = now_ms();
         let mut records = Vec::with_capacity(cps.len());
         let mut encodable = Vec::with_capacity(cps.len());
@@ -756,7 +798,7 @@ impl FlowContext {
                 }
                 Err(e) => {
                     state.checkpoints.on_produce_failed(cps);
-                    return self.step(t, "Produce", Err(e));
+                    return Err(e);
                 }
             }
         }
