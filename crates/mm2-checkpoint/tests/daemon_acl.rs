@@ -331,3 +331,24 @@ fn without_read_on_the_offset_syncs_topic_the_run_fails_naming_it() {
         "the error does not name the offset-syncs topic and the ACL failure:\n{stderr}"
     );
 }
+
+#[test]
+fn without_describe_on_the_source_group_a_warning_names_the_group_and_the_acl() {
+    let rt = rt();
+    let w = SecureWorld::new(&rt, "acl_nogroup");
+    let grants: Vec<Grant> = ALL
+        .into_iter()
+        .filter(|g| *g != Grant::SourceGroupDescribe)
+        .collect();
+    w.grant(&grants);
+    let out = w.run_once(false);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "run --once failed:\n{stderr}");
+    let warning = format!("Describe on Group:{}", w.group);
+    assert!(
+        stderr.contains(&warning) && stderr.contains("GROUP_AUTHORIZATION_FAILED"),
+        "no warning naming the group's missing Describe ACL:\n{stderr}"
+    );
+    assert_eq!(stderr.matches(&warning).count(), 1, "{stderr}");
+    assert!(w.checkpoints(&rt).is_empty());
+}

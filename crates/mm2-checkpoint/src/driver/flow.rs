@@ -97,6 +97,8 @@ pub struct FlowContext {
     pub checkpoints_topic: String,
     /// Metrics.
     pub metrics: Metrics,
+    /// (group, operation) pairs already warned about as refused by an ACL.
+    denied: std::sync::Mutex<BTreeSet<(String, &'static str)>>,
     _connections: (Connection, Connection),
 }
 
@@ -166,6 +168,7 @@ impl FlowContext {
             target,
             syncs_cluster,
             metrics,
+            denied: std::sync::Mutex::new(BTreeSet::new()),
             _connections: (source_conn, target_conn),
         })
     }
@@ -236,16 +239,26 @@ impl FlowContext {
 
     /// Lists the source's groups, applies the group filter and keeps the groups
     /// with at least one committed partition the topic filter accepts (spec E).
+    ///
+    /// ListGroups silently leaves out groups the principal may not describe, so
+    /// the plain group names of `groups` that were not listed are asked for
+    /// too: a GROUP_AUTHORIZATION_FAILED answer for one is warned about.
     pub async fn discover_groups(&self) -> Result<Vec<String>, StepError> {
         let s = &self.source;
         let listed = self.step(s, "ListGroups", s.list_groups().await)?;
-        let candidates: Vec<String> = listed
+        let mut candidates: BTreeSet<String> = listed
             .into_iter()
             .filter(|g| self.group_filter.should_replicate_group(g))
             .collect();
+        let unlisted: BTreeSet<String> = plain_names(&self.cfg.filters.groups)
+            .filter(|g| self.group_filter.should_replicate_group(g) && !candidates.contains(*g))
+            .map(str::to_owned)
+            .collect();
+        candidates.extend(unlisted.iter().cloned());
         if candidates.is_empty() {
             return Ok(Vec::new());
         }
+        let candidates: Vec<String> = candidates.into_iter().collect();
         let offsets = self.step(s, "OffsetFetch", s.fetch_group_offsets(&candidates).await)?;
         let mut kept = Vec::new();
         for (group, result) in offsets {
@@ -258,12 +271,54 @@ impl FlowContext {
                         kept.push(group);
                     }
                 }
+                Err(e) if is_group_denied(&e) => {
+                    let op = if unlisted.contains(&group) {
+                        "ListGroups"
+                    } else {
+                        "OffsetFetch"
+                    };
+                    self.note_group_denied(s, op, &group, &e);
+                }
                 Err(e) => {
                     tracing::warn!(flow = %self.name, group, error = %e, "cannot list the group's offsets; left out");
                 }
             }
         }
         Ok(kept)
+    }
+
+    /// A group operation on `cluster` was refused by an ACL: counts it in
+    /// `request_errors_total` and warns once per group and operation, naming
+    /// the ACL the cluster's principal lacks.
+    fn note_group_denied(&self, cluster: &Cluster, op: &'static str, group: &str, e: &Error) {
+        let api = if op == "ListGroups" {
+            "OffsetFetch"
+        } else {
+            op
+        };
+        self.metrics
+            .request_error(cluster.alias(), api, &error_label(e));
+        let first = self
+            .denied
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert((group.to_owned(), op));
+        if !first {
+            return;
+        }
+        let what = if op == "ListGroups" {
+            "is named in `groups` but not listed by ListGroups, and OffsetFetch of it is refused"
+        } else {
+            "cannot be read: OffsetFetch is refused"
+        };
+        tracing::warn!(
+            flow = %self.name, cluster = cluster.alias(), op, group, error = %e,
+            "group {group} on cluster {} {what} (GROUP_AUTHORIZATION_FAILED); it is not \
+             checkpointed until the principal of alias {} is granted Describe on Group:{group} \
+             (logged once; see request_errors_total)",
+            cluster.alias(),
+            cluster.alias()
+        );
     }
 
     /// Reads partition 0 of `topic` on `cluster` from the earliest offset to the end
@@ -376,6 +431,22 @@ impl FlowContext {
             }
         }
     }
+}
+
+/// Whether `e` is an ACL refusal on a group.
+fn is_group_denied(e: &Error) -> bool {
+    e.kafka_error() == Some(ResponseError::GroupAuthorizationFailed)
+}
+
+/// The entries of a `groups` list that are plain group names (no regular
+/// expression syntax besides `.`, which matches itself too).
+fn plain_names(list: &str) -> impl Iterator<Item = &str> {
+    list.split(',').map(str::trim).filter(|name| {
+        !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    })
 }
 
 fn note_skipped(
@@ -664,6 +735,9 @@ impl FlowContext {
                         .collect();
                     groups.insert(group, offsets);
                 }
+                Err(e) if is_group_denied(&e) => {
+                    self.note_group_denied(s, "OffsetFetch", &group, &e);
+                }
                 Err(e) => {
                     self.metrics
                         .request_error(s.alias(), "OffsetFetch", &error_label(&e));
@@ -937,5 +1011,16 @@ impl FlowContext {
         } else {
             readiness.set_not_ready(self.cluster_condition(), reason.to_owned());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_names;
+
+    #[test]
+    fn plain_names_keeps_literal_group_names_and_drops_patterns() {
+        let names: Vec<&str> = plain_names(" billing, app-.*,ops.audit_1,,[a-z]+ ,x").collect();
+        assert_eq!(names, ["billing", "ops.audit_1", "x"]);
     }
 }
