@@ -114,3 +114,42 @@ fn translate_apply_commits_to_the_target_group_without_rewinding() {
     );
     assert_eq!(w.target_offsets(&rt, &group), [(0, 13), (1, 99)].into());
 }
+
+#[test]
+fn translate_apply_exits_3_naming_each_group_it_did_not_commit() {
+    let rt = rt();
+    let w = World::new(&rt, "trrefused", 1);
+    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 0, 3), (0, 10, 13)]);
+    let ahead = format!("ahead-{}", w.topic);
+    let fresh = format!("fresh-{}", w.topic);
+    w.commit_source(&rt, &ahead, &[(0, 10)]);
+    w.commit_source(&rt, &fresh, &[(0, 10)]);
+    // Committing 13 would rewind this target group.
+    w.commit_target(&rt, &ahead, &[(0, 50)]);
+    let config = w.properties(&format!("{ahead},{fresh}"), "");
+    run_once(&config);
+    let flow = format!("{}->{}", w.s, w.t);
+    let args = [
+        "translate",
+        "--config",
+        config.to_str().unwrap(),
+        "--flow",
+        &flow,
+        "--group",
+        &ahead,
+        "--group",
+        &fresh,
+        "--apply",
+    ];
+    let out = mm2(&args, Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "stderr:\n{stderr}");
+    assert!(
+        stderr.contains(&format!("group {ahead} was not committed"))
+            && stderr.contains("at or ahead"),
+        "the refused group and why are not named:\n{stderr}"
+    );
+    assert!(!stderr.contains(&fresh), "{stderr}");
+    assert_eq!(w.target_offsets(&rt, &fresh), [(0, 13)].into());
+    assert_eq!(w.target_offsets(&rt, &ahead), [(0, 50)].into());
+}

@@ -12,7 +12,7 @@ use crate::shutdown::ShutdownSignal;
 
 use super::flow::FlowContext;
 use super::kafka::CommitOutcome;
-use super::{DriverError, TranslateFormat, TranslateOptions, check_cpu};
+use super::{DriverError, TranslateFormat, TranslateOptions, TranslateReport, check_cpu};
 
 /// One translated partition.
 struct Row<'a> {
@@ -27,7 +27,7 @@ pub(super) async fn translate(
     config: MirrorConfig,
     options: TranslateOptions,
     _shutdown: ShutdownSignal,
-) -> Result<(), DriverError> {
+) -> Result<TranslateReport, DriverError> {
     check_cpu(&config)?;
     let Some(flow) = config.flows.into_iter().find(|f| f.name() == options.flow) else {
         return Err(DriverError::Translate(format!(
@@ -69,6 +69,7 @@ pub(super) async fn translate(
             }
         }
     }
+    let mut report = TranslateReport::default();
     let applied = if options.apply {
         let refresh = ctx.refresh_target(&options.groups).await;
         if matches!(refresh, TargetRefresh::Failed) {
@@ -82,12 +83,13 @@ pub(super) async fn translate(
             plan.commits.iter().map(|c| (c.group.as_str(), c)).collect();
         let mut results = BTreeMap::new();
         for (group, outcome) in &plan.outcomes {
-            let text = match outcome {
+            // (what happened, whether the group now has its checkpoints)
+            let (text, applied) = match outcome {
                 GroupSyncOutcome::Committed {
                     partitions,
                     target_ahead,
                 } => match commits.get(group.as_str()) {
-                    None => "nothing to commit".to_string(),
+                    None => ("nothing to commit".to_string(), true),
                     Some(commit) => {
                         let offsets = commit
                             .offsets
@@ -95,30 +97,43 @@ pub(super) async fn translate(
                             .map(|(tp, o)| (tp.clone(), (o.offset, o.metadata.clone())))
                             .collect();
                         match ctx.target.commit_group_offsets(group, &offsets).await {
-                            Ok(CommitOutcome::Committed) if *target_ahead > 0 => format!(
-                                "committed {partitions} partitions ({target_ahead} already at or ahead, left alone)"
+                            Ok(CommitOutcome::Committed) if *target_ahead > 0 => (
+                                format!(
+                                    "committed {partitions} partitions ({target_ahead} already at or ahead, left alone)"
+                                ),
+                                true,
                             ),
                             Ok(CommitOutcome::Committed) => {
-                                format!("committed {partitions} partitions")
+                                (format!("committed {partitions} partitions"), true)
                             }
                             Ok(CommitOutcome::GroupActive) => {
-                                "refused: the group has active members".to_string()
+                                ("refused: the group has active members".to_string(), false)
                             }
-                            Err(e) => format!("failed: {e}"),
+                            Err(e) => (format!("failed: {e}"), false),
                         }
                     }
                 },
-                GroupSyncOutcome::SkippedActive(state) => {
-                    format!("refused: the group is active on the target ({state:?})")
-                }
-                GroupSyncOutcome::SkippedTargetAhead { partitions } => format!(
-                    "not committed: the target group is at or ahead on all {partitions} partitions (never rewound)"
+                GroupSyncOutcome::SkippedActive(state) => (
+                    format!("refused: the group is active on the target ({state:?})"),
+                    false,
                 ),
-                GroupSyncOutcome::SkippedUnknownState => {
-                    "not committed: the target group's state is unknown".to_string()
+                GroupSyncOutcome::SkippedTargetAhead { partitions } => (
+                    format!(
+                        "not committed: the target group is at or ahead on all {partitions} partitions (never rewound)"
+                    ),
+                    false,
+                ),
+                GroupSyncOutcome::SkippedUnknownState => (
+                    "not committed: the target group's state is unknown".to_string(),
+                    false,
+                ),
+                GroupSyncOutcome::NothingToDo => {
+                    ("nothing to commit: no checkpoint".to_string(), false)
                 }
-                GroupSyncOutcome::NothingToDo => "nothing to commit: no checkpoint".to_string(),
             };
+            if !applied {
+                report.not_applied.push((group.clone(), text.clone()));
+            }
             results.insert(group.clone(), text);
         }
         Some(results)
@@ -130,7 +145,7 @@ pub(super) async fn translate(
         TranslateFormat::Json => json(&ctx.name, &options.groups, &rows, applied.as_ref()),
     };
     print!("{out}");
-    Ok(())
+    Ok(report)
 }
 
 fn table(
