@@ -550,36 +550,8 @@ impl FlowContext {
                 },
             });
         }
-        let metrics = self.metrics.clone();
-        let name = self.name.clone();
-        let mut applied = 0u64;
-        let FlowState { syncs, logged, .. } = &mut state;
-        let pos =
-            self.read_to_end(c, &self.syncs_topic, "offset-syncs", |rec| {
-                match OffsetSyncRecord::decode(rec.key.as_deref(), rec.value.as_deref()) {
-                    Ok(s) => {
-                        syncs.apply(
-                            &s.topic_partition.topic,
-                            s.topic_partition.partition,
-                            s.upstream_offset,
-                            s.downstream_offset,
-                        );
-                        applied += 1;
-                    }
-                    Err(e) => note_skipped(
-                        &metrics,
-                        &name,
-                        TopicKind::OffsetSyncs,
-                        &e,
-                        rec.offset,
-                        logged,
-                    ),
-                }
-            })
-            .await?;
+        let applied = self.read_all_syncs(&mut state).await?;
         self.metrics.offset_syncs_read(&self.name, applied);
-        state.syncs_pos = pos;
-        state.syncs.finish_initial_read();
         readiness.set_ready(&self.ready_condition());
         tracing::info!(
             flow = %self.name, syncs = applied, partitions = state.syncs.partition_count(),
@@ -660,17 +632,28 @@ impl FlowContext {
             "the offset-syncs topic went backwards (deleted and recreated, or truncated); dropping the syncs held and rereading it from its start"
         );
         state.syncs = OffsetSyncStore::new(InitMode::MustReadToEnd);
+        self.read_all_syncs(state).await
+    }
+
+    /// Reads the offset-syncs topic from its start to the end captured now into
+    /// `state.syncs`, then ends the store's initial read; returns the number of
+    /// syncs applied. Undecodable records are skipped and counted.
+    async fn read_all_syncs(&self, state: &mut FlowState) -> Result<u64, StepError> {
         let metrics = self.metrics.clone();
         let name = self.name.clone();
         let mut applied = 0u64;
         let FlowState { syncs, logged, .. } = state;
-        let pos =
-            self.read_to_end(c, &self.syncs_topic, "offset-syncs", |rec| {
-                match OffsetSyncRecord::decode(rec.key.as_deref(), rec.value.as_deref()) {
+        let pos = self
+            .read_to_end(
+                &self.syncs_cluster,
+                &self.syncs_topic,
+                "offset-syncs",
+                |rec| match OffsetSyncRecord::decode(rec.key.as_deref(), rec.value.as_deref()) {
                     Ok(s) => {
+                        let tp = &s.topic_partition;
                         syncs.apply(
-                            &s.topic_partition.topic,
-                            s.topic_partition.partition,
+                            &tp.topic,
+                            tp.partition,
                             s.upstream_offset,
                             s.downstream_offset,
                         );
@@ -684,8 +667,8 @@ impl FlowContext {
                         rec.offset,
                         logged,
                     ),
-                }
-            })
+                },
+            )
             .await?;
         state.syncs_pos = pos;
         state.syncs.finish_initial_read();
