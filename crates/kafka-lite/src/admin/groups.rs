@@ -170,6 +170,22 @@ pub struct GroupMember {
     pub client_host: String,
 }
 
+impl GroupMember {
+    fn new(
+        member_id: &StrBytes,
+        instance_id: Option<&StrBytes>,
+        client_id: &StrBytes,
+        client_host: &StrBytes,
+    ) -> Self {
+        GroupMember {
+            member_id: member_id.to_string(),
+            instance_id: instance_id.map(|s| s.to_string()),
+            client_id: client_id.to_string(),
+            client_host: client_host.to_string(),
+        }
+    }
+}
+
 /// A group as DescribeGroups or ConsumerGroupDescribe reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupDescription {
@@ -356,6 +372,16 @@ impl Client {
         let response = self.send(&connection, request, version).await?;
         let mut out = Vec::with_capacity(groups.len());
         let mut maybe_consumer = Vec::new();
+        // A classic group that does not exist; the base of every description.
+        let absent = |id: &str| GroupDescription {
+            group_id: id.to_string(),
+            state: GroupState::Dead,
+            group_type: GroupType::Classic,
+            protocol_type: String::new(),
+            protocol: String::new(),
+            members: Vec::new(),
+            coordinator: broker.clone(),
+        };
         for g in &response.groups {
             let id = g.group_id.0.to_string();
             let context = format!("group {id:?}");
@@ -370,41 +396,32 @@ impl Client {
             }
             let result = Error::check_code("DescribeGroups", g.error_code, context).map(|()| {
                 GroupDescription {
-                    group_id: id.clone(),
                     state,
-                    group_type: GroupType::Classic,
                     protocol_type: g.protocol_type.to_string(),
                     protocol: g.protocol_data.to_string(),
                     members: g
                         .members
                         .iter()
-                        .map(|m| GroupMember {
-                            member_id: m.member_id.to_string(),
-                            instance_id: m.group_instance_id.as_ref().map(|s| s.to_string()),
-                            client_id: m.client_id.to_string(),
-                            client_host: m.client_host.to_string(),
+                        .map(|m| {
+                            GroupMember::new(
+                                &m.member_id,
+                                m.group_instance_id.as_ref(),
+                                &m.client_id,
+                                &m.client_host,
+                            )
                         })
                         .collect(),
-                    coordinator: broker.clone(),
+                    ..absent(&id)
                 }
             });
             out.push((id, result));
         }
-        let dead = |id: &str| GroupDescription {
-            group_id: id.to_string(),
-            state: GroupState::Dead,
-            group_type: GroupType::Classic,
-            protocol_type: String::new(),
-            protocol: String::new(),
-            members: Vec::new(),
-            coordinator: broker.clone(),
-        };
         if maybe_consumer.is_empty() {
             return Ok(out);
         }
         let Ok(cgd_version) = connection.version_for::<ConsumerGroupDescribeRequest>() else {
             // A broker without KIP-848 has no consumer groups.
-            out.extend(maybe_consumer.iter().map(|id| (id.clone(), Ok(dead(id)))));
+            out.extend(maybe_consumer.iter().map(|id| (id.clone(), Ok(absent(id)))));
             return Ok(out);
         };
         let request = ConsumerGroupDescribeRequest::default()
@@ -415,14 +432,13 @@ impl Client {
             let error = ResponseError::try_from_code(g.error_code);
             let result = match error {
                 // Not a consumer group either: it does not exist.
-                Some(ResponseError::GroupIdNotFound) => Ok(dead(&id)),
+                Some(ResponseError::GroupIdNotFound) => Ok(absent(&id)),
                 _ => Error::check_code(
                     "ConsumerGroupDescribe",
                     g.error_code,
                     format!("group {id:?}"),
                 )
                 .map(|()| GroupDescription {
-                    group_id: id.clone(),
                     state: GroupState::parse(&g.group_state),
                     group_type: GroupType::Consumer,
                     protocol_type: "consumer".to_string(),
@@ -430,14 +446,16 @@ impl Client {
                     members: g
                         .members
                         .iter()
-                        .map(|m| GroupMember {
-                            member_id: m.member_id.to_string(),
-                            instance_id: m.instance_id.as_ref().map(|s| s.to_string()),
-                            client_id: m.client_id.to_string(),
-                            client_host: m.client_host.to_string(),
+                        .map(|m| {
+                            GroupMember::new(
+                                &m.member_id,
+                                m.instance_id.as_ref(),
+                                &m.client_id,
+                                &m.client_host,
+                            )
                         })
                         .collect(),
-                    coordinator: broker.clone(),
+                    ..absent(&id)
                 }),
             };
             out.push((id, result));
