@@ -96,6 +96,22 @@ fn metadata_response_for(topic: &str) -> MetadataResponse {
         ))])
 }
 
+/// The well-formed answer to a Metadata request: a frame naming the topic it
+/// asked for.
+fn metadata_answer(request: &mut ReceivedRequest) -> Vec<u8> {
+    let topic = requested_topic(request);
+    response_frame(
+        request.correlation_id(),
+        &metadata_response_for(&topic),
+        request.version(),
+    )
+}
+
+/// The name of the first topic of a Metadata response.
+fn first_topic(response: &MetadataResponse) -> Option<&str> {
+    response.topics.first()?.name.as_ref().map(|n| n.0.as_str())
+}
+
 #[tokio::test]
 async fn truncated_frame_then_close_fails_connect_as_closed_connection_naming_the_broker() {
     let broker = serve(|mut s| async move {
@@ -271,12 +287,7 @@ async fn truncated_metadata_body_is_malformed_and_the_connection_stays_usable() 
             .write_all(&raw_frame(first.correlation_id(), &[0, 0, 0]))
             .await;
         let mut second = read_request(&mut s).await.expect("second Metadata");
-        let topic = requested_topic(&mut second);
-        let frame = response_frame(
-            second.correlation_id(),
-            &metadata_response_for(&topic),
-            second.version(),
-        );
+        let frame = metadata_answer(&mut second);
         let _ = s.write_all(&frame).await;
         stall(s).await;
     })
@@ -302,10 +313,7 @@ async fn truncated_metadata_body_is_malformed_and_the_connection_stays_usable() 
     // The frame boundary was intact, so the stream is still in sync.
     assert!(!conn.is_closed());
     let response = conn.send(metadata_request("b")).await.expect("second");
-    assert_eq!(
-        response.topics[0].name.as_ref().map(|n| n.0.as_str()),
-        Some("b")
-    );
+    assert_eq!(first_topic(&response), Some("b"));
 }
 
 #[tokio::test]
@@ -384,12 +392,7 @@ async fn response_trickled_one_byte_at_a_time_still_decodes() {
             tokio::task::yield_now().await;
         }
         let mut next = read_request(&mut s).await.expect("Metadata");
-        let topic = requested_topic(&mut next);
-        let frame = response_frame(
-            next.correlation_id(),
-            &metadata_response_for(&topic),
-            next.version(),
-        );
+        let frame = metadata_answer(&mut next);
         for chunk in frame.chunks(3) {
             let _ = s.write_all(chunk).await;
             let _ = s.flush().await;
@@ -404,10 +407,7 @@ async fn response_trickled_one_byte_at_a_time_still_decodes() {
         .send(metadata_request("trickle"))
         .await
         .expect("metadata");
-    assert_eq!(
-        response.topics[0].name.as_ref().map(|n| n.0.as_str()),
-        Some("trickle")
-    );
+    assert_eq!(first_topic(&response), Some("trickle"));
 }
 
 #[tokio::test]
@@ -459,12 +459,7 @@ async fn oversized_frame_mid_session_poisons_the_connection_and_the_pool_reconne
             if n == 0 {
                 let _ = s.write_all(&0x7fff_0000i32.to_be_bytes()).await;
             } else {
-                let topic = requested_topic(&mut request);
-                let frame = response_frame(
-                    request.correlation_id(),
-                    &metadata_response_for(&topic),
-                    request.version(),
-                );
+                let frame = metadata_answer(&mut request);
                 let _ = s.write_all(&frame).await;
             }
             stall(s).await;
@@ -492,10 +487,7 @@ async fn oversized_frame_mid_session_poisons_the_connection_and_the_pool_reconne
         .send(metadata_request("z"))
         .await
         .expect("fresh connection");
-    assert_eq!(
-        response.topics[0].name.as_ref().map(|n| n.0.as_str()),
-        Some("z")
-    );
+    assert_eq!(first_topic(&response), Some("z"));
     assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 2);
 }
 
