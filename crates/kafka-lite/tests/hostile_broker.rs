@@ -78,6 +78,23 @@ fn metadata_request(topic: &str) -> MetadataRequest {
         ))]))
 }
 
+/// A broker answering ApiVersions with `body` (after the correlation id),
+/// and the error connecting to it, which must come within [`FAST`].
+async fn api_versions_answered_with(body: &'static [u8]) -> (fake_broker::FakeBroker, Error) {
+    let broker = serve(move |mut s| async move {
+        let request = read_request(&mut s).await.expect("request");
+        let _ = s
+            .write_all(&raw_frame(request.correlation_id(), body))
+            .await;
+        stall(s).await;
+    })
+    .await;
+    let err = connect_within(&broker.address, FAST)
+        .await
+        .expect_err("must fail");
+    (broker, err)
+}
+
 /// The one topic name a Metadata request asks for.
 fn requested_topic(request: &mut ReceivedRequest) -> String {
     let version = request.version();
@@ -196,20 +213,9 @@ async fn response_with_a_never_issued_correlation_id_poisons_the_connection() {
 
 #[tokio::test]
 async fn garbage_body_for_api_versions_is_malformed_naming_api_and_broker() {
-    let broker = serve(|mut s| async move {
-        let request = read_request(&mut s).await.expect("request");
-        // Error code 0, then an api_keys array of 3 entries that stops
-        // after 2 bytes.
-        let body = [0, 0, 0x04, 0x00, 0x12];
-        let _ = s
-            .write_all(&raw_frame(request.correlation_id(), &body))
-            .await;
-        stall(s).await;
-    })
-    .await;
-    let err = connect_within(&broker.address, FAST)
-        .await
-        .expect_err("must fail");
+    // Error code 0, then an api_keys array of 3 entries that stops
+    // after 2 bytes.
+    let (broker, err) = api_versions_answered_with(&[0, 0, 0x04, 0x00, 0x12]).await;
     match &err {
         Error::MalformedResponse { broker: b, api, .. } => {
             assert_eq!(b, &broker.address);
@@ -225,18 +231,8 @@ async fn api_versions_claiming_2_pow_31_entries_is_malformed_not_an_abort() {
     // Unpatched kafka-protocol 0.18 called Vec::with_capacity(2^31 - 1)
     // here and aborted the process; the vendored patch bounds it by the
     // bytes present (vendor/kafka-protocol/PATCHES.md).
-    let broker = serve(|mut s| async move {
-        let request = read_request(&mut s).await.expect("request");
-        let body = [0, 0, 0xff, 0xff, 0xff, 0xff, 0x07, 0xde, 0xad];
-        let _ = s
-            .write_all(&raw_frame(request.correlation_id(), &body))
-            .await;
-        stall(s).await;
-    })
-    .await;
-    let err = connect_within(&broker.address, FAST)
-        .await
-        .expect_err("must fail");
+    let (_broker, err) =
+        api_versions_answered_with(&[0, 0, 0xff, 0xff, 0xff, 0xff, 0x07, 0xde, 0xad]).await;
     assert!(
         matches!(
             &err,
