@@ -153,6 +153,7 @@ impl Layout {
 /// `kafka up`. Returns true if this call started the clusters, false if they
 /// were already up and healthy.
 pub fn up(layout: &Layout) -> Result<bool> {
+    crate::prereqs::ensure_cluster_tools()?;
     let runtime = KafkaRuntime::locate()?;
     runtime.ensure()?;
     let legacy_runtime = if layout.legacy {

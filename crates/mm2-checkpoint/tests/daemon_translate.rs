@@ -29,15 +29,12 @@ fn translate(config: &std::path::Path, w: &World, extra: &[&str]) -> std::proces
 fn translate_prints_each_groups_target_offsets_as_json() {
     let rt = rt();
     let w = World::new(&rt, "trjson", 2);
-    w.write_syncs(
+    let group = w.seed(
         &rt,
-        &w.source,
-        &w.syncs_topic(),
         &[(0, 0, 3), (0, 10, 13), (1, 0, 4), (1, 20, 24)],
+        &[(0, 10), (1, 20)],
     );
-    let group = format!("g-{}", w.topic);
     let other = format!("none-{}", w.topic);
-    w.commit_source(&rt, &group, &[(0, 10), (1, 20)]);
     let config = w.properties(&group, "");
     run_once(&config);
     let out = translate(
@@ -72,9 +69,7 @@ fn translate_prints_each_groups_target_offsets_as_json() {
 fn translate_table_lists_the_target_offset() {
     let rt = rt();
     let w = World::new(&rt, "trtable", 1);
-    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 0, 3), (0, 10, 13)]);
-    let group = format!("g-{}", w.topic);
-    w.commit_source(&rt, &group, &[(0, 10)]);
+    let group = w.seed(&rt, &[(0, 0, 3), (0, 10, 13)], &[(0, 10)]);
     let config = w.properties(&group, "");
     run_once(&config);
     let out = translate(&config, &w, &["--group", &group]);
@@ -94,14 +89,11 @@ fn translate_table_lists_the_target_offset() {
 fn translate_apply_commits_to_the_target_group_without_rewinding() {
     let rt = rt();
     let w = World::new(&rt, "trapply", 2);
-    w.write_syncs(
+    let group = w.seed(
         &rt,
-        &w.source,
-        &w.syncs_topic(),
         &[(0, 0, 3), (0, 10, 13), (1, 0, 4), (1, 20, 24)],
+        &[(0, 10), (1, 20)],
     );
-    let group = format!("g-{}", w.topic);
-    w.commit_source(&rt, &group, &[(0, 10), (1, 20)]);
     // Partition 1 is already ahead on the target.
     w.commit_target(&rt, &group, &[(0, 1), (1, 99)]);
     let config = w.properties(&group, "");
