@@ -233,12 +233,18 @@ impl SecureWorld {
         committed_offsets(rt, &self.admin, &self.group, &self.remote())
     }
 
-    /// Grants every documented ACL but `missing`, runs `--once` without
-    /// group sync and asserts it fails; returns its stderr.
-    fn run_once_failing_without(&self, missing: Grant) -> String {
+    /// Grants every documented ACL but `missing` and runs `--once` without
+    /// group sync.
+    fn run_once_without(&self, missing: Grant) -> std::process::Output {
         let grants: Vec<Grant> = ALL.into_iter().filter(|g| *g != missing).collect();
         self.grant(&grants);
-        let out = self.run_once(false);
+        self.run_once(false)
+    }
+
+    /// [`run_once_without`](Self::run_once_without), asserting it fails;
+    /// returns its stderr.
+    fn run_once_failing_without(&self, missing: Grant) -> String {
+        let out = self.run_once_without(missing);
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(!out.status.success(), "run --once succeeded:\n{stderr}");
         stderr
@@ -293,12 +299,7 @@ fn without_read_on_the_offset_syncs_topic_the_run_fails_naming_it() {
 fn without_describe_on_the_source_group_a_warning_names_the_group_and_the_acl() {
     let rt = rt();
     let w = SecureWorld::new(&rt, "acl_nogroup");
-    let grants: Vec<Grant> = ALL
-        .into_iter()
-        .filter(|g| *g != Grant::SourceGroupDescribe)
-        .collect();
-    w.grant(&grants);
-    let out = w.run_once(false);
+    let out = w.run_once_without(Grant::SourceGroupDescribe);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "run --once failed:\n{stderr}");
     let warning = format!("Describe on Group:{}", w.group);

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use common::{World, mm2, rt, run_once};
 
-fn translate(config: &std::path::Path, w: &World, extra: &[&str]) -> std::process::Output {
+/// Runs `translate` over the world's flow with `extra` arguments.
+fn run_translate(config: &std::path::Path, w: &World, extra: &[&str]) -> std::process::Output {
     let flow = format!("{}->{}", w.s, w.t);
     let mut args = vec![
         "translate",
@@ -16,7 +17,12 @@ fn translate(config: &std::path::Path, w: &World, extra: &[&str]) -> std::proces
         &flow,
     ];
     args.extend_from_slice(extra);
-    let out = mm2(&args, Duration::from_secs(60));
+    mm2(&args, Duration::from_secs(60))
+}
+
+/// [`run_translate`], asserting success.
+fn translate(config: &std::path::Path, w: &World, extra: &[&str]) -> std::process::Output {
+    let out = run_translate(config, w, extra);
     assert!(
         out.status.success(),
         "translate failed:\n{}",
@@ -111,29 +117,18 @@ fn translate_apply_commits_to_the_target_group_without_rewinding() {
 fn translate_apply_exits_3_naming_each_group_it_did_not_commit() {
     let rt = rt();
     let w = World::new(&rt, "trrefused", 1);
-    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 0, 3), (0, 10, 13)]);
-    let ahead = format!("ahead-{}", w.topic);
+    let ahead = w.seed(&rt, &[(0, 0, 3), (0, 10, 13)], &[(0, 10)]);
     let fresh = format!("fresh-{}", w.topic);
-    w.commit_source(&rt, &ahead, &[(0, 10)]);
     w.commit_source(&rt, &fresh, &[(0, 10)]);
     // Committing 13 would rewind this target group.
     w.commit_target(&rt, &ahead, &[(0, 50)]);
     let config = w.properties(&format!("{ahead},{fresh}"), "");
     run_once(&config);
-    let flow = format!("{}->{}", w.s, w.t);
-    let args = [
-        "translate",
-        "--config",
-        config.to_str().unwrap(),
-        "--flow",
-        &flow,
-        "--group",
-        &ahead,
-        "--group",
-        &fresh,
-        "--apply",
-    ];
-    let out = mm2(&args, Duration::from_secs(60));
+    let out = run_translate(
+        &config,
+        &w,
+        &["--group", &ahead, "--group", &fresh, "--apply"],
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "stderr:\n{stderr}");
     assert!(
