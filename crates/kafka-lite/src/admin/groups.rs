@@ -18,6 +18,8 @@ use std::fmt;
 
 use indexmap::IndexMap;
 use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::consumer_group_describe_response::Member as ConsumerGroupMember;
+use kafka_protocol::messages::describe_groups_response::DescribedGroupMember;
 use kafka_protocol::messages::{
     ConsumerGroupDescribeRequest, DescribeGroupsRequest, GroupId, ListGroupsRequest,
     OffsetCommitRequest, OffsetFetchRequest, OffsetFetchResponse, TopicName,
@@ -183,6 +185,20 @@ impl GroupMember {
             client_id: client_id.to_string(),
             client_host: client_host.to_string(),
         }
+    }
+}
+
+impl From<&DescribedGroupMember> for GroupMember {
+    fn from(m: &DescribedGroupMember) -> Self {
+        let instance = m.group_instance_id.as_ref();
+        GroupMember::new(&m.member_id, instance, &m.client_id, &m.client_host)
+    }
+}
+
+impl From<&ConsumerGroupMember> for GroupMember {
+    fn from(m: &ConsumerGroupMember) -> Self {
+        let instance = m.instance_id.as_ref();
+        GroupMember::new(&m.member_id, instance, &m.client_id, &m.client_host)
     }
 }
 
@@ -399,18 +415,7 @@ impl Client {
                     state,
                     protocol_type: g.protocol_type.to_string(),
                     protocol: g.protocol_data.to_string(),
-                    members: g
-                        .members
-                        .iter()
-                        .map(|m| {
-                            GroupMember::new(
-                                &m.member_id,
-                                m.group_instance_id.as_ref(),
-                                &m.client_id,
-                                &m.client_host,
-                            )
-                        })
-                        .collect(),
+                    members: g.members.iter().map(GroupMember::from).collect(),
                     ..absent(&id)
                 }
             });
@@ -443,18 +448,7 @@ impl Client {
                     group_type: GroupType::Consumer,
                     protocol_type: "consumer".to_string(),
                     protocol: g.assignor_name.to_string(),
-                    members: g
-                        .members
-                        .iter()
-                        .map(|m| {
-                            GroupMember::new(
-                                &m.member_id,
-                                m.instance_id.as_ref(),
-                                &m.client_id,
-                                &m.client_host,
-                            )
-                        })
-                        .collect(),
+                    members: g.members.iter().map(GroupMember::from).collect(),
                     ..absent(&id)
                 }),
             };
