@@ -60,15 +60,20 @@ const PRODUCE_BATCH: usize = 5_000;
 const EMIT_INTERVAL_S: u64 = 1;
 /// How long either side may take to write every checkpoint of a workload.
 const FIRST_ROUND_TIMEOUT: Duration = Duration::from_secs(600);
+/// Wait after the first round before the steady window starts.
+const SETTLE: Duration = Duration::from_secs(10);
 /// JVM options of the Connect worker: the same as the MM2 of the e2e tests.
 const JVM_OPTS: &[&str] = e2e::mm2::JVM_OPTS;
 /// Connect's standalone entry point.
 const CONNECT_STANDALONE: &str = "org.apache.kafka.connect.cli.ConnectStandalone";
-/// What the checkpoint task logs once its stores are loaded (MM2 4.1.1).
-const MM2_STORES_LOADED: &str = "consumer groups";
-const MM2_STORES_LOADED_PREFIX: &str = "checkpointing";
-/// What Connect logs when a task's `start()` returned.
-const MM2_TASK_STARTED: &str = "Source task finished initialization and start";
+/// What Connect logs when it creates the checkpoint task (MM2 4.1.1).
+const MM2_TASK_CREATED: &str = "INFO Creating task ";
+/// What MM2's scheduler logs once the task's checkpoint and offset-sync
+/// stores are loaded (asynchronously, after the task's `start()`).
+const MM2_STORES_LOADED: &str = "starting checkpoint and offset sync stores took";
+/// Connect's KafkaBasedLog around the initial read of the offset-syncs topic.
+const MM2_SYNCS_READ_START: &str = "Starting KafkaBasedLog with topic mm2-offset-syncs.";
+const MM2_SYNCS_READ_DONE: &str = "Finished reading KafkaBasedLog for topic mm2-offset-syncs.";
 
 /// Entry point of `cargo xtask bench ...`.
 pub fn run(root: &Path, args: &[&str]) -> Result<ExitCode> {
@@ -256,7 +261,7 @@ fn positive(flag: &str, v: &str) -> Result<usize> {
 // Process sampling
 
 /// One reading of a process's memory and CPU time.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ProcSample {
     /// Seconds since the process was spawned.
     pub at_s: f64,
@@ -264,8 +269,51 @@ pub struct ProcSample {
     pub rss_kib: u64,
     /// `VmHWM`, the peak RSS so far (KiB).
     pub hwm_kib: u64,
-    /// `utime + stime` in clock ticks.
+    /// `utime + stime` in clock ticks (whole process, exited threads included).
     pub cpu_ticks: u64,
+    /// Sum of the live threads' `se.sum_exec_runtime` (ms, `/proc/PID/task/*/sched`).
+    pub threads_cpu_ms: f64,
+    /// Per live thread: `se.sum_exec_runtime` (ms).
+    #[serde(skip)]
+    pub threads: BTreeMap<u32, f64>,
+}
+
+/// `se.sum_exec_runtime` (ms) from a `/proc/PID/task/TID/sched` text.
+pub fn parse_sched_runtime(text: &str) -> Option<f64> {
+    text.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == "se.sum_exec_runtime").then(|| v.trim().parse().ok())?
+    })
+}
+
+/// CPU milliseconds the threads alive at `last` spent since `first` (a thread
+/// new since `first` counts whole; threads that exited in between are lost).
+pub fn threads_cpu_delta_ms(first: &ProcSample, last: &ProcSample) -> f64 {
+    last.threads
+        .iter()
+        .map(|(tid, ms)| ms - first.threads.get(tid).copied().unwrap_or(0.0))
+        .filter(|d| *d > 0.0)
+        .sum()
+}
+
+fn threads_cpu(pid: u32) -> BTreeMap<u32, f64> {
+    let mut out = BTreeMap::new();
+    let Ok(dir) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    for entry in dir.flatten() {
+        let Some(tid) = entry.file_name().to_str().and_then(|t| t.parse().ok()) else {
+            continue;
+        };
+        if let Some(ms) = fs::read_to_string(entry.path().join("sched"))
+            .ok()
+            .as_deref()
+            .and_then(parse_sched_runtime)
+        {
+            out.insert(tid, ms);
+        }
+    }
+    out
 }
 
 /// `VmRSS` and `VmHWM` (KiB) from a `/proc/PID/status` text.
@@ -304,11 +352,14 @@ fn sample(pid: u32, spawned: Instant) -> Result<ProcSample> {
         parse_status(&status).with_context(|| format!("no VmRSS/VmHWM in /proc/{pid}/status"))?;
     let cpu_ticks =
         parse_stat_cpu(&stat).with_context(|| format!("no utime/stime in /proc/{pid}/stat"))?;
+    let threads = threads_cpu(pid);
     Ok(ProcSample {
         at_s: spawned.elapsed().as_secs_f64(),
         rss_kib,
         hwm_kib,
         cpu_ticks,
+        threads_cpu_ms: threads.values().sum(),
+        threads,
     })
 }
 
@@ -332,7 +383,11 @@ pub fn cpu_per_round(
     if rounds <= 0.0 || ticks == 0 || last.cpu_ticks < first.cpu_ticks {
         return None;
     }
-    Some((last.cpu_ticks - first.cpu_ticks) as f64 / ticks as f64 / rounds)
+    // The threads' runtimes are precise; the ticks also count threads that
+    // exited in between. Whichever shows more is the better estimate.
+    let by_ticks = (last.cpu_ticks - first.cpu_ticks) as f64 / ticks as f64;
+    let by_threads = threads_cpu_delta_ms(first, last) / 1e3;
+    Some(by_ticks.max(by_threads) / rounds)
 }
 
 /// `sum` and `count` of `mm2_checkpoint_round_duration_seconds` in a
@@ -454,7 +509,7 @@ pub struct RunResult {
     pub peak_rss_kib: u64,
     /// Checkpoints seen (must be N×P).
     pub checkpoints: usize,
-    /// MM2 only: Connect's task started → the task's stores loaded (log timestamps).
+    /// MM2 only: Connect creates the task → its stores are loaded (log timestamps).
     pub task_start_to_loaded_s: Option<f64>,
     /// Samples at the start and end of the steady window.
     pub samples: Vec<ProcSample>,
@@ -480,7 +535,7 @@ pub struct SizeResult {
 pub struct CatchUp {
     /// Syncs in the full topic.
     pub syncs: u64,
-    /// MM2: task started → stores loaded, full topic.
+    /// MM2: KafkaBasedLog start → finished reading the offset-syncs topic, full topic.
     pub mm2_full_s: f64,
     /// The same with an empty syncs topic.
     pub mm2_empty_s: f64,
@@ -492,7 +547,7 @@ pub struct CatchUp {
     pub ours_once_full_s: f64,
     /// The same with an empty syncs topic.
     pub ours_once_empty_s: f64,
-    /// MM2: spawn → stores loaded, full topic.
+    /// MM2: spawn → the offset-syncs topic read, full topic.
     pub mm2_spawn_to_loaded_full_s: f64,
     /// Load average before the run.
     pub loadavg: String,
@@ -622,7 +677,7 @@ pub fn render_raw(r: &Report) -> String {
             t.push_str(&format!(
                 "- {} × {} {name}: first {:.3} s, all {:.3} s ({} checkpoints), first round {}, \
                  steady round {}, {:.0} rounds in the window, CPU/round {}, RSS {} KiB, HWM {} KiB{}; \
-                 samples (s, RSS KiB, HWM KiB, ticks): {}; load {}\n",
+                 samples (s, RSS KiB, HWM KiB, CPU ticks, threads' CPU ms): {}; load {}\n",
                 s.groups,
                 s.partitions,
                 x.start_to_first_s,
@@ -635,13 +690,13 @@ pub fn render_raw(r: &Report) -> String {
                 x.steady_rss_kib,
                 x.peak_rss_kib,
                 x.task_start_to_loaded_s
-                    .map(|v| format!(", task start → stores loaded {v:.3} s"))
+                    .map(|v| format!(", task created → stores loaded {v:.3} s"))
                     .unwrap_or_default(),
                 x.samples
                     .iter()
                     .map(|p| format!(
-                        "({:.1}, {}, {}, {})",
-                        p.at_s, p.rss_kib, p.hwm_kib, p.cpu_ticks
+                        "({:.1}, {}, {}, {}, {:.1})",
+                        p.at_s, p.rss_kib, p.hwm_kib, p.cpu_ticks, p.threads_cpu_ms
                     ))
                     .collect::<Vec<_>>()
                     .join(" → "),
@@ -651,8 +706,8 @@ pub fn render_raw(r: &Report) -> String {
     }
     if let Some(c) = &r.catch_up {
         t.push_str(&format!(
-            "- catch-up, {} syncs: MM2 task start → stores loaded {:.3} s (empty topic {:.3} s; \
-             spawn → loaded {:.3} s); ours initial read {:.3} s (empty {:.3} s), \
+            "- catch-up, {} syncs: MM2 initial offset-syncs read {:.3} s (empty topic {:.3} s; \
+             spawn → read done {:.3} s); ours initial read {:.3} s (empty {:.3} s), \
              `run --once` wall {:.3} s (empty {:.3} s); load {}\n",
             c.syncs,
             c.mm2_full_s,
@@ -1001,6 +1056,7 @@ impl Bench {
 
     /// Samples `proc` at the start and end of the steady window.
     fn window(&self, proc: &mut Guard) -> Result<(ProcSample, ProcSample)> {
+        std::thread::sleep(SETTLE);
         proc.alive()?;
         let a = sample(proc.pid(), proc.spawned)?;
         std::thread::sleep(self.window);
@@ -1029,11 +1085,7 @@ impl Bench {
         let (a, b) = self.window(&mut proc)?;
         let rounds = self.window.as_secs_f64() / EMIT_INTERVAL_S as f64;
         let text = proc.log_text();
-        let loaded = log_span(
-            &text,
-            MM2_TASK_STARTED,
-            &[MM2_STORES_LOADED_PREFIX, MM2_STORES_LOADED],
-        );
+        let loaded = log_span(&text, MM2_TASK_CREATED, &[MM2_STORES_LOADED]);
         Ok(RunResult {
             start_to_first_s: first.as_secs_f64(),
             start_to_all_s: all.as_secs_f64(),
@@ -1143,7 +1195,8 @@ impl Bench {
         })
     }
 
-    /// MM2: Connect's task started → the checkpoint task's stores loaded.
+    /// MM2: the initial read of the offset-syncs topic (Connect's log
+    /// timestamps), and spawn → that read done.
     fn mm2_load_time(&self, flow: &Flow, label: &str) -> Result<(f64, f64)> {
         let dir = self.dir.join(label);
         let cmd = self.connect_command(&dir, flow)?;
@@ -1155,16 +1208,12 @@ impl Bench {
         loop {
             proc.alive()?;
             let text = proc.log_text();
-            if let Some(span) = log_span(
-                &text,
-                MM2_TASK_STARTED,
-                &[MM2_STORES_LOADED_PREFIX, MM2_STORES_LOADED],
-            ) {
+            if let Some(span) = log_span(&text, MM2_SYNCS_READ_START, &[MM2_SYNCS_READ_DONE]) {
                 return Ok((span, proc.spawned.elapsed().as_secs_f64()));
             }
             if proc.spawned.elapsed() > FIRST_ROUND_TIMEOUT {
                 bail!(
-                    "MM2 catch-up: the checkpoint task's stores were not loaded after {:?}; see {}",
+                    "MM2 catch-up: the offset-syncs topic was not read after {:?}; see {}",
                     FIRST_ROUND_TIMEOUT,
                     proc.log.display()
                 );
@@ -1401,19 +1450,28 @@ mod tests {
         let stat = "42 (a b) c) S 1 42 42 0 -1 4194560 100 0 0 0 700 64 0 0 20 0 30 0";
         assert_eq!(parse_stat_cpu(stat), Some(764));
         assert_eq!(parse_stat_cpu("42 (x) S 1"), None);
+        let sched = "java (42, #threads: 1)\n---\nse.exec_start : 1.5\nse.sum_exec_runtime   :   206.047568\n";
+        assert_eq!(parse_sched_runtime(sched), Some(206.047568));
     }
 
     #[test]
     fn cpu_per_round_divides_ticks_by_rounds() {
-        let s = |t| ProcSample {
-            at_s: 0.0,
-            rss_kib: 0,
-            hwm_kib: 0,
+        let s = |t, threads: &[(u32, f64)]| ProcSample {
             cpu_ticks: t,
+            threads: threads.iter().copied().collect(),
+            ..ProcSample::default()
         };
-        assert_eq!(cpu_per_round(&s(100), &s(160), 30.0, 100), Some(0.02));
-        assert_eq!(cpu_per_round(&s(100), &s(160), 0.0, 100), None);
-        assert_eq!(cpu_per_round(&s(160), &s(100), 3.0, 100), None);
+        assert_eq!(
+            cpu_per_round(&s(100, &[]), &s(160, &[]), 30.0, 100),
+            Some(0.02)
+        );
+        assert_eq!(cpu_per_round(&s(100, &[]), &s(160, &[]), 0.0, 100), None);
+        assert_eq!(cpu_per_round(&s(160, &[]), &s(100, &[]), 3.0, 100), None);
+        // Below one tick, the threads' runtimes tell: thread 2 is new, 3 exited.
+        let a = s(5, &[(1, 10.0), (3, 50.0)]);
+        let b = s(5, &[(1, 12.5), (2, 1.5)]);
+        assert_eq!(threads_cpu_delta_ms(&a, &b), 4.0);
+        assert_eq!(cpu_per_round(&a, &b, 4.0, 100), Some(0.001));
     }
 
     #[test]
@@ -1431,11 +1489,16 @@ mod tests {
     #[test]
     fn log_span_uses_log4j_timestamps() {
         let log = "[2026-12-02T15:30:01,250] INFO Creating task x-0 (W)\n\
-            [2026-12-02T15:30:02,000] INFO x-0 Source task finished initialization and start (T)\n\
-            [2026-12-02T15:30:04,500] INFO task-thread-x checkpointing 1 consumer groups a->b: [g]. (C)\n";
+            [2026-12-02T15:30:02,000] INFO Starting KafkaBasedLog with topic mm2-offset-syncs.t.internal reportErrorsToCallback=false (K)\n\
+            [2026-12-02T15:30:04,500] INFO Finished reading KafkaBasedLog for topic mm2-offset-syncs.t.internal (K)\n\
+            [2026-12-02T15:30:04,501] INFO starting checkpoint and offset sync stores took 3000 ms (S)\n";
         assert_eq!(
-            log_span(log, MM2_TASK_STARTED, &["checkpointing", "consumer groups"]),
+            log_span(log, MM2_SYNCS_READ_START, &[MM2_SYNCS_READ_DONE]),
             Some(2.5)
+        );
+        assert_eq!(
+            log_span(log, MM2_TASK_CREATED, &[MM2_STORES_LOADED]),
+            Some(3.251)
         );
         assert_eq!(log_span(log, "never logged", &["x"]), None);
         assert_eq!(log4j_millis("[2026-12-02 00:00:01,007] x"), Some(1_007));
