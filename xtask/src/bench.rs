@@ -164,8 +164,14 @@ fn cargo() -> std::ffi::OsString {
 /// `cargo xtask bench [-- ARGS]`.
 fn criterion(root: &Path, extra: &[&str]) -> Result<ExitCode> {
     let env = ClusterEnv::acquire(root)?;
+    // `-p NAME` narrows the run; `--workspace` would override it.
+    let narrowed = extra
+        .iter()
+        .take_while(|a| **a != "--")
+        .any(|a| *a == "--package" || a.starts_with("-p") || a.starts_with("--package="));
     let status = Command::new(cargo())
-        .args(["bench", "--workspace"])
+        .arg("bench")
+        .args((!narrowed).then_some("--workspace"))
         .args(extra)
         .env("MM2_CLUSTERS_FILE", &env.path)
         .current_dir(root)
@@ -1055,8 +1061,8 @@ impl Bench {
     }
 
     /// Samples `proc` at the start and end of the steady window.
+    /// Call after [`SETTLE`] has passed since the first round.
     fn window(&self, proc: &mut Guard) -> Result<(ProcSample, ProcSample)> {
-        std::thread::sleep(SETTLE);
         proc.alive()?;
         let a = sample(proc.pid(), proc.spawned)?;
         std::thread::sleep(self.window);
@@ -1082,6 +1088,7 @@ impl Bench {
             (Some(a), Some(b)) => Some((b - a) as f64 / 1e3),
             _ => None,
         };
+        std::thread::sleep(SETTLE);
         let (a, b) = self.window(&mut proc)?;
         let rounds = self.window.as_secs_f64() / EMIT_INTERVAL_S as f64;
         let text = proc.log_text();
@@ -1139,6 +1146,7 @@ impl Bench {
         {
             first_round = Some(sum);
         }
+        std::thread::sleep(SETTLE);
         let m0 = scrape(&addr);
         let (a, b) = self.window(&mut proc)?;
         let m1 = scrape(&addr);
