@@ -420,17 +420,23 @@ pub fn parse_round_metrics(text: &str) -> Option<(f64, u64)> {
     Some((sum?, count?))
 }
 
-fn scrape(addr: &str) -> Option<(f64, u64)> {
+/// The whole HTTP/1.1 response to `GET path` from `addr` (status line
+/// included), or `None` on any failure.
+pub fn http_get(addr: &str, path: &str) -> Option<String> {
     let mut s = TcpStream::connect(addr).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     write!(
         s,
-        "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
     )
     .ok()?;
     let mut buf = String::new();
     s.read_to_string(&mut buf).ok()?;
-    parse_round_metrics(&buf)
+    Some(buf)
+}
+
+fn scrape(addr: &str) -> Option<(f64, u64)> {
+    parse_round_metrics(&http_get(addr, "/metrics")?)
 }
 
 /// A child process killed (and reaped) when dropped.
@@ -521,6 +527,30 @@ pub struct RunResult {
     pub samples: Vec<ProcSample>,
 }
 
+impl RunResult {
+    /// The common part: `seen` = (first checkpoint, all checkpoints, how
+    /// many), and the steady window from `a` to `b` holding `rounds` rounds.
+    fn measured(
+        seen: (Duration, Duration, usize),
+        a: ProcSample,
+        b: ProcSample,
+        rounds: f64,
+        ticks: u64,
+    ) -> RunResult {
+        RunResult {
+            start_to_first_s: seen.0.as_secs_f64(),
+            start_to_all_s: seen.1.as_secs_f64(),
+            checkpoints: seen.2,
+            steady_rounds: rounds,
+            cpu_per_round_s: cpu_per_round(&a, &b, rounds, ticks),
+            steady_rss_kib: b.rss_kib,
+            peak_rss_kib: b.hwm_kib,
+            samples: vec![a, b],
+            ..RunResult::default()
+        }
+    }
+}
+
 /// One workload's results.
 #[derive(Debug, Clone, Serialize)]
 pub struct SizeResult {
@@ -602,74 +632,73 @@ pub fn secs(v: Option<f64>) -> String {
     }
 }
 
-fn mib(kib: u64) -> String {
-    format!("{:.1} MiB", kib as f64 / 1024.0)
+fn mib(kib: Option<f64>) -> String {
+    kib.map_or_else(|| "—".to_owned(), |k| format!("{:.1} MiB", k / 1024.0))
 }
 
 /// The markdown table of a report: one row per metric and group count, the
 /// ratio being MM2 ÷ ours (above 1: we use less / are faster).
 pub fn render_table(r: &Report) -> String {
+    type Cell = fn(Option<f64>) -> String;
     let mut t = String::from(
         "| metric | groups × partitions | MirrorMaker 2 | mm2-checkpoint | MM2 ÷ ours |\n|---|---:|---:|---:|---:|\n",
     );
-    let mut row = |metric: &str, size: &str, a: String, b: String, q: String| {
-        t.push_str(&format!("| {metric} | {size} | {a} | {b} | {q} |\n"));
+    let mut row = |metric: &str, size: &str, mm2: Option<f64>, ours: Option<f64>, cell: Cell| {
+        t.push_str(&format!(
+            "| {metric} | {size} | {} | {} | {} |\n",
+            cell(mm2),
+            cell(ours),
+            ratio(mm2, ours)
+        ));
     };
     for s in &r.sizes {
         let size = format!("{} × {}", s.groups, s.partitions);
         let (m, o) = (&s.mm2, &s.ours);
-        row(
-            "start → first checkpoint",
-            &size,
-            secs(Some(m.start_to_first_s)),
-            secs(Some(o.start_to_first_s)),
-            ratio(Some(m.start_to_first_s), Some(o.start_to_first_s)),
-        );
-        row(
-            "start → all checkpoints",
-            &size,
-            secs(Some(m.start_to_all_s)),
-            secs(Some(o.start_to_all_s)),
-            ratio(Some(m.start_to_all_s), Some(o.start_to_all_s)),
-        );
-        row(
-            "first (emitting) round",
-            &size,
-            secs(m.first_round_s),
-            secs(o.first_round_s),
-            ratio(m.first_round_s, o.first_round_s),
-        );
-        row(
-            "CPU per steady round",
-            &size,
-            secs(m.cpu_per_round_s),
-            secs(o.cpu_per_round_s),
-            ratio(m.cpu_per_round_s, o.cpu_per_round_s),
-        );
-        row(
-            "steady RSS",
-            &size,
-            mib(m.steady_rss_kib),
-            mib(o.steady_rss_kib),
-            ratio(Some(m.steady_rss_kib as f64), Some(o.steady_rss_kib as f64)),
-        );
-        row(
-            "peak RSS",
-            &size,
-            mib(m.peak_rss_kib),
-            mib(o.peak_rss_kib),
-            ratio(Some(m.peak_rss_kib as f64), Some(o.peak_rss_kib as f64)),
-        );
+        let kib = |v: u64| Some(v as f64);
+        let rows: [(&str, Option<f64>, Option<f64>, Cell); 6] = [
+            (
+                "start → first checkpoint",
+                Some(m.start_to_first_s),
+                Some(o.start_to_first_s),
+                secs,
+            ),
+            (
+                "start → all checkpoints",
+                Some(m.start_to_all_s),
+                Some(o.start_to_all_s),
+                secs,
+            ),
+            (
+                "first (emitting) round",
+                m.first_round_s,
+                o.first_round_s,
+                secs,
+            ),
+            (
+                "CPU per steady round",
+                m.cpu_per_round_s,
+                o.cpu_per_round_s,
+                secs,
+            ),
+            (
+                "steady RSS",
+                kib(m.steady_rss_kib),
+                kib(o.steady_rss_kib),
+                mib,
+            ),
+            ("peak RSS", kib(m.peak_rss_kib), kib(o.peak_rss_kib), mib),
+        ];
+        for (metric, mm2, ours, cell) in rows {
+            row(metric, &size, mm2, ours, cell);
+        }
     }
     if let Some(c) = &r.catch_up {
-        let size = format!("{} syncs", c.syncs);
-        let (m, o) = (c.mm2_full_s - c.mm2_empty_s, c.ours_full_s - c.ours_empty_s);
         row(
             "offset-sync catch-up (full − empty)",
-            &size,
-            secs(Some(m)),
-            secs(Some(o)),
-            ratio(Some(m), Some(o)),
+            &format!("{} syncs", c.syncs),
+            Some(c.mm2_full_s - c.mm2_empty_s),
+            Some(c.ours_full_s - c.ours_empty_s),
+            secs,
         );
     }
     t
@@ -819,6 +848,15 @@ struct Flow {
 }
 
 impl Flow {
+    /// The properties both implementations get alike.
+    fn common_properties(&self) -> String {
+        format!(
+            "topics = {}\ngroups = {}\nemit.checkpoints.interval.seconds = {EMIT_INTERVAL_S}\n\
+             checkpoints.topic.replication.factor = 1\n",
+            self.topic, self.group_regex
+        )
+    }
+
     fn checkpoints_topic(&self) -> String {
         format!("{}.checkpoints.internal", self.source_alias)
     }
@@ -967,6 +1005,18 @@ impl Bench {
         }
     }
 
+    /// Source alias, target alias, their bootstrap addresses, and the
+    /// properties both implementations share, for a config file.
+    fn names<'a>(&'a self, flow: &'a Flow) -> (&'a str, &'a str, &'a str, &'a str, String) {
+        (
+            &flow.source_alias,
+            &flow.target_alias,
+            &self.source_addr,
+            &self.target_addr,
+            flow.common_properties(),
+        )
+    }
+
     fn connect_command(&self, dir: &Path, flow: &Flow) -> Result<Command> {
         fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let write = |name: &str, text: String| -> Result<PathBuf> {
@@ -987,6 +1037,7 @@ impl Bench {
                 offsets = dir.join("connect.offsets").display(),
             ),
         )?;
+        let (s, t, sb, tb, common) = self.names(flow);
         let connector = write(
             "checkpoint-connector.properties",
             format!(
@@ -997,19 +1048,10 @@ impl Bench {
                  target.cluster.alias = {t}\n\
                  source.cluster.bootstrap.servers = {sb}\n\
                  target.cluster.bootstrap.servers = {tb}\n\
-                 topics = {topic}\n\
-                 groups = {groups}\n\
-                 emit.checkpoints.interval.seconds = {EMIT_INTERVAL_S}\n\
-                 checkpoints.topic.replication.factor = 1\n\
                  sync.group.offsets.enabled = false\n\
                  key.converter = org.apache.kafka.connect.converters.ByteArrayConverter\n\
-                 value.converter = org.apache.kafka.connect.converters.ByteArrayConverter\n",
-                s = flow.source_alias,
-                t = flow.target_alias,
-                sb = self.source_addr,
-                tb = self.target_addr,
-                topic = flow.topic,
-                groups = flow.group_regex,
+                 value.converter = org.apache.kafka.connect.converters.ByteArrayConverter\n\
+                 {common}",
             ),
         )?;
         let log4j = write(
@@ -1037,6 +1079,7 @@ impl Bench {
     fn ours_config(&self, dir: &Path, flow: &Flow) -> Result<PathBuf> {
         fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let path = dir.join("mm2.properties");
+        let (s, t, sb, tb, common) = self.names(flow);
         fs::write(
             &path,
             format!(
@@ -1044,16 +1087,7 @@ impl Bench {
                  {s}.bootstrap.servers = {sb}\n\
                  {t}.bootstrap.servers = {tb}\n\
                  {s}->{t}.enabled = true\n\
-                 topics = {topic}\n\
-                 groups = {groups}\n\
-                 emit.checkpoints.interval.seconds = {EMIT_INTERVAL_S}\n\
-                 checkpoints.topic.replication.factor = 1\n",
-                s = flow.source_alias,
-                t = flow.target_alias,
-                sb = self.source_addr,
-                tb = self.target_addr,
-                topic = flow.topic,
-                groups = flow.group_regex,
+                 {common}",
             ),
         )
         .with_context(|| format!("writing {}", path.display()))?;
@@ -1071,14 +1105,19 @@ impl Bench {
         Ok((a, b))
     }
 
-    fn run_mm2(&self, flow: &Flow, label: &str) -> Result<RunResult> {
-        let dir = self.dir.join(label).join("mm2");
-        let cmd = self.connect_command(&dir, flow)?;
-        let mut proc = Guard::spawn(
+    /// The Connect worker running MirrorCheckpointConnector for `flow`,
+    /// files and log in `dir`.
+    fn spawn_connect(&self, dir: &Path, flow: &Flow) -> Result<Guard> {
+        let cmd = self.connect_command(dir, flow)?;
+        Guard::spawn(
             cmd,
             "the Connect worker running MirrorCheckpointConnector",
             &dir.join("connect.log"),
-        )?;
+        )
+    }
+
+    fn run_mm2(&self, flow: &Flow, label: &str) -> Result<RunResult> {
+        let mut proc = self.spawn_connect(&self.dir.join(label).join("mm2"), flow)?;
         eprintln!(
             "bench: {label}: MM2 checkpoint connector started (pid {})",
             proc.pid()
@@ -1094,17 +1133,9 @@ impl Bench {
         let text = proc.log_text();
         let loaded = log_span(&text, MM2_TASK_CREATED, &[MM2_STORES_LOADED]);
         Ok(RunResult {
-            start_to_first_s: first.as_secs_f64(),
-            start_to_all_s: all.as_secs_f64(),
             first_round_s: spread,
-            steady_round_s: None,
-            steady_rounds: rounds,
-            cpu_per_round_s: cpu_per_round(&a, &b, rounds, self.ticks),
-            steady_rss_kib: b.rss_kib,
-            peak_rss_kib: b.hwm_kib,
-            checkpoints: stamps.len(),
             task_start_to_loaded_s: loaded,
-            samples: vec![a, b],
+            ..RunResult::measured((first, all, stamps.len()), a, b, rounds, self.ticks)
         })
     }
 
@@ -1158,17 +1189,9 @@ impl Bench {
             _ => (0.0, None),
         };
         Ok(RunResult {
-            start_to_first_s: first.as_secs_f64(),
-            start_to_all_s: all.as_secs_f64(),
             first_round_s: first_round,
             steady_round_s: steady,
-            steady_rounds: rounds,
-            cpu_per_round_s: cpu_per_round(&a, &b, rounds, self.ticks),
-            steady_rss_kib: b.rss_kib,
-            peak_rss_kib: b.hwm_kib,
-            checkpoints: stamps.len(),
-            task_start_to_loaded_s: None,
-            samples: vec![a, b],
+            ..RunResult::measured((first, all, stamps.len()), a, b, rounds, self.ticks)
         })
     }
 
@@ -1206,13 +1229,7 @@ impl Bench {
     /// MM2: the initial read of the offset-syncs topic (Connect's log
     /// timestamps), and spawn → that read done.
     fn mm2_load_time(&self, flow: &Flow, label: &str) -> Result<(f64, f64)> {
-        let dir = self.dir.join(label);
-        let cmd = self.connect_command(&dir, flow)?;
-        let mut proc = Guard::spawn(
-            cmd,
-            "the Connect worker (catch-up)",
-            &dir.join("connect.log"),
-        )?;
+        let mut proc = self.spawn_connect(&self.dir.join(label), flow)?;
         loop {
             proc.alive()?;
             let text = proc.log_text();
@@ -1272,22 +1289,33 @@ impl Bench {
             t.elapsed().as_secs_f64()
         );
         self.seed(&empty, Some(0))?;
-        let (mm2_full_s, mm2_spawn_to_loaded_full_s) = self.mm2_load_time(
-            &full.with_source_alias(&format!("bmf{stamp}")),
-            "catchup-mm2-full",
-        )?;
-        let (mm2_empty_s, _) = self.mm2_load_time(
-            &empty.with_source_alias(&format!("bme{stamp}")),
-            "catchup-mm2-empty",
-        )?;
-        let (ours_full_s, ours_once_full_s) = self.ours_load_time(
-            &full.with_source_alias(&format!("bof{stamp}")),
-            "catchup-ours-full",
-        )?;
-        let (ours_empty_s, ours_once_empty_s) = self.ours_load_time(
-            &empty.with_source_alias(&format!("boe{stamp}")),
-            "catchup-ours-empty",
-        )?;
+        // (read time, whole time) for MM2 and ours, full and empty topic.
+        let mut times = Vec::with_capacity(4);
+        for (mm2, flow, kind) in [
+            (true, &full, "full"),
+            (true, &empty, "empty"),
+            (false, &full, "full"),
+            (false, &empty, "empty"),
+        ] {
+            let who = if mm2 { "mm2" } else { "ours" };
+            // A fresh source alias: a fresh checkpoints topic per run.
+            let flow = flow.with_source_alias(&format!("b{who}{kind}{stamp}"));
+            let label = format!("catchup-{who}-{kind}");
+            times.push(if mm2 {
+                self.mm2_load_time(&flow, &label)?
+            } else {
+                self.ours_load_time(&flow, &label)?
+            });
+        }
+        let [
+            (mm2_full_s, mm2_spawn_to_loaded_full_s),
+            (mm2_empty_s, _),
+            (ours_full_s, ours_once_full_s),
+            (ours_empty_s, ours_once_empty_s),
+        ] = times[..]
+        else {
+            bail!("catch-up: expected 4 runs, got {}", times.len());
+        };
         Ok(CatchUp {
             syncs,
             mm2_full_s,
