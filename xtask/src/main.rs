@@ -8,9 +8,12 @@
 //!   against those clusters, for manual side-by-side runs (see [`mm2`]).
 //! - `cargo xtask dist`, `dist-test`: static musl release binaries (see [`dist`]).
 //! - `cargo xtask image`: a `FROM scratch` OCI image of them (see [`oci`]).
+//! - `cargo xtask bench [mm2]`: criterion benches, and the side-by-side
+//!   benchmark against MirrorMaker 2 (see [`bench`]).
 //! - `cargo xtask fuzz [--seconds N] [TARGET...]`: every cargo-fuzz target for
 //!   N seconds each (see [`fuzz`]).
 
+mod bench;
 mod certs;
 mod demo;
 mod dist;
@@ -86,6 +89,15 @@ commands:
                     fault soak on its own clusters (target/kafka-soak/): kill -9
                     and restart each broker, SIGSTOP the target, while a daemon
                     runs; checks checkpoints and readiness (default 300 s)
+  bench [-- ARGS]   clusters up if needed, `cargo bench --workspace ARGS`, clusters
+                    down again if this command started them
+  bench mm2 [--groups 10,100,1000] [--partitions 10] [--syncs 1000000]
+            [--window 30] [--out FILE]
+                    side by side with MirrorMaker 2's checkpoint connector (a
+                    Connect standalone worker), one after the other on the same
+                    workload: start-up, first round, CPU per round, RSS, and the
+                    offset-sync catch-up; table on stdout (and FILE), raw JSON in
+                    target/bench/. See docs/benchmarks.md
   help              this text
 
 environment:
@@ -214,6 +226,7 @@ fn run(args: &[String]) -> Result<ExitCode> {
         }
         ["fuzz", rest @ ..] => fuzz::run(&workspace_root(), rest),
         ["soak", rest @ ..] => soak::run(&workspace_root(), rest),
+        ["bench", rest @ ..] => bench::run(&workspace_root(), rest),
         [] | ["help"] | ["--help"] | ["-h"] => {
             println!("{USAGE}");
             Ok(ExitCode::SUCCESS)

@@ -13,8 +13,6 @@
 //! panic, and SIGTERM during a SIGSTOPped target still exits within 30 s.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
@@ -93,16 +91,11 @@ impl Daemon {
     }
 
     fn ready(&self) -> Option<u16> {
-        let mut s = TcpStream::connect(&self.addr).ok()?;
-        s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-        write!(
-            s,
-            "GET /readyz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-        )
-        .ok()?;
-        let mut buf = String::new();
-        s.read_to_string(&mut buf).ok()?;
-        buf.split_whitespace().nth(1)?.parse().ok()
+        crate::bench::http_get(&self.addr, "/readyz")?
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()
     }
 
     fn log_text(&self) -> String {
