@@ -17,16 +17,18 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
+pub mod access;
 pub mod java;
 pub mod mm2;
 
 /// Environment variable naming the cluster file; `cargo xtask test` sets it.
 pub const CLUSTERS_FILE_ENV: &str = "MM2_CLUSTERS_FILE";
 
-/// Everything `cargo xtask kafka up` started, as recorded in `clusters.json`.
-#[derive(Debug, Clone, Deserialize)]
+/// Everything `cargo xtask kafka up` started, as recorded in `clusters.json`
+/// (xtask writes the file with these same types).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Clusters {
     /// Apache Kafka version the brokers run, e.g. `4.1.1`.
     pub kafka_version: String,
@@ -41,13 +43,13 @@ pub struct Clusters {
     pub clusters: BTreeMap<String, Cluster>,
     /// The older-Kafka cluster (absent from cluster files of older xtasks
     /// and of soak runs); use [`Clusters::legacy`].
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub legacy: Option<LegacyCluster>,
 }
 
 /// The `legacy` cluster: one KRaft node on an older Apache Kafka (3.9),
 /// PLAINTEXT only, for version-negotiation tests.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LegacyCluster {
     /// Always `legacy`.
     pub name: String,
@@ -72,14 +74,14 @@ pub struct LegacyCluster {
 }
 
 /// Bootstrap address of a PLAINTEXT-only cluster.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PlaintextListener {
     /// PLAINTEXT listener (`127.0.0.1:port`).
     pub plaintext: String,
 }
 
 /// One single-node KRaft cluster (broker and controller in one JVM).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Cluster {
     /// `source` or `target`.
     pub name: String,
@@ -103,7 +105,7 @@ pub struct Cluster {
     pub config_file: PathBuf,
     /// Only on the ACL-enforcing `secure` cluster: its SCRAM-SHA-512 users
     /// (absent from older cluster files).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acl_users: Option<AclUsers>,
     /// Directory of the broker's logs.
     pub log_dir: PathBuf,
@@ -153,7 +155,7 @@ impl fmt::Display for Listener {
 }
 
 /// Bootstrap addresses of one cluster, one per listener.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Listeners {
     /// PLAINTEXT listener.
     pub plaintext: String,
@@ -166,6 +168,16 @@ pub struct Listeners {
 }
 
 impl Listeners {
+    /// Every listener's name (as in the file) and address.
+    pub fn all(&self) -> [(&'static str, &str); 4] {
+        [
+            ("plaintext", &self.plaintext),
+            ("sasl_plaintext", &self.sasl_plaintext),
+            ("ssl", &self.ssl),
+            ("mtls", &self.mtls),
+        ]
+    }
+
     /// The address of `listener`.
     pub fn get(&self, listener: Listener) -> &str {
         match listener {
@@ -178,7 +190,7 @@ impl Listeners {
 }
 
 /// One test user per SASL mechanism.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SaslUsers {
     /// SASL/PLAIN.
     pub plain: Credentials,
@@ -190,7 +202,7 @@ pub struct SaslUsers {
 
 /// The SCRAM-SHA-512 users of the ACL-enforcing `secure` cluster. Its
 /// `client_configs` also has `sasl_admin`, a CLI config logging in as `admin`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AclUsers {
     /// Super user.
     pub admin: Credentials,
@@ -201,7 +213,7 @@ pub struct AclUsers {
 }
 
 /// A user name and password.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Credentials {
     /// User name.
     pub user: String,
@@ -210,11 +222,16 @@ pub struct Credentials {
 }
 
 /// A password that never shows up in `Debug` output or panic messages.
-#[derive(Clone, Deserialize)]
+#[derive(Clone, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Password(String);
 
 impl Password {
+    /// Wraps `password`.
+    pub fn new(password: impl Into<String>) -> Self {
+        Password(password.into())
+    }
+
     /// The password itself, for handing to a client.
     pub fn expose(&self) -> &str {
         &self.0
@@ -228,7 +245,7 @@ impl fmt::Debug for Password {
 }
 
 /// TLS material a client needs.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TlsFiles {
     /// The test CA: trust anchor for the broker certificate.
     pub ca_pem: PathBuf,

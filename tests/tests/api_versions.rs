@@ -3,10 +3,11 @@
 
 use std::time::Duration;
 
+use e2e::access::{Access, sasl_login, tls};
 use e2e::{Cluster, Listener, clusters};
 use kafka_lite::{
-    BrokerConnection, ClientCertConfig, ConnectionConfig, Connector, Error, SaslConfig,
-    SaslMechanismKind, Secret, TlsConfig,
+    BrokerConnection, ConnectionConfig, Connector, Error, SaslConfig, SaslMechanismKind, Secret,
+    TlsConfig,
 };
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, MetadataRequest, OffsetFetchRequest};
 use kafka_protocol::protocol::StrBytes;
@@ -25,36 +26,20 @@ fn base_config() -> ConnectionConfig {
 }
 
 fn sasl(mechanism: SaslMechanismKind) -> SaslConfig {
-    let users = &source().sasl_users;
-    let credentials = match mechanism {
-        SaslMechanismKind::Plain => &users.plain,
-        SaslMechanismKind::ScramSha256 => &users.scram_sha_256,
-        SaslMechanismKind::ScramSha512 => &users.scram_sha_512,
-    };
-    SaslConfig {
-        mechanism,
-        username: credentials.user.clone(),
-        password: Secret::new(credentials.password.expose()),
-    }
-}
-
-fn tls_with_ca() -> TlsConfig {
-    TlsConfig {
-        ca_pem_file: Some(source().tls.ca_pem.clone()),
-        ..TlsConfig::default()
-    }
-}
-
-fn client_cert() -> ClientCertConfig {
-    ClientCertConfig {
-        cert_pem_file: source().tls.client_cert_pem.clone(),
-        key_pem_file: source().tls.client_key_pem.clone(),
-    }
+    sasl_login(source(), mechanism)
 }
 
 async fn connect(config: ConnectionConfig, listener: Listener) -> Result<BrokerConnection, Error> {
     let connector = Connector::new(config)?;
     connector.connect(source().bootstrap.get(listener)).await
+}
+
+/// Connects with `config` over `listener`, which must fail (`why` not);
+/// the error, also printed.
+async fn connect_err(config: ConnectionConfig, listener: Listener, why: &str) -> Error {
+    let err = connect(config, listener).await.expect_err(why);
+    eprintln!("{err}");
+    err
 }
 
 /// Sends an ApiVersions request (kafka-protocol encoded) on an established
@@ -86,72 +71,44 @@ async fn assert_api_versions_answered(connection: &BrokerConnection) {
     assert!(metadata.expect("Metadata answered").brokers.len() == 1);
 }
 
+/// Connects over `access` to the source cluster and checks the broker's
+/// ApiVersions answer.
+async fn assert_access_answers_api_versions(access: Access) {
+    let config = access.config(source(), base_config());
+    let connection = connect(config, access.listener())
+        .await
+        .unwrap_or_else(|e| panic!("connect over {access:?}: {e}"));
+    assert_api_versions_answered(&connection).await;
+}
+
 #[tokio::test]
 async fn plaintext_listener_answers_api_versions() {
-    let connection = connect(base_config(), Listener::Plaintext)
-        .await
-        .expect("connect");
-    assert_api_versions_answered(&connection).await;
+    assert_access_answers_api_versions(Access::Plaintext).await;
 }
 
 #[tokio::test]
 async fn sasl_scram_sha_512_listener_answers_api_versions() {
-    let config = ConnectionConfig {
-        sasl: Some(sasl(SaslMechanismKind::ScramSha512)),
-        ..base_config()
-    };
-    let connection = connect(config, Listener::SaslPlaintext)
-        .await
-        .expect("connect");
-    assert_api_versions_answered(&connection).await;
+    assert_access_answers_api_versions(Access::Sasl(SaslMechanismKind::ScramSha512)).await;
 }
 
 #[tokio::test]
 async fn sasl_scram_sha_256_listener_answers_api_versions() {
-    let config = ConnectionConfig {
-        sasl: Some(sasl(SaslMechanismKind::ScramSha256)),
-        ..base_config()
-    };
-    let connection = connect(config, Listener::SaslPlaintext)
-        .await
-        .expect("connect");
-    assert_api_versions_answered(&connection).await;
+    assert_access_answers_api_versions(Access::Sasl(SaslMechanismKind::ScramSha256)).await;
 }
 
 #[tokio::test]
 async fn sasl_plain_listener_answers_api_versions() {
-    let config = ConnectionConfig {
-        sasl: Some(sasl(SaslMechanismKind::Plain)),
-        ..base_config()
-    };
-    let connection = connect(config, Listener::SaslPlaintext)
-        .await
-        .expect("connect");
-    assert_api_versions_answered(&connection).await;
+    assert_access_answers_api_versions(Access::Sasl(SaslMechanismKind::Plain)).await;
 }
 
 #[tokio::test]
 async fn ssl_listener_with_the_test_ca_answers_api_versions() {
-    let config = ConnectionConfig {
-        tls: Some(tls_with_ca()),
-        ..base_config()
-    };
-    let connection = connect(config, Listener::Ssl).await.expect("connect");
-    assert_api_versions_answered(&connection).await;
+    assert_access_answers_api_versions(Access::Ssl).await;
 }
 
 #[tokio::test]
 async fn mtls_listener_with_the_client_certificate_answers_api_versions() {
-    let tls = TlsConfig {
-        client_cert: Some(client_cert()),
-        ..tls_with_ca()
-    };
-    let config = ConnectionConfig {
-        tls: Some(tls),
-        ..base_config()
-    };
-    let connection = connect(config, Listener::Mtls).await.expect("connect");
-    assert_api_versions_answered(&connection).await;
+    assert_access_answers_api_versions(Access::Mtls).await;
 }
 
 #[tokio::test]
@@ -163,10 +120,7 @@ async fn wrong_scram_password_is_an_authentication_error_naming_the_mechanism() 
         sasl: Some(config),
         ..base_config()
     };
-    let err = connect(config, Listener::SaslPlaintext)
-        .await
-        .expect_err("must not authenticate");
-    eprintln!("{err}");
+    let err = connect_err(config, Listener::SaslPlaintext, "must not authenticate").await;
     assert!(matches!(err, Error::Authentication { .. }), "{err:?}");
     let shown = format!("{err} {err:?}");
     assert!(shown.contains("SCRAM-SHA-512"), "{shown}");
@@ -182,10 +136,7 @@ async fn unknown_sasl_user_is_an_authentication_error() {
         sasl: Some(config),
         ..base_config()
     };
-    let err = connect(config, Listener::SaslPlaintext)
-        .await
-        .expect_err("must not authenticate");
-    eprintln!("{err}");
+    let err = connect_err(config, Listener::SaslPlaintext, "must not authenticate").await;
     assert!(
         matches!(err, Error::Authentication { ref mechanism, .. } if mechanism == "PLAIN"),
         "{err:?}"
@@ -199,10 +150,7 @@ async fn ssl_without_the_test_ca_is_a_tls_error() {
         tls: Some(TlsConfig::default()),
         ..base_config()
     };
-    let err = connect(config, Listener::Ssl)
-        .await
-        .expect_err("must not trust the broker");
-    eprintln!("{err}");
+    let err = connect_err(config, Listener::Ssl, "must not trust the broker").await;
     assert!(matches!(err, Error::Tls { .. }), "{err:?}");
     assert!(err.to_string().contains("ca_pem_file"), "{err}");
 }
@@ -210,23 +158,22 @@ async fn ssl_without_the_test_ca_is_a_tls_error() {
 #[tokio::test]
 async fn mtls_listener_without_a_client_certificate_is_a_tls_error_saying_so() {
     let config = ConnectionConfig {
-        tls: Some(tls_with_ca()),
+        tls: Some(tls(source(), false)),
         ..base_config()
     };
-    let err = connect(config, Listener::Mtls)
-        .await
-        .expect_err("broker must refuse");
-    eprintln!("{err}");
+    let err = connect_err(config, Listener::Mtls, "broker must refuse").await;
     assert!(matches!(err, Error::Tls { .. }), "{err:?}");
     assert!(err.to_string().contains("client certificate"), "{err}");
 }
 
 #[tokio::test]
 async fn plaintext_client_on_the_ssl_listener_is_told_it_looks_like_tls() {
-    let err = connect(base_config(), Listener::Ssl)
-        .await
-        .expect_err("a TLS listener cannot speak plaintext");
-    eprintln!("{err}");
+    let err = connect_err(
+        base_config(),
+        Listener::Ssl,
+        "a TLS listener cannot speak plaintext",
+    )
+    .await;
     assert!(matches!(err, Error::FrameTooLarge { .. }), "{err:?}");
     assert!(err.to_string().contains("look like TLS"), "{err}");
     assert!(!err.is_retriable(), "reconnecting cannot help");

@@ -13,7 +13,7 @@ use e2e::{clusters, unique_name};
 use kafka_lite::records::{self, Codec, ConsumerRecord, Header, ProducerRecord};
 use kafka_lite::{
     Client, ConnectionConfig, CreateTopicOutcome, Error, FetchOptions, FetchedPartition,
-    IsolationLevel, OffsetSpec, ProduceOptions, StartOffset,
+    IsolationLevel, OffsetSpec, PartitionReader, ProduceOptions, StartOffset,
 };
 use kafka_protocol::error::ResponseError;
 
@@ -104,6 +104,31 @@ fn values(records: &[ConsumerRecord]) -> Vec<String> {
 
 fn offsets(records: &[ConsumerRecord]) -> Vec<i64> {
     records.iter().map(|r| r.offset).collect()
+}
+
+/// Fetch options reading only committed records.
+fn read_committed() -> FetchOptions {
+    FetchOptions {
+        isolation: IsolationLevel::ReadCommitted,
+        ..FetchOptions::default()
+    }
+}
+
+/// A reader of partition 0 of `topic` from its earliest offset.
+async fn earliest_reader(client: &Client, topic: &str, options: FetchOptions) -> PartitionReader {
+    client
+        .partition_reader(topic, 0, StartOffset::Earliest, options)
+        .await
+        .expect("open")
+}
+
+/// Every record up to the end the reader captured when it opened.
+async fn read_to_end(client: &Client, reader: &mut PartitionReader) -> Vec<ConsumerRecord> {
+    let mut read = Vec::new();
+    while let Some(records) = reader.read(client).await.expect("read") {
+        read.extend(records);
+    }
+    read
 }
 
 /// The codecs of the raw batches stored in partition 0 from offset 0, as
@@ -448,10 +473,7 @@ async fn list_offsets_asks_each_leader_once_for_many_partitions() {
 async fn reading_an_empty_partition_ends_at_once() {
     let client = connect().await;
     let topic = create_topic(&client, "data-rd-empty").await;
-    let mut reader = client
-        .partition_reader(&topic, 0, StartOffset::Earliest, FetchOptions::default())
-        .await
-        .expect("open");
+    let mut reader = earliest_reader(&client, &topic, FetchOptions::default()).await;
     assert_eq!((reader.position(), reader.end()), (0, 0));
     let started = Instant::now();
     assert!(reader.read(&client).await.expect("read").is_none());
@@ -475,10 +497,7 @@ async fn reader_reads_to_the_end_captured_at_start_then_follows() {
         max_bytes: 600, // a few batches per fetch
         ..FetchOptions::default()
     };
-    let mut reader = client
-        .partition_reader(&topic, 0, StartOffset::Earliest, options)
-        .await
-        .expect("open");
+    let mut reader = earliest_reader(&client, &topic, options).await;
     assert_eq!(reader.end(), 50);
     // Appended after opening: not part of the initial read.
     produce(&client, &topic, &numbered(50, 5), Codec::None).await;
@@ -568,15 +587,9 @@ async fn reader_moves_past_offsets_removed_by_compaction() {
         );
     }
 
-    let mut reader = client
-        .partition_reader(&topic, 0, StartOffset::Earliest, FetchOptions::default())
-        .await
-        .expect("open");
+    let mut reader = earliest_reader(&client, &topic, FetchOptions::default()).await;
     assert_eq!(reader.position(), 0, "compaction keeps the log start");
-    let mut read = Vec::new();
-    while let Some(records) = reader.read(&client).await.expect("read") {
-        read.extend(records);
-    }
+    let read = read_to_end(&client, &mut reader).await;
     let data: Vec<(String, String)> = read
         .iter()
         .filter(|r| text(&r.key) != "filler")
@@ -809,11 +822,7 @@ async fn transactional_topic() -> (Client, String) {
 #[tokio::test]
 async fn read_committed_hides_aborted_records_and_markers() {
     let (client, topic) = transactional_topic().await;
-    let options = FetchOptions {
-        isolation: IsolationLevel::ReadCommitted,
-        ..FetchOptions::default()
-    };
-    let fetched = fetch(&client, &topic, 0, options).await;
+    let fetched = fetch(&client, &topic, 0, read_committed()).await;
     assert_eq!(values(&fetched.records), ["c1", "c2", "c3"]);
     // c1 c2 COMMIT a1 a2 ABORT c3 COMMIT
     assert_eq!(offsets(&fetched.records), [0, 1, 6]);
@@ -833,19 +842,9 @@ async fn read_uncommitted_shows_aborted_records_but_no_markers() {
 #[tokio::test]
 async fn reader_under_read_committed_reads_committed_records_to_the_end() {
     let (client, topic) = transactional_topic().await;
-    let options = FetchOptions {
-        isolation: IsolationLevel::ReadCommitted,
-        ..FetchOptions::default()
-    };
-    let mut reader = client
-        .partition_reader(&topic, 0, StartOffset::Earliest, options)
-        .await
-        .expect("open");
+    let mut reader = earliest_reader(&client, &topic, read_committed()).await;
     assert_eq!(reader.end(), 8);
-    let mut read = Vec::new();
-    while let Some(records) = reader.read(&client).await.expect("read") {
-        read.extend(records);
-    }
+    let read = read_to_end(&client, &mut reader).await;
     assert_eq!(values(&read), ["c1", "c2", "c3"]);
 }
 
@@ -874,18 +873,8 @@ async fn latest_under_read_committed_is_the_last_stable_offset_of_an_open_transa
     assert_eq!(latest(committed), [Some(2)]);
     assert_eq!(latest(uncommitted), [Some(4)]);
 
-    let options = FetchOptions {
-        isolation: IsolationLevel::ReadCommitted,
-        ..FetchOptions::default()
-    };
-    let mut reader = client
-        .partition_reader(&topic, 0, StartOffset::Earliest, options)
-        .await
-        .expect("open");
+    let mut reader = earliest_reader(&client, &topic, read_committed()).await;
     assert_eq!(reader.end(), 2);
-    let mut read = Vec::new();
-    while let Some(records) = reader.read(&client).await.expect("read") {
-        read.extend(records);
-    }
+    let read = read_to_end(&client, &mut reader).await;
     assert_eq!(values(&read), ["c1"]);
 }

@@ -10,65 +10,18 @@ mod common;
 
 use std::time::Duration;
 
-use e2e::{Listener, clusters};
-use kafka_lite::{
-    Client, ClientCertConfig, ConnectionConfig, SaslConfig, SaslMechanismKind, Secret, TlsConfig,
-};
+use e2e::access::Access;
+use e2e::clusters;
+use kafka_lite::{Client, ConnectionConfig, SaslMechanismKind};
 
-/// One way of reaching the source cluster.
-#[derive(Clone, Copy, Debug)]
-enum Access {
-    Plaintext,
-    Sasl(SaslMechanismKind),
-    Ssl,
-    Mtls,
-}
-
-impl Access {
-    fn listener(self) -> Listener {
-        match self {
-            Access::Plaintext => Listener::Plaintext,
-            Access::Sasl(_) => Listener::SaslPlaintext,
-            Access::Ssl => Listener::Ssl,
-            Access::Mtls => Listener::Mtls,
-        }
-    }
-
-    fn config(self) -> ConnectionConfig {
-        let source = clusters().source();
-        let mut config = ConnectionConfig {
-            client_id: "e2e-every-listener".into(),
-            request_timeout: Duration::from_secs(30),
-            ..ConnectionConfig::default()
-        };
-        match self {
-            Access::Plaintext => {}
-            Access::Sasl(mechanism) => {
-                let users = &source.sasl_users;
-                let user = match mechanism {
-                    SaslMechanismKind::Plain => &users.plain,
-                    SaslMechanismKind::ScramSha256 => &users.scram_sha_256,
-                    SaslMechanismKind::ScramSha512 => &users.scram_sha_512,
-                };
-                config.sasl = Some(SaslConfig {
-                    mechanism,
-                    username: user.user.clone(),
-                    password: Secret::new(user.password.expose()),
-                });
-            }
-            Access::Ssl | Access::Mtls => {
-                config.tls = Some(TlsConfig {
-                    ca_pem_file: Some(source.tls.ca_pem.clone()),
-                    client_cert: matches!(self, Access::Mtls).then(|| ClientCertConfig {
-                        cert_pem_file: source.tls.client_cert_pem.clone(),
-                        key_pem_file: source.tls.client_key_pem.clone(),
-                    }),
-                    ..TlsConfig::default()
-                });
-            }
-        }
-        config
-    }
+/// The connection settings for `access` to the source cluster.
+fn config(access: Access) -> ConnectionConfig {
+    let base = ConnectionConfig {
+        client_id: "e2e-every-listener".into(),
+        request_timeout: Duration::from_secs(30),
+        ..ConnectionConfig::default()
+    };
+    access.config(clusters().source(), base)
 }
 
 /// Every operation over `access`, against the source cluster.
@@ -78,7 +31,7 @@ async fn every_operation_over(access: Access) {
         .bootstrap
         .get(access.listener())
         .to_string();
-    let client = Client::connect(vec![bootstrap], access.config())
+    let client = Client::connect(vec![bootstrap], config(access))
         .await
         .unwrap_or_else(|e| panic!("connect over {access:?}: {e}"));
     common::every_operation(&client, &format!("{access:?}"), "every-listener").await;

@@ -7,42 +7,26 @@ use std::collections::BTreeMap;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use e2e::access::Access;
 use e2e::{Listener, clusters, unique_name};
 use kafka_lite::{
-    Client, ClientCertConfig, ConnectionConfig, GroupDescription, GroupState, GroupType,
-    OffsetFetchOptions, OffsetToCommit, SaslConfig, SaslMechanismKind, Secret, TlsConfig,
-    TopicPartition,
+    Client, ConnectionConfig, GroupDescription, GroupState, GroupType, OffsetFetchOptions,
+    OffsetToCommit, SaslMechanismKind, TopicPartition,
 };
 
 fn config(listener: Listener) -> ConnectionConfig {
-    let source = clusters().source();
-    let mut config = ConnectionConfig {
+    let access = match listener {
+        Listener::Plaintext => Access::Plaintext,
+        Listener::SaslPlaintext => Access::Sasl(SaslMechanismKind::ScramSha512),
+        Listener::Ssl => Access::Ssl,
+        Listener::Mtls => Access::Mtls,
+    };
+    let base = ConnectionConfig {
         client_id: "e2e-client-groups".into(),
         request_timeout: Duration::from_secs(20),
         ..ConnectionConfig::default()
     };
-    match listener {
-        Listener::Plaintext => {}
-        Listener::SaslPlaintext => {
-            let user = &source.sasl_users.scram_sha_512;
-            config.sasl = Some(SaslConfig {
-                mechanism: SaslMechanismKind::ScramSha512,
-                username: user.user.clone(),
-                password: Secret::new(user.password.expose()),
-            });
-        }
-        Listener::Ssl | Listener::Mtls => {
-            config.tls = Some(TlsConfig {
-                ca_pem_file: Some(source.tls.ca_pem.clone()),
-                client_cert: (listener == Listener::Mtls).then(|| ClientCertConfig {
-                    cert_pem_file: source.tls.client_cert_pem.clone(),
-                    key_pem_file: source.tls.client_key_pem.clone(),
-                }),
-                ..TlsConfig::default()
-            });
-        }
-    }
-    config
+    access.config(clusters().source(), base)
 }
 
 async fn client(listener: Listener) -> Client {

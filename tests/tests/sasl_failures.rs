@@ -6,8 +6,9 @@
 
 use std::time::{Duration, Instant};
 
+use e2e::access::sasl_login;
 use e2e::{Listener, clusters};
-use kafka_lite::{ConnectionConfig, Connector, Error, SaslConfig, SaslMechanismKind, Secret};
+use kafka_lite::{ConnectionConfig, Connector, Error, SaslMechanismKind, Secret};
 
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Kafka delays a failed authentication by `connection.failed.authentication.delay.ms`
@@ -17,21 +18,13 @@ const WRONG_PASSWORD: &str = "wrong-password-Jq7-never-printed";
 
 async fn wrong_password(mechanism: SaslMechanismKind) {
     let source = clusters().source();
-    let users = &source.sasl_users;
-    let user = match mechanism {
-        SaslMechanismKind::Plain => &users.plain.user,
-        SaslMechanismKind::ScramSha256 => &users.scram_sha_256.user,
-        SaslMechanismKind::ScramSha512 => &users.scram_sha_512.user,
-    };
+    let mut login = sasl_login(source, mechanism);
+    login.password = Secret::new(WRONG_PASSWORD);
     let config = ConnectionConfig {
         client_id: "e2e-sasl-failures".into(),
         connect_timeout: Duration::from_secs(10),
         request_timeout: REQUEST_TIMEOUT,
-        sasl: Some(SaslConfig {
-            mechanism,
-            username: user.clone(),
-            password: Secret::new(WRONG_PASSWORD),
-        }),
+        sasl: Some(login),
         ..ConnectionConfig::default()
     };
     let started = Instant::now();

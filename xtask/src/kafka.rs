@@ -46,7 +46,6 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use serde::{Deserialize, Serialize};
 
 use crate::certs::{self, TestPki};
 use crate::maven::{KAFKA_VERSION, KafkaRuntime};
@@ -73,147 +72,18 @@ const BROKER_JVM_OPTS: &[&str] = &[
 /// JVM options for the one-shot storage format tool.
 const TOOL_JVM_OPTS: &[&str] = &["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"];
 
-/// The whole of `clusters.json`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ClustersFile {
-    /// Apache Kafka version the brokers run.
-    pub kafka_version: String,
-    /// Java classpath of the cached Kafka jars (a `libs/*` wildcard).
-    pub kafka_libs: String,
-    /// `kafka-run-class <main class> [args...]` launcher script.
-    pub kafka_run_class: PathBuf,
-    /// Directory with `kafka-topics`, `kafka-console-consumer`, ... scripts.
-    pub kafka_bin: PathBuf,
-    /// Clusters by name (`source`, `target`, `secure`).
-    pub clusters: BTreeMap<String, ClusterInfo>,
-    /// The older-Kafka cluster, when the layout runs one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub legacy: Option<LegacyClusterInfo>,
-}
-
-/// The `legacy` cluster: an older Kafka, PLAINTEXT only.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct LegacyClusterInfo {
-    /// Always `legacy`.
-    pub name: String,
-    /// Apache Kafka version this broker runs (older than [`ClustersFile::kafka_version`]).
-    pub kafka_version: String,
-    /// KRaft cluster id given at format time.
-    pub cluster_id: String,
-    /// PID of the broker JVM.
-    pub pid: u32,
-    /// Bootstrap address of the only client listener.
-    pub bootstrap: PlaintextListener,
-    /// The KRaft controller listener (PLAINTEXT, not for clients).
-    pub controller: String,
-    /// The broker's `server.properties`.
-    pub config_file: PathBuf,
-    /// Directory of the broker's log output.
-    pub log_dir: PathBuf,
-    /// The broker's combined stdout/stderr and Log4j output.
-    pub log_file: PathBuf,
-    /// `log.dirs`: topic data and KRaft metadata.
-    pub data_dir: PathBuf,
-}
-
-/// The bootstrap address of a PLAINTEXT-only cluster.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PlaintextListener {
-    /// No TLS, no authentication.
-    pub plaintext: String,
-}
-
-/// One running cluster.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ClusterInfo {
-    /// `source` or `target`.
-    pub name: String,
-    /// KRaft cluster id given at format time.
-    pub cluster_id: String,
-    /// PID of the broker JVM.
-    pub pid: u32,
-    /// `host:port` bootstrap address per listener kind.
-    pub bootstrap: Listeners,
-    /// The KRaft controller listener (PLAINTEXT, not for clients).
-    pub controller: String,
-    /// Credentials accepted on the SASL_PLAINTEXT listener.
-    pub sasl_users: SaslUsers,
-    /// PEM files for the SSL and mTLS listeners.
-    pub tls: TlsFiles,
-    /// Java client property files per way of connecting, for Kafka's CLI tools.
-    pub client_configs: BTreeMap<String, PathBuf>,
-    /// The broker's `server.properties`.
-    pub config_file: PathBuf,
-    /// Only on the ACL-enforcing `secure` cluster: its SCRAM-SHA-512 users.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub acl_users: Option<AclUsers>,
-    /// Directory of the broker's log output.
-    pub log_dir: PathBuf,
-    /// The broker's combined stdout/stderr and Log4j output.
-    pub log_file: PathBuf,
-    /// `log.dirs`: topic data and KRaft metadata.
-    pub data_dir: PathBuf,
-}
-
-/// Bootstrap addresses, one per listener.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Listeners {
-    /// No TLS, no authentication.
-    pub plaintext: String,
-    /// SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) without TLS.
-    pub sasl_plaintext: String,
-    /// TLS, server authentication only.
-    pub ssl: String,
-    /// TLS with a required client certificate.
-    pub mtls: String,
-}
-
-impl Listeners {
-    fn all(&self) -> [(&'static str, &str); 4] {
-        [
-            ("plaintext", &self.plaintext),
-            ("sasl_plaintext", &self.sasl_plaintext),
-            ("ssl", &self.ssl),
-            ("mtls", &self.mtls),
-        ]
-    }
-}
-
-/// One user per SASL mechanism.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SaslUsers {
-    /// SASL/PLAIN user.
-    pub plain: Credentials,
-    /// SCRAM-SHA-256 user (created at format time).
-    pub scram_sha_256: Credentials,
-    /// SCRAM-SHA-512 user (created at format time).
-    pub scram_sha_512: Credentials,
-}
-
-/// A test user name and password (test fixtures only, never real secrets).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Credentials {
-    /// User name.
-    pub user: String,
-    /// Password.
-    pub password: String,
-}
-
-/// The SCRAM-SHA-512 users of the ACL-enforcing cluster.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct AclUsers {
-    /// Super user (also the controller and inter-broker principal, over PLAIN).
-    pub admin: Credentials,
-    /// A user with no ACLs, for the source side of a flow.
-    pub mm2_source: Credentials,
-    /// A user with no ACLs, for the target side of a flow.
-    pub mm2_target: Credentials,
-}
+// The clusters.json model is the `e2e` crate's: the tests read what this
+// writes. The xtask names stay as aliases.
+pub use e2e::{
+    AclUsers, Cluster as ClusterInfo, Clusters as ClustersFile, Credentials,
+    LegacyCluster as LegacyClusterInfo, Listeners, Password, PlaintextListener, SaslUsers,
+    TlsFiles,
+};
 
 fn acl_users() -> AclUsers {
     let user = |name: &str| Credentials {
         user: name.to_owned(),
-        password: format!("secure-{name}-secret"),
+        password: Password::new(format!("secure-{name}-secret")),
     };
     AclUsers {
         admin: user("admin"),
@@ -222,21 +92,10 @@ fn acl_users() -> AclUsers {
     }
 }
 
-/// TLS material a client needs.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct TlsFiles {
-    /// CA certificate that signed the brokers' and the client's certificates.
-    pub ca_pem: PathBuf,
-    /// Client certificate for the mTLS listener.
-    pub client_cert_pem: PathBuf,
-    /// Client private key (PKCS#8, unencrypted).
-    pub client_key_pem: PathBuf,
-}
-
 fn users(cluster: &str) -> SaslUsers {
     let user = |kind: &str| Credentials {
         user: format!("{kind}-user"),
-        password: format!("{cluster}-{kind}-secret"),
+        password: Password::new(format!("{cluster}-{kind}-secret")),
     };
     SaslUsers {
         plain: user("plain"),
@@ -294,6 +153,7 @@ impl Layout {
 /// `kafka up`. Returns true if this call started the clusters, false if they
 /// were already up and healthy.
 pub fn up(layout: &Layout) -> Result<bool> {
+    crate::prereqs::ensure_cluster_tools()?;
     let runtime = KafkaRuntime::locate()?;
     runtime.ensure()?;
     let legacy_runtime = if layout.legacy {
@@ -877,7 +737,7 @@ listener.name.mtls.ssl.client.auth=required
         controller = plan.controller,
         data = data_dir.display(),
         plain_user = plain.user,
-        plain_password = plain.password,
+        plain_password = plain.password.expose(),
         ca = pki.ca_pem.display(),
     ))
 }
@@ -886,7 +746,7 @@ listener.name.mtls.ssl.client.auth=required
 /// protocol, the inter-broker listener, the `admin` part of the PLAIN JAAS line
 /// of the SASL_PLAINTEXT listener, and the extra properties.
 fn secure_properties(admin: &Credentials) -> (&'static str, &'static str, String, String) {
-    let (user, password) = (&admin.user, &admin.password);
+    let (user, password) = (&admin.user, admin.password.expose());
     let plain_admin =
         format!(" username=\"{user}\" password=\"{password}\" user_{user}=\"{password}\"");
     let extra = format!(
@@ -922,7 +782,8 @@ fn write_client_configs(
     let sasl = |mechanism: &str, module: &str, c: &Credentials| {
         format!(
             "security.protocol=SASL_PLAINTEXT\nsasl.mechanism={mechanism}\nsasl.jaas.config={module} required username=\"{}\" password=\"{}\";\n",
-            c.user, c.password
+            c.user,
+            c.password.expose()
         )
     };
     let plain_module = "org.apache.kafka.common.security.plain.PlainLoginModule";
@@ -978,7 +839,11 @@ fn format_storage(
     log_dir: &Path,
 ) -> Result<()> {
     let scram = |mechanism: &str, c: &Credentials| {
-        format!("{mechanism}=[name={},password={}]", c.user, c.password)
+        format!(
+            "{mechanism}=[name={},password={}]",
+            c.user,
+            c.password.expose()
+        )
     };
     let mut scram_args = Vec::new();
     if let Some(users) = users {

@@ -20,6 +20,7 @@ mod kafka;
 mod maven;
 mod mm2;
 mod oci;
+mod prereqs;
 mod probe;
 mod soak;
 

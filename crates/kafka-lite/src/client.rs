@@ -274,9 +274,16 @@ impl Client {
                 detail: "no bootstrap servers given".to_string(),
             });
         }
-        let client = Client {
+        let client = Client::unconnected(Connector::new(config)?, bootstrap, retry);
+        client.refresh_metadata(Some(&[])).await?;
+        Ok(client)
+    }
+
+    /// A client with empty caches that has not talked to any broker yet.
+    fn unconnected(connector: Connector, bootstrap: Vec<String>, retry: RetryPolicy) -> Client {
+        Client {
             inner: Arc::new(Inner {
-                pool: BrokerPool::new(Connector::new(config)?),
+                pool: BrokerPool::new(connector),
                 bootstrap,
                 retry,
                 metadata: Mutex::default(),
@@ -285,9 +292,7 @@ impl Client {
                 requests: AtomicU64::new(0),
                 next_broker: AtomicUsize::new(0),
             }),
-        };
-        client.refresh_metadata(Some(&[])).await?;
-        Ok(client)
+        }
     }
 
     /// The retry policy of this client.
@@ -956,18 +961,7 @@ mod tests {
     /// A client that never connected (no network needed for retry tests).
     fn offline_client(retry: RetryPolicy) -> Client {
         let connector = Connector::new(ConnectionConfig::default()).expect("plaintext config");
-        Client {
-            inner: Arc::new(Inner {
-                pool: BrokerPool::new(connector),
-                bootstrap: vec!["127.0.0.1:1".into()],
-                retry,
-                metadata: Mutex::default(),
-                refresh: tokio::sync::Mutex::new(()),
-                coordinators: Mutex::default(),
-                requests: AtomicU64::new(0),
-                next_broker: AtomicUsize::new(0),
-            }),
-        }
+        Client::unconnected(connector, vec!["127.0.0.1:1".into()], retry)
     }
 
     fn kafka(error: ResponseError) -> Error {

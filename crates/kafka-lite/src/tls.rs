@@ -109,7 +109,8 @@ pub fn client_config(tls: &TlsConfig) -> Result<Arc<ClientConfig>, Error> {
             "TLS certificate verification is DISABLED (insecure_skip_verify): \
              any server can impersonate the brokers; never use this in production"
         );
-        Arc::new(AcceptAnyServerCert {
+        Arc::new(RelaxedVerifier {
+            chain: None,
             provider: provider.clone(),
         })
     } else {
@@ -123,7 +124,10 @@ pub fn client_config(tls: &TlsConfig) -> Result<Arc<ClientConfig>, Error> {
             tracing::warn!(
                 "TLS host name verification is disabled; the certificate chain is still verified"
             );
-            Arc::new(IgnoreHostname { inner: webpki })
+            Arc::new(RelaxedVerifier {
+                chain: Some(webpki),
+                provider: provider.clone(),
+            })
         }
     };
     let builder = builder
@@ -215,14 +219,19 @@ fn config_error(detail: String) -> Error {
     Error::TlsConfig { detail }
 }
 
-/// Verifies the chain like webpki but ignores a host name mismatch
-/// (Kafka's `ssl.endpoint.identification.algorithm=` empty).
+/// The two relaxed checks: with `chain`, verifies the certificate chain like
+/// webpki but ignores a host name mismatch (Kafka's
+/// `ssl.endpoint.identification.algorithm=` empty); without it, accepts any
+/// certificate. Handshake signatures are always checked with the provider's
+/// algorithms (the ones `chain` was built with), so the session is at least
+/// bound to the presented key.
 #[derive(Debug)]
-struct IgnoreHostname {
-    inner: Arc<WebPkiServerVerifier>,
+struct RelaxedVerifier {
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    provider: Arc<CryptoProvider>,
 }
 
-impl ServerCertVerifier for IgnoreHostname {
+impl ServerCertVerifier for RelaxedVerifier {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -231,60 +240,15 @@ impl ServerCertVerifier for IgnoreHostname {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        match self.inner.verify_server_cert(
-            end_entity,
-            intermediates,
-            server_name,
-            ocsp_response,
-            now,
-        ) {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
             other => other,
         }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.inner.supported_verify_schemes()
-    }
-}
-
-/// Accepts any certificate (still checking handshake signatures, so the
-/// session is at least bound to the presented key).
-#[derive(Debug)]
-struct AcceptAnyServerCert {
-    provider: Arc<CryptoProvider>,
-}
-
-impl ServerCertVerifier for AcceptAnyServerCert {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
     }
 
     fn verify_tls12_signature(

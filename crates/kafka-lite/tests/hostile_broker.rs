@@ -78,6 +78,23 @@ fn metadata_request(topic: &str) -> MetadataRequest {
         ))]))
 }
 
+/// A broker answering ApiVersions with `body` (after the correlation id),
+/// and the error connecting to it, which must come within [`FAST`].
+async fn api_versions_answered_with(body: &'static [u8]) -> (fake_broker::FakeBroker, Error) {
+    let broker = serve(move |mut s| async move {
+        let request = read_request(&mut s).await.expect("request");
+        let _ = s
+            .write_all(&raw_frame(request.correlation_id(), body))
+            .await;
+        stall(s).await;
+    })
+    .await;
+    let err = connect_within(&broker.address, FAST)
+        .await
+        .expect_err("must fail");
+    (broker, err)
+}
+
 /// The one topic name a Metadata request asks for.
 fn requested_topic(request: &mut ReceivedRequest) -> String {
     let version = request.version();
@@ -94,6 +111,22 @@ fn metadata_response_for(topic: &str) -> MetadataResponse {
         .with_topics(vec![MetadataResponseTopic::default().with_name(Some(
             TopicName(StrBytes::from_string(topic.to_string())),
         ))])
+}
+
+/// The well-formed answer to a Metadata request: a frame naming the topic it
+/// asked for.
+fn metadata_answer(request: &mut ReceivedRequest) -> Vec<u8> {
+    let topic = requested_topic(request);
+    response_frame(
+        request.correlation_id(),
+        &metadata_response_for(&topic),
+        request.version(),
+    )
+}
+
+/// The name of the first topic of a Metadata response.
+fn first_topic(response: &MetadataResponse) -> Option<&str> {
+    response.topics.first()?.name.as_ref().map(|n| n.0.as_str())
 }
 
 #[tokio::test]
@@ -180,20 +213,9 @@ async fn response_with_a_never_issued_correlation_id_poisons_the_connection() {
 
 #[tokio::test]
 async fn garbage_body_for_api_versions_is_malformed_naming_api_and_broker() {
-    let broker = serve(|mut s| async move {
-        let request = read_request(&mut s).await.expect("request");
-        // Error code 0, then an api_keys array of 3 entries that stops
-        // after 2 bytes.
-        let body = [0, 0, 0x04, 0x00, 0x12];
-        let _ = s
-            .write_all(&raw_frame(request.correlation_id(), &body))
-            .await;
-        stall(s).await;
-    })
-    .await;
-    let err = connect_within(&broker.address, FAST)
-        .await
-        .expect_err("must fail");
+    // Error code 0, then an api_keys array of 3 entries that stops
+    // after 2 bytes.
+    let (broker, err) = api_versions_answered_with(&[0, 0, 0x04, 0x00, 0x12]).await;
     match &err {
         Error::MalformedResponse { broker: b, api, .. } => {
             assert_eq!(b, &broker.address);
@@ -209,18 +231,8 @@ async fn api_versions_claiming_2_pow_31_entries_is_malformed_not_an_abort() {
     // Unpatched kafka-protocol 0.18 called Vec::with_capacity(2^31 - 1)
     // here and aborted the process; the vendored patch bounds it by the
     // bytes present (vendor/kafka-protocol/PATCHES.md).
-    let broker = serve(|mut s| async move {
-        let request = read_request(&mut s).await.expect("request");
-        let body = [0, 0, 0xff, 0xff, 0xff, 0xff, 0x07, 0xde, 0xad];
-        let _ = s
-            .write_all(&raw_frame(request.correlation_id(), &body))
-            .await;
-        stall(s).await;
-    })
-    .await;
-    let err = connect_within(&broker.address, FAST)
-        .await
-        .expect_err("must fail");
+    let (_broker, err) =
+        api_versions_answered_with(&[0, 0, 0xff, 0xff, 0xff, 0xff, 0x07, 0xde, 0xad]).await;
     assert!(
         matches!(
             &err,
@@ -271,12 +283,7 @@ async fn truncated_metadata_body_is_malformed_and_the_connection_stays_usable() 
             .write_all(&raw_frame(first.correlation_id(), &[0, 0, 0]))
             .await;
         let mut second = read_request(&mut s).await.expect("second Metadata");
-        let topic = requested_topic(&mut second);
-        let frame = response_frame(
-            second.correlation_id(),
-            &metadata_response_for(&topic),
-            second.version(),
-        );
+        let frame = metadata_answer(&mut second);
         let _ = s.write_all(&frame).await;
         stall(s).await;
     })
@@ -302,10 +309,7 @@ async fn truncated_metadata_body_is_malformed_and_the_connection_stays_usable() 
     // The frame boundary was intact, so the stream is still in sync.
     assert!(!conn.is_closed());
     let response = conn.send(metadata_request("b")).await.expect("second");
-    assert_eq!(
-        response.topics[0].name.as_ref().map(|n| n.0.as_str()),
-        Some("b")
-    );
+    assert_eq!(first_topic(&response), Some("b"));
 }
 
 #[tokio::test]
@@ -384,12 +388,7 @@ async fn response_trickled_one_byte_at_a_time_still_decodes() {
             tokio::task::yield_now().await;
         }
         let mut next = read_request(&mut s).await.expect("Metadata");
-        let topic = requested_topic(&mut next);
-        let frame = response_frame(
-            next.correlation_id(),
-            &metadata_response_for(&topic),
-            next.version(),
-        );
+        let frame = metadata_answer(&mut next);
         for chunk in frame.chunks(3) {
             let _ = s.write_all(chunk).await;
             let _ = s.flush().await;
@@ -404,10 +403,7 @@ async fn response_trickled_one_byte_at_a_time_still_decodes() {
         .send(metadata_request("trickle"))
         .await
         .expect("metadata");
-    assert_eq!(
-        response.topics[0].name.as_ref().map(|n| n.0.as_str()),
-        Some("trickle")
-    );
+    assert_eq!(first_topic(&response), Some("trickle"));
 }
 
 #[tokio::test]
@@ -459,12 +455,7 @@ async fn oversized_frame_mid_session_poisons_the_connection_and_the_pool_reconne
             if n == 0 {
                 let _ = s.write_all(&0x7fff_0000i32.to_be_bytes()).await;
             } else {
-                let topic = requested_topic(&mut request);
-                let frame = response_frame(
-                    request.correlation_id(),
-                    &metadata_response_for(&topic),
-                    request.version(),
-                );
+                let frame = metadata_answer(&mut request);
                 let _ = s.write_all(&frame).await;
             }
             stall(s).await;
@@ -492,10 +483,7 @@ async fn oversized_frame_mid_session_poisons_the_connection_and_the_pool_reconne
         .send(metadata_request("z"))
         .await
         .expect("fresh connection");
-    assert_eq!(
-        response.topics[0].name.as_ref().map(|n| n.0.as_str()),
-        Some("z")
-    );
+    assert_eq!(first_topic(&response), Some("z"));
     assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 2);
 }
 

@@ -48,22 +48,36 @@ fn write(dir: &Path, name: &str, content: &str) {
         .expect("write file");
 }
 
+/// `openssl req <mode>` with a new P-256 key `name.key`, writing
+/// `name.<out>`, then the arguments `rest`.
+fn req_with_new_key(dir: &Path, mode: &str, name: &str, out: &str, rest: &[&str]) {
+    let key = format!("{name}.key");
+    let out = format!("{name}.{out}");
+    let mut args = vec![
+        "req",
+        mode,
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-keyout",
+        &key,
+        "-out",
+        &out,
+    ];
+    args.extend_from_slice(rest);
+    openssl(dir, &args);
+}
+
 /// A self-signed CA `name` (`name.pem`, `name.key`).
 fn make_ca(dir: &Path, name: &str) {
-    openssl(
+    req_with_new_key(
         dir,
+        "-x509",
+        name,
+        "pem",
         &[
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-            "-keyout",
-            &format!("{name}.key"),
-            "-out",
-            &format!("{name}.pem"),
             "-days",
             "30",
             "-subj",
@@ -78,24 +92,7 @@ fn make_ca(dir: &Path, name: &str) {
 
 /// A key and CSR `name.key`, `name.csr`.
 fn make_csr(dir: &Path, name: &str, cn: &str) {
-    openssl(
-        dir,
-        &[
-            "req",
-            "-new",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-            "-keyout",
-            &format!("{name}.key"),
-            "-out",
-            &format!("{name}.csr"),
-            "-subj",
-            &format!("/CN={cn}"),
-        ],
-    );
+    req_with_new_key(dir, "-new", name, "csr", &["-subj", &format!("/CN={cn}")]);
 }
 
 /// Signs `name.csr` with `ca` for 30 days with the given SAN.

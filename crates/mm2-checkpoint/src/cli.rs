@@ -28,7 +28,8 @@ const EXIT_CODES: &str = "\
 Exit codes:
   0  success
   1  runtime failure (a broker or the network failed, or a second signal cut shutdown short)
-  2  usage or configuration error (detected before any network I/O)";
+  2  usage or configuration error (detected before any network I/O)
+  3  translate --apply: at least one requested group was not committed (each is named on stderr)";
 
 /// MirrorMaker 2 checkpointing (offset translation and consumer group offset
 /// sync) as one small binary. Reads MM2's own mm2.properties.
@@ -168,6 +169,7 @@ pub struct TranslateArgs {
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t = TranslateFormatArg::Table)]
     pub format: TranslateFormatArg,
     /// Also commit the translated offsets to the groups on the target cluster.
+    /// Exits 3 if any requested group was not committed (refused or failed).
     #[arg(long)]
     pub apply: bool,
     /// Logging.

@@ -5,7 +5,8 @@
 //! touch the network. So every usage or configuration error exits with code 2
 //! before any connection is attempted.
 //!
-//! Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error.
+//! Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error,
+//! 3 `translate --apply` could not commit every requested group.
 
 mod cli;
 
@@ -27,6 +28,8 @@ use cli::{Cli, Command, ConfigFile, LogArgs, RunArgs, TranslateArgs, ValidateArg
 const EXIT_FAILURE: u8 = 1;
 /// Bad arguments or configuration; nothing was sent to any broker.
 const EXIT_USAGE: u8 = 2;
+/// `translate --apply` ran, but at least one requested group was not committed.
+const EXIT_NOT_APPLIED: u8 = 3;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -120,12 +123,19 @@ fn translate(args: TranslateArgs) -> Result<(), u8> {
             format: args.format.into(),
             apply: args.apply,
         };
-        driver::translate(config, options, shutdown)
+        let report = driver::translate(config, options, shutdown)
             .await
             .map_err(|e| {
                 tracing::error!(error = %e, "translate failed");
                 EXIT_FAILURE
-            })
+            })?;
+        if report.not_applied.is_empty() {
+            return Ok(());
+        }
+        for (group, why) in &report.not_applied {
+            eprintln!("error: --apply: group {group} was not committed: {why}");
+        }
+        Err(EXIT_NOT_APPLIED)
     })
 }
 

@@ -8,18 +8,7 @@ use std::time::{Duration, Instant};
 const BIN: &str = env!("CARGO_BIN_EXE_mm2-checkpoint");
 
 /// A throwaway self-signed certificate (the same one the config tests use).
-const TEST_CERT: &str = "-----BEGIN CERTIFICATE-----
-MIIBkjCCATmgAwIBAgIUWBVWE9Q3Mw8QpqAhaWP4mmtLarkwCgYIKoZIzj0EAwIw
-HjEcMBoGA1UEAwwTbW0yLWNoZWNrcG9pbnQgdGVzdDAgFw0yNjEyMDIxMjIyMTha
-GA8yMTI2MTEwODEyMjIxOFowHjEcMBoGA1UEAwwTbW0yLWNoZWNrcG9pbnQgdGVz
-dDBZMBMGByqGSM49AgEGCCqGSM49AwEHA0IABP988P31JnH/rsG6u24PwyQCAgbG
-f7i+xBOwp1aLREGfw4Gj+3+dP6sjAHYyBctUlfnHPT/SQQIxyfbob8ncn8OjUzBR
-MB0GA1UdDgQWBBTu2DFXSOTPKVCboFz54JnmX2M2kzAfBgNVHSMEGDAWgBTu2DFX
-SOTPKVCboFz54JnmX2M2kzAPBgNVHRMBAf8EBTADAQH/MAoGCCqGSM49BAMCA0cA
-MEQCIGOMbGwNJbVW7Mak9rZceaEJeQTPw+Jq/0+YpoebrvtNAiAdR2ZFHGdBWKdy
-DszJjmIV/A1942L/8bv7VNIKh9o6Hw==
------END CERTIFICATE-----
-";
+const TEST_CERT: &str = include_str!("data/test_cert.pem");
 
 const PRIMARY_PASSWORD: &str = "pw-primary-Zq81";
 const BACKUP_PASSWORD: &str = "pw-backup-Kx42";

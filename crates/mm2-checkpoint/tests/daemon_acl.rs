@@ -13,11 +13,11 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::{mm2, read_all, rt, tuple};
+use common::{checkpoints_in, committed_offsets, mm2, rt, sync_records, tuple};
+use e2e::access::sasl_as;
 use e2e::{Cluster as TestCluster, Credentials, Listener, clusters, unique_name};
-use mm2_checkpoint::core::format::OffsetSync;
 use mm2_checkpoint::core::{Checkpoint, TopicPartition};
-use mm2_checkpoint::driver::kafka::{Cluster, OutRecord};
+use mm2_checkpoint::driver::kafka::Cluster;
 
 /// One ACL of the documented least-privilege set. Describe on a topic or
 /// group is implied by Read or Write on it, so it is granted on its own only
@@ -66,11 +66,7 @@ struct SecureWorld {
 
 fn sasl(c: &Credentials) -> kafka_lite::ConnectionConfig {
     kafka_lite::ConnectionConfig {
-        sasl: Some(kafka_lite::SaslConfig {
-            mechanism: kafka_lite::SaslMechanismKind::ScramSha512,
-            username: c.user.clone(),
-            password: kafka_lite::Secret::new(c.password.expose()),
-        }),
+        sasl: Some(sasl_as(c, kafka_lite::SaslMechanismKind::ScramSha512)),
         ..kafka_lite::ConnectionConfig::default()
     }
 }
@@ -101,21 +97,7 @@ impl SecureWorld {
             dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(&id),
         };
         std::fs::create_dir_all(&w.dir).expect("test dir");
-        let syncs: Vec<OutRecord> = [(0i64, 3i64), (10, 13)]
-            .iter()
-            .map(|&(up, down)| {
-                let sync = OffsetSync {
-                    topic_partition: TopicPartition::new(&w.topic, 0),
-                    upstream_offset: up,
-                    downstream_offset: down,
-                };
-                OutRecord {
-                    key: sync.encode_key().expect("key"),
-                    value: sync.encode_value(),
-                    timestamp: 0,
-                }
-            })
-            .collect();
+        let syncs = sync_records(&w.topic, &[(0, 0, 3), (0, 10, 13)]);
         let offsets: BTreeMap<TopicPartition, (i64, String)> =
             [(TopicPartition::new(&w.topic, 0), (10, String::new()))].into();
         rt.block_on(async {
@@ -244,33 +226,28 @@ impl SecureWorld {
     }
 
     fn checkpoints(&self, rt: &tokio::runtime::Runtime) -> Vec<Checkpoint> {
-        let exists = rt
-            .block_on(self.admin.topic_exists(&self.checkpoints_topic()))
-            .expect("metadata");
-        if !exists {
-            return Vec::new();
-        }
-        read_all(rt, &self.admin, &self.checkpoints_topic())
-            .into_iter()
-            .map(|(k, v)| Checkpoint::decode(k.as_deref(), v.as_deref()).expect("decodes"))
-            .collect()
+        checkpoints_in(rt, &self.admin, &self.checkpoints_topic())
     }
 
     fn target_offsets(&self, rt: &tokio::runtime::Runtime) -> BTreeMap<i32, i64> {
-        let all = rt
-            .block_on(
-                self.admin
-                    .fetch_group_offsets(std::slice::from_ref(&self.group)),
-            )
-            .expect("fetch group offsets");
-        all.get(&self.group)
-            .and_then(|r| r.as_ref().ok())
-            .cloned()
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|(tp, _)| tp.topic == self.remote())
-            .filter_map(|(tp, v)| v.map(|(o, _)| (tp.partition, o)))
-            .collect()
+        committed_offsets(rt, &self.admin, &self.group, &self.remote())
+    }
+
+    /// Grants every documented ACL but `missing` and runs `--once` without
+    /// group sync.
+    fn run_once_without(&self, missing: Grant) -> std::process::Output {
+        let grants: Vec<Grant> = ALL.into_iter().filter(|g| *g != missing).collect();
+        self.grant(&grants);
+        self.run_once(false)
+    }
+
+    /// [`run_once_without`](Self::run_once_without), asserting it fails;
+    /// returns its stderr.
+    fn run_once_failing_without(&self, missing: Grant) -> String {
+        let out = self.run_once_without(missing);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!out.status.success(), "run --once succeeded:\n{stderr}");
+        stderr
     }
 }
 
@@ -295,14 +272,7 @@ fn the_documented_acls_suffice_for_checkpoints_and_group_sync() {
 fn without_write_on_the_checkpoints_topic_the_run_fails_naming_it() {
     let rt = rt();
     let w = SecureWorld::new(&rt, "acl_nowrite");
-    let grants: Vec<Grant> = ALL
-        .into_iter()
-        .filter(|g| *g != Grant::TargetCheckpointsWrite)
-        .collect();
-    w.grant(&grants);
-    let out = w.run_once(false);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "run --once succeeded:\n{stderr}");
+    let stderr = w.run_once_failing_without(Grant::TargetCheckpointsWrite);
     assert!(
         stderr.contains(&w.checkpoints_topic()),
         "the error does not name the checkpoints topic:\n{stderr}"
@@ -318,16 +288,25 @@ fn without_write_on_the_checkpoints_topic_the_run_fails_naming_it() {
 fn without_read_on_the_offset_syncs_topic_the_run_fails_naming_it() {
     let rt = rt();
     let w = SecureWorld::new(&rt, "acl_nosyncs");
-    let grants: Vec<Grant> = ALL
-        .into_iter()
-        .filter(|g| *g != Grant::SourceSyncsRead)
-        .collect();
-    w.grant(&grants);
-    let out = w.run_once(false);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "run --once succeeded:\n{stderr}");
+    let stderr = w.run_once_failing_without(Grant::SourceSyncsRead);
     assert!(
         stderr.contains(&w.syncs()) && stderr.contains("TOPIC_AUTHORIZATION_FAILED"),
         "the error does not name the offset-syncs topic and the ACL failure:\n{stderr}"
     );
+}
+
+#[test]
+fn without_describe_on_the_source_group_a_warning_names_the_group_and_the_acl() {
+    let rt = rt();
+    let w = SecureWorld::new(&rt, "acl_nogroup");
+    let out = w.run_once_without(Grant::SourceGroupDescribe);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "run --once failed:\n{stderr}");
+    let warning = format!("Describe on Group:{}", w.group);
+    assert!(
+        stderr.contains(&warning) && stderr.contains("GROUP_AUTHORIZATION_FAILED"),
+        "no warning naming the group's missing Describe ACL:\n{stderr}"
+    );
+    assert_eq!(stderr.matches(&warning).count(), 1, "{stderr}");
+    assert!(w.checkpoints(&rt).is_empty());
 }

@@ -2,93 +2,32 @@
 //! exits 0 on SIGTERM.
 
 mod common;
+mod fault_support;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{World, rt};
-
-fn get(addr: &str, path: &str) -> Option<(u16, String)> {
-    let mut s = TcpStream::connect(addr).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut buf = String::new();
-    s.read_to_string(&mut buf).ok()?;
-    let status = buf.split_whitespace().nth(1)?.parse().ok()?;
-    let body = buf.split_once("\r\n\r\n").map(|(_, b)| b.to_string())?;
-    Some((status, body))
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
-
-struct Daemon(Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
-    let started = Instant::now();
-    while !f() {
-        assert!(started.elapsed() < timeout, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-fn metric(body: &str, prefix: &str) -> Option<f64> {
-    body.lines()
-        .find(|l| l.starts_with(prefix))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
-}
+use fault_support::{Daemon, free_port, get, metric, wait_for};
 
 #[test]
 fn the_daemon_follows_new_syncs_serves_metrics_and_exits_0_on_sigterm() {
     let rt = rt();
     let w = World::new(&rt, "daemon", 1);
-    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 0, 3), (0, 10, 13)]);
-    let group = format!("g-{}", w.topic);
-    w.commit_source(&rt, &group, &[(0, 10)]);
+    let group = w.seed(&rt, &[(0, 0, 3), (0, 10, 13)], &[(0, 10)]);
     let config = w.properties(&group, "");
-    let addr = format!("127.0.0.1:{}", free_port());
-    let child = Command::new(env!("CARGO_BIN_EXE_mm2-checkpoint"))
-        .args([
-            "run",
-            "--config",
-            config.to_str().unwrap(),
-            "--metrics-addr",
-            &addr,
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn the daemon");
-    let mut daemon = Daemon(child);
+    let daemon = Daemon::start(&config, &w.dir.join("daemon.log"));
+    let addr = daemon.addr.clone();
     let flow = format!("{}->{}", w.s, w.t);
     let emitted = format!("mm2_checkpoint_checkpoints_emitted_total{{flow=\"{flow}\"}}");
     wait_for("the first checkpoint", Duration::from_secs(60), || {
-        get(&addr, "/metrics").and_then(|(_, body)| metric(&body, &emitted)) == Some(1.0)
+        daemon.metric(&emitted) == Some(1.0)
     });
-    assert_eq!(get(&addr, "/readyz").map(|(s, _)| s), Some(200));
+    assert_eq!(daemon.ready(), Some(200));
     // A new sync and a new commit arrive while running: followed, emitted.
     w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 20, 23)]);
     w.commit_source(&rt, &group, &[(0, 20)]);
     wait_for("the second checkpoint", Duration::from_secs(60), || {
-        get(&addr, "/metrics").and_then(|(_, body)| metric(&body, &emitted)) == Some(2.0)
+        daemon.metric(&emitted) == Some(2.0)
     });
     let (_, body) = get(&addr, "/metrics").expect("metrics");
     let syncs_read = format!("mm2_checkpoint_offset_syncs_read_total{{flow=\"{flow}\"}}");
@@ -108,24 +47,7 @@ fn the_daemon_follows_new_syncs_serves_metrics_and_exits_0_on_sigterm() {
         .map(|c| c.downstream_offset)
         .collect();
     assert_eq!(downs, vec![13, 23]);
-    let pid = daemon.0.id().to_string();
-    let killed = Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill");
-    assert!(killed.success());
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = daemon.0.try_wait().expect("wait") {
-            break status;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "no exit after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    assert_eq!(status.code(), Some(0));
+    assert_eq!(daemon.sigterm().code(), Some(0));
 }
 
 #[test]
@@ -135,20 +57,8 @@ fn the_daemon_waits_for_a_missing_offset_syncs_topic_and_is_not_ready_meanwhile(
     let group = format!("g-{}", w.topic);
     w.commit_source(&rt, &group, &[(0, 10)]);
     let config = w.properties(&group, "");
-    let addr = format!("127.0.0.1:{}", free_port());
-    let child = Command::new(env!("CARGO_BIN_EXE_mm2-checkpoint"))
-        .args([
-            "run",
-            "--config",
-            config.to_str().unwrap(),
-            "--metrics-addr",
-            &addr,
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn the daemon");
-    let _daemon = Daemon(child);
+    let daemon = Daemon::start(&config, &w.dir.join("daemon.log"));
+    let addr = daemon.addr.clone();
     wait_for("the metrics endpoint", Duration::from_secs(30), || {
         get(&addr, "/healthz").is_some()
     });
@@ -161,7 +71,7 @@ fn the_daemon_waits_for_a_missing_offset_syncs_topic_and_is_not_ready_meanwhile(
     // MM2's source connector starts writing syncs: the daemon picks them up.
     w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 0, 3), (0, 10, 13)]);
     wait_for("readiness", Duration::from_secs(60), || {
-        get(&addr, "/readyz").map(|(s, _)| s) == Some(200)
+        daemon.ready() == Some(200)
     });
     wait_for("a checkpoint", Duration::from_secs(30), || {
         !w.checkpoints(&rt).is_empty()
@@ -190,28 +100,13 @@ fn an_unreachable_target_keeps_the_daemon_up_but_not_ready_and_sigterm_still_exi
     );
     let config = w.dir.join("mm2-unreachable.properties");
     std::fs::write(&config, text).expect("write config");
-    let addr = format!("127.0.0.1:{}", free_port());
-    let child = Command::new(env!("CARGO_BIN_EXE_mm2-checkpoint"))
-        .args([
-            "run",
-            "--config",
-            config.to_str().unwrap(),
-            "--metrics-addr",
-            &addr,
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn the daemon");
-    let mut daemon = Daemon(child);
+    let mut daemon = Daemon::start(&config, &w.dir.join("daemon.log"));
+    let addr = daemon.addr.clone();
     wait_for("the metrics endpoint", Duration::from_secs(30), || {
         get(&addr, "/healthz").is_some()
     });
     std::thread::sleep(Duration::from_secs(4));
-    assert!(
-        daemon.0.try_wait().expect("wait").is_none(),
-        "the daemon exited"
-    );
+    daemon.assert_running();
     assert_eq!(get(&addr, "/healthz").map(|(s, _)| s), Some(200));
     let (status, body) = get(&addr, "/readyz").expect("readyz");
     assert_eq!(status, 503);
@@ -224,26 +119,7 @@ fn an_unreachable_target_keeps_the_daemon_up_but_not_ready_and_sigterm_still_exi
         )),
         "{metrics}"
     );
-    let pid = daemon.0.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .expect("kill")
-            .success()
-    );
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = daemon.0.try_wait().expect("wait") {
-            break status;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "no exit after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    assert_eq!(status.code(), Some(0));
+    assert_eq!(daemon.sigterm().code(), Some(0));
 }
 
 #[test]
@@ -258,13 +134,7 @@ fn a_group_created_while_running_is_picked_up_at_the_next_refresh() {
         &format!("{first}, {later}"),
         "refresh.groups.interval.seconds = 1",
     );
-    let child = Command::new(env!("CARGO_BIN_EXE_mm2-checkpoint"))
-        .args(["run", "--config", config.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn the daemon");
-    let _daemon = Daemon(child);
+    let _daemon = Daemon::start(&config, &w.dir.join("daemon.log"));
     wait_for(
         "the first group's checkpoint",
         Duration::from_secs(60),

@@ -11,14 +11,11 @@ fn run_once_emits_translated_checkpoints_with_mm2_bytes() {
     let rt = rt();
     let w = World::new(&rt, "emit", 2);
     // Downstream offsets lag upstream by 3 on partition 0, by 10 on partition 1.
-    w.write_syncs(
+    let group = w.seed(
         &rt,
-        &w.source,
-        &w.syncs_topic(),
         &[(0, 0, 3), (0, 10, 13), (1, 0, 10), (1, 50, 60)],
+        &[(0, 10), (1, 50)],
     );
-    let group = format!("g-{}", w.topic);
-    w.commit_source(&rt, &group, &[(0, 10), (1, 50)]);
     let config = w.properties(&group, "");
     run_once(&config);
     let cps = w.checkpoints(&rt);
@@ -64,14 +61,7 @@ fn run_once_emits_translated_checkpoints_with_mm2_bytes() {
 fn a_second_run_restores_the_store_and_never_repeats_or_rewinds() {
     let rt = rt();
     let w = World::new(&rt, "restart", 1);
-    w.write_syncs(
-        &rt,
-        &w.source,
-        &w.syncs_topic(),
-        &[(0, 0, 5), (0, 100, 105)],
-    );
-    let group = format!("g-{}", w.topic);
-    w.commit_source(&rt, &group, &[(0, 100)]);
+    let group = w.seed(&rt, &[(0, 0, 5), (0, 100, 105)], &[(0, 100)]);
     let config = w.properties(&group, "");
     run_once(&config);
     assert_eq!(w.checkpoints(&rt).len(), 1);
@@ -132,9 +122,7 @@ fn offset_syncs_on_the_target_cluster_are_read_there() {
 fn identity_policy_checkpoints_keep_the_topic_name() {
     let rt = rt();
     let w = World::identity(&rt, "identity", 1);
-    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 0, 1), (0, 40, 41)]);
-    let group = format!("g-{}", w.topic);
-    w.commit_source(&rt, &group, &[(0, 40)]);
+    let group = w.seed(&rt, &[(0, 0, 1), (0, 40, 41)], &[(0, 40)]);
     let config = w.properties(
         &group,
         "replication.policy.class = org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
@@ -178,9 +166,7 @@ fn malformed_offset_sync_records_are_skipped_and_logged_once() {
         &w.syncs_topic(),
         &[(b"\x00\x01t", b"\x00"), (b"\x00\x01t", b"\x01\x02")],
     );
-    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 10, 13)]);
-    let group = format!("g-{}", w.topic);
-    w.commit_source(&rt, &group, &[(0, 10)]);
+    let group = w.seed(&rt, &[(0, 10, 13)], &[(0, 10)]);
     let out = run_once(&w.properties(&group, ""));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
@@ -196,9 +182,7 @@ fn malformed_offset_sync_records_are_skipped_and_logged_once() {
 fn a_group_behind_every_sync_gets_no_checkpoint() {
     let rt = rt();
     let w = World::new(&rt, "tooold", 1);
-    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 50, 53)]);
-    let group = format!("g-{}", w.topic);
-    w.commit_source(&rt, &group, &[(0, 10)]);
+    let group = w.seed(&rt, &[(0, 50, 53)], &[(0, 10)]);
     run_once(&w.properties(&group, ""));
     assert!(w.checkpoints(&rt).is_empty());
 }
@@ -206,8 +190,6 @@ fn a_group_behind_every_sync_gets_no_checkpoint() {
 #[test]
 fn one_process_runs_both_directions_of_a_bidirectional_pair() {
     use mm2_checkpoint::core::TopicPartition;
-    use mm2_checkpoint::core::format::OffsetSync;
-    use mm2_checkpoint::driver::kafka::OutRecord;
 
     let rt = rt();
     // Forward flow s->t: the world's topic on the source cluster, mirrored on the target.
@@ -236,21 +218,7 @@ fn one_process_runs_both_directions_of_a_bidirectional_pair() {
             .create_topic(&back_syncs, 1, 1, &[("cleanup.policy", "compact")])
             .await
             .expect("create reverse syncs topic");
-        let records: Vec<OutRecord> = [(0i64, 7i64), (25, 32)]
-            .iter()
-            .map(|&(up, down)| {
-                let sync = OffsetSync {
-                    topic_partition: TopicPartition::new(&back, 0),
-                    upstream_offset: up,
-                    downstream_offset: down,
-                };
-                OutRecord {
-                    key: sync.encode_key().expect("key"),
-                    value: sync.encode_value(),
-                    timestamp: 0,
-                }
-            })
-            .collect();
+        let records = common::sync_records(&back, &[(0, 0, 7), (0, 25, 32)]);
         w.target
             .produce(&back_syncs, 0, &records)
             .await
@@ -276,14 +244,9 @@ fn one_process_runs_both_directions_of_a_bidirectional_pair() {
         vec![(forward_group.clone(), w.remote_topic(), 0, 40, 42)]
     );
     let reverse_topic = format!("{}.checkpoints.internal", w.t);
-    let reverse: Vec<_> = common::read_all(&rt, &w.source, &reverse_topic)
-        .into_iter()
-        .map(|(k, v)| {
-            common::tuple(
-                &mm2_checkpoint::core::Checkpoint::decode(k.as_deref(), v.as_deref())
-                    .expect("reverse checkpoint decodes"),
-            )
-        })
+    let reverse: Vec<_> = common::checkpoints_in(&rt, &w.source, &reverse_topic)
+        .iter()
+        .map(common::tuple)
         .collect();
     assert_eq!(reverse, vec![(back_group, back_remote, 0, 25, 32)]);
 }

@@ -10,9 +10,7 @@ use e2e::{Listener, clusters};
 fn scram_source_and_tls_target_emit_and_sync() {
     let rt = rt();
     let w = World::new(&rt, "security", 1);
-    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 0, 3), (0, 10, 13)]);
-    let group = format!("g-{}", w.topic);
-    w.commit_source(&rt, &group, &[(0, 10)]);
+    let group = w.seed(&rt, &[(0, 0, 3), (0, 10, 13)], &[(0, 10)]);
     let c = clusters();
     let scram = &c.source().sasl_users.scram_sha_512;
     let text = format!(
@@ -54,9 +52,7 @@ fn scram_source_and_tls_target_emit_and_sync() {
 fn a_target_requiring_a_client_certificate_gets_the_pem_keystore() {
     let rt = rt();
     let w = World::new(&rt, "mtls", 1);
-    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 0, 3), (0, 10, 13)]);
-    let group = format!("g-{}", w.topic);
-    w.commit_source(&rt, &group, &[(0, 10)]);
+    let group = w.seed(&rt, &[(0, 0, 3), (0, 10, 13)], &[(0, 10)]);
     let c = clusters();
     let tls = &c.target().tls;
     // One PEM file with the private key and the certificate chain, as Kafka's

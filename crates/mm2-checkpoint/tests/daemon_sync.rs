@@ -3,11 +3,9 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{World, rt, run_once};
-use e2e::{Listener, clusters};
+use common::{ConsoleConsumer, World, rt, run_once};
 
 fn sync_config(w: &World, groups: &str) -> std::path::PathBuf {
     w.properties(groups, "sync.group.offsets.enabled = true")
@@ -17,14 +15,11 @@ fn sync_config(w: &World, groups: &str) -> std::path::PathBuf {
 fn a_group_absent_on_the_target_gets_the_translated_offsets() {
     let rt = rt();
     let w = World::new(&rt, "syncdead", 2);
-    w.write_syncs(
+    let group = w.seed(
         &rt,
-        &w.source,
-        &w.syncs_topic(),
         &[(0, 0, 3), (0, 10, 13), (1, 0, 4), (1, 20, 24)],
+        &[(0, 10), (1, 20)],
     );
-    let group = format!("g-{}", w.topic);
-    w.commit_source(&rt, &group, &[(0, 10), (1, 20)]);
     run_once(&sync_config(&w, &group));
     assert_eq!(w.target_offsets(&rt, &group), [(0, 13), (1, 24)].into());
 }
@@ -33,9 +28,7 @@ fn a_group_absent_on_the_target_gets_the_translated_offsets() {
 fn an_empty_target_group_behind_is_moved_forward() {
     let rt = rt();
     let w = World::new(&rt, "syncempty", 1);
-    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 0, 3), (0, 10, 13)]);
-    let group = format!("g-{}", w.topic);
-    w.commit_source(&rt, &group, &[(0, 10)]);
+    let group = w.seed(&rt, &[(0, 0, 3), (0, 10, 13)], &[(0, 10)]);
     w.commit_target(&rt, &group, &[(0, 5)]);
     run_once(&sync_config(&w, &group));
     assert_eq!(w.target_offsets(&rt, &group), [(0, 13)].into());
@@ -45,40 +38,16 @@ fn an_empty_target_group_behind_is_moved_forward() {
 fn an_empty_target_group_ahead_is_never_rewound() {
     let rt = rt();
     let w = World::new(&rt, "syncahead", 1);
-    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 0, 3), (0, 10, 13)]);
-    let group = format!("g-{}", w.topic);
-    w.commit_source(&rt, &group, &[(0, 10)]);
+    let group = w.seed(&rt, &[(0, 0, 3), (0, 10, 13)], &[(0, 10)]);
     w.commit_target(&rt, &group, &[(0, 50)]);
     run_once(&sync_config(&w, &group));
     assert_eq!(w.target_offsets(&rt, &group), [(0, 50)].into());
 }
 
-/// Kafka's console consumer as an active member of `group` on the target.
-struct ActiveMember(Child);
-
-impl Drop for ActiveMember {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn active_member(rt: &tokio::runtime::Runtime, w: &World, group: &str) -> ActiveMember {
-    let c = clusters();
-    let child = Command::new(c.tool("kafka-console-consumer"))
-        .args([
-            "--bootstrap-server",
-            c.target().bootstrap.get(Listener::Plaintext),
-            "--topic",
-            &w.remote_topic(),
-            "--group",
-            group,
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn kafka-console-consumer");
-    let member = ActiveMember(child);
+/// Kafka's console consumer as an active member of `group` on the target,
+/// once the group is Stable.
+fn active_member(rt: &tokio::runtime::Runtime, w: &World, group: &str) -> ConsoleConsumer {
+    let member = ConsoleConsumer::join(w, group, &[]);
     let started = Instant::now();
     loop {
         let described = rt
@@ -99,9 +68,7 @@ fn active_member(rt: &tokio::runtime::Runtime, w: &World, group: &str) -> Active
 fn a_target_group_with_active_members_is_refused() {
     let rt = rt();
     let w = World::new(&rt, "syncactive", 1);
-    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 0, 3), (0, 10, 13)]);
-    let group = format!("g-{}", w.topic);
-    w.commit_source(&rt, &group, &[(0, 10)]);
+    let group = w.seed(&rt, &[(0, 0, 3), (0, 10, 13)], &[(0, 10)]);
     w.commit_target(&rt, &group, &[(0, 1)]);
     let _member = active_member(&rt, &w, &group);
     let out = run_once(&sync_config(&w, &group));

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use common::{World, mm2, rt, run_once};
 
-fn translate(config: &std::path::Path, w: &World, extra: &[&str]) -> std::process::Output {
+/// Runs `translate` over the world's flow with `extra` arguments.
+fn run_translate(config: &std::path::Path, w: &World, extra: &[&str]) -> std::process::Output {
     let flow = format!("{}->{}", w.s, w.t);
     let mut args = vec![
         "translate",
@@ -16,7 +17,12 @@ fn translate(config: &std::path::Path, w: &World, extra: &[&str]) -> std::proces
         &flow,
     ];
     args.extend_from_slice(extra);
-    let out = mm2(&args, Duration::from_secs(60));
+    mm2(&args, Duration::from_secs(60))
+}
+
+/// [`run_translate`], asserting success.
+fn translate(config: &std::path::Path, w: &World, extra: &[&str]) -> std::process::Output {
+    let out = run_translate(config, w, extra);
     assert!(
         out.status.success(),
         "translate failed:\n{}",
@@ -29,15 +35,12 @@ fn translate(config: &std::path::Path, w: &World, extra: &[&str]) -> std::proces
 fn translate_prints_each_groups_target_offsets_as_json() {
     let rt = rt();
     let w = World::new(&rt, "trjson", 2);
-    w.write_syncs(
+    let group = w.seed(
         &rt,
-        &w.source,
-        &w.syncs_topic(),
         &[(0, 0, 3), (0, 10, 13), (1, 0, 4), (1, 20, 24)],
+        &[(0, 10), (1, 20)],
     );
-    let group = format!("g-{}", w.topic);
     let other = format!("none-{}", w.topic);
-    w.commit_source(&rt, &group, &[(0, 10), (1, 20)]);
     let config = w.properties(&group, "");
     run_once(&config);
     let out = translate(
@@ -72,9 +75,7 @@ fn translate_prints_each_groups_target_offsets_as_json() {
 fn translate_table_lists_the_target_offset() {
     let rt = rt();
     let w = World::new(&rt, "trtable", 1);
-    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 0, 3), (0, 10, 13)]);
-    let group = format!("g-{}", w.topic);
-    w.commit_source(&rt, &group, &[(0, 10)]);
+    let group = w.seed(&rt, &[(0, 0, 3), (0, 10, 13)], &[(0, 10)]);
     let config = w.properties(&group, "");
     run_once(&config);
     let out = translate(&config, &w, &["--group", &group]);
@@ -94,14 +95,11 @@ fn translate_table_lists_the_target_offset() {
 fn translate_apply_commits_to_the_target_group_without_rewinding() {
     let rt = rt();
     let w = World::new(&rt, "trapply", 2);
-    w.write_syncs(
+    let group = w.seed(
         &rt,
-        &w.source,
-        &w.syncs_topic(),
         &[(0, 0, 3), (0, 10, 13), (1, 0, 4), (1, 20, 24)],
+        &[(0, 10), (1, 20)],
     );
-    let group = format!("g-{}", w.topic);
-    w.commit_source(&rt, &group, &[(0, 10), (1, 20)]);
     // Partition 1 is already ahead on the target.
     w.commit_target(&rt, &group, &[(0, 1), (1, 99)]);
     let config = w.properties(&group, "");
@@ -113,4 +111,32 @@ fn translate_apply_commits_to_the_target_group_without_rewinding() {
         "{text}"
     );
     assert_eq!(w.target_offsets(&rt, &group), [(0, 13), (1, 99)].into());
+}
+
+#[test]
+fn translate_apply_exits_3_naming_each_group_it_did_not_commit() {
+    let rt = rt();
+    let w = World::new(&rt, "trrefused", 1);
+    let ahead = w.seed(&rt, &[(0, 0, 3), (0, 10, 13)], &[(0, 10)]);
+    let fresh = format!("fresh-{}", w.topic);
+    w.commit_source(&rt, &fresh, &[(0, 10)]);
+    // Committing 13 would rewind this target group.
+    w.commit_target(&rt, &ahead, &[(0, 50)]);
+    let config = w.properties(&format!("{ahead},{fresh}"), "");
+    run_once(&config);
+    let out = run_translate(
+        &config,
+        &w,
+        &["--group", &ahead, "--group", &fresh, "--apply"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "stderr:\n{stderr}");
+    assert!(
+        stderr.contains(&format!("group {ahead} was not committed"))
+            && stderr.contains("at or ahead"),
+        "the refused group and why are not named:\n{stderr}"
+    );
+    assert!(!stderr.contains(&fresh), "{stderr}");
+    assert_eq!(w.target_offsets(&rt, &fresh), [(0, 13)].into());
+    assert_eq!(w.target_offsets(&rt, &ahead), [(0, 50)].into());
 }

@@ -7,62 +7,19 @@ mod common;
 mod fault_support;
 
 use std::collections::BTreeMap;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{World, rt};
-use e2e::{Listener, clusters};
+use common::{ConsoleConsumer, World, rt};
 use fault_support::{Daemon, wait_for};
 
-/// Kafka's console consumer in `group` on the target, not committing;
-/// SIGKILLed on drop.
-struct Member(Child);
-
-impl Member {
-    /// SIGTERM: the consumer leaves the group (LeaveGroup) as it closes;
-    /// SIGKILL after 30 s if it has not exited (then the session timeout,
-    /// 6 s, removes it).
-    fn leave(mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.0.id().to_string()])
-            .status();
-        let started = Instant::now();
-        while started.elapsed() < Duration::from_secs(30) {
-            if let Ok(Some(_)) = self.0.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Member {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn join(w: &World, group: &str) -> Member {
-    let c = clusters();
-    let child = Command::new(c.tool("kafka-console-consumer"))
-        .args([
-            "--bootstrap-server",
-            c.target().bootstrap.get(Listener::Plaintext),
-            "--topic",
-            &w.remote_topic(),
-            "--group",
-            group,
-            "--consumer-property",
-            "enable.auto.commit=false",
-            "--consumer-property",
-            "session.timeout.ms=6000",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn kafka-console-consumer");
-    Member(child)
+/// Kafka's console consumer in `group` on the target, not committing, with
+/// a 6 s session timeout; SIGKILLed on drop.
+fn join(w: &World, group: &str) -> ConsoleConsumer {
+    ConsoleConsumer::join(
+        w,
+        group,
+        &["enable.auto.commit=false", "session.timeout.ms=6000"],
+    )
 }
 
 fn state(rt: &tokio::runtime::Runtime, w: &World, group: &str) -> (String, usize) {

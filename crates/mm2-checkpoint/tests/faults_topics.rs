@@ -12,10 +12,14 @@ use std::time::Duration;
 
 use common::{World, rt};
 use e2e::{Cluster as TestCluster, Listener, clusters};
-use fault_support::{Daemon, assert_sound, latest, wait_for};
+use fault_support::{
+    Daemon, assert_logged, assert_sound, assert_sound_across, latest, start_checkpointed, wait_for,
+};
+use mm2_checkpoint::driver::kafka::Cluster;
 
-/// Runs `kafka-topics` with `args` against `cluster`; asserts success.
-fn kafka_topics(cluster: &TestCluster, args: &[&str]) {
+/// Runs `kafka-topics` with `args` against `cluster`; asserts success and
+/// returns its standard output.
+fn kafka_topics(cluster: &TestCluster, args: &[&str]) -> String {
     let out = Command::new(clusters().tool("kafka-topics"))
         .arg("--bootstrap-server")
         .arg(cluster.bootstrap.get(Listener::Plaintext))
@@ -27,37 +31,36 @@ fn kafka_topics(cluster: &TestCluster, args: &[&str]) {
         "kafka-topics {args:?} failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Deletes `topic` with `kafka-topics` and waits until `client` no longer sees it.
+fn delete_topic(
+    rt: &tokio::runtime::Runtime,
+    cluster: &TestCluster,
+    client: &Cluster,
+    topic: &str,
+) {
+    kafka_topics(cluster, &["--delete", "--topic", topic]);
+    wait_for(
+        &format!("{topic} to be gone"),
+        Duration::from_secs(60),
+        || !rt.block_on(client.topic_exists(topic)).expect("metadata"),
+    );
 }
 
 #[test]
 fn a_recreated_offset_syncs_topic_is_reread_and_never_translates_from_stale_syncs() {
     let rt = rt();
     let w = World::new(&rt, "syncsrecreated", 1);
-    let group = format!("g-{}", w.topic);
-    let config = w.properties(&group, "");
-    let log = w.dir.join("daemon.log");
     // Old generation: 30 syncs records, so the topic's end offset is 30.
     let old: Vec<(i32, i64, i64)> = (0..30).map(|i| (0, 10 * i, 10 * i + 3)).collect();
-    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &old);
-    w.commit_source(&rt, &group, &[(0, 290)]);
-    let mut daemon = Daemon::start(&config, &log);
-    wait_for("the first checkpoint", Duration::from_secs(60), || {
-        latest(&w.checkpoints(&rt)).get(&(group.clone(), 0)) == Some(&(290, 293))
-    });
+    let (group, mut daemon) = start_checkpointed(&rt, &w, &old, 290, (290, 293));
     // The topic is deleted and recreated (an operator reset, say): its log
     // offsets start at 0 again, below the daemon's position (30), and the
     // new syncs map upstream offsets to new downstream positions (the
     // remote topic was re-seeded further on).
-    let c = clusters();
-    kafka_topics(c.source(), &["--delete", "--topic", &w.syncs_topic()]);
-    wait_for(
-        "the offset-syncs topic to be gone",
-        Duration::from_secs(60),
-        || {
-            !rt.block_on(w.source.topic_exists(&w.syncs_topic()))
-                .expect("metadata")
-        },
-    );
+    delete_topic(&rt, clusters().source(), &w.source, &w.syncs_topic());
     let before = w.checkpoints(&rt).len();
     let new = [(0, 290, 1000), (0, 300, 1100)];
     // The topic may linger in the broker's metadata for a moment: retry.
@@ -81,41 +84,21 @@ fn a_recreated_offset_syncs_topic_is_reread_and_never_translates_from_stale_sync
     let cps = w.checkpoints(&rt);
     // Before the recreation: sound against the old syncs; after: against the
     // new ones only (a stale translation of 300 would be 294).
-    let old_syncs: BTreeMap<i32, Vec<(i64, i64)>> =
-        [(0, old.iter().map(|&(_, u, d)| (u, d)).collect())].into();
-    let new_syncs: BTreeMap<i32, Vec<(i64, i64)>> =
-        [(0, new.iter().map(|&(_, u, d)| (u, d)).collect())].into();
-    assert_sound(&cps[..before], &old_syncs);
-    assert_sound(&cps[before..], &new_syncs);
-    for c in &cps[before..] {
-        assert!(
-            c.downstream_offset >= 293,
-            "a checkpoint after the recreation rewound: {c:?}"
-        );
-    }
-    let text = daemon.log_text();
-    assert!(
-        text.contains("the offset-syncs topic went backwards"),
-        "the recreation was not logged:\n{text}"
+    assert_sound_across(&cps, before, &old, &new, 293);
+    assert_logged(
+        &daemon,
+        "the offset-syncs topic went backwards",
+        "the recreation",
     );
-    assert_eq!(text.matches("panicked").count(), 0, "{text}");
 }
 
 #[test]
 fn partitions_added_to_the_source_topic_are_checkpointed_once_synced() {
     let rt = rt();
     let w = World::new(&rt, "partsadded", 1);
-    let group = format!("g-{}", w.topic);
-    let config = w.properties(&group, "");
-    let log = w.dir.join("daemon.log");
     let mut syncs: BTreeMap<i32, Vec<(i64, i64)>> = BTreeMap::new();
-    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 0, 3), (0, 10, 13)]);
+    let (group, mut daemon) = start_checkpointed(&rt, &w, &[(0, 0, 3), (0, 10, 13)], 10, (10, 13));
     syncs.insert(0, vec![(0, 3), (10, 13)]);
-    w.commit_source(&rt, &group, &[(0, 10)]);
-    let mut daemon = Daemon::start(&config, &log);
-    wait_for("the first checkpoint", Duration::from_secs(60), || {
-        latest(&w.checkpoints(&rt)).get(&(group.clone(), 0)) == Some(&(10, 13))
-    });
     let c = clusters();
     kafka_topics(
         c.source(),
@@ -164,29 +147,12 @@ fn partitions_added_to_the_source_topic_are_checkpointed_once_synced() {
 fn a_recreated_source_topic_is_translated_by_its_new_syncs_only() {
     let rt = rt();
     let w = World::new(&rt, "srcrecreated", 1);
-    let group = format!("g-{}", w.topic);
-    let config = w.properties(&group, "");
-    let log = w.dir.join("daemon.log");
     let old = [(0, 0, 3), (0, 100, 103)];
-    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &old);
-    w.commit_source(&rt, &group, &[(0, 100)]);
-    let mut daemon = Daemon::start(&config, &log);
-    wait_for("the first checkpoint", Duration::from_secs(60), || {
-        latest(&w.checkpoints(&rt)).get(&(group.clone(), 0)) == Some(&(100, 103))
-    });
+    let (group, mut daemon) = start_checkpointed(&rt, &w, &old, 100, (100, 103));
     // The source topic is deleted and recreated: its offsets restart at 0
     // (an upstream rewind); MM2 keeps appending to the remote topic, so the
     // new syncs map the new upstream offsets to downstream 200 onwards.
-    let c = clusters();
-    kafka_topics(c.source(), &["--delete", "--topic", &w.topic]);
-    wait_for(
-        "the source topic to be gone",
-        Duration::from_secs(60),
-        || {
-            !rt.block_on(w.source.topic_exists(&w.topic))
-                .expect("metadata")
-        },
-    );
+    delete_topic(&rt, clusters().source(), &w.source, &w.topic);
     wait_for(
         "the source topic to be recreated",
         Duration::from_secs(60),
@@ -206,22 +172,54 @@ fn a_recreated_source_topic_is_translated_by_its_new_syncs_only() {
     );
     daemon.assert_running();
     let cps = w.checkpoints(&rt);
-    let old_syncs: BTreeMap<i32, Vec<(i64, i64)>> =
-        [(0, old.iter().map(|&(_, u, d)| (u, d)).collect())].into();
-    let new_syncs: BTreeMap<i32, Vec<(i64, i64)>> =
-        [(0, new.iter().map(|&(_, u, d)| (u, d)).collect())].into();
-    assert_sound(&cps[..before], &old_syncs);
     // After the recreation upstream rewound once (100 -> 5), so only the new
     // records are checked for monotony, and against the new syncs only; the
     // downstream side never went back (the remote topic was not recreated).
-    assert_sound(&cps[before..], &new_syncs);
-    for c in &cps[before..] {
-        assert!(c.downstream_offset >= 103, "downstream rewound: {c:?}");
-    }
-    let text = daemon.log_text();
-    assert!(
-        text.contains("upstream offset went backwards"),
-        "the upstream rewind was not logged:\n{text}"
+    assert_sound_across(&cps, before, &old, &new, 103);
+    assert_logged(
+        &daemon,
+        "upstream offset went backwards",
+        "the upstream rewind",
     );
-    assert_eq!(text.matches("panicked").count(), 0, "{text}");
+}
+
+#[test]
+fn a_deleted_checkpoints_topic_is_recreated_compacted_with_the_checkpoints_held() {
+    let rt = rt();
+    let w = World::new(&rt, "cpdeleted", 2);
+    let syncs = [(0, 0, 3), (0, 10, 13), (1, 0, 4), (1, 20, 24)];
+    let group = w.seed(&rt, &syncs, &[(0, 10), (1, 20)]);
+    let config = w.properties(&group, "checkpoints.topic.replication.factor = 1");
+    let mut daemon = Daemon::start(&config, &w.dir.join("daemon.log"));
+    let checkpoints = |p0: (i64, i64)| -> BTreeMap<(String, i32), (i64, i64)> {
+        [((group.clone(), 0), p0), ((group.clone(), 1), (20, 24))].into()
+    };
+    wait_for("the first checkpoints", Duration::from_secs(60), || {
+        latest(&w.checkpoints(&rt)) == checkpoints((10, 13))
+    });
+    let c = clusters();
+    delete_topic(&rt, c.target(), &w.target, &w.checkpoints_topic());
+    // Only partition 0 moves on: partition 1's checkpoint must come back
+    // from the daemon's memory, not from a new translation.
+    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 30, 33)]);
+    w.commit_source(&rt, &group, &[(0, 30), (1, 20)]);
+    wait_for(
+        "the recreated checkpoints topic with every checkpoint",
+        Duration::from_secs(90),
+        || latest(&w.checkpoints(&rt)) == checkpoints((30, 33)),
+    );
+    daemon.assert_running();
+    let described = kafka_topics(
+        c.target(),
+        &["--describe", "--topic", &w.checkpoints_topic()],
+    );
+    assert!(
+        described.contains("cleanup.policy=compact") && described.contains("PartitionCount: 1"),
+        "the topic was not recreated compacted with one partition:\n{described}"
+    );
+    assert_logged(
+        &daemon,
+        "the checkpoints topic is missing",
+        "the recreation",
+    );
 }

@@ -18,6 +18,8 @@ use std::fmt;
 
 use indexmap::IndexMap;
 use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::consumer_group_describe_response::Member as ConsumerGroupMember;
+use kafka_protocol::messages::describe_groups_response::DescribedGroupMember;
 use kafka_protocol::messages::{
     ConsumerGroupDescribeRequest, DescribeGroupsRequest, GroupId, ListGroupsRequest,
     OffsetCommitRequest, OffsetFetchRequest, OffsetFetchResponse, TopicName,
@@ -168,6 +170,36 @@ pub struct GroupMember {
     pub client_id: String,
     /// The member's host.
     pub client_host: String,
+}
+
+impl GroupMember {
+    fn new(
+        member_id: &StrBytes,
+        instance_id: Option<&StrBytes>,
+        client_id: &StrBytes,
+        client_host: &StrBytes,
+    ) -> Self {
+        GroupMember {
+            member_id: member_id.to_string(),
+            instance_id: instance_id.map(|s| s.to_string()),
+            client_id: client_id.to_string(),
+            client_host: client_host.to_string(),
+        }
+    }
+}
+
+impl From<&DescribedGroupMember> for GroupMember {
+    fn from(m: &DescribedGroupMember) -> Self {
+        let instance = m.group_instance_id.as_ref();
+        GroupMember::new(&m.member_id, instance, &m.client_id, &m.client_host)
+    }
+}
+
+impl From<&ConsumerGroupMember> for GroupMember {
+    fn from(m: &ConsumerGroupMember) -> Self {
+        let instance = m.instance_id.as_ref();
+        GroupMember::new(&m.member_id, instance, &m.client_id, &m.client_host)
+    }
 }
 
 /// A group as DescribeGroups or ConsumerGroupDescribe reports it.
@@ -356,6 +388,16 @@ impl Client {
         let response = self.send(&connection, request, version).await?;
         let mut out = Vec::with_capacity(groups.len());
         let mut maybe_consumer = Vec::new();
+        // A classic group that does not exist; the base of every description.
+        let absent = |id: &str| GroupDescription {
+            group_id: id.to_string(),
+            state: GroupState::Dead,
+            group_type: GroupType::Classic,
+            protocol_type: String::new(),
+            protocol: String::new(),
+            members: Vec::new(),
+            coordinator: broker.clone(),
+        };
         for g in &response.groups {
             let id = g.group_id.0.to_string();
             let context = format!("group {id:?}");
@@ -370,41 +412,21 @@ impl Client {
             }
             let result = Error::check_code("DescribeGroups", g.error_code, context).map(|()| {
                 GroupDescription {
-                    group_id: id.clone(),
                     state,
-                    group_type: GroupType::Classic,
                     protocol_type: g.protocol_type.to_string(),
                     protocol: g.protocol_data.to_string(),
-                    members: g
-                        .members
-                        .iter()
-                        .map(|m| GroupMember {
-                            member_id: m.member_id.to_string(),
-                            instance_id: m.group_instance_id.as_ref().map(|s| s.to_string()),
-                            client_id: m.client_id.to_string(),
-                            client_host: m.client_host.to_string(),
-                        })
-                        .collect(),
-                    coordinator: broker.clone(),
+                    members: g.members.iter().map(GroupMember::from).collect(),
+                    ..absent(&id)
                 }
             });
             out.push((id, result));
         }
-        let dead = |id: &str| GroupDescription {
-            group_id: id.to_string(),
-            state: GroupState::Dead,
-            group_type: GroupType::Classic,
-            protocol_type: String::new(),
-            protocol: String::new(),
-            members: Vec::new(),
-            coordinator: broker.clone(),
-        };
         if maybe_consumer.is_empty() {
             return Ok(out);
         }
         let Ok(cgd_version) = connection.version_for::<ConsumerGroupDescribeRequest>() else {
             // A broker without KIP-848 has no consumer groups.
-            out.extend(maybe_consumer.iter().map(|id| (id.clone(), Ok(dead(id)))));
+            out.extend(maybe_consumer.iter().map(|id| (id.clone(), Ok(absent(id)))));
             return Ok(out);
         };
         let request = ConsumerGroupDescribeRequest::default()
@@ -415,29 +437,19 @@ impl Client {
             let error = ResponseError::try_from_code(g.error_code);
             let result = match error {
                 // Not a consumer group either: it does not exist.
-                Some(ResponseError::GroupIdNotFound) => Ok(dead(&id)),
+                Some(ResponseError::GroupIdNotFound) => Ok(absent(&id)),
                 _ => Error::check_code(
                     "ConsumerGroupDescribe",
                     g.error_code,
                     format!("group {id:?}"),
                 )
                 .map(|()| GroupDescription {
-                    group_id: id.clone(),
                     state: GroupState::parse(&g.group_state),
                     group_type: GroupType::Consumer,
                     protocol_type: "consumer".to_string(),
                     protocol: g.assignor_name.to_string(),
-                    members: g
-                        .members
-                        .iter()
-                        .map(|m| GroupMember {
-                            member_id: m.member_id.to_string(),
-                            instance_id: m.instance_id.as_ref().map(|s| s.to_string()),
-                            client_id: m.client_id.to_string(),
-                            client_host: m.client_host.to_string(),
-                        })
-                        .collect(),
-                    coordinator: broker.clone(),
+                    members: g.members.iter().map(GroupMember::from).collect(),
+                    ..absent(&id)
                 }),
             };
             out.push((id, result));

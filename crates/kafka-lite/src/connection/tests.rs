@@ -2,13 +2,18 @@
 //! playing the broker's side of the wire by hand.
 
 use super::*;
-use bytes::{BufMut, BytesMut};
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{
-    ApiKey, MetadataRequest, MetadataResponse, OffsetFetchRequest, RequestHeader, ResponseHeader,
+    ApiKey, MetadataRequest, MetadataResponse, OffsetFetchRequest, RequestHeader,
 };
-use kafka_protocol::protocol::{Encodable, HeaderVersion, decode_request_header_from_buffer};
+use kafka_protocol::protocol::decode_request_header_from_buffer;
 use tokio::io::{AsyncReadExt, DuplexStream};
+use tokio::task::JoinHandle;
+
+/// The response framing the integration tests' fake broker uses too.
+#[path = "../../tests/fake_broker/frames.rs"]
+mod frames;
+use frames::response_frame;
 
 fn config(request_timeout: Duration) -> ConnectionConfig {
     ConnectionConfig {
@@ -29,46 +34,44 @@ async fn read_request(peer: &mut DuplexStream) -> RequestHeader {
     decode_request_header_from_buffer(&mut frame).unwrap()
 }
 
-/// The broker's side: a complete response frame.
-fn response_frame<T: Encodable + HeaderVersion>(
-    correlation_id: i32,
-    response: &T,
-    version: i16,
-) -> Vec<u8> {
-    let mut buf = BytesMut::new();
-    buf.put_i32(0);
-    ResponseHeader::default()
-        .with_correlation_id(correlation_id)
-        .encode(&mut buf, T::header_version(version))
-        .unwrap();
-    response.encode(&mut buf, version).unwrap();
-    let len = (buf.len() - 4) as i32;
-    buf[..4].copy_from_slice(&len.to_be_bytes());
-    buf.to_vec()
-}
-
 fn metadata_response(throttle: i32) -> MetadataResponse {
     MetadataResponse::default().with_throttle_time_ms(throttle)
 }
 
+/// A connection that may send Metadata v0-v12 with `request_timeout`, and
+/// the broker's end of its stream.
+fn metadata_connection(request_timeout: Duration) -> (BrokerConnection, DuplexStream) {
+    let (client, peer) = tokio::io::duplex(64 * 1024);
+    let conn =
+        BrokerConnection::with_versions(client, &config(request_timeout), metadata_versions());
+    (conn, peer)
+}
+
+/// Sends a Metadata request from a task of its own.
+fn spawn_metadata(conn: &BrokerConnection) -> JoinHandle<Result<MetadataResponse, Error>> {
+    let conn = conn.clone();
+    tokio::spawn(async move { conn.send(MetadataRequest::default()).await })
+}
+
+/// The broker's side: answers request `correlation_id` with a v12 Metadata
+/// response tagged with `throttle`.
+async fn answer_metadata(peer: &mut DuplexStream, correlation_id: i32, throttle: i32) {
+    peer.write_all(&response_frame(
+        correlation_id,
+        &metadata_response(throttle),
+        12,
+    ))
+    .await
+    .unwrap();
+}
+
 #[tokio::test]
 async fn pipelined_responses_reach_their_callers_even_out_of_order() {
-    let (client, mut peer) = tokio::io::duplex(64 * 1024);
-    let conn = BrokerConnection::with_versions(
-        client,
-        &config(Duration::from_secs(10)),
-        metadata_versions(),
-    );
+    let (conn, mut peer) = metadata_connection(Duration::from_secs(10));
 
-    let first = tokio::spawn({
-        let conn = conn.clone();
-        async move { conn.send(MetadataRequest::default()).await }
-    });
+    let first = spawn_metadata(&conn);
     let a = read_request(&mut peer).await;
-    let second = tokio::spawn({
-        let conn = conn.clone();
-        async move { conn.send(MetadataRequest::default()).await }
-    });
+    let second = spawn_metadata(&conn);
     let b = read_request(&mut peer).await;
     assert_eq!(
         a.request_api_version, 12,
@@ -77,20 +80,8 @@ async fn pipelined_responses_reach_their_callers_even_out_of_order() {
     assert_ne!(a.correlation_id, b.correlation_id);
 
     // Answer the second request first; tag each answer with its correlation id.
-    peer.write_all(&response_frame(
-        b.correlation_id,
-        &metadata_response(b.correlation_id),
-        12,
-    ))
-    .await
-    .unwrap();
-    peer.write_all(&response_frame(
-        a.correlation_id,
-        &metadata_response(a.correlation_id),
-        12,
-    ))
-    .await
-    .unwrap();
+    answer_metadata(&mut peer, b.correlation_id, b.correlation_id).await;
+    answer_metadata(&mut peer, a.correlation_id, a.correlation_id).await;
 
     assert_eq!(
         first.await.unwrap().unwrap().throttle_time_ms,
@@ -104,18 +95,8 @@ async fn pipelined_responses_reach_their_callers_even_out_of_order() {
 
 #[tokio::test]
 async fn broken_stream_fails_every_in_flight_request_as_retriable() {
-    let (client, mut peer) = tokio::io::duplex(64 * 1024);
-    let conn = BrokerConnection::with_versions(
-        client,
-        &config(Duration::from_secs(10)),
-        metadata_versions(),
-    );
-    let requests: Vec<_> = (0..3)
-        .map(|_| {
-            let conn = conn.clone();
-            tokio::spawn(async move { conn.send(MetadataRequest::default()).await })
-        })
-        .collect();
+    let (conn, mut peer) = metadata_connection(Duration::from_secs(10));
+    let requests: Vec<_> = (0..3).map(|_| spawn_metadata(&conn)).collect();
     for _ in 0..3 {
         read_request(&mut peer).await;
     }
@@ -135,12 +116,7 @@ async fn broken_stream_fails_every_in_flight_request_as_retriable() {
 
 #[tokio::test]
 async fn timed_out_request_frees_its_slot_and_its_late_response_is_dropped() {
-    let (client, mut peer) = tokio::io::duplex(64 * 1024);
-    let conn = BrokerConnection::with_versions(
-        client,
-        &config(Duration::from_millis(200)),
-        metadata_versions(),
-    );
+    let (conn, mut peer) = metadata_connection(Duration::from_millis(200));
 
     let err = conn.send(MetadataRequest::default()).await.unwrap_err();
     assert!(
@@ -160,41 +136,18 @@ async fn timed_out_request_frees_its_slot_and_its_late_response_is_dropped() {
         "slot removed on timeout"
     );
 
-    let next = tokio::spawn({
-        let conn = conn.clone();
-        async move { conn.send(MetadataRequest::default()).await }
-    });
+    let next = spawn_metadata(&conn);
     let current = read_request(&mut peer).await;
-    peer.write_all(&response_frame(
-        late.correlation_id,
-        &metadata_response(1),
-        12,
-    ))
-    .await
-    .unwrap();
-    peer.write_all(&response_frame(
-        current.correlation_id,
-        &metadata_response(2),
-        12,
-    ))
-    .await
-    .unwrap();
+    answer_metadata(&mut peer, late.correlation_id, 1).await;
+    answer_metadata(&mut peer, current.correlation_id, 2).await;
     assert_eq!(next.await.unwrap().unwrap().throttle_time_ms, 2);
     assert!(!conn.is_closed());
 }
 
 #[tokio::test]
 async fn oversized_frame_closes_the_connection_naming_the_limit() {
-    let (client, mut peer) = tokio::io::duplex(64 * 1024);
-    let conn = BrokerConnection::with_versions(
-        client,
-        &config(Duration::from_secs(10)),
-        metadata_versions(),
-    );
-    let request = tokio::spawn({
-        let conn = conn.clone();
-        async move { conn.send(MetadataRequest::default()).await }
-    });
+    let (conn, mut peer) = metadata_connection(Duration::from_secs(10));
+    let request = spawn_metadata(&conn);
     read_request(&mut peer).await;
     peer.write_all(&(1i32 << 30).to_be_bytes()).await.unwrap();
     let err = request.await.unwrap().unwrap_err();
@@ -208,16 +161,8 @@ async fn oversized_frame_closes_the_connection_naming_the_limit() {
 
 #[tokio::test]
 async fn undecodable_response_is_malformed_naming_api_and_version() {
-    let (client, mut peer) = tokio::io::duplex(64 * 1024);
-    let conn = BrokerConnection::with_versions(
-        client,
-        &config(Duration::from_secs(10)),
-        metadata_versions(),
-    );
-    let request = tokio::spawn({
-        let conn = conn.clone();
-        async move { conn.send(MetadataRequest::default()).await }
-    });
+    let (conn, mut peer) = metadata_connection(Duration::from_secs(10));
+    let request = spawn_metadata(&conn);
     let header = read_request(&mut peer).await;
     // Correlation id, empty tagged fields, then a truncated body.
     let mut frame = Vec::new();
@@ -303,16 +248,8 @@ async fn api_versions_falls_back_to_the_brokers_version_on_unsupported_version()
 
 #[tokio::test]
 async fn cancelled_request_frees_its_slot() {
-    let (client, mut peer) = tokio::io::duplex(64 * 1024);
-    let conn = BrokerConnection::with_versions(
-        client,
-        &config(Duration::from_secs(10)),
-        metadata_versions(),
-    );
-    let request = tokio::spawn({
-        let conn = conn.clone();
-        async move { conn.send(MetadataRequest::default()).await }
-    });
+    let (conn, mut peer) = metadata_connection(Duration::from_secs(10));
+    let request = spawn_metadata(&conn);
     read_request(&mut peer).await;
     request.abort();
     let _ = request.await;

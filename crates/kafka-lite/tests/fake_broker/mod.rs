@@ -13,18 +13,18 @@
 use std::future::Future;
 use std::time::Duration;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsResponse, RequestHeader, ResponseHeader, SaslAuthenticateResponse,
-    SaslHandshakeResponse,
+    ApiKey, ApiVersionsResponse, RequestHeader, SaslAuthenticateResponse, SaslHandshakeResponse,
 };
-use kafka_protocol::protocol::{
-    Encodable, HeaderVersion, StrBytes, decode_request_header_from_buffer,
-};
+use kafka_protocol::protocol::{StrBytes, decode_request_header_from_buffer};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
+
+mod frames;
+pub use frames::response_frame;
 
 /// A running fake broker; dropping it stops accepting.
 pub struct FakeBroker {
@@ -90,24 +90,6 @@ pub async fn read_request<S: AsyncRead + Unpin>(stream: &mut S) -> Option<Receiv
         header,
         body: frame,
     })
-}
-
-/// A complete response frame (length, header at the right version, body).
-pub fn response_frame<T: Encodable + HeaderVersion>(
-    correlation_id: i32,
-    response: &T,
-    version: i16,
-) -> Vec<u8> {
-    let mut buf = BytesMut::new();
-    buf.put_i32(0);
-    ResponseHeader::default()
-        .with_correlation_id(correlation_id)
-        .encode(&mut buf, T::header_version(version))
-        .expect("encode header");
-    response.encode(&mut buf, version).expect("encode body");
-    let len = i32::try_from(buf.len() - 4).expect("small frame");
-    buf[..4].copy_from_slice(&len.to_be_bytes());
-    buf.to_vec()
 }
 
 /// A frame with the given correlation id followed by arbitrary body bytes.

@@ -501,6 +501,30 @@ pub(crate) fn parse_bootstrap_servers(value: &str) -> Result<Vec<BrokerAddress>,
     Ok(out)
 }
 
+/// Fails unless the store type key `type_key` is `PEM` (Kafka's default is
+/// JKS, so an absent key fails too), telling how to convert the store.
+fn require_pem(
+    keys: &Keys<'_>,
+    type_key: &str,
+    what: &str,
+    how_to_convert: &str,
+) -> Result<(), ConfigError> {
+    let store_type = keys.get(type_key).map(|s| s.value.trim());
+    if store_type.is_some_and(|t| t.eq_ignore_ascii_case("PEM")) {
+        return Ok(());
+    }
+    let t = store_type.unwrap_or("JKS");
+    let shown = if store_type.is_none() {
+        " (Kafka's default)"
+    } else {
+        ""
+    };
+    Err(keys.error(
+        type_key,
+        format!("{what} type {t}{shown} is not supported; {how_to_convert}"),
+    ))
+}
+
 fn build_tls(keys: &Keys<'_>, warnings: &mut Vec<String>) -> Result<TlsSettings, ConfigError> {
     if let Some(s) = keys.get("ssl.engine.factory.class") {
         return Err(s.error(
@@ -515,24 +539,14 @@ fn build_tls(keys: &Keys<'_>, warnings: &mut Vec<String>) -> Result<TlsSettings,
         if location.is_none() && inline.is_none() {
             TrustRoots::Default
         } else {
-            let store_type = keys.get("ssl.truststore.type").map(|s| s.value.trim());
-            if !store_type.is_some_and(|t| t.eq_ignore_ascii_case("PEM")) {
-                let t = store_type.unwrap_or("JKS");
-                let shown = if store_type.is_none() {
-                    " (Kafka's default)"
-                } else {
-                    ""
-                };
-                return Err(keys.error(
-                    "ssl.truststore.type",
-                    format!(
-                        "trust store type {t}{shown} is not supported; convert the trust store to \
-                         PEM (e.g. `keytool -exportcert -rfc -alias <ca> -keystore <store> > ca.pem`, \
-                         or `openssl pkcs12 -in <store.p12> -nokeys -out ca.pem`) and set \
-                         ssl.truststore.type=PEM with ssl.truststore.location=ca.pem"
-                    ),
-                ));
-            }
+            require_pem(
+                keys,
+                "ssl.truststore.type",
+                "trust store",
+                "convert the trust store to PEM (e.g. `keytool -exportcert -rfc -alias <ca> \
+                 -keystore <store> > ca.pem`, or `openssl pkcs12 -in <store.p12> -nokeys -out \
+                 ca.pem`) and set ssl.truststore.type=PEM with ssl.truststore.location=ca.pem",
+            )?;
             if let Some(s) = keys.get("ssl.truststore.password") {
                 return Err(s.error(
                     "a trust store password cannot be used with PEM trust stores; remove it",
@@ -564,24 +578,14 @@ fn build_tls(keys: &Keys<'_>, warnings: &mut Vec<String>) -> Result<TlsSettings,
         if location.is_none() && chain.is_none() && key.is_none() {
             None
         } else {
-            let store_type = keys.get("ssl.keystore.type").map(|s| s.value.trim());
-            if !store_type.is_some_and(|t| t.eq_ignore_ascii_case("PEM")) {
-                let t = store_type.unwrap_or("JKS");
-                let shown = if store_type.is_none() {
-                    " (Kafka's default)"
-                } else {
-                    ""
-                };
-                return Err(keys.error(
-                    "ssl.keystore.type",
-                    format!(
-                        "key store type {t}{shown} is not supported; convert it to one PEM file \
-                         holding the unencrypted private key and the certificate chain (e.g. \
-                         `openssl pkcs12 -in <store.p12> -nodes -out client.pem`) and set \
-                         ssl.keystore.type=PEM with ssl.keystore.location=client.pem"
-                    ),
-                ));
-            }
+            require_pem(
+                keys,
+                "ssl.keystore.type",
+                "key store",
+                "convert it to one PEM file holding the unencrypted private key and the \
+                 certificate chain (e.g. `openssl pkcs12 -in <store.p12> -nodes -out client.pem`) \
+                 and set ssl.keystore.type=PEM with ssl.keystore.location=client.pem",
+            )?;
             if let Some(s) = keys.get("ssl.keystore.password") {
                 return Err(s.error(
                     "a key store password cannot be used with PEM key stores (Kafka refuses it too); remove it",

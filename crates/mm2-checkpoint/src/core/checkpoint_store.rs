@@ -194,6 +194,22 @@ impl CheckpointStore {
         self.last.iter().map(|(g, cps)| (g.as_str(), cps))
     }
 
+    /// Every stored checkpoint as a record to produce again, by group then
+    /// downstream partition (to rebuild a checkpoints topic that was lost).
+    pub fn checkpoints(&self) -> impl Iterator<Item = Checkpoint> + '_ {
+        self.groups().flat_map(|(group, cps)| {
+            cps.iter().map(move |(tp, cp)| Checkpoint {
+                key: CheckpointKey {
+                    group: group.to_owned(),
+                    topic_partition: tp.clone(),
+                },
+                upstream_offset: cp.upstream_offset,
+                downstream_offset: cp.downstream_offset,
+                metadata: cp.metadata.clone(),
+            })
+        })
+    }
+
     /// Number of stored checkpoints.
     pub fn len(&self) -> usize {
         self.last.values().map(BTreeMap::len).sum()

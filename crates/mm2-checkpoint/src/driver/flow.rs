@@ -97,6 +97,8 @@ pub struct FlowContext {
     pub checkpoints_topic: String,
     /// Metrics.
     pub metrics: Metrics,
+    /// (group, operation) pairs already warned about as refused by an ACL.
+    denied: std::sync::Mutex<BTreeSet<(String, &'static str)>>,
     _connections: (Connection, Connection),
 }
 
@@ -166,6 +168,7 @@ impl FlowContext {
             target,
             syncs_cluster,
             metrics,
+            denied: std::sync::Mutex::new(BTreeSet::new()),
             _connections: (source_conn, target_conn),
         })
     }
@@ -236,16 +239,26 @@ impl FlowContext {
 
     /// Lists the source's groups, applies the group filter and keeps the groups
     /// with at least one committed partition the topic filter accepts (spec E).
+    ///
+    /// ListGroups silently leaves out groups the principal may not describe, so
+    /// the plain group names of `groups` that were not listed are asked for
+    /// too: a GROUP_AUTHORIZATION_FAILED answer for one is warned about.
     pub async fn discover_groups(&self) -> Result<Vec<String>, StepError> {
         let s = &self.source;
         let listed = self.step(s, "ListGroups", s.list_groups().await)?;
-        let candidates: Vec<String> = listed
+        let mut candidates: BTreeSet<String> = listed
             .into_iter()
             .filter(|g| self.group_filter.should_replicate_group(g))
             .collect();
+        let unlisted: BTreeSet<String> = plain_names(&self.cfg.filters.groups)
+            .filter(|g| self.group_filter.should_replicate_group(g) && !candidates.contains(*g))
+            .map(str::to_owned)
+            .collect();
+        candidates.extend(unlisted.iter().cloned());
         if candidates.is_empty() {
             return Ok(Vec::new());
         }
+        let candidates: Vec<String> = candidates.into_iter().collect();
         let offsets = self.step(s, "OffsetFetch", s.fetch_group_offsets(&candidates).await)?;
         let mut kept = Vec::new();
         for (group, result) in offsets {
@@ -258,12 +271,54 @@ impl FlowContext {
                         kept.push(group);
                     }
                 }
+                Err(e) if is_group_denied(&e) => {
+                    let op = if unlisted.contains(&group) {
+                        "ListGroups"
+                    } else {
+                        "OffsetFetch"
+                    };
+                    self.note_group_denied(s, op, &group, &e);
+                }
                 Err(e) => {
                     tracing::warn!(flow = %self.name, group, error = %e, "cannot list the group's offsets; left out");
                 }
             }
         }
         Ok(kept)
+    }
+
+    /// A group operation on `cluster` was refused by an ACL: counts it in
+    /// `request_errors_total` and warns once per group and operation, naming
+    /// the ACL the cluster's principal lacks.
+    fn note_group_denied(&self, cluster: &Cluster, op: &'static str, group: &str, e: &Error) {
+        let api = if op == "ListGroups" {
+            "OffsetFetch"
+        } else {
+            op
+        };
+        self.metrics
+            .request_error(cluster.alias(), api, &error_label(e));
+        let first = self
+            .denied
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert((group.to_owned(), op));
+        if !first {
+            return;
+        }
+        let what = if op == "ListGroups" {
+            "is named in `groups` but not listed by ListGroups, and OffsetFetch of it is refused"
+        } else {
+            "cannot be read: OffsetFetch is refused"
+        };
+        tracing::warn!(
+            flow = %self.name, cluster = cluster.alias(), op, group, error = %e,
+            "group {group} on cluster {} {what} (GROUP_AUTHORIZATION_FAILED); it is not \
+             checkpointed until the principal of alias {} is granted Describe on Group:{group} \
+             (logged once; see request_errors_total)",
+            cluster.alias(),
+            cluster.alias()
+        );
     }
 
     /// Reads partition 0 of `topic` on `cluster` from the earliest offset to the end
@@ -378,6 +433,22 @@ impl FlowContext {
     }
 }
 
+/// Whether `e` is an ACL refusal on a group.
+fn is_group_denied(e: &Error) -> bool {
+    e.kafka_error() == Some(ResponseError::GroupAuthorizationFailed)
+}
+
+/// The entries of a `groups` list that are plain group names (no regular
+/// expression syntax besides `.`, which matches itself too).
+fn plain_names(list: &str) -> impl Iterator<Item = &str> {
+    list.split(',').map(str::trim).filter(|name| {
+        !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    })
+}
+
 fn note_skipped(
     metrics: &Metrics,
     flow: &str,
@@ -479,36 +550,8 @@ impl FlowContext {
                 },
             });
         }
-        let metrics = self.metrics.clone();
-        let name = self.name.clone();
-        let mut applied = 0u64;
-        let FlowState { syncs, logged, .. } = &mut state;
-        let pos =
-            self.read_to_end(c, &self.syncs_topic, "offset-syncs", |rec| {
-                match OffsetSyncRecord::decode(rec.key.as_deref(), rec.value.as_deref()) {
-                    Ok(s) => {
-                        syncs.apply(
-                            &s.topic_partition.topic,
-                            s.topic_partition.partition,
-                            s.upstream_offset,
-                            s.downstream_offset,
-                        );
-                        applied += 1;
-                    }
-                    Err(e) => note_skipped(
-                        &metrics,
-                        &name,
-                        TopicKind::OffsetSyncs,
-                        &e,
-                        rec.offset,
-                        logged,
-                    ),
-                }
-            })
-            .await?;
+        let applied = self.read_all_syncs(&mut state).await?;
         self.metrics.offset_syncs_read(&self.name, applied);
-        state.syncs_pos = pos;
-        state.syncs.finish_initial_read();
         readiness.set_ready(&self.ready_condition());
         tracing::info!(
             flow = %self.name, syncs = applied, partitions = state.syncs.partition_count(),
@@ -589,17 +632,28 @@ impl FlowContext {
             "the offset-syncs topic went backwards (deleted and recreated, or truncated); dropping the syncs held and rereading it from its start"
         );
         state.syncs = OffsetSyncStore::new(InitMode::MustReadToEnd);
+        self.read_all_syncs(state).await
+    }
+
+    /// Reads the offset-syncs topic from its start to the end captured now into
+    /// `state.syncs`, then ends the store's initial read; returns the number of
+    /// syncs applied. Undecodable records are skipped and counted.
+    async fn read_all_syncs(&self, state: &mut FlowState) -> Result<u64, StepError> {
         let metrics = self.metrics.clone();
         let name = self.name.clone();
         let mut applied = 0u64;
         let FlowState { syncs, logged, .. } = state;
-        let pos =
-            self.read_to_end(c, &self.syncs_topic, "offset-syncs", |rec| {
-                match OffsetSyncRecord::decode(rec.key.as_deref(), rec.value.as_deref()) {
+        let pos = self
+            .read_to_end(
+                &self.syncs_cluster,
+                &self.syncs_topic,
+                "offset-syncs",
+                |rec| match OffsetSyncRecord::decode(rec.key.as_deref(), rec.value.as_deref()) {
                     Ok(s) => {
+                        let tp = &s.topic_partition;
                         syncs.apply(
-                            &s.topic_partition.topic,
-                            s.topic_partition.partition,
+                            &tp.topic,
+                            tp.partition,
                             s.upstream_offset,
                             s.downstream_offset,
                         );
@@ -613,8 +667,8 @@ impl FlowContext {
                         rec.offset,
                         logged,
                     ),
-                }
-            })
+                },
+            )
             .await?;
         state.syncs_pos = pos;
         state.syncs.finish_initial_read();
@@ -664,6 +718,9 @@ impl FlowContext {
                         .collect();
                     groups.insert(group, offsets);
                 }
+                Err(e) if is_group_denied(&e) => {
+                    self.note_group_denied(s, "OffsetFetch", &group, &e);
+                }
                 Err(e) => {
                     self.metrics
                         .request_error(s.alias(), "OffsetFetch", &error_label(&e));
@@ -708,11 +765,53 @@ impl FlowContext {
         Ok(summary)
     }
 
+    /// Produces `cps` to the checkpoints topic. If the topic is gone (deleted
+    /// while the daemon runs), re-creates it, writes every checkpoint held in
+    /// memory again and then `cps`; the store itself is kept as it is.
     async fn produce_checkpoints(
         &self,
         state: &mut FlowState,
         cps: &[Checkpoint],
     ) -> Result<(), StepError> {
+        let t = &self.target;
+        match self.produce_chunks(state, cps).await {
+            Err(e) if e.kafka_error() == Some(ResponseError::UnknownTopicOrPartition) => {
+                let cause = self.step::<()>(t, "Produce", Err(e)).err();
+                self.recreate_checkpoints_topic(state, cause).await?;
+                let r = self.produce_chunks(state, cps).await;
+                self.step(t, "Produce", r)
+            }
+            r => self.step(t, "Produce", r),
+        }
+    }
+
+    /// The checkpoints topic is missing: creates it as at startup and writes
+    /// the checkpoints held in memory, so it again holds the last checkpoint of
+    /// every group and partition (nothing is rewound or forgotten).
+    async fn recreate_checkpoints_topic(
+        &self,
+        state: &mut FlowState,
+        cause: Option<StepError>,
+    ) -> Result<(), StepError> {
+        let t = &self.target;
+        let held: Vec<Checkpoint> = state.checkpoints.checkpoints().collect();
+        let error = cause.map(|e| e.to_string()).unwrap_or_default();
+        tracing::warn!(
+            flow = %self.name, cluster = t.alias(), topic = %self.checkpoints_topic, %error,
+            held = held.len(),
+            "the checkpoints topic is missing on cluster {} (deleted while running?); re-creating it \
+             and writing the {} checkpoints held in memory again",
+            t.alias(),
+            held.len()
+        );
+        self.ensure_checkpoints_topic().await?;
+        let r = self.produce_chunks(state, &held).await;
+        self.step(t, "Produce", r)
+    }
+
+    /// Encodes `cps` and produces them in chunks; each acknowledged chunk is
+    /// recorded in the store and the metrics.
+    async fn produce_chunks(&self, state: &mut FlowState, cps: &[Checkpoint]) -> Result<(), Error> {
         let ts = now_ms();
         let mut records = Vec::with_capacity(cps.len());
         let mut encodable = Vec::with_capacity(cps.len());
@@ -756,7 +855,7 @@ impl FlowContext {
                 }
                 Err(e) => {
                     state.checkpoints.on_produce_failed(cps);
-                    return self.step(t, "Produce", Err(e));
+                    return Err(e);
                 }
             }
         }
@@ -895,5 +994,16 @@ impl FlowContext {
         } else {
             readiness.set_not_ready(self.cluster_condition(), reason.to_owned());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_names;
+
+    #[test]
+    fn plain_names_keeps_literal_group_names_and_drops_patterns() {
+        let names: Vec<&str> = plain_names(" billing, app-.*,ops.audit_1,,[a-z]+ ,x").collect();
+        assert_eq!(names, ["billing", "ops.audit_1", "x"]);
     }
 }

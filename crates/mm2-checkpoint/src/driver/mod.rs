@@ -53,6 +53,15 @@ pub struct TranslateOptions {
     pub apply: bool,
 }
 
+/// What `translate` did, beyond what it printed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TranslateReport {
+    /// With `--apply`: every requested group whose checkpoints were not
+    /// committed (refused as active, at or ahead of the checkpoints, in an
+    /// unknown state, without a checkpoint, or the commit failed), with why.
+    pub not_applied: Vec<(String, String)>,
+}
+
 /// Why the driver stopped with a failure (exit code 1).
 #[derive(Debug)]
 pub enum DriverError {
@@ -100,12 +109,13 @@ pub async fn run(
 }
 
 /// Translates the committed offsets of `options.groups` across `options.flow`,
-/// prints them in `options.format` on stdout, and commits them with `--apply`.
+/// prints them in `options.format` on stdout, and commits them with `--apply`;
+/// the report lists the groups `--apply` could not commit.
 pub async fn translate(
     config: MirrorConfig,
     options: TranslateOptions,
     shutdown: ShutdownSignal,
-) -> Result<(), DriverError> {
+) -> Result<TranslateReport, DriverError> {
     translate::translate(config, options, shutdown).await
 }
 

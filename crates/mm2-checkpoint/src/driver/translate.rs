@@ -12,7 +12,7 @@ use crate::shutdown::ShutdownSignal;
 
 use super::flow::FlowContext;
 use super::kafka::CommitOutcome;
-use super::{DriverError, TranslateFormat, TranslateOptions, check_cpu};
+use super::{DriverError, TranslateFormat, TranslateOptions, TranslateReport, check_cpu};
 
 /// One translated partition.
 struct Row<'a> {
@@ -27,7 +27,7 @@ pub(super) async fn translate(
     config: MirrorConfig,
     options: TranslateOptions,
     _shutdown: ShutdownSignal,
-) -> Result<(), DriverError> {
+) -> Result<TranslateReport, DriverError> {
     check_cpu(&config)?;
     let Some(flow) = config.flows.into_iter().find(|f| f.name() == options.flow) else {
         return Err(DriverError::Translate(format!(
@@ -69,6 +69,7 @@ pub(super) async fn translate(
             }
         }
     }
+    let mut report = TranslateReport::default();
     let applied = if options.apply {
         let refresh = ctx.refresh_target(&options.groups).await;
         if matches!(refresh, TargetRefresh::Failed) {
@@ -82,12 +83,13 @@ pub(super) async fn translate(
             plan.commits.iter().map(|c| (c.group.as_str(), c)).collect();
         let mut results = BTreeMap::new();
         for (group, outcome) in &plan.outcomes {
-            let text = match outcome {
+            // (what happened, whether the group now has its checkpoints)
+            let (text, applied) = match outcome {
                 GroupSyncOutcome::Committed {
                     partitions,
                     target_ahead,
                 } => match commits.get(group.as_str()) {
-                    None => "nothing to commit".to_string(),
+                    None => ("nothing to commit".to_string(), true),
                     Some(commit) => {
                         let offsets = commit
                             .offsets
@@ -95,114 +97,174 @@ pub(super) async fn translate(
                             .map(|(tp, o)| (tp.clone(), (o.offset, o.metadata.clone())))
                             .collect();
                         match ctx.target.commit_group_offsets(group, &offsets).await {
-                            Ok(CommitOutcome::Committed) if *target_ahead > 0 => format!(
-                                "committed {partitions} partitions ({target_ahead} already at or ahead, left alone)"
+                            Ok(CommitOutcome::Committed) if *target_ahead > 0 => (
+                                format!(
+                                    "committed {partitions} partitions ({target_ahead} already at or ahead, left alone)"
+                                ),
+                                true,
                             ),
                             Ok(CommitOutcome::Committed) => {
-                                format!("committed {partitions} partitions")
+                                (format!("committed {partitions} partitions"), true)
                             }
                             Ok(CommitOutcome::GroupActive) => {
-                                "refused: the group has active members".to_string()
+                                ("refused: the group has active members".to_string(), false)
                             }
-                            Err(e) => format!("failed: {e}"),
+                            Err(e) => (format!("failed: {e}"), false),
                         }
                     }
                 },
-                GroupSyncOutcome::SkippedActive(state) => {
-                    format!("refused: the group is active on the target ({state:?})")
-                }
-                GroupSyncOutcome::SkippedTargetAhead { partitions } => format!(
-                    "not committed: the target group is at or ahead on all {partitions} partitions (never rewound)"
+                GroupSyncOutcome::SkippedActive(state) => (
+                    format!("refused: the group is active on the target ({state:?})"),
+                    false,
                 ),
-                GroupSyncOutcome::SkippedUnknownState => {
-                    "not committed: the target group's state is unknown".to_string()
+                GroupSyncOutcome::SkippedTargetAhead { partitions } => (
+                    format!(
+                        "not committed: the target group is at or ahead on all {partitions} partitions (never rewound)"
+                    ),
+                    false,
+                ),
+                GroupSyncOutcome::SkippedUnknownState => (
+                    "not committed: the target group's state is unknown".to_string(),
+                    false,
+                ),
+                GroupSyncOutcome::NothingToDo => {
+                    ("nothing to commit: no checkpoint".to_string(), false)
                 }
-                GroupSyncOutcome::NothingToDo => "nothing to commit: no checkpoint".to_string(),
             };
+            if !applied {
+                report.not_applied.push((group.clone(), text.clone()));
+            }
             results.insert(group.clone(), text);
         }
         Some(results)
     } else {
         None
     };
+    let output = Output {
+        flow: &ctx.name,
+        groups: &options.groups,
+        rows: &rows,
+        applied: applied.as_ref(),
+    };
     let out = match options.format {
-        TranslateFormat::Table => table(&ctx.name, &options.groups, &rows, applied.as_ref()),
-        TranslateFormat::Json => json(&ctx.name, &options.groups, &rows, applied.as_ref()),
+        TranslateFormat::Table => output.table(),
+        TranslateFormat::Json => output.json(),
     };
     print!("{out}");
-    Ok(())
+    Ok(report)
 }
 
-fn table(
-    flow: &str,
-    groups: &[String],
-    rows: &[Row<'_>],
-    applied: Option<&BTreeMap<String, String>>,
-) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "# flow {flow}: offsets on the target (from the checkpoints topic)"
-    );
-    let headers = [
-        "GROUP",
-        "TOPIC",
-        "PARTITION",
-        "SOURCE OFFSET",
-        "TARGET OFFSET",
-    ];
-    let cells: Vec<[String; 5]> = rows
-        .iter()
-        .map(|r| {
-            [
-                r.group.to_string(),
-                r.topic.to_string(),
-                r.partition.to_string(),
-                r.upstream.to_string(),
-                r.downstream.to_string(),
-            ]
-        })
-        .collect();
-    let mut widths = headers.map(str::len);
-    for row in &cells {
-        for (w, c) in widths.iter_mut().zip(row) {
-            *w = (*w).max(c.len());
-        }
-    }
-    let line = |cols: [&str; 5]| {
-        let mut s = String::new();
-        for (i, (c, w)) in cols.iter().zip(widths).enumerate() {
-            if i > 0 {
-                s.push_str("  ");
-            }
-            if i >= 2 {
-                let _ = write!(s, "{c:>w$}");
-            } else {
-                let _ = write!(s, "{c:<w$}");
-            }
-        }
-        s.trim_end().to_string()
-    };
-    let _ = writeln!(out, "{}", line(headers));
-    for row in &cells {
+/// What `translate` prints: the requested groups, their translated
+/// partitions and, with `--apply`, what happened per group.
+struct Output<'a> {
+    flow: &'a str,
+    groups: &'a [String],
+    rows: &'a [Row<'a>],
+    applied: Option<&'a BTreeMap<String, String>>,
+}
+
+impl Output<'_> {
+    fn table(&self) -> String {
+        let (flow, groups, rows, applied) = (self.flow, self.groups, self.rows, self.applied);
+        let mut out = String::new();
         let _ = writeln!(
             out,
-            "{}",
-            line([&row[0], &row[1], &row[2], &row[3], &row[4]].map(String::as_str))
+            "# flow {flow}: offsets on the target (from the checkpoints topic)"
         );
-    }
-    for g in groups {
-        if !rows.iter().any(|r| r.group == g) {
-            let _ = writeln!(out, "# {g}: no checkpoint");
+        let headers = [
+            "GROUP",
+            "TOPIC",
+            "PARTITION",
+            "SOURCE OFFSET",
+            "TARGET OFFSET",
+        ];
+        let cells: Vec<[String; 5]> = rows
+            .iter()
+            .map(|r| {
+                [
+                    r.group.to_string(),
+                    r.topic.to_string(),
+                    r.partition.to_string(),
+                    r.upstream.to_string(),
+                    r.downstream.to_string(),
+                ]
+            })
+            .collect();
+        let mut widths = headers.map(str::len);
+        for row in &cells {
+            for (w, c) in widths.iter_mut().zip(row) {
+                *w = (*w).max(c.len());
+            }
         }
-    }
-    if let Some(applied) = applied {
-        let _ = writeln!(out, "# --apply:");
-        for (g, text) in applied {
-            let _ = writeln!(out, "{g}: {text}");
+        let line = |cols: [&str; 5]| {
+            let mut s = String::new();
+            for (i, (c, w)) in cols.iter().zip(widths).enumerate() {
+                if i > 0 {
+                    s.push_str("  ");
+                }
+                if i >= 2 {
+                    let _ = write!(s, "{c:>w$}");
+                } else {
+                    let _ = write!(s, "{c:<w$}");
+                }
+            }
+            s.trim_end().to_string()
+        };
+        let _ = writeln!(out, "{}", line(headers));
+        for row in &cells {
+            let _ = writeln!(
+                out,
+                "{}",
+                line([&row[0], &row[1], &row[2], &row[3], &row[4]].map(String::as_str))
+            );
         }
+        for g in groups {
+            if !rows.iter().any(|r| r.group == g) {
+                let _ = writeln!(out, "# {g}: no checkpoint");
+            }
+        }
+        if let Some(applied) = applied {
+            let _ = writeln!(out, "# --apply:");
+            for (g, text) in applied {
+                let _ = writeln!(out, "{g}: {text}");
+            }
+        }
+        out
     }
-    out
+
+    fn json(&self) -> String {
+        let (flow, groups, rows, applied) = (self.flow, self.groups, self.rows, self.applied);
+        let mut out = String::new();
+        let _ = write!(out, "{{\"flow\":{},\"groups\":[", json_str(flow));
+        for (i, g) in groups.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            let _ = write!(out, "{{\"group\":{},\"offsets\":[", json_str(g));
+            let mut first = true;
+            for r in rows.iter().filter(|r| r.group == g) {
+                if !first {
+                    out.push(',');
+                }
+                first = false;
+                let _ = write!(
+                    out,
+                    "{{\"topic\":{},\"partition\":{},\"source_offset\":{},\"target_offset\":{}}}",
+                    json_str(r.topic),
+                    r.partition,
+                    r.upstream,
+                    r.downstream
+                );
+            }
+            out.push(']');
+            if let Some(text) = applied.and_then(|a| a.get(g)) {
+                let _ = write!(out, ",\"apply\":{}", json_str(text));
+            }
+            out.push('}');
+        }
+        out.push_str("]}\n");
+        out
+    }
 }
 
 fn json_str(s: &str) -> String {
@@ -225,44 +287,6 @@ fn json_str(s: &str) -> String {
     out
 }
 
-fn json(
-    flow: &str,
-    groups: &[String],
-    rows: &[Row<'_>],
-    applied: Option<&BTreeMap<String, String>>,
-) -> String {
-    let mut out = String::new();
-    let _ = write!(out, "{{\"flow\":{},\"groups\":[", json_str(flow));
-    for (i, g) in groups.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        let _ = write!(out, "{{\"group\":{},\"offsets\":[", json_str(g));
-        let mut first = true;
-        for r in rows.iter().filter(|r| r.group == g) {
-            if !first {
-                out.push(',');
-            }
-            first = false;
-            let _ = write!(
-                out,
-                "{{\"topic\":{},\"partition\":{},\"source_offset\":{},\"target_offset\":{}}}",
-                json_str(r.topic),
-                r.partition,
-                r.upstream,
-                r.downstream
-            );
-        }
-        out.push(']');
-        if let Some(text) = applied.and_then(|a| a.get(g)) {
-            let _ = write!(out, ",\"apply\":{}", json_str(text));
-        }
-        out.push('}');
-    }
-    out.push_str("]}\n");
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,7 +306,14 @@ mod tests {
         let groups = vec!["billing".to_string(), "we\"ird\\g".to_string()];
         let applied =
             BTreeMap::from([("billing".to_string(), "committed 1 partitions".to_string())]);
-        let out = json("A->B", &groups, &rows(), Some(&applied));
+        let rows = rows();
+        let out = Output {
+            flow: "A->B",
+            groups: &groups,
+            rows: &rows,
+            applied: Some(&applied),
+        }
+        .json();
         assert_eq!(
             out,
             "{\"flow\":\"A->B\",\"groups\":[{\"group\":\"billing\",\"offsets\":[{\"topic\":\"A.orders\",\
@@ -294,7 +325,14 @@ mod tests {
     #[test]
     fn table_aligns_columns_and_names_groups_without_checkpoints() {
         let groups = vec!["billing".to_string(), "other".to_string()];
-        let out = table("A->B", &groups, &rows(), None);
+        let rows = rows();
+        let out = Output {
+            flow: "A->B",
+            groups: &groups,
+            rows: &rows,
+            applied: None,
+        }
+        .table();
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(
             lines[1],

@@ -6,8 +6,8 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::{Command, Output};
-use std::time::Duration;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use e2e::{Cluster as TestCluster, Listener, clusters, unique_name};
 use mm2_checkpoint::core::format::OffsetSync;
@@ -125,21 +125,7 @@ impl World {
         topic: &str,
         syncs: &[(i32, i64, i64)],
     ) {
-        let records: Vec<OutRecord> = syncs
-            .iter()
-            .map(|&(p, up, down)| {
-                let sync = OffsetSync {
-                    topic_partition: TopicPartition::new(&self.topic, p),
-                    upstream_offset: up,
-                    downstream_offset: down,
-                };
-                OutRecord {
-                    key: sync.encode_key().expect("key"),
-                    value: sync.encode_value(),
-                    timestamp: 0,
-                }
-            })
-            .collect();
+        let records = sync_records(&self.topic, syncs);
         rt.block_on(async {
             on.create_topic(topic, 1, 1, &[("cleanup.policy", "compact")])
                 .await
@@ -225,35 +211,131 @@ impl World {
     /// The checkpoints topic's records, decoded, in order.
     /// Empty while the topic does not exist yet.
     pub fn checkpoints(&self, rt: &tokio::runtime::Runtime) -> Vec<Checkpoint> {
-        let exists = rt
-            .block_on(self.target.topic_exists(&self.checkpoints_topic()))
-            .expect("metadata");
-        if !exists {
-            return Vec::new();
-        }
-        read_all(rt, &self.target, &self.checkpoints_topic())
-            .into_iter()
-            .map(|(k, v)| {
-                Checkpoint::decode(k.as_deref(), v.as_deref()).expect("checkpoint decodes")
-            })
-            .collect()
+        checkpoints_in(rt, &self.target, &self.checkpoints_topic())
     }
 
     /// The committed offsets of `group` on the target: partition → offset.
     pub fn target_offsets(&self, rt: &tokio::runtime::Runtime, group: &str) -> BTreeMap<i32, i64> {
-        let all = rt
-            .block_on(self.target.fetch_group_offsets(&[group.to_string()]))
-            .expect("fetch target offsets");
-        let offsets = all
-            .get(group)
-            .and_then(|r| r.as_ref().ok())
-            .cloned()
-            .unwrap_or_default();
-        offsets
-            .into_iter()
-            .filter(|(tp, _)| tp.topic == self.remote_topic())
-            .filter_map(|(tp, v)| v.map(|(o, _)| (tp.partition, o)))
-            .collect()
+        committed_offsets(rt, &self.target, group, &self.remote)
+    }
+
+    /// Writes `syncs` to the offset-syncs topic on the source and commits
+    /// `commits` (partition → offset) of the upstream topic for the group
+    /// `g-<topic>`, which it returns.
+    pub fn seed(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        syncs: &[(i32, i64, i64)],
+        commits: &[(i32, i64)],
+    ) -> String {
+        self.write_syncs(rt, &self.source, &self.syncs_topic(), syncs);
+        let group = format!("g-{}", self.topic);
+        self.commit_source(rt, &group, commits);
+        group
+    }
+}
+
+/// MM2's offset-sync records `(partition, upstream, downstream)` of `topic`.
+pub fn sync_records(topic: &str, syncs: &[(i32, i64, i64)]) -> Vec<OutRecord> {
+    syncs
+        .iter()
+        .map(|&(p, up, down)| {
+            let sync = OffsetSync {
+                topic_partition: TopicPartition::new(topic, p),
+                upstream_offset: up,
+                downstream_offset: down,
+            };
+            OutRecord {
+                key: sync.encode_key().expect("key"),
+                value: sync.encode_value(),
+                timestamp: 0,
+            }
+        })
+        .collect()
+}
+
+/// The checkpoint records of `topic` on `on`, decoded, in order.
+/// Empty while the topic does not exist yet.
+pub fn checkpoints_in(rt: &tokio::runtime::Runtime, on: &Cluster, topic: &str) -> Vec<Checkpoint> {
+    let exists = rt.block_on(on.topic_exists(topic)).expect("metadata");
+    if !exists {
+        return Vec::new();
+    }
+    read_all(rt, on, topic)
+        .into_iter()
+        .map(|(k, v)| Checkpoint::decode(k.as_deref(), v.as_deref()).expect("checkpoint decodes"))
+        .collect()
+}
+
+/// The committed offsets of `group` on `on` for `topic`: partition → offset.
+pub fn committed_offsets(
+    rt: &tokio::runtime::Runtime,
+    on: &Cluster,
+    group: &str,
+    topic: &str,
+) -> BTreeMap<i32, i64> {
+    let all = rt
+        .block_on(on.fetch_group_offsets(&[group.to_string()]))
+        .expect("fetch group offsets");
+    all.get(group)
+        .and_then(|r| r.as_ref().ok())
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(tp, _)| tp.topic == topic)
+        .filter_map(|(tp, v)| v.map(|(o, _)| (tp.partition, o)))
+        .collect()
+}
+
+/// Kafka's console consumer in `group` on the target, reading the world's
+/// remote topic with the extra `--consumer-property` settings `props`;
+/// SIGKILLed on drop.
+pub struct ConsoleConsumer(pub Child);
+
+impl ConsoleConsumer {
+    /// Starts the consumer.
+    pub fn join(w: &World, group: &str, props: &[&str]) -> ConsoleConsumer {
+        let c = clusters();
+        let mut cmd = Command::new(c.tool("kafka-console-consumer"));
+        cmd.args([
+            "--bootstrap-server",
+            c.target().bootstrap.get(Listener::Plaintext),
+            "--topic",
+            &w.remote_topic(),
+            "--group",
+            group,
+        ]);
+        for p in props {
+            cmd.args(["--consumer-property", p]);
+        }
+        let child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn kafka-console-consumer");
+        ConsoleConsumer(child)
+    }
+
+    /// SIGTERM: the consumer leaves the group (LeaveGroup) as it closes;
+    /// SIGKILL (on drop) after 30 s if it has not exited.
+    pub fn leave(mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(30) {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for ConsoleConsumer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 

@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 
 use mm2_checkpoint::core::Checkpoint;
 
+use crate::common::World;
+
 /// A running `mm2-checkpoint run` daemon; killed (SIGKILL) on drop.
 pub struct Daemon {
     /// The child process.
@@ -56,6 +58,26 @@ impl Daemon {
     pub fn kill9(mut self) {
         self.child.kill().expect("SIGKILL the daemon");
         self.child.wait().expect("reap the daemon");
+    }
+
+    /// SIGTERM, then waits up to 20 s for the exit; its status.
+    pub fn sigterm(mut self) -> std::process::ExitStatus {
+        let killed = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(killed.success(), "kill -TERM failed");
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "no exit after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// Asserts the daemon is still running.
@@ -198,4 +220,62 @@ pub fn latest(cps: &[Checkpoint]) -> BTreeMap<(String, i32), (i64, i64)> {
             )
         })
         .collect()
+}
+
+/// Syncs `(partition, upstream, downstream)` by partition, as
+/// [`assert_sound`] takes them.
+pub fn by_partition(syncs: &[(i32, i64, i64)]) -> BTreeMap<i32, Vec<(i64, i64)>> {
+    let mut out: BTreeMap<i32, Vec<(i64, i64)>> = BTreeMap::new();
+    for &(p, up, down) in syncs {
+        out.entry(p).or_default().push((up, down));
+    }
+    out
+}
+
+/// Writes `syncs` and commits `upstream` on partition 0 for the group
+/// `g-<topic>`, starts the daemon (log `daemon.log` in the world's
+/// directory) and waits for its checkpoint `want` (upstream, downstream) of
+/// partition 0. Returns the group and the daemon.
+pub fn start_checkpointed(
+    rt: &tokio::runtime::Runtime,
+    w: &World,
+    syncs: &[(i32, i64, i64)],
+    upstream: i64,
+    want: (i64, i64),
+) -> (String, Daemon) {
+    let group = w.seed(rt, syncs, &[(0, upstream)]);
+    let config = w.properties(&group, "");
+    let daemon = Daemon::start(&config, &w.dir.join("daemon.log"));
+    wait_for("the first checkpoint", Duration::from_secs(60), || {
+        latest(&w.checkpoints(rt)).get(&(group.clone(), 0)) == Some(&want)
+    });
+    (group, daemon)
+}
+
+/// Checks the checkpoints across a change of sync generation at record
+/// `before`: the earlier ones sound against the `old` syncs, the later ones
+/// against the `new` syncs only, and none of the later ones with a downstream
+/// offset below `floor` (the last one before the change).
+pub fn assert_sound_across(
+    cps: &[Checkpoint],
+    before: usize,
+    old: &[(i32, i64, i64)],
+    new: &[(i32, i64, i64)],
+    floor: i64,
+) {
+    assert_sound(&cps[..before], &by_partition(old));
+    assert_sound(&cps[before..], &by_partition(new));
+    for c in &cps[before..] {
+        assert!(
+            c.downstream_offset >= floor,
+            "a checkpoint after the change rewound below {floor}: {c:?}"
+        );
+    }
+}
+
+/// Asserts the daemon logged `needle` (naming `what` if not) and never panicked.
+pub fn assert_logged(daemon: &Daemon, needle: &str, what: &str) {
+    let text = daemon.log_text();
+    assert!(text.contains(needle), "{what} was not logged:\n{text}");
+    assert_eq!(text.matches("panicked").count(), 0, "{text}");
 }

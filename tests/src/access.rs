@@ -1,0 +1,81 @@
+//! kafka-lite's connection settings for each way of reaching a test
+//! cluster: the listener, and the SASL login or TLS files it needs.
+
+use kafka_lite::{
+    ClientCertConfig, ConnectionConfig, SaslConfig, SaslMechanismKind, Secret, TlsConfig,
+};
+
+use crate::{Cluster, Credentials, Listener};
+
+/// One way of reaching a test cluster's broker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// PLAINTEXT.
+    Plaintext,
+    /// SASL_PLAINTEXT, logged in as the cluster's test user of the mechanism.
+    Sasl(SaslMechanismKind),
+    /// SSL, trusting the test CA.
+    Ssl,
+    /// SSL with the test client certificate.
+    Mtls,
+}
+
+impl Access {
+    /// The listener this access connects to.
+    pub fn listener(self) -> Listener {
+        match self {
+            Access::Plaintext => Listener::Plaintext,
+            Access::Sasl(_) => Listener::SaslPlaintext,
+            Access::Ssl => Listener::Ssl,
+            Access::Mtls => Listener::Mtls,
+        }
+    }
+
+    /// `base` with the SASL login or TLS settings this access needs on `cluster`.
+    pub fn config(self, cluster: &Cluster, base: ConnectionConfig) -> ConnectionConfig {
+        match self {
+            Access::Plaintext => base,
+            Access::Sasl(mechanism) => ConnectionConfig {
+                sasl: Some(sasl_login(cluster, mechanism)),
+                ..base
+            },
+            Access::Ssl | Access::Mtls => ConnectionConfig {
+                tls: Some(tls(cluster, self == Access::Mtls)),
+                ..base
+            },
+        }
+    }
+}
+
+/// The SASL login of `cluster`'s test user for `mechanism`.
+pub fn sasl_login(cluster: &Cluster, mechanism: SaslMechanismKind) -> SaslConfig {
+    let users = &cluster.sasl_users;
+    let user = match mechanism {
+        SaslMechanismKind::Plain => &users.plain,
+        SaslMechanismKind::ScramSha256 => &users.scram_sha_256,
+        SaslMechanismKind::ScramSha512 => &users.scram_sha_512,
+    };
+    sasl_as(user, mechanism)
+}
+
+/// A SASL login as `user` with `mechanism`.
+pub fn sasl_as(user: &Credentials, mechanism: SaslMechanismKind) -> SaslConfig {
+    SaslConfig {
+        mechanism,
+        username: user.user.clone(),
+        password: Secret::new(user.password.expose()),
+    }
+}
+
+/// TLS trusting `cluster`'s test CA, with its test client certificate when
+/// `client_cert` is set.
+pub fn tls(cluster: &Cluster, client_cert: bool) -> TlsConfig {
+    TlsConfig {
+        ca_pem_file: Some(cluster.tls.ca_pem.clone()),
+        client_cert: client_cert.then(|| ClientCertConfig {
+            cert_pem_file: cluster.tls.client_cert_pem.clone(),
+            key_pem_file: cluster.tls.client_key_pem.clone(),
+        }),
+        ..TlsConfig::default()
+    }
+}
