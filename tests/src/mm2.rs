@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::java::{CheckpointRecord, JavaError, OffsetSyncRecord, helpers};
 use crate::{Clusters, Listener};
 
 /// The source cluster's alias in every generated configuration.
@@ -68,6 +69,21 @@ pub enum Checkpoints {
 
 /// What MM2 4.1.1 logs when its checkpoint connector starts without groups.
 pub const NO_GROUPS_LOG: &str = "Started MirrorCheckpointConnector with 0 consumer groups";
+/// Logged each time MM2's replication task has started.
+pub const SOURCE_TASK_READY_LOG: &str =
+    "WorkerSourceTask{id=MirrorSourceConnector-0} Source task finished initialization and start";
+/// Logged each time MM2's (first) checkpoint task has started.
+pub const CHECKPOINT_TASK_READY_LOG: &str = "WorkerSourceTask{id=MirrorCheckpointConnector-0} Source task finished initialization and start";
+/// Logged by Connect's `Worker` each time it creates the checkpoint task.
+const CHECKPOINT_TASK_CREATED_LOG: &str = "Creating task MirrorCheckpointConnector-0 ";
+/// Logged once the checkpoint task's producer is closed: from then on that
+/// task generation can write no checkpoint.
+const CHECKPOINT_TASK_PRODUCER_CLOSED_LOG: &str =
+    "App info kafka.producer for connector-producer-MirrorCheckpointConnector-0 unregistered";
+/// Logged by Connect's herder when a connector's new task list is empty; in
+/// the configurations of this module only a checkpoint connector without
+/// groups has no task.
+const NO_TASKS_LOG: &str = "Tasks [] configs updated";
 
 /// The name `topic` gets on the target under MM2's default replication policy.
 pub fn remote_topic(topic: &str) -> String {
@@ -316,13 +332,19 @@ fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Mm2Error {
 /// A running MirrorMaker 2 JVM, killed when dropped.
 ///
 /// Its files are in `target/mm2/<name>/`: `mm2.properties`,
-/// `log4j2.properties` and `mm2.log` (stdout, stderr and Log4j output).
+/// `log4j2.properties` and `mm2.log` (stdout, stderr and Log4j output). A
+/// restart in the same directory keeps the earlier logs as `mm2.1.log`,
+/// `mm2.2.log`, ...
 #[derive(Debug)]
 pub struct Mm2Process {
     child: Child,
     dir: PathBuf,
     log: PathBuf,
     started: Instant,
+    /// PLAINTEXT bootstrap of the source cluster (where the offset syncs are).
+    source: String,
+    /// PLAINTEXT bootstrap of the target cluster (where the checkpoints are).
+    target: String,
 }
 
 impl Mm2Process {
@@ -336,6 +358,16 @@ impl Mm2Process {
         let dir = crate::target_dir().join("mm2").join(name);
         let mut cmd = prepare(&dir, &clusters.kafka_libs, properties)?;
         let log = dir.join("mm2.log");
+        if log.exists() {
+            let kept = (1..)
+                .map(|n| dir.join(format!("mm2.{n}.log")))
+                .find(|p| !p.exists())
+                .unwrap_or_else(|| dir.join("mm2.old.log"));
+            fs::rename(&log, &kept).map_err(io_err(format!(
+                "keeping the earlier log as {}",
+                kept.display()
+            )))?;
+        }
         let out = File::create(&log).map_err(io_err(format!("creating {}", log.display())))?;
         let err = out
             .try_clone()
@@ -349,7 +381,29 @@ impl Mm2Process {
             dir,
             log,
             started,
+            source: clusters
+                .source()
+                .bootstrap
+                .get(Listener::Plaintext)
+                .to_owned(),
+            target: clusters
+                .target()
+                .bootstrap
+                .get(Listener::Plaintext)
+                .to_owned(),
         })
+    }
+
+    /// Starts MM2 with `config` and waits (up to `timeout`) until its
+    /// replication task runs.
+    pub fn start_replicating(
+        clusters: &Clusters,
+        config: &Mm2Config,
+        timeout: Duration,
+    ) -> Result<Self, Mm2Error> {
+        let mut mm2 = Self::start(clusters, config)?;
+        mm2.wait_for_log(SOURCE_TASK_READY_LOG, timeout)?;
+        Ok(mm2)
     }
 
     /// The JVM's process id.
@@ -442,6 +496,98 @@ impl Mm2Process {
             }
             std::thread::sleep(Duration::from_secs(1));
         }
+    }
+
+    /// Waits until every partition `0..partitions` of the source topic `topic`
+    /// has an offset sync for upstream offset `from` or later, and returns
+    /// the topic's syncs in log order.
+    ///
+    /// With `from` the last record's offset this waits for "every record
+    /// replicated and synced". After a restart, wait for the first new record
+    /// instead: a task restarted by a connector reconfiguration drops the
+    /// newest sync it was holding back, so the last record's may never come.
+    pub fn wait_for_offset_syncs(
+        &mut self,
+        topic: &str,
+        partitions: u32,
+        from: i64,
+        timeout: Duration,
+    ) -> Result<Vec<OffsetSyncRecord>, Mm2Error> {
+        let source = self.source.clone();
+        self.wait_for_records(
+            &format!("offset syncs of {topic} from upstream offset {from} on"),
+            timeout,
+            || helpers().offset_syncs(&source, OFFSET_SYNCS_TOPIC),
+            |s| s.topic == topic,
+            |syncs| {
+                (0..partitions)
+                    .filter_map(|p| i32::try_from(p).ok())
+                    .all(|p| syncs.iter().any(|s| s.partition == p && s.upstream >= from))
+            },
+        )
+    }
+
+    /// Waits until the checkpoints of `group` on the target's checkpoints
+    /// topic satisfy `done` (called with them in log order), and returns them.
+    pub fn wait_for_checkpoints(
+        &mut self,
+        group: &str,
+        timeout: Duration,
+        done: impl Fn(&[CheckpointRecord]) -> bool,
+    ) -> Result<Vec<CheckpointRecord>, Mm2Error> {
+        let target = self.target.clone();
+        self.wait_for_records(
+            &format!("checkpoints of {group}"),
+            timeout,
+            || helpers().checkpoints(&target, CHECKPOINTS_TOPIC),
+            |cp| cp.group == group,
+            done,
+        )
+    }
+
+    /// Polls `read` until the records it returns that `keep` selects satisfy
+    /// `done`; returns those records.
+    fn wait_for_records<R>(
+        &mut self,
+        what: &str,
+        timeout: Duration,
+        read: impl Fn() -> Result<Vec<R>, JavaError>,
+        keep: impl Fn(&R) -> bool,
+        done: impl Fn(&[R]) -> bool,
+    ) -> Result<Vec<R>, Mm2Error> {
+        self.wait_until(what, timeout, |_| {
+            read().map(|all| {
+                let kept: Vec<R> = all.into_iter().filter(|r| keep(r)).collect();
+                done(&kept).then_some(kept)
+            })
+        })
+        .map(|(records, _)| records)
+    }
+
+    /// After a restart from [`Checkpoints::Emit`] to [`Checkpoints::NoGroups`]
+    /// in the same worker group: waits until no checkpoint task of MM2 can
+    /// write any more.
+    ///
+    /// The restarted worker first starts the connector and task stored in its
+    /// config topic, with the old groups, and only then replaces the
+    /// connector ([`NO_GROUPS_LOG`]), writes its empty task list and stops
+    /// the old task in the following rebalance. Until then the old task keeps
+    /// checkpointing; on a loaded machine that lasts seconds. Done once the
+    /// empty task list is logged and every checkpoint task created in this
+    /// run has closed its producer.
+    pub fn wait_for_checkpoint_tasks_gone(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<Duration, Mm2Error> {
+        self.wait_until("MM2's checkpoint tasks stopped", timeout, |p| {
+            let log = p.log_text();
+            let created = log.matches(CHECKPOINT_TASK_CREATED_LOG).count();
+            let closed = log.matches(CHECKPOINT_TASK_PRODUCER_CLOSED_LOG).count();
+            let gone =
+                log.contains(NO_GROUPS_LOG) && log.contains(NO_TASKS_LOG) && created == closed;
+            Ok::<_, std::convert::Infallible>(gone.then_some(()))
+        })
+        .map(|((), at)| at)
     }
 
     /// The JVM's resident set size in KiB (`VmRSS` in `/proc/<pid>/status`).

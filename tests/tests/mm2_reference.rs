@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use e2e::java::{CheckpointRecord, CommitMode, GroupOffset, JavaError, helpers};
 use e2e::mm2::{
-    CHECKPOINTS_REFUSED_LOG, CHECKPOINTS_TOPIC, Checkpoints, Mm2Config, Mm2Process, NO_GROUPS_LOG,
-    OFFSET_SYNCS_TOPIC, SOURCE_ALIAS, remote_topic,
+    CHECKPOINT_TASK_READY_LOG, CHECKPOINTS_REFUSED_LOG, CHECKPOINTS_TOPIC, Checkpoints, Mm2Config,
+    Mm2Process, OFFSET_SYNCS_TOPIC, SOURCE_ALIAS, remote_topic,
 };
 use e2e::{Listener, clusters, unique_name};
 
@@ -26,11 +26,6 @@ const STARTUP_BUDGET: Duration = Duration::from_secs(90);
 /// How long later steps get once MM2 is working.
 const STEP_BUDGET: Duration = Duration::from_secs(30);
 const PARTITIONS: u32 = 2;
-/// Logged once MM2's replication task runs.
-const SOURCE_TASK_READY_LOG: &str =
-    "WorkerSourceTask{id=MirrorSourceConnector-0} Source task finished initialization and start";
-/// Logged once MM2's (first) checkpoint task runs.
-const CHECKPOINT_TASK_READY_LOG: &str = "WorkerSourceTask{id=MirrorCheckpointConnector-0} Source task finished initialization and start";
 const RECORDS_PER_PARTITION: u32 = 20;
 
 fn ok<T, E: Display>(result: Result<T, E>, what: &str) -> T {
@@ -74,11 +69,11 @@ fn mm2_without_its_checkpoint_connector_replicates_and_writes_offset_syncs_but_n
     );
 
     let config = Mm2Config::new(&topic, &group).without_checkpoints();
-    let mut mm2 = ok(Mm2Process::start(c, &config), "starting MirrorMaker 2");
-    // Cheap gate before the (JVM-per-probe) polling below.
-    ok(
-        mm2.wait_for_log(SOURCE_TASK_READY_LOG, STARTUP_BUDGET),
-        "waiting for MM2's replication task",
+    // The replication task's start is a cheap gate before the (JVM-per-probe)
+    // polling below.
+    let mut mm2 = ok(
+        Mm2Process::start_replicating(c, &config, STARTUP_BUDGET),
+        "starting MirrorMaker 2 and its replication task",
     );
 
     let ours = |syncs: Result<Vec<e2e::java::OffsetSyncRecord>, JavaError>| {
@@ -100,14 +95,8 @@ fn mm2_without_its_checkpoint_connector_replicates_and_writes_offset_syncs_but_n
         first_sync.as_secs_f64(),
         mm2.pid()
     );
-    let (syncs, _) = ok(
-        mm2.wait_until("offset syncs up to the last record", STEP_BUDGET, |_| {
-            ours(java.offset_syncs(source, OFFSET_SYNCS_TOPIC)).map(|s| {
-                let done = (0..PARTITIONS as i32)
-                    .all(|p| s.iter().any(|x| x.partition == p && x.upstream == last));
-                done.then_some(s)
-            })
-        }),
+    let syncs = ok(
+        mm2.wait_for_offset_syncs(&topic, PARTITIONS, last, STEP_BUDGET),
         "waiting for offset syncs of every partition's last record",
     );
     for sync in &syncs {
@@ -263,16 +252,17 @@ fn mm2_checkpoints_are_read_by_java_and_stop_once_all_groups_are_excluded() {
 
     // The migration path: restart the same Connect worker (whose config topic
     // now holds a checkpoint connector with tasks) with `groups.exclude=.*`.
-    // The stored connector is replaced by one without groups, and a later
-    // commit is no longer checkpointed.
+    // The stored connector is replaced by one without groups, and once the
+    // task it had is stopped (it first runs again with its old groups), a
+    // later commit is no longer checkpointed.
     ok(mm2.stop(Duration::from_secs(20)), "stopping MirrorMaker 2");
     let mut mm2 = ok(
         Mm2Process::start(c, &config.clone().with_checkpoints(Checkpoints::NoGroups)),
         "restarting MirrorMaker 2 without checkpoint groups",
     );
     ok(
-        mm2.wait_for_log(NO_GROUPS_LOG, STARTUP_BUDGET),
-        "waiting for the checkpoint connector to restart without groups",
+        mm2.wait_for_checkpoint_tasks_gone(STARTUP_BUDGET),
+        "waiting for the checkpoint connector to restart without groups and tasks",
     );
     ok(
         java.produce(source, &topic, PARTITIONS, RECORDS_PER_PARTITION),
@@ -296,17 +286,7 @@ fn mm2_checkpoints_are_read_by_java_and_stop_once_all_groups_are_excluded() {
     // reconfiguration (which the restart triggers) drops it.
     let first_new = i64::from(RECORDS_PER_PARTITION);
     ok(
-        mm2.wait_until("offset syncs for the new records", STARTUP_BUDGET, |_| {
-            java.offset_syncs(source, OFFSET_SYNCS_TOPIC).map(|all| {
-                (0..PARTITIONS as i32)
-                    .all(|p| {
-                        all.iter().any(|s| {
-                            s.topic == topic && s.partition == p && s.upstream >= first_new
-                        })
-                    })
-                    .then_some(())
-            })
-        }),
+        mm2.wait_for_offset_syncs(&topic, PARTITIONS, first_new, STARTUP_BUDGET),
         "waiting for MM2 to replicate the new records",
     );
     // Three emission intervals in which a surviving checkpoint task would

@@ -3,26 +3,19 @@
 //! binary writes the checkpoints, and Kafka's own Java code reads them back:
 //! MM2's `Checkpoint.deserializeRecord` and `RemoteClusterUtils.translateOffsets`.
 
+mod interop_support;
+
 use std::collections::BTreeMap;
-use std::fmt::Display;
-use std::process::Command;
 use std::time::Duration;
 
 use e2e::java::{CommitMode, GroupOffset, helpers};
-use e2e::mm2::{
-    CHECKPOINTS_TOPIC, Mm2Config, Mm2Process, OFFSET_SYNCS_TOPIC, SOURCE_ALIAS, remote_topic,
-};
+use e2e::mm2::{CHECKPOINTS_TOPIC, Mm2Config, Mm2Process, SOURCE_ALIAS, remote_topic};
 use e2e::{Listener, clusters, unique_name};
+use interop_support::{commit, ok, our_config, run_once, test_dir};
 
 const PARTITIONS: u32 = 2;
 const RECORDS: u32 = 20;
 const STARTUP_BUDGET: Duration = Duration::from_secs(120);
-const SOURCE_TASK_READY_LOG: &str =
-    "WorkerSourceTask{id=MirrorSourceConnector-0} Source task finished initialization and start";
-
-fn ok<T, E: Display>(result: Result<T, E>, what: &str) -> T {
-    result.unwrap_or_else(|e| panic!("{what}: {e}"))
-}
 
 #[test]
 fn checkpoints_written_after_real_mm2_replication_are_read_by_mm2s_own_java_code() {
@@ -52,50 +45,17 @@ fn checkpoints_written_after_real_mm2_replication_are_read_by_mm2s_own_java_code
     );
 
     let config = Mm2Config::new(&topic, &group).without_checkpoints();
-    let mut mm2 = ok(Mm2Process::start(c, &config), "starting MirrorMaker 2");
-    ok(
-        mm2.wait_for_log(SOURCE_TASK_READY_LOG, STARTUP_BUDGET),
-        "waiting for MM2's replication task",
+    let mut mm2 = ok(
+        Mm2Process::start_replicating(c, &config, STARTUP_BUDGET),
+        "starting MirrorMaker 2 and its replication task",
     );
     let last = i64::from(RECORDS) - 1;
     ok(
-        mm2.wait_until("offset syncs up to the last record", STARTUP_BUDGET, |_| {
-            java.offset_syncs(source, OFFSET_SYNCS_TOPIC).map(|all| {
-                let done = (0..PARTITIONS as i32).all(|p| {
-                    all.iter()
-                        .any(|s| s.topic == topic && s.partition == p && s.upstream == last)
-                });
-                done.then_some(())
-            })
-        }),
-        "waiting for MM2's offset syncs",
+        mm2.wait_for_offset_syncs(&topic, PARTITIONS, last, STARTUP_BUDGET),
+        "waiting for MM2's offset syncs up to the last record",
     );
 
-    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(&group);
-    std::fs::create_dir_all(&dir).expect("test dir");
-    let properties = dir.join("mm2.properties");
-    std::fs::write(
-        &properties,
-        format!(
-            "clusters = source, target\n\
-             source.bootstrap.servers = {source}\n\
-             target.bootstrap.servers = {target}\n\
-             source->target.enabled = true\n\
-             topics = {topic}\n\
-             groups = {group}\n\
-             checkpoints.topic.replication.factor = 1\n"
-        ),
-    )
-    .expect("write mm2.properties");
-    let out = Command::new(env!("CARGO_BIN_EXE_mm2-checkpoint"))
-        .args(["run", "--once", "--config", properties.to_str().unwrap()])
-        .output()
-        .expect("run mm2-checkpoint");
-    assert!(
-        out.status.success(),
-        "run --once failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_once(&our_config(&test_dir(&group), &topic, &group, ""));
 
     let mut ours: Vec<(String, i32, i64, i64, String)> = ok(
         java.checkpoints(target, CHECKPOINTS_TOPIC),
@@ -157,40 +117,19 @@ fn our_translation_equals_mm2s_for_the_same_commits_over_the_same_offset_syncs()
         "producing to the source",
     );
     let config = Mm2Config::new(&topic, &theirs);
-    let mut mm2 = ok(Mm2Process::start(c, &config), "starting MirrorMaker 2");
-    ok(
-        mm2.wait_for_log(SOURCE_TASK_READY_LOG, STARTUP_BUDGET),
-        "waiting for MM2's replication task",
+    let mut mm2 = ok(
+        Mm2Process::start_replicating(c, &config, STARTUP_BUDGET),
+        "starting MirrorMaker 2 and its replication task",
     );
     let last = i64::from(records) - 1;
     ok(
-        mm2.wait_until("offset syncs up to the last record", STARTUP_BUDGET, |_| {
-            java.offset_syncs(source, OFFSET_SYNCS_TOPIC).map(|all| {
-                let done = (0..PARTITIONS as i32).all(|p| {
-                    all.iter()
-                        .any(|s| s.topic == topic && s.partition == p && s.upstream == last)
-                });
-                done.then_some(())
-            })
-        }),
-        "waiting for MM2's offset syncs",
+        mm2.wait_for_offset_syncs(&topic, PARTITIONS, last, STARTUP_BUDGET),
+        "waiting for MM2's offset syncs up to the last record",
     );
     // Commit only now, so both sides translate with every sync already written.
-    let commits = [7i64, 33];
+    let commits: Vec<(i32, i64)> = (0..PARTITIONS as i32).zip([7, 33]).collect();
     for group in [&theirs, &ours] {
-        let offsets: Vec<GroupOffset> = (0..PARTITIONS as i32)
-            .zip(commits)
-            .map(|(p, offset)| GroupOffset {
-                topic: topic.clone(),
-                partition: p,
-                offset,
-                metadata: String::new(),
-            })
-            .collect();
-        ok(
-            java.commit_offsets(source, group, CommitMode::Classic, &offsets),
-            "committing a source group",
-        );
+        commit(group, &topic, &commits);
     }
     let latest = |group: &str| -> Result<BTreeMap<i32, (i64, i64)>, e2e::java::JavaError> {
         let mut by_partition = BTreeMap::new();
@@ -204,39 +143,13 @@ fn our_translation_equals_mm2s_for_the_same_commits_over_the_same_offset_syncs()
     // MM2 may leave a partition without a checkpoint (an offset its sync store
     // cannot translate); wait for its first one, then for a few more rounds.
     ok(
-        mm2.wait_until("MM2's first checkpoint", STARTUP_BUDGET, |_| {
-            latest(&theirs).map(|m| (!m.is_empty()).then_some(()))
-        }),
-        "waiting for MM2's checkpoints",
+        mm2.wait_for_checkpoints(&theirs, STARTUP_BUDGET, |cps| !cps.is_empty()),
+        "waiting for MM2's first checkpoint",
     );
     std::thread::sleep(Duration::from_secs(4));
     let mm2_checkpoints = ok(latest(&theirs), "reading MM2's checkpoints");
 
-    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(&ours);
-    std::fs::create_dir_all(&dir).expect("test dir");
-    let properties = dir.join("mm2.properties");
-    std::fs::write(
-        &properties,
-        format!(
-            "clusters = source, target\n\
-             source.bootstrap.servers = {source}\n\
-             target.bootstrap.servers = {target}\n\
-             source->target.enabled = true\n\
-             topics = {topic}\n\
-             groups = {ours}\n\
-             checkpoints.topic.replication.factor = 1\n"
-        ),
-    )
-    .expect("write mm2.properties");
-    let out = Command::new(env!("CARGO_BIN_EXE_mm2-checkpoint"))
-        .args(["run", "--once", "--config", properties.to_str().unwrap()])
-        .output()
-        .expect("run mm2-checkpoint");
-    assert!(
-        out.status.success(),
-        "run --once failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_once(&our_config(&test_dir(&ours), &topic, &ours, ""));
     let our_checkpoints = ok(latest(&ours), "reading our checkpoints");
     eprintln!(
         "differential: partition -> (upstream, downstream): MM2 {mm2_checkpoints:?}, ours {our_checkpoints:?}"

@@ -7,37 +7,33 @@
 //!   group offsets we sync to the target must do the same, so a failover
 //!   consumer skips nothing.
 //! * MM2 checkpoints first, then its checkpoint connector is switched off
-//!   (`groups.exclude=.*`) and our binary takes over the same checkpoints topic:
-//!   no checkpoint on the topic ever goes backwards.
+//!   (`groups.exclude=.*`) and, once MM2's last checkpoint task has stopped,
+//!   our binary takes over the same checkpoints topic: it restores MM2's
+//!   checkpoints and no checkpoint on the topic ever goes backwards.
 //!
 //! The upstream topic's first records are deleted before MM2 replicates, so
 //! downstream offsets are upstream offsets minus that count: a checkpoint that
 //! copied the upstream offset would point at a different record and fail.
 
+mod interop_support;
+
 use std::collections::BTreeMap;
-use std::fmt::Display;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use e2e::java::{CommitMode, GroupOffset, TopicRecord, helpers};
-use e2e::mm2::{
-    CHECKPOINTS_TOPIC, Checkpoints, Mm2Config, Mm2Process, NO_GROUPS_LOG, OFFSET_SYNCS_TOPIC,
-    remote_topic,
-};
+use e2e::java::{CheckpointRecord, TopicRecord, helpers};
+use e2e::mm2::{CHECKPOINTS_TOPIC, Checkpoints, Mm2Config, Mm2Process, remote_topic};
 use e2e::{Clusters, Listener, clusters, unique_name};
+use interop_support::{commit, logged_number, ok, our_config, run_once, test_dir};
 
 const PARTITIONS: u32 = 3;
 const RECORDS: u32 = 40;
 /// Records deleted from the start of every upstream partition before MM2 runs.
 const DELETED: i64 = 10;
 const STARTUP_BUDGET: Duration = Duration::from_secs(120);
-const SOURCE_TASK_READY_LOG: &str =
-    "WorkerSourceTask{id=MirrorSourceConnector-0} Source task finished initialization and start";
-
-fn ok<T, E: Display>(result: Result<T, E>, what: &str) -> T {
-    result.unwrap_or_else(|e| panic!("{what}: {e}"))
-}
+/// How long MM2 gets to shut down cleanly before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(60);
 
 /// Deletes the records before `before` in every partition of `topic`, with
 /// Kafka's own `kafka-delete-records` tool (`DeleteRecordsCommand`).
@@ -66,100 +62,56 @@ fn delete_records(c: &Clusters, dir: &Path, topic: &str, before: i64) {
     );
 }
 
-fn test_dir(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
-    std::fs::create_dir_all(&dir).expect("test dir");
-    dir
-}
-
-/// Writes our `mm2.properties` for the flow and returns its path.
-fn our_config(dir: &Path, topic: &str, groups: &str, extra: &str) -> PathBuf {
-    let c = clusters();
-    let properties = dir.join("mm2.properties");
-    std::fs::write(
-        &properties,
-        format!(
-            "clusters = source, target\n\
-             source.bootstrap.servers = {}\n\
-             target.bootstrap.servers = {}\n\
-             source->target.enabled = true\n\
-             topics = {topic}\n\
-             groups = {groups}\n\
-             checkpoints.topic.replication.factor = 1\n\
-             {extra}",
-            c.source().bootstrap.get(Listener::Plaintext),
-            c.target().bootstrap.get(Listener::Plaintext),
-        ),
-    )
-    .expect("write mm2.properties");
-    properties
-}
-
-fn run_once(properties: &Path) {
-    let out = Command::new(env!("CARGO_BIN_EXE_mm2-checkpoint"))
-        .args(["run", "--once", "--config"])
-        .arg(properties)
-        .output()
-        .expect("run mm2-checkpoint");
-    assert!(
-        out.status.success(),
-        "run --once failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
+/// Starts MM2 with `config` and waits until it has replicated and synced the
+/// last record of every partition of `topic`.
+fn start_mm2_synced(c: &Clusters, config: &Mm2Config, topic: &str) -> Mm2Process {
+    let mut mm2 = ok(
+        Mm2Process::start_replicating(c, config, STARTUP_BUDGET),
+        "starting MirrorMaker 2 and its replication task",
     );
-}
-
-fn commit(source: &str, group: &str, topic: &str, offsets: &[(i32, i64)]) {
-    let offsets: Vec<GroupOffset> = offsets
-        .iter()
-        .map(|&(partition, offset)| GroupOffset {
-            topic: topic.to_owned(),
-            partition,
-            offset,
-            metadata: String::new(),
-        })
-        .collect();
     ok(
-        helpers().commit_offsets(source, group, CommitMode::Classic, &offsets),
-        "committing a source group",
+        mm2.wait_for_offset_syncs(topic, PARTITIONS, i64::from(RECORDS) - 1, STARTUP_BUDGET),
+        "waiting for MM2's offset syncs up to the last record",
     );
+    mm2
 }
 
-/// Waits until MM2 has written an offset sync for the last record of every partition.
-fn wait_for_syncs(mm2: &mut Mm2Process, source: &str, topic: &str) {
-    let last = i64::from(RECORDS) - 1;
-    ok(
-        mm2.wait_until("offset syncs up to the last record", STARTUP_BUDGET, |_| {
-            helpers()
-                .offset_syncs(source, OFFSET_SYNCS_TOPIC)
-                .map(|all| {
-                    let done = (0..PARTITIONS as i32).all(|p| {
-                        all.iter()
-                            .any(|s| s.topic == topic && s.partition == p && s.upstream == last)
-                    });
-                    done.then_some(())
-                })
-        }),
-        "waiting for MM2's offset syncs",
-    );
-}
+/// Records of one topic by (partition, offset): (key, value).
+type Records = BTreeMap<(i32, i64), (String, String)>;
 
 /// Records of one topic by (partition, offset).
-fn by_position(records: Vec<TopicRecord>) -> BTreeMap<(i32, i64), (String, String)> {
+fn by_position(records: Vec<TopicRecord>) -> Records {
     records
         .into_iter()
         .map(|r| ((r.partition, r.offset), (r.key, r.value)))
         .collect()
 }
 
+/// The records of the source topic `topic` and of its replica on the target,
+/// by (partition, offset).
+fn both_sides(topic: &str) -> (Records, Records) {
+    let c = clusters();
+    let read = |bootstrap, topic: &str, what| {
+        by_position(ok(helpers().read_records(bootstrap, topic), what))
+    };
+    (
+        read(
+            c.source().bootstrap.get(Listener::Plaintext),
+            topic,
+            "reading the source topic",
+        ),
+        read(
+            c.target().bootstrap.get(Listener::Plaintext),
+            &remote_topic(topic),
+            "reading the replicated topic",
+        ),
+    )
+}
+
 /// The upstream offset of the downstream record at `downstream` in `partition`:
 /// the record's key is `key-<p>-<upstream offset>`. The end of the downstream
 /// log maps to the end of the upstream log.
-fn upstream_of(
-    downstream: &BTreeMap<(i32, i64), (String, String)>,
-    upstream: &BTreeMap<(i32, i64), (String, String)>,
-    partition: i32,
-    offset: i64,
-) -> i64 {
+fn upstream_of(downstream: &Records, upstream: &Records, partition: i32, offset: i64) -> i64 {
     match downstream.get(&(partition, offset)) {
         Some(record) => {
             let found = upstream
@@ -207,22 +159,16 @@ fn every_checkpoint_and_synced_offset_points_at_the_committed_record_or_earlier(
     delete_records(c, &dir, &topic, DELETED);
 
     let config = Mm2Config::new(&topic, &format!("{topic}-.*")).without_checkpoints();
-    let mut mm2 = ok(Mm2Process::start(c, &config), "starting MirrorMaker 2");
-    ok(
-        mm2.wait_for_log(SOURCE_TASK_READY_LOG, STARTUP_BUDGET),
-        "waiting for MM2's replication task",
-    );
-    wait_for_syncs(&mut mm2, source, &topic);
+    let mm2 = start_mm2_synced(c, &config, &topic);
 
     let end = i64::from(RECORDS);
     let before_rewind = [35, 38, 30];
     let all: Vec<(i32, i64)> = (0..PARTITIONS as i32).map(|p| (p, end)).collect();
-    commit(source, &caught_up, &topic, &all);
-    commit(source, &lagging, &topic, &[(0, 11), (1, 12), (2, 13)]);
+    commit(&caught_up, &topic, &all);
+    commit(&lagging, &topic, &[(0, 11), (1, 12), (2, 13)]);
     // Partitions 1 and 2 never committed.
-    commit(source, &partial, &topic, &[(0, 25)]);
+    commit(&partial, &topic, &[(0, 25)]);
     commit(
-        source,
         &rewound,
         &topic,
         &[
@@ -238,18 +184,11 @@ fn every_checkpoint_and_synced_offset_points_at_the_committed_record_or_earlier(
         "sync.group.offsets.enabled = true\n",
     );
     run_once(&properties);
-    commit(source, &rewound, &topic, &[(0, 14), (1, 20), (2, 29)]);
+    commit(&rewound, &topic, &[(0, 14), (1, 20), (2, 29)]);
     run_once(&properties);
     drop(mm2);
 
-    let upstream = by_position(ok(
-        java.read_records(source, &topic),
-        "reading the source topic",
-    ));
-    let downstream = by_position(ok(
-        java.read_records(target, &remote),
-        "reading the replicated topic",
-    ));
+    let (upstream, downstream) = both_sides(&topic);
     let committed: BTreeMap<(&str, i32), i64> = [
         (caught_up.as_str(), [end, end, end]),
         (lagging.as_str(), [11, 12, 13]),
@@ -356,10 +295,11 @@ fn every_checkpoint_and_synced_offset_points_at_the_committed_record_or_earlier(
     }
 }
 
+/// Java MM2 checkpoints a group, then is switched to `groups.exclude=.*` in
+/// the same deployment, and our binary continues on the same checkpoints
+/// topic after a commit that rewinds one partition, advances one and keeps
+/// one.
 #[test]
-#[ignore = "passed 3 of 5 runs on a loaded machine: MM2's timing around the switch is not \
-            yet pinned down; run with `cargo test -p mm2-checkpoint --test interop_records \
-            -- --ignored` (see docs/interop.md)"]
 fn taking_over_mm2s_checkpoints_topic_never_moves_a_checkpoint_backwards() {
     let c = clusters();
     let java = helpers();
@@ -369,87 +309,130 @@ fn taking_over_mm2s_checkpoints_topic_never_moves_a_checkpoint_backwards() {
     let remote = remote_topic(&topic);
     let group = format!("{topic}-group");
     let dir = test_dir(&topic);
+    let last = i64::from(RECORDS) - 1;
+    let end = i64::from(RECORDS);
 
     ok(
         java.produce(source, &topic, PARTITIONS, RECORDS),
         "producing to the source",
     );
     let config = Mm2Config::new(&topic, &group);
-    let mut mm2 = ok(Mm2Process::start(c, &config), "starting MirrorMaker 2");
+    let mut mm2 = start_mm2_synced(c, &config, &topic);
+    commit(&group, &topic, &[(0, 30), (1, 35), (2, last)]);
+    // Partition 2's commit is at the last record, whose sync is the newest one
+    // (compaction keeps it): MM2 always translates it. 30 and 35 may be
+    // untranslatable once the offset-syncs topic is compacted.
     ok(
-        mm2.wait_for_log(SOURCE_TASK_READY_LOG, STARTUP_BUDGET),
-        "waiting for MM2's replication task",
-    );
-    wait_for_syncs(&mut mm2, source, &topic);
-    commit(source, &group, &topic, &[(0, 30), (1, 35), (2, 39)]);
-    ok(
-        mm2.wait_until("MM2's checkpoints", STARTUP_BUDGET, |_| {
-            java.checkpoints(target, CHECKPOINTS_TOPIC).map(|all| {
-                let n = all.iter().filter(|cp| cp.group == group).count();
-                (n >= 1).then_some(())
-            })
+        mm2.wait_for_checkpoints(&group, STARTUP_BUDGET, |cps| {
+            cps.iter()
+                .any(|cp| cp.partition == 2 && cp.upstream == last)
         }),
-        "waiting for MM2's checkpoints",
+        "waiting for MM2's checkpoint of partition 2",
     );
+
     // Switch MM2's checkpointing off in the running deployment: same worker
-    // group and config topic, every group excluded.
-    drop(mm2);
-    let mut off = config.clone().with_checkpoints(Checkpoints::NoGroups);
-    off.instance.clone_from(&config.instance);
-    let mut mm2 = ok(Mm2Process::start(c, &off), "restarting MirrorMaker 2");
-    ok(
-        mm2.wait_for_log(NO_GROUPS_LOG, STARTUP_BUDGET),
-        "waiting for MM2's checkpoint connector to drop every group",
+    // group and config topic, every group excluded. The restarted worker
+    // first runs the checkpoint task stored by the first run, with the group
+    // still in it; an operator (and this test) waits for it to stop before
+    // starting ours.
+    ok(mm2.stop(STOP_GRACE), "stopping MirrorMaker 2");
+    let mut mm2 = ok(
+        Mm2Process::start(c, &config.clone().with_checkpoints(Checkpoints::NoGroups)),
+        "restarting MirrorMaker 2 without checkpoint groups",
     );
+    ok(
+        mm2.wait_for_checkpoint_tasks_gone(STARTUP_BUDGET),
+        "waiting for MM2's stored checkpoint task to stop",
+    );
+    let read_group_checkpoints = || -> Vec<CheckpointRecord> {
+        ok(
+            java.checkpoints(target, CHECKPOINTS_TOPIC),
+            "reading the checkpoints",
+        )
+        .into_iter()
+        .filter(|cp| cp.group == group)
+        .collect()
+    };
+    let by_mm2 = read_group_checkpoints();
 
     // A rewound partition, an advanced one, an unchanged one.
-    commit(
-        source,
-        &group,
-        &topic,
-        &[(0, 20), (1, i64::from(RECORDS)), (2, 39)],
-    );
+    commit(&group, &topic, &[(0, 20), (1, end), (2, last)]);
     let properties = our_config(&dir, &topic, &group, "");
-    run_once(&properties);
-    run_once(&properties);
+    let first_run = run_once(&properties);
+    let second_run = run_once(&properties);
+    let all = read_group_checkpoints();
     drop(mm2);
+    let (upstream, downstream) = both_sides(&topic);
 
-    let mut last: BTreeMap<i32, (i64, i64)> = BTreeMap::new();
-    let mut seen = 0;
-    for cp in ok(
-        java.checkpoints(target, CHECKPOINTS_TOPIC),
-        "reading the checkpoints",
-    ) {
-        if cp.group != group {
-            continue;
-        }
-        assert_eq!(cp.topic, remote);
-        seen += 1;
-        if let Some(&(upstream, downstream)) = last.get(&cp.partition) {
+    let context = format!(
+        "MM2's checkpoints: {by_mm2:?}\nall checkpoints: {all:?}\n\
+         first run --once:\n{first_run}\nsecond run --once:\n{second_run}"
+    );
+    // Both topics are compacted (the checkpoints by group and partition), so
+    // what is read is a subsequence of what was written, ending with the
+    // latest checkpoint of every partition.
+    let mut latest: BTreeMap<i32, &CheckpointRecord> = BTreeMap::new();
+    for cp in &all {
+        assert_eq!(cp.topic, remote, "{context}");
+        // Every checkpoint points at the committed record or an earlier one.
+        let points_at = upstream_of(&downstream, &upstream, cp.partition, cp.downstream);
+        assert!(
+            points_at <= cp.upstream,
+            "checkpoint {cp:?} points at upstream offset {points_at}\n{context}"
+        );
+        if let Some(prev) = latest.get(&cp.partition) {
             // A rewind (lower upstream) may lower the checkpoint; otherwise the
             // downstream offset never goes back.
-            if cp.upstream >= upstream {
-                assert!(
-                    cp.downstream >= downstream,
-                    "checkpoint {cp:?} went backwards from ({upstream}, {downstream})"
-                );
-            }
+            assert!(
+                cp.upstream < prev.upstream || cp.downstream >= prev.downstream,
+                "checkpoint {cp:?} went backwards from {prev:?}\n{context}"
+            );
         }
-        last.insert(cp.partition, (cp.upstream, cp.downstream));
+        latest.insert(cp.partition, cp);
     }
-    eprintln!("takeover: {seen} checkpoints, last {last:?}");
-    // Partition 1 caught up to the end, which the last sync (kept by
-    // compaction) always translates: our checkpoint is on the topic. Partition
-    // 0 rewound: ours if 20 is still translatable, else MM2's for 30 stays
-    // (if it had one).
-    let end = i64::from(RECORDS);
-    assert_eq!(last.get(&1), Some(&(end, end)), "partition 1 caught up");
-    let p0 = last.get(&0).map(|&(up, _)| up);
-    // None: neither 30 (MM2) nor 20 (ours) was translatable.
-    assert!(
-        matches!(p0, Some(20 | 30) | None),
-        "partition 0 after the rewind: {p0:?}"
+    let mm2_latest: BTreeMap<i32, &CheckpointRecord> =
+        by_mm2.iter().map(|cp| (cp.partition, cp)).collect();
+    let changed = latest
+        .iter()
+        .filter(|(p, cp)| mm2_latest.get(p) != Some(cp))
+        .count();
+    eprintln!(
+        "takeover: MM2's latest {:?}, latest {:?}",
+        mm2_latest
+            .iter()
+            .map(|(p, cp)| (*p, (cp.upstream, cp.downstream)))
+            .collect::<BTreeMap<_, _>>(),
+        latest
+            .iter()
+            .map(|(p, cp)| (*p, (cp.upstream, cp.downstream)))
+            .collect::<BTreeMap<_, _>>()
     );
-    let (up, down) = last[&2];
-    assert!(up <= 39 && down <= up, "partition 2: ({up}, {down})");
+    // Ours restored MM2's checkpoints: the first run wrote exactly the
+    // partitions whose latest checkpoint changed (an unchanged commit
+    // translated the same way is not written again), and the second run,
+    // which restored the first run's, wrote nothing.
+    let restored = logged_number(&first_run, "restored checkpoints", "restored");
+    assert!(
+        restored >= Some(mm2_latest.len() as u64),
+        "first run restored {restored:?} checkpoints\n{context}"
+    );
+    let emitted = |log: &str| logged_number(log, "emission round done", "emitted");
+    assert_eq!(
+        emitted(&first_run),
+        Some(changed as u64),
+        "first run: checkpoints written vs partitions whose latest changed\n{context}"
+    );
+    assert_eq!(emitted(&second_run), Some(0), "second run\n{context}");
+    let latest_upstream = |p: i32| latest.get(&p).map(|cp| cp.upstream);
+    // Partition 1 advanced to the end, which the newest sync (kept by
+    // compaction) always translates: our checkpoint for it is the latest.
+    assert_eq!(latest_upstream(1), Some(end), "partition 1\n{context}");
+    // Partition 0 rewound: ours for 20 if 20 is still translatable, else
+    // MM2's for 30 stays (if it had one); None if neither was.
+    assert!(
+        matches!(latest_upstream(0), Some(20 | 30) | None),
+        "partition 0 after the rewind\n{context}"
+    );
+    // Partition 2's commit is unchanged: its latest checkpoint is still for it.
+    assert_eq!(latest_upstream(2), Some(last), "partition 2\n{context}");
 }
