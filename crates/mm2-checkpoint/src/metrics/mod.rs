@@ -19,7 +19,7 @@
 mod readiness;
 mod server;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -167,9 +167,9 @@ struct FlowLabels {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct LatencyLabels {
-    flow: String,
-    group: String,
-    topic: String,
+    flow: Arc<str>,
+    group: Arc<str>,
+    topic: Arc<str>,
     partition: i32,
 }
 
@@ -217,10 +217,39 @@ fn round_histogram() -> Histogram {
     Histogram::new(ROUND_BUCKETS)
 }
 
-/// (flow, group) → the (topic, partition) series of `checkpoint_latency_ms`,
-/// kept so a whole group's series can be removed (the metric family cannot
-/// list its own label sets).
-type LatencyIndex = BTreeMap<(String, String), BTreeSet<(String, i32)>>;
+/// The label sets of `checkpoint_latency_ms`, kept so a whole group's series
+/// can be removed (the metric family cannot list its own label sets).
+///
+/// There is one series per (group, partition), so the flow, group and topic
+/// names are interned: every series and index entry shares one `Arc<str>` per
+/// distinct name instead of holding three copies of its own.
+#[derive(Default)]
+struct LatencyIndex {
+    /// Every flow, group and topic name in use by a series.
+    names: HashSet<Arc<str>>,
+    /// flow → group → the (topic, partition) of each series.
+    series: BTreeMap<Arc<str>, GroupSeries>,
+}
+
+/// group → the (topic, partition) of each of its `checkpoint_latency_ms` series.
+type GroupSeries = BTreeMap<Arc<str>, BTreeSet<(Arc<str>, i32)>>;
+
+impl LatencyIndex {
+    /// The shared copy of `name`, added if new.
+    fn intern(&mut self, name: &str) -> Arc<str> {
+        if let Some(shared) = self.names.get(name) {
+            return Arc::clone(shared);
+        }
+        let shared: Arc<str> = Arc::from(name);
+        self.names.insert(Arc::clone(&shared));
+        shared
+    }
+
+    /// Drops the names no series uses any more.
+    fn forget_unused_names(&mut self) {
+        self.names.retain(|name| Arc::strong_count(name) > 1);
+    }
+}
 
 struct Inner {
     registry: Registry,
@@ -334,7 +363,7 @@ impl Metrics {
                 registry,
                 checkpoints_emitted,
                 checkpoint_latency,
-                latency_index: Mutex::new(BTreeMap::new()),
+                latency_index: Mutex::new(LatencyIndex::default()),
                 round_duration,
                 offset_syncs_read,
                 untranslatable,
@@ -373,15 +402,19 @@ impl Metrics {
         latency: Duration,
     ) {
         let ms = i64::try_from(latency.as_millis()).unwrap_or(i64::MAX);
+        let mut index = self.latency_index();
         let labels = LatencyLabels {
-            flow: flow.to_string(),
-            group: group.to_string(),
-            topic: topic.to_string(),
+            flow: index.intern(flow),
+            group: index.intern(group),
+            topic: index.intern(topic),
             partition,
         };
         self.inner.checkpoint_latency.get_or_create(&labels).set(ms);
-        self.latency_index()
-            .entry((labels.flow, labels.group))
+        index
+            .series
+            .entry(labels.flow)
+            .or_default()
+            .entry(labels.group)
             .or_default()
             .insert((labels.topic, partition));
     }
@@ -389,16 +422,34 @@ impl Metrics {
     /// Removes every `checkpoint_latency_ms` series of `group` in `flow` (the
     /// group was deleted or is no longer checkpointed).
     pub fn remove_checkpoint_latency_group(&self, flow: &str, group: &str) {
-        let removed = self
-            .latency_index()
-            .remove(&(flow.to_string(), group.to_string()));
-        for (topic, partition) in removed.into_iter().flatten() {
+        let mut index = self.latency_index();
+        self.remove_latency_group(&mut index, flow, group);
+        index.forget_unused_names();
+    }
+
+    /// Removes the series of `group` in `flow` from the family and `index`,
+    /// leaving their names interned.
+    fn remove_latency_group(&self, index: &mut LatencyIndex, flow: &str, group: &str) {
+        let Some(groups) = index.series.get_mut(flow) else {
+            return;
+        };
+        let Some((group, series)) = groups.remove_entry(group) else {
+            return;
+        };
+        let Some((flow, _)) = index.series.get_key_value(flow) else {
+            return;
+        };
+        let flow = Arc::clone(flow);
+        for (topic, partition) in series {
             self.inner.checkpoint_latency.remove(&LatencyLabels {
-                flow: flow.to_string(),
-                group: group.to_string(),
+                flow: Arc::clone(&flow),
+                group: Arc::clone(&group),
                 topic,
                 partition,
             });
+        }
+        if index.series.get(&flow).is_some_and(BTreeMap::is_empty) {
+            index.series.remove(&flow);
         }
     }
 
@@ -406,15 +457,22 @@ impl Metrics {
     /// which `keep` returns false. Call it after each round with the set of
     /// groups still checkpointed.
     pub fn retain_checkpoint_latency_groups(&self, flow: &str, keep: impl Fn(&str) -> bool) {
-        let gone: Vec<String> = self
-            .latency_index()
-            .keys()
-            .filter(|(f, g)| f == flow && !keep(g))
-            .map(|(_, g)| g.clone())
+        let mut index = self.latency_index();
+        let gone: Vec<Arc<str>> = index
+            .series
+            .get(flow)
+            .into_iter()
+            .flat_map(BTreeMap::keys)
+            .filter(|g| !keep(g))
+            .cloned()
             .collect();
-        for group in gone {
-            self.remove_checkpoint_latency_group(flow, &group);
+        if gone.is_empty() {
+            return;
         }
+        for group in gone {
+            self.remove_latency_group(&mut index, flow, &group);
+        }
+        index.forget_unused_names();
     }
 
     /// Records one round of `flow` in `round_duration_seconds`.

@@ -107,6 +107,52 @@ fn checkpoint_latency_has_one_series_per_group_partition() {
     );
 }
 
+/// The interned names of the latency series, sorted.
+fn interned_names(m: &Metrics) -> Vec<String> {
+    let mut names: Vec<String> = m
+        .latency_index()
+        .names
+        .iter()
+        .map(|n| n.to_string())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn latency_series_share_one_copy_of_each_name() {
+    let m = metrics();
+    for group in ["g1", "g2"] {
+        for partition in 0..10 {
+            m.set_checkpoint_latency("A->B", group, "orders", partition, Duration::from_millis(1));
+        }
+    }
+    assert_eq!(interned_names(&m), ["A->B", "g1", "g2", "orders"]);
+    let index = m.latency_index();
+    let orders = index.names.get("orders").expect("interned");
+    let topics: Vec<&Arc<str>> = index
+        .series
+        .values()
+        .flat_map(BTreeMap::values)
+        .flatten()
+        .map(|(topic, _)| topic)
+        .collect();
+    assert_eq!(topics.len(), 20);
+    assert!(topics.iter().all(|t| Arc::ptr_eq(t, orders)));
+}
+
+#[test]
+fn removing_a_group_forgets_names_no_series_uses() {
+    let m = metrics();
+    m.set_checkpoint_latency("A->B", "gone", "only-gone", 0, Duration::from_millis(1));
+    m.set_checkpoint_latency("A->B", "gone", "shared", 0, Duration::from_millis(1));
+    m.set_checkpoint_latency("A->B", "kept", "shared", 0, Duration::from_millis(1));
+    m.remove_checkpoint_latency_group("A->B", "gone");
+    assert_eq!(interned_names(&m), ["A->B", "kept", "shared"]);
+    m.retain_checkpoint_latency_groups("A->B", |_| false);
+    assert!(interned_names(&m).is_empty());
+}
+
 #[test]
 fn removing_a_group_removes_only_its_latency_series() {
     let m = metrics();
