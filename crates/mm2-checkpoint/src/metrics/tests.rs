@@ -144,9 +144,13 @@ fn latency_series_share_one_copy_of_each_name() {
 #[test]
 fn removing_a_group_forgets_names_no_series_uses() {
     let m = metrics();
-    m.set_checkpoint_latency("A->B", "gone", "only-gone", 0, Duration::from_millis(1));
-    m.set_checkpoint_latency("A->B", "gone", "shared", 0, Duration::from_millis(1));
-    m.set_checkpoint_latency("A->B", "kept", "shared", 0, Duration::from_millis(1));
+    for (group, topic) in [
+        ("gone", "only-gone"),
+        ("gone", "shared"),
+        ("kept", "shared"),
+    ] {
+        m.set_checkpoint_latency("A->B", group, topic, 0, Duration::from_millis(1));
+    }
     m.remove_checkpoint_latency_group("A->B", "gone");
     assert_eq!(interned_names(&m), ["A->B", "kept", "shared"]);
     m.retain_checkpoint_latency_groups("A->B", |_| false);
