@@ -734,6 +734,9 @@ impl FlowContext {
             topic_filter: &self.topic_filter,
         };
         let plan = round.plan(&state.syncs, &state.checkpoints, &groups);
+        // The plan owns what it needs; free the OffsetFetch answers (~1 MB at
+        // 10,000 group-partitions) before producing.
+        drop(groups);
         let counts = plan.skip_counts();
         for (reason, n) in [
             (UntranslatableReason::NotReady, counts.not_ready),
@@ -810,30 +813,36 @@ impl FlowContext {
     }
 
     /// Encodes `cps` and produces them in chunks; each acknowledged chunk is
-    /// recorded in the store and the metrics.
+    /// recorded in the store and the metrics. Each chunk is encoded just before
+    /// it is produced, so at most one chunk of records is held at a time (at
+    /// 10,000 checkpoints, encoding all first held ~3 MB more at the peak).
     async fn produce_chunks(&self, state: &mut FlowState, cps: &[Checkpoint]) -> Result<(), Error> {
+        const CHUNK: usize = 2000;
         let ts = now_ms();
-        let mut records = Vec::with_capacity(cps.len());
-        let mut encodable = Vec::with_capacity(cps.len());
-        for cp in cps {
-            match (cp.encode_key(), cp.encode_value()) {
-                (Ok(key), Ok(value)) => {
-                    records.push(OutRecord {
-                        key,
-                        value,
-                        timestamp: ts,
-                    });
-                    encodable.push(cp.clone());
-                }
-                (Err(e), _) | (_, Err(e)) => {
-                    tracing::warn!(flow = %self.name, group = cp.key.group, tp = %cp.key.topic_partition, error = %e, "cannot encode a checkpoint; skipped");
+        let t = &self.target;
+        for chunk in cps.chunks(CHUNK) {
+            let mut recs = Vec::with_capacity(chunk.len());
+            let mut encodable = Vec::with_capacity(chunk.len());
+            for cp in chunk {
+                match (cp.encode_key(), cp.encode_value()) {
+                    (Ok(key), Ok(value)) => {
+                        recs.push(OutRecord {
+                            key,
+                            value,
+                            timestamp: ts,
+                        });
+                        encodable.push(cp.clone());
+                    }
+                    (Err(e), _) | (_, Err(e)) => {
+                        tracing::warn!(flow = %self.name, group = cp.key.group, tp = %cp.key.topic_partition, error = %e, "cannot encode a checkpoint; skipped");
+                    }
                 }
             }
-        }
-        const CHUNK: usize = 2000;
-        let t = &self.target;
-        for (recs, cps) in records.chunks(CHUNK).zip(encodable.chunks(CHUNK)) {
-            match t.produce(&self.checkpoints_topic, 0, recs).await {
+            if recs.is_empty() {
+                continue;
+            }
+            let cps = &encodable[..];
+            match t.produce(&self.checkpoints_topic, 0, &recs).await {
                 Ok(_) => {
                     state.checkpoints.on_produced(cps);
                     self.metrics
