@@ -17,11 +17,10 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::Clusters;
 
@@ -298,53 +297,11 @@ impl JavaHelpers {
     /// A helper still running after [`HELPER_TIMEOUT`] is killed and reported
     /// as failed.
     pub fn run(&self, class: &str, args: &[&str]) -> Result<String, JavaError> {
-        let mut child = self
-            .command(class)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
+        let run = crate::process::output_within(self.command(class).args(args), HELPER_TIMEOUT)
             .map_err(io_err(format!("running java {class}")))?;
-        // Drain both pipes on threads so a chatty helper cannot block on a full pipe.
-        let drain = |pipe: Option<Box<dyn Read + Send>>| {
-            std::thread::spawn(move || {
-                let mut bytes = Vec::new();
-                if let Some(mut pipe) = pipe {
-                    let _ = pipe.read_to_end(&mut bytes);
-                }
-                String::from_utf8_lossy(&bytes).into_owned()
-            })
-        };
-        let stdout = drain(
-            child
-                .stdout
-                .take()
-                .map(|p| Box::new(p) as Box<dyn Read + Send>),
-        );
-        let stderr = drain(
-            child
-                .stderr
-                .take()
-                .map(|p| Box::new(p) as Box<dyn Read + Send>),
-        );
-        let deadline = Instant::now() + HELPER_TIMEOUT;
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break Some(status),
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                Ok(None) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    break None;
-                }
-                Err(e) => return Err(io_err(format!("waiting for java {class}"))(e)),
-            }
-        };
-        let stdout = stdout.join().unwrap_or_default();
-        let stderr = stderr.join().unwrap_or_default();
+        let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+        let status = run.status;
         match status {
             Some(status) if status.success() => Ok(stdout),
             other => Err(JavaError::Failed {

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 pub mod access;
 pub mod java;
 pub mod mm2;
+pub mod process;
 
 /// Environment variable naming the cluster file; `cargo xtask test` sets it.
 pub const CLUSTERS_FILE_ENV: &str = "MM2_CLUSTERS_FILE";
