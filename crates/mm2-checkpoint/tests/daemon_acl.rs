@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::{checkpoints_in, committed_offsets, mm2, rt, sync_records, tuple};
+use common::{checkpoints_in, committed_offsets, mm2, policy, rt, sync_records, tuple};
 use e2e::access::sasl_as;
 use e2e::{Cluster as TestCluster, Credentials, Listener, clusters, unique_name};
 use mm2_checkpoint::core::{Checkpoint, TopicPartition};
@@ -126,15 +126,15 @@ impl SecureWorld {
     }
 
     fn remote(&self) -> String {
-        format!("{}.{}", self.s, self.topic)
+        policy().format_remote_topic(&self.s, &self.topic)
     }
 
     fn syncs(&self) -> String {
-        format!("mm2-offset-syncs.{}.internal", self.t)
+        policy().offset_syncs_topic(&self.t)
     }
 
     fn checkpoints_topic(&self) -> String {
-        format!("{}.checkpoints.internal", self.s)
+        policy().checkpoints_topic(&self.s)
     }
 
     /// Adds `grants` with Kafka's own ACL tool, logged in as `admin`.

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{World, rt, run_once};
+use common::{World, policy, rt, run_once};
 
 #[test]
 fn run_once_emits_translated_checkpoints_with_mm2_bytes() {
@@ -108,7 +108,7 @@ fn without_an_offset_syncs_topic_run_once_fails_and_emits_nothing() {
 fn offset_syncs_on_the_target_cluster_are_read_there() {
     let rt = rt();
     let w = World::new(&rt, "loctarget", 1);
-    let topic = format!("mm2-offset-syncs.{}.internal", w.s);
+    let topic = policy().offset_syncs_topic(&w.s);
     w.write_syncs(&rt, &w.target, &topic, &[(0, 0, 7), (0, 20, 27)]);
     let group = format!("g-{}", w.topic);
     w.commit_source(&rt, &group, &[(0, 20)]);
@@ -202,8 +202,8 @@ fn one_process_runs_both_directions_of_a_bidirectional_pair() {
     // source as `<t>.<topic>`, with its offset syncs on the target (location=source
     // of that flow) and a group committed on the target.
     let back = format!("back_{}", w.topic);
-    let back_remote = format!("{}.{back}", w.t);
-    let back_syncs = format!("mm2-offset-syncs.{}.internal", w.s);
+    let back_remote = policy().format_remote_topic(&w.t, &back);
+    let back_syncs = policy().offset_syncs_topic(&w.s);
     let back_group = format!("rev-{}", w.topic);
     rt.block_on(async {
         w.target
@@ -243,7 +243,7 @@ fn one_process_runs_both_directions_of_a_bidirectional_pair() {
         forward,
         vec![(forward_group.clone(), w.remote_topic(), 0, 40, 42)]
     );
-    let reverse_topic = format!("{}.checkpoints.internal", w.t);
+    let reverse_topic = policy().checkpoints_topic(&w.t);
     let reverse: Vec<_> = common::checkpoints_in(&rt, &w.source, &reverse_topic)
         .iter()
         .map(common::tuple)

@@ -9,13 +9,35 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use e2e::java::{CommitMode, GroupOffset, helpers};
-use e2e::mm2::{CHECKPOINTS_TOPIC, Mm2Config, Mm2Process, SOURCE_ALIAS, remote_topic};
+use e2e::mm2::{
+    CHECKPOINTS_TOPIC, Mm2Config, Mm2Process, OFFSET_SYNCS_TOPIC, SOURCE_ALIAS, TARGET_ALIAS,
+    remote_topic,
+};
 use e2e::{Listener, clusters, unique_name};
 use interop_support::{commit, ok, our_config, run_once, test_dir};
 
 const PARTITIONS: u32 = 2;
 const RECORDS: u32 = 20;
 const STARTUP_BUDGET: Duration = Duration::from_secs(120);
+
+/// The reference harness (package `e2e`, below this crate) states the names of
+/// the topics the real MM2 writes on its own; they must be the ones the core's
+/// naming rules give, or the interop tests would read the wrong topics.
+#[test]
+fn the_reference_topic_names_are_the_ones_the_core_gives() {
+    use mm2_checkpoint::core::{Flow, OffsetSyncsLocation, ReplicationPolicy};
+    let policy = ReplicationPolicy::default();
+    let flow = Flow::new(SOURCE_ALIAS, TARGET_ALIAS);
+    assert_eq!(
+        OffsetSyncsLocation::Source.topic(&policy, &flow),
+        OFFSET_SYNCS_TOPIC
+    );
+    assert_eq!(policy.checkpoints_topic(SOURCE_ALIAS), CHECKPOINTS_TOPIC);
+    assert_eq!(
+        policy.format_remote_topic(SOURCE_ALIAS, "orders"),
+        remote_topic("orders")
+    );
+}
 
 #[test]
 fn checkpoints_written_after_real_mm2_replication_are_read_by_mm2s_own_java_code() {

@@ -38,6 +38,8 @@ pub use security::{
     SecurityProtocol, TlsMaterial, TlsSettings, TrustRoots,
 };
 
+use crate::core::policy::ClusterSide;
+use crate::core::{Flow, OffsetSyncsLocation, ReplicationPolicy};
 use providers::Providers;
 use security::{ConnectionSettings, build_connection, is_connection_key};
 
@@ -69,36 +71,6 @@ impl Setting {
             None => self.origin.clone(),
         }
     }
-}
-
-/// Which `ReplicationPolicy` names remote and internal topics (spec B.1, B.3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReplicationPolicyKind {
-    /// `DefaultReplicationPolicy`: remote topics are `<source alias><sep><topic>`.
-    Default,
-    /// `IdentityReplicationPolicy`: topics keep their names (heartbeats excepted).
-    Identity,
-}
-
-/// `replication.policy.*` settings of one flow.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ReplicationPolicySettings {
-    /// The policy class.
-    pub kind: ReplicationPolicyKind,
-    /// `replication.policy.separator` (default `.`): joins alias and topic.
-    pub separator: String,
-    /// The separator used in internal topic names: `separator`, unless
-    /// `replication.policy.internal.topic.separator.enabled=false`, then `.`.
-    pub internal_separator: String,
-}
-
-/// `offset-syncs.topic.location`: which cluster holds the offset-syncs topic.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OffsetSyncsTopicLocation {
-    /// On the source cluster (MM2's default).
-    Source,
-    /// On the target cluster.
-    Target,
 }
 
 /// The raw topic and group filter lists of one flow (compiled by the core).
@@ -133,10 +105,11 @@ pub struct FlowConfig {
     pub refresh_groups_interval: Duration,
     /// Topic and group filters.
     pub filters: FilterSettings,
-    /// Replication policy and separators.
-    pub replication_policy: ReplicationPolicySettings,
+    /// The replication policy (`replication.policy.class` and its separators),
+    /// which names every topic of the flow.
+    pub replication_policy: ReplicationPolicy,
     /// `offset-syncs.topic.location` (default source).
-    pub offset_syncs_topic_location: OffsetSyncsTopicLocation,
+    pub offset_syncs_topic_location: OffsetSyncsLocation,
     /// `checkpoints.topic.replication.factor` (default 3; -1 = broker default).
     pub checkpoints_topic_replication_factor: i16,
     /// `consumer.poll.timeout.ms` (default 1000).
@@ -156,29 +129,30 @@ impl FlowConfig {
         format!("{}->{}", self.source.alias, self.target.alias)
     }
 
-    /// The offset-syncs topic, `mm2-offset-syncs<isep><alias><isep>internal`, where
-    /// the alias is T for location=source and S for location=target (spec B.2).
+    /// The flow as the core names it.
+    pub fn flow(&self) -> Flow {
+        Flow::new(self.source.alias.clone(), self.target.alias.clone())
+    }
+
+    /// The offset-syncs topic, as the replication policy names it for the
+    /// configured location (see `docs/behaviour.md` B.2).
     pub fn offset_syncs_topic(&self) -> String {
-        let alias = match self.offset_syncs_topic_location {
-            OffsetSyncsTopicLocation::Source => &self.target.alias,
-            OffsetSyncsTopicLocation::Target => &self.source.alias,
-        };
-        let isep = &self.replication_policy.internal_separator;
-        format!("mm2-offset-syncs{isep}{alias}{isep}internal")
+        self.offset_syncs_topic_location
+            .topic(&self.replication_policy, &self.flow())
     }
 
     /// The cluster holding the offset-syncs topic.
     pub fn offset_syncs_cluster(&self) -> &ClusterConnection {
-        match self.offset_syncs_topic_location {
-            OffsetSyncsTopicLocation::Source => &self.source,
-            OffsetSyncsTopicLocation::Target => &self.target,
+        match self.offset_syncs_topic_location.cluster() {
+            ClusterSide::Source => &self.source,
+            ClusterSide::Target => &self.target,
         }
     }
 
-    /// The checkpoints topic on the target, `<S><isep>checkpoints<isep>internal`.
+    /// The checkpoints topic on the target, as the replication policy names it.
     pub fn checkpoints_topic(&self) -> String {
-        let isep = &self.replication_policy.internal_separator;
-        format!("{}{isep}checkpoints{isep}internal", self.source.alias)
+        self.replication_policy
+            .checkpoints_topic(&self.source.alias)
     }
 }
 
@@ -432,16 +406,13 @@ impl Lookup<'_> {
                 },
             };
         let offset_syncs_topic_location = match get("offset-syncs.topic.location")? {
-            None => OffsetSyncsTopicLocation::Source,
-            Some(s) => match s.value.trim() {
-                "source" => OffsetSyncsTopicLocation::Source,
-                "target" => OffsetSyncsTopicLocation::Target,
-                other => {
-                    return Err(s.error(format!(
-                        "`{other}` is not valid; use `source` or `target` (lower case)"
-                    )));
-                }
-            },
+            None => OffsetSyncsLocation::default(),
+            Some(s) => s.value.trim().parse().map_err(|_| {
+                s.error(format!(
+                    "`{}` is not valid; use `source` or `target` (lower case)",
+                    s.value.trim()
+                ))
+            })?,
         };
 
         let mut filter =
@@ -498,43 +469,33 @@ impl Lookup<'_> {
             ));
         }
 
-        let kind = match get("replication.policy.class")? {
-            None => ReplicationPolicyKind::Default,
-            Some(s) => match simple_class_name(s.value.trim(), MIRROR_PACKAGE) {
-                "DefaultReplicationPolicy" => ReplicationPolicyKind::Default,
-                "IdentityReplicationPolicy" => ReplicationPolicyKind::Identity,
-                other => {
-                    return Err(s.error(format!(
-                        "replication policy `{other}` is not supported; only \
-                         {MIRROR_PACKAGE}DefaultReplicationPolicy and \
-                         {MIRROR_PACKAGE}IdentityReplicationPolicy are"
-                    )));
-                }
-            },
-        };
-        let internal_flag = get("replication.policy.internal.topic.separator.enabled")?;
-        let replication_policy = match get("replication.policy.separator")? {
-            None => ReplicationPolicySettings {
-                kind,
-                separator: ".".into(),
-                internal_separator: ".".into(),
-            },
-            Some(s) => {
-                if s.value.is_empty() {
-                    return Err(s.error("must not be empty"));
-                }
-                let use_for_internal = bool_or(internal_flag, true)?;
-                ReplicationPolicySettings {
-                    kind,
-                    internal_separator: if use_for_internal {
-                        s.value.clone()
-                    } else {
-                        ".".into()
-                    },
-                    separator: s.value,
-                }
+        let class = get("replication.policy.class")?;
+        if let Some(s) = &class {
+            let name = simple_class_name(s.value.trim(), MIRROR_PACKAGE);
+            if ReplicationPolicy::from_class(Some(name), None, None, None).is_err() {
+                return Err(s.error(format!(
+                    "replication policy `{name}` is not supported; only \
+                     {MIRROR_PACKAGE}DefaultReplicationPolicy and \
+                     {MIRROR_PACKAGE}IdentityReplicationPolicy are"
+                )));
             }
+        }
+        let internal_flag = get("replication.policy.internal.topic.separator.enabled")?;
+        let separator = get("replication.policy.separator")?;
+        // The internal-separator flag is only read (and checked) when a separator
+        // is set, as MM2 does (docs/behaviour.md B.1).
+        let internal_enabled = match &separator {
+            Some(s) if s.value.is_empty() => return Err(s.error("must not be empty")),
+            Some(_) => internal_flag.map(|s| parse_bool(&s)).transpose()?,
+            None => None,
         };
+        let replication_policy = ReplicationPolicy::from_class(
+            class.as_ref().map(|s| s.value.as_str()),
+            separator.as_ref().map(|s| s.value.as_str()),
+            internal_enabled,
+            Some(source),
+        )
+        .map_err(|e| ConfigError::for_key("replication.policy.class", e.to_string()))?;
 
         let source_settings = self.connection_settings(flow, source, "source", SOURCE_CLIENTS)?;
         let target_settings = self.connection_settings(flow, target, "target", TARGET_CLIENTS)?;

@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use super::security::{ClusterConnection, PemSource, TrustRoots};
-use super::{FlowConfig, MirrorConfig, OffsetSyncsTopicLocation, ReplicationPolicyKind};
+use super::{FlowConfig, MirrorConfig};
 
 /// Renders every flow's effective settings, secrets masked, as plain text.
 pub fn render_effective_settings(config: &MirrorConfig) -> String {
@@ -68,26 +68,27 @@ fn render_flow(out: &mut String, flow: &FlowConfig) {
     line(out, "topics.exclude", flow.filters.topics_exclude.clone());
     line(out, "groups", flow.filters.groups.clone());
     line(out, "groups.exclude", flow.filters.groups_exclude.clone());
-    let policy = match flow.replication_policy.kind {
-        ReplicationPolicyKind::Default => "DefaultReplicationPolicy",
-        ReplicationPolicyKind::Identity => "IdentityReplicationPolicy",
-    };
-    line(out, "replication.policy.class", policy.to_string());
+    let policy = &flow.replication_policy;
+    line(
+        out,
+        "replication.policy.class",
+        policy.class_name().to_string(),
+    );
     line(
         out,
         "replication.policy.separator",
-        format!("{:?}", flow.replication_policy.separator),
+        format!("{:?}", policy.separator()),
     );
     let _ = writeln!(
         out,
         "  internal topic separator = {:?}",
-        flow.replication_policy.internal_separator
+        policy.internal_separator()
     );
-    let location = match flow.offset_syncs_topic_location {
-        OffsetSyncsTopicLocation::Source => "source",
-        OffsetSyncsTopicLocation::Target => "target",
-    };
-    line(out, "offset-syncs.topic.location", location.to_string());
+    line(
+        out,
+        "offset-syncs.topic.location",
+        flow.offset_syncs_topic_location.as_str().to_string(),
+    );
     line(
         out,
         "checkpoints.topic.replication.factor",

@@ -283,18 +283,15 @@ fn filters_default_to_mm2_lists() {
 #[test]
 fn replication_policy_defaults_to_default_policy_with_dots() {
     let p = only_flow(BASE).replication_policy;
-    assert_eq!(p.kind, ReplicationPolicyKind::Default);
-    assert_eq!(p.separator, ".");
-    assert_eq!(p.internal_separator, ".");
+    assert_eq!(p.class_name(), "DefaultReplicationPolicy");
+    assert_eq!(p.separator(), ".");
+    assert_eq!(p.internal_separator(), ".");
 }
 
 #[test]
 fn offset_syncs_topic_lives_on_the_source_by_default() {
     let f = only_flow(BASE);
-    assert_eq!(
-        f.offset_syncs_topic_location,
-        OffsetSyncsTopicLocation::Source
-    );
+    assert_eq!(f.offset_syncs_topic_location, OffsetSyncsLocation::Source);
     assert_eq!(f.offset_syncs_topic(), "mm2-offset-syncs.B.internal");
     assert_eq!(f.offset_syncs_cluster().alias, "A");
     assert_eq!(f.checkpoints_topic(), "A.checkpoints.internal");
@@ -392,10 +389,7 @@ fn all_settings_are_read() {
     assert_eq!(f.admin_timeout, Duration::from_millis(3000));
     assert_eq!(f.offset_lag_max, 0);
     assert_eq!(f.checkpoints_topic_replication_factor, 1);
-    assert_eq!(
-        f.offset_syncs_topic_location,
-        OffsetSyncsTopicLocation::Target
-    );
+    assert_eq!(f.offset_syncs_topic_location, OffsetSyncsLocation::Target);
     assert_eq!(f.filters.topics_exclude, "x");
     assert_eq!(f.filters.groups_exclude, "y");
 }
@@ -516,7 +510,10 @@ fn identity_policy_is_accepted_by_simple_and_full_name() {
         "org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
     ] {
         let f = only_flow(&with(&format!("replication.policy.class = {name}")));
-        assert_eq!(f.replication_policy.kind, ReplicationPolicyKind::Identity);
+        assert_eq!(
+            f.replication_policy.class_name(),
+            "IdentityReplicationPolicy"
+        );
     }
 }
 
@@ -525,7 +522,10 @@ fn default_policy_is_accepted_by_full_name() {
     let f = only_flow(&with(
         "replication.policy.class = org.apache.kafka.connect.mirror.DefaultReplicationPolicy",
     ));
-    assert_eq!(f.replication_policy.kind, ReplicationPolicyKind::Default);
+    assert_eq!(
+        f.replication_policy.class_name(),
+        "DefaultReplicationPolicy"
+    );
 }
 
 #[test]
@@ -540,8 +540,8 @@ fn custom_replication_policy_is_an_error_naming_the_supported_ones() {
 #[test]
 fn custom_separator_is_used_for_internal_topics_by_default() {
     let f = only_flow(&with("replication.policy.separator = __"));
-    assert_eq!(f.replication_policy.separator, "__");
-    assert_eq!(f.replication_policy.internal_separator, "__");
+    assert_eq!(f.replication_policy.separator(), "__");
+    assert_eq!(f.replication_policy.internal_separator(), "__");
     assert_eq!(f.offset_syncs_topic(), "mm2-offset-syncs__B__internal");
     assert_eq!(f.checkpoints_topic(), "A__checkpoints__internal");
 }
@@ -551,8 +551,8 @@ fn internal_separator_can_stay_a_dot() {
     let f = only_flow(&with(
         "replication.policy.separator = __\nreplication.policy.internal.topic.separator.enabled = false",
     ));
-    assert_eq!(f.replication_policy.separator, "__");
-    assert_eq!(f.replication_policy.internal_separator, ".");
+    assert_eq!(f.replication_policy.separator(), "__");
+    assert_eq!(f.replication_policy.internal_separator(), ".");
     assert_eq!(f.checkpoints_topic(), "A.checkpoints.internal");
 }
 
@@ -561,7 +561,7 @@ fn internal_separator_flag_alone_changes_nothing() {
     let f = only_flow(&with(
         "replication.policy.internal.topic.separator.enabled = false",
     ));
-    assert_eq!(f.replication_policy.internal_separator, ".");
+    assert_eq!(f.replication_policy.internal_separator(), ".");
 }
 
 #[test]
@@ -569,7 +569,7 @@ fn separator_can_be_set_per_flow() {
     let f = only_flow(&with(
         "replication.policy.separator = _\nA->B.replication.policy.separator = -",
     ));
-    assert_eq!(f.replication_policy.separator, "-");
+    assert_eq!(f.replication_policy.separator(), "-");
 }
 
 #[test]

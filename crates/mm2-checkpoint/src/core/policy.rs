@@ -177,6 +177,14 @@ impl ReplicationPolicy {
         }
     }
 
+    /// The simple Java class name of the policy, as `validate` prints it.
+    pub fn class_name(&self) -> &'static str {
+        match self {
+            ReplicationPolicy::Default { .. } => "DefaultReplicationPolicy",
+            ReplicationPolicy::Identity { .. } => "IdentityReplicationPolicy",
+        }
+    }
+
     /// The separator between an alias and a topic in remote topic names.
     pub fn separator(&self) -> &str {
         match self {
@@ -384,6 +392,14 @@ pub enum ClusterSide {
 }
 
 impl OffsetSyncsLocation {
+    /// The configuration value naming this location: `source` or `target`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OffsetSyncsLocation::Source => "source",
+            OffsetSyncsLocation::Target => "target",
+        }
+    }
+
     /// The cluster holding the offset-syncs topic.
     pub fn cluster(self) -> ClusterSide {
         match self {

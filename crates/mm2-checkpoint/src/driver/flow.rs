@@ -9,8 +9,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use kafka_lite::Error;
 use kafka_protocol::error::ResponseError;
 
-use crate::config::{FlowConfig, OffsetSyncsTopicLocation, ReplicationPolicyKind};
+use crate::config::FlowConfig;
 use crate::core::format::OffsetSync as OffsetSyncRecord;
+use crate::core::policy::ClusterSide;
 use crate::core::{
     Checkpoint, CheckpointRound, CheckpointStore, CommittedOffset, DecodeError, Flow, GroupFilter,
     GroupOffsets, GroupSyncOutcome, InitMode, OffsetSyncStore, ReplicationPolicy, SkipReason,
@@ -131,18 +132,7 @@ impl FlowContext {
             target_conn.config.clone(),
         )
         .map_err(|e| SetupError::Client(cfg.target.alias.clone(), e))?;
-        let rp = &cfg.replication_policy;
-        let policy = match rp.kind {
-            ReplicationPolicyKind::Default => ReplicationPolicy::Default {
-                separator: rp.separator.clone(),
-                internal_separator: rp.internal_separator.clone(),
-            },
-            ReplicationPolicyKind::Identity => ReplicationPolicy::Identity {
-                separator: rp.separator.clone(),
-                internal_separator: rp.internal_separator.clone(),
-                source_alias: Some(cfg.source.alias.clone()),
-            },
-        };
+        let policy = cfg.replication_policy.clone();
         let opt = |s: &str| (!s.trim().is_empty()).then(|| s.to_owned());
         let f = &cfg.filters;
         let topic_filter =
@@ -151,12 +141,12 @@ impl FlowContext {
         let group_filter =
             GroupFilter::new(opt(&f.groups).as_deref(), opt(&f.groups_exclude).as_deref())
                 .map_err(|e| SetupError::Invalid(format!("flow {name}: groups filter: {e}")))?;
-        let syncs_cluster = match cfg.offset_syncs_topic_location {
-            OffsetSyncsTopicLocation::Source => source.clone(),
-            OffsetSyncsTopicLocation::Target => target.clone(),
+        let syncs_cluster = match cfg.offset_syncs_topic_location.cluster() {
+            ClusterSide::Source => source.clone(),
+            ClusterSide::Target => target.clone(),
         };
         Ok(FlowContext {
-            flow: Flow::new(cfg.source.alias.clone(), cfg.target.alias.clone()),
+            flow: cfg.flow(),
             syncs_topic: cfg.offset_syncs_topic(),
             checkpoints_topic: cfg.checkpoints_topic(),
             name,

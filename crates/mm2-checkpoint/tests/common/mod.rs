@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use e2e::{Cluster as TestCluster, Listener, clusters, unique_name};
 use mm2_checkpoint::core::format::OffsetSync;
-use mm2_checkpoint::core::{Checkpoint, TopicPartition};
+use mm2_checkpoint::core::{Checkpoint, ReplicationPolicy, TopicPartition};
 use mm2_checkpoint::driver::kafka::{Cluster, OutRecord};
 
 /// A tokio runtime for the async client calls.
@@ -51,6 +51,24 @@ pub struct World {
     pub dir: PathBuf,
 }
 
+/// The replication policy the tests' flows use (MM2's default, separator `.`):
+/// every topic name a test needs comes from the core's naming rules.
+pub fn policy() -> ReplicationPolicy {
+    ReplicationPolicy::default()
+}
+
+/// The name of `topic` of cluster `source` on the target: unchanged under the
+/// identity policy, else as the default policy names remote topics.
+fn remote_name(identity: bool, source: &str, topic: &str) -> String {
+    if identity {
+        ReplicationPolicy::new_identity(None, None, Some(source))
+            .expect("identity policy")
+            .format_remote_topic(source, topic)
+    } else {
+        policy().format_remote_topic(source, topic)
+    }
+}
+
 impl World {
     /// A fresh world; `topic` gets `partitions` partitions on the source and its
     /// remote twin `<s>.<topic>` on the target.
@@ -77,11 +95,7 @@ impl World {
                 .create_topic(&topic, partitions, 1, &[])
                 .await
                 .expect("create source topic");
-            let remote = if identity {
-                topic.clone()
-            } else {
-                format!("{s}.{topic}")
-            };
+            let remote = remote_name(identity, &s, &topic);
             target
                 .create_topic(&remote, partitions, 1, &[])
                 .await
@@ -89,11 +103,7 @@ impl World {
         });
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(&id);
         std::fs::create_dir_all(&dir).expect("test dir");
-        let remote = if identity {
-            topic.clone()
-        } else {
-            format!("{s}.{topic}")
-        };
+        let remote = remote_name(identity, &s, &topic);
         World {
             s,
             t,
@@ -107,12 +117,12 @@ impl World {
 
     /// The offset-syncs topic for location=source.
     pub fn syncs_topic(&self) -> String {
-        format!("mm2-offset-syncs.{}.internal", self.t)
+        policy().offset_syncs_topic(&self.t)
     }
 
     /// The checkpoints topic on the target.
     pub fn checkpoints_topic(&self) -> String {
-        format!("{}.checkpoints.internal", self.s)
+        policy().checkpoints_topic(&self.s)
     }
 
     /// Writes offset syncs `(partition, upstream, downstream)` of the upstream
