@@ -257,15 +257,21 @@ impl Lookup<'_> {
         // The internal-separator flag is only read (and checked) when a separator
         // is set, as MM2 does (docs/behaviour.md B.1).
         let internal_enabled = match &separator {
-            Some(s) if s.value.is_empty() => return Err(s.error("must not be empty")),
             Some(_) => internal_flag.map(|s| parse_bool(&s)).transpose()?,
             None => None,
         };
+        // MM2 puts the flow's aliases into each connector's config only if
+        // absent, so a top-level `source.cluster.alias` renames every flow's
+        // source and `S->T.source.cluster.alias` one flow's (docs/behaviour.md F.2).
+        let source_alias =
+            get("source.cluster.alias")?.map_or_else(|| source.to_string(), |s| s.value);
+        let target_alias =
+            get("target.cluster.alias")?.map_or_else(|| target.to_string(), |s| s.value);
         let replication_policy = ReplicationPolicy::from_class(
             class.as_ref().map(|s| s.value.as_str()),
             separator.as_ref().map(|s| s.value.as_str()),
             internal_enabled,
-            Some(source),
+            Some(&source_alias),
         )
         .map_err(|e| ConfigError::for_key("replication.policy.class", e.to_string()))?;
 
@@ -282,6 +288,8 @@ impl Lookup<'_> {
         Ok(FlowConfig {
             source: source_conn,
             target: target_conn,
+            source_alias,
+            target_alias,
             emit_checkpoints_interval,
             sync_group_offsets_enabled,
             sync_group_offsets_interval,

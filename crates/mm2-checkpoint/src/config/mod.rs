@@ -95,6 +95,14 @@ pub struct FlowConfig {
     pub source: ClusterConnection,
     /// Connection to the target cluster T.
     pub target: ClusterConnection,
+    /// `source.cluster.alias` (default: S): the alias MM2's connector for this
+    /// flow uses in topic names (the checkpoints topic, remote topics, the
+    /// offset-syncs topic with location=target).
+    pub source_alias: String,
+    /// `target.cluster.alias` (default: T): the alias used in the offset-syncs
+    /// topic's name with location=source, and to recognise topics that came
+    /// back from the target.
+    pub target_alias: String,
     /// `emit.checkpoints.interval.seconds` (default 60).
     pub emit_checkpoints_interval: Duration,
     /// `sync.group.offsets.enabled` (default false).
@@ -131,9 +139,10 @@ impl FlowConfig {
         format!("{}->{}", self.source.alias, self.target.alias)
     }
 
-    /// The flow as the core names it.
+    /// The flow as its topic names see it: the (possibly overridden) aliases
+    /// `source.cluster.alias -> target.cluster.alias`.
     pub fn flow(&self) -> Flow {
-        Flow::new(self.source.alias.clone(), self.target.alias.clone())
+        Flow::new(self.source_alias.clone(), self.target_alias.clone())
     }
 
     /// The offset-syncs topic, as the replication policy names it for the
@@ -154,7 +163,7 @@ impl FlowConfig {
     /// The checkpoints topic on the target, as the replication policy names it.
     pub fn checkpoints_topic(&self) -> String {
         self.replication_policy
-            .checkpoints_topic(&self.source.alias)
+            .checkpoints_topic(&self.source_alias)
     }
 }
 
@@ -245,7 +254,6 @@ impl MirrorConfig {
         })
     }
 }
-
 
 #[cfg(test)]
 mod tests;

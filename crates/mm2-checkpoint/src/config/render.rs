@@ -68,6 +68,16 @@ fn render_flow(out: &mut String, flow: &FlowConfig) {
     line(out, "topics.exclude", flow.filters.topics_exclude.clone());
     line(out, "groups", flow.filters.groups.clone());
     line(out, "groups.exclude", flow.filters.groups_exclude.clone());
+    line(
+        out,
+        "source.cluster.alias",
+        format!("{:?}", flow.source_alias),
+    );
+    line(
+        out,
+        "target.cluster.alias",
+        format!("{:?}", flow.target_alias),
+    );
     let policy = &flow.replication_policy;
     line(
         out,

@@ -572,13 +572,60 @@ fn separator_can_be_set_per_flow() {
     assert_eq!(f.replication_policy.separator(), "-");
 }
 
+/// MM2 accepts an empty separator; with an empty `source.cluster.alias` (a
+/// public Confluent Cloud template sets both) remote topics keep their names.
 #[test]
-fn empty_separator_is_an_error() {
-    assert_rejected(
-        &with("replication.policy.separator ="),
-        "replication.policy.separator",
-        &[],
+fn empty_separator_and_source_alias_keep_topic_names_as_in_mm2() {
+    let f = only_flow(&with(
+        "source.cluster.alias =\nreplication.policy.separator =",
+    ));
+    assert_eq!(f.replication_policy.separator(), "");
+    assert_eq!(f.source_alias, "");
+    assert_eq!(
+        f.replication_policy
+            .format_remote_topic(&f.flow().source, "orders"),
+        "orders"
     );
+    assert_eq!(f.checkpoints_topic(), "checkpointsinternal");
+    assert_eq!(f.offset_syncs_topic(), "mm2-offset-syncsBinternal");
+    assert_eq!(f.name(), "A->B");
+}
+
+/// A top-level `source.cluster.alias` renames the source of every flow (MM2
+/// adds the flow's own alias only if the key is absent); a flow-level one wins.
+#[test]
+fn cluster_alias_overrides_name_the_topics_as_in_mm2() {
+    let f = only_flow(&with("source.cluster.alias = X"));
+    assert_eq!(f.source_alias, "X");
+    assert_eq!(f.target_alias, "B");
+    assert_eq!(f.checkpoints_topic(), "X.checkpoints.internal");
+    assert_eq!(f.offset_syncs_topic(), "mm2-offset-syncs.B.internal");
+    assert_eq!(f.offset_syncs_cluster().alias, "A");
+    assert_eq!(
+        f.origins["source.cluster.alias"],
+        "source.cluster.alias (line 5)"
+    );
+
+    let f = only_flow(&with(
+        "source.cluster.alias = X\nA->B.source.cluster.alias = Z\n\
+         A->B.target.cluster.alias = Y\noffset-syncs.topic.location = target",
+    ));
+    assert_eq!(
+        (f.source_alias.as_str(), f.target_alias.as_str()),
+        ("Z", "Y")
+    );
+    assert_eq!(f.checkpoints_topic(), "Z.checkpoints.internal");
+    assert_eq!(f.offset_syncs_topic(), "mm2-offset-syncs.Z.internal");
+    assert_eq!(f.offset_syncs_cluster().alias, "B");
+    assert_eq!(f.flow().to_string(), "Z->Y");
+    assert_eq!(f.name(), "A->B");
+
+    let f = only_flow(&with(
+        "A->B.target.cluster.alias = Y\nreplication.policy.class = IdentityReplicationPolicy\n\
+         A->B.source.cluster.alias = Z",
+    ));
+    assert_eq!(f.replication_policy.topic_source("orders"), Some("Z"));
+    assert_eq!(f.offset_syncs_topic(), "mm2-offset-syncs.Y.internal");
 }
 
 #[test]

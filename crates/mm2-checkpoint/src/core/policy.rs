@@ -54,9 +54,6 @@ impl fmt::Display for Flow {
 /// Why a replication policy could not be built from configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PolicyError {
-    /// `replication.policy.separator` is empty, which would split names between every
-    /// character.
-    EmptySeparator,
     /// `replication.policy.class` names a class we do not implement.
     UnknownClass(String),
 }
@@ -64,9 +61,6 @@ pub enum PolicyError {
 impl fmt::Display for PolicyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            PolicyError::EmptySeparator => {
-                f.write_str("replication.policy.separator must not be empty")
-            }
             PolicyError::UnknownClass(class) => write!(
                 f,
                 "replication.policy.class `{class}` is not supported; use \
@@ -114,15 +108,14 @@ impl Default for ReplicationPolicy {
 ///
 /// `replication.policy.internal.topic.separator.enabled` is only looked at when
 /// `replication.policy.separator` is present; when it is `false` internal topic
-/// names use `.`.
+/// names use `.`. An empty separator is accepted as MM2 accepts it: remote names
+/// are then `alias + topic`, and a name's source is its first character (see
+/// [`ReplicationPolicy::topic_source`]).
 fn separators(
     separator: Option<&str>,
     internal_separator_enabled: Option<bool>,
 ) -> Result<(String, String), PolicyError> {
     let sep = separator.unwrap_or(".");
-    if sep.is_empty() {
-        return Err(PolicyError::EmptySeparator);
-    }
     let internal = match (separator, internal_separator_enabled) {
         (Some(_), Some(false)) => ".",
         _ => sep,
@@ -229,8 +222,18 @@ impl ReplicationPolicy {
     ///
     /// At least two pieces remain exactly when the separator occurs and some piece
     /// after the first is non-empty, which is checked without allocating.
+    ///
+    /// An empty separator matches between every two characters (Java drops the
+    /// empty piece a zero-width match at the start would give), so a name of two
+    /// or more characters has its first character as source: `orders` → `o`.
     fn default_topic_source<'t>(&self, topic: &'t str) -> Option<&'t str> {
         let sep = self.separator();
+        if sep.is_empty() {
+            let mut chars = topic.char_indices();
+            chars.next()?;
+            let (second, _) = chars.next()?;
+            return Some(&topic[..second]);
+        }
         let (first, rest) = topic.split_once(sep)?;
         rest.split(sep).any(|p| !p.is_empty()).then_some(first)
     }
@@ -676,16 +679,46 @@ mod tests {
             ReplicationPolicy::from_class(Some("com.example.Custom"), None, None, None),
             Err(PolicyError::UnknownClass("com.example.Custom".into()))
         );
-        assert_eq!(
-            ReplicationPolicy::new_default(Some(""), None),
-            Err(PolicyError::EmptySeparator)
-        );
+    }
+
+    /// MM2 accepts an empty separator (a public Confluent Cloud template sets it,
+    /// with an empty `source.cluster.alias`, to keep topic names unchanged).
+    /// Java's `split` on an empty pattern cuts between every character, so
+    /// `topicSource` is a name's first character and `upstreamTopic` the rest.
+    #[test]
+    fn an_empty_separator_behaves_as_in_mm2() {
+        let p = ReplicationPolicy::new_default(Some(""), None).unwrap();
+        assert_eq!(p.format_remote_topic("", "orders"), "orders");
+        assert_eq!(p.format_remote_topic("A", "orders"), "Aorders");
+        assert_eq!(p.topic_source("orders"), Some("o"));
+        assert_eq!(p.topic_source("o"), None);
+        assert_eq!(p.topic_source(""), None);
+        assert_eq!(p.topic_source("éa"), Some("é"));
+        assert_eq!(p.upstream_topic("orders"), Some("rders"));
+        assert_eq!(p.original_topic("orders"), "s");
+        assert_eq!(p.checkpoints_topic(""), "checkpointsinternal");
+        assert_eq!(p.checkpoints_topic("A"), "Acheckpointsinternal");
+        assert_eq!(p.offset_syncs_topic("B"), "mm2-offset-syncsBinternal");
+        assert!(p.is_checkpoints_topic("Acheckpointsinternal"));
+        let flow = Flow::new("", "target");
+        assert_eq!(p.checkpoint_topic(&flow, "orders"), "orders");
+        let dotted = ReplicationPolicy::new_default(Some(""), Some(false)).unwrap();
+        assert_eq!(dotted.checkpoints_topic(""), ".checkpoints.internal");
     }
 
     /// Reference model of Java's `topic.split(Pattern.quote(sep))` + "first piece if
-    /// at least two".
+    /// at least two". An empty pattern matches at every position, and Java keeps no
+    /// leading empty piece for a zero-width match at the start: one piece per
+    /// character.
     fn java_split_source<'t>(topic: &'t str, sep: &str) -> Option<&'t str> {
-        let mut pieces: Vec<&str> = topic.split(sep).collect();
+        let mut pieces: Vec<&str> = if sep.is_empty() {
+            topic
+                .char_indices()
+                .map(|(i, c)| &topic[i..i + c.len_utf8()])
+                .collect()
+        } else {
+            topic.split(sep).collect()
+        };
         while pieces.last().is_some_and(|p| p.is_empty()) {
             pieces.pop();
         }
@@ -698,7 +731,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn topic_source_matches_java_split_model(topic in "[ab._]{0,12}", sep in prop_oneof![Just("."), Just("__"), Just("a.")]) {
+        fn topic_source_matches_java_split_model(topic in "[ab._]{0,12}", sep in prop_oneof![Just("."), Just("__"), Just("a."), Just("")]) {
             let p = ReplicationPolicy::new_default(Some(sep), None).unwrap();
             prop_assert_eq!(p.topic_source(&topic), java_split_source(&topic, sep));
         }
