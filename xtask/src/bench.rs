@@ -40,6 +40,7 @@ use mm2_checkpoint::driver::kafka::{Cluster, OutRecord};
 use serde::Serialize;
 
 use crate::kafka::{self, ClustersFile, Layout};
+use crate::topics;
 
 const USAGE: &str = "\
 usage: cargo xtask bench [-- CRITERION ARGS]
@@ -858,7 +859,7 @@ impl Flow {
     }
 
     fn checkpoints_topic(&self) -> String {
-        format!("{}.checkpoints.internal", self.source_alias)
+        topics::checkpoints(&self.source_alias)
     }
 
     fn with_source_alias(&self, alias: &str) -> Flow {
@@ -873,17 +874,13 @@ impl Flow {
     }
 }
 
-fn syncs_topic(target_alias: &str) -> String {
-    format!("mm2-offset-syncs.{target_alias}.internal")
-}
-
 impl Bench {
     /// A fresh topic, its syncs (SYNCS_PER_PARTITION per partition, or
     /// `total_syncs` spread over the partitions), and `groups` committed at the
     /// newest sync of every partition.
     fn seed(&self, flow: &Flow, total_syncs: Option<u64>) -> Result<()> {
         let s = &self.source;
-        let syncs = syncs_topic(&flow.target_alias);
+        let syncs = topics::offset_syncs(&flow.target_alias);
         self.rt.block_on(async {
             lite(
                 &format!("creating {}", flow.topic),

@@ -22,6 +22,7 @@ use mm2_checkpoint::driver::kafka::Cluster;
 
 use crate::demo::{self, PARTITIONS, SYNC_POINTS, Seed};
 use crate::kafka::{self, ClusterInfo, Layout};
+use crate::topics;
 
 /// Where the config and CA file live inside the root.
 pub const CONFIG_IN_ROOT: &str = "/mm2.properties";
@@ -133,7 +134,7 @@ impl Clusters {
         let latest = SYNC_POINTS.last().copied().unwrap_or(0);
         let groups = vec![(round.group.clone(), [latest; 3])];
         let remote = round.remote_topic();
-        let syncs = format!("mm2-offset-syncs.{}.internal", round.target_alias);
+        let syncs = topics::offset_syncs(&round.target_alias);
         self.rt
             .block_on(demo::seed_flow(
                 &self.source_client,
@@ -264,11 +265,11 @@ pub struct Round {
 
 impl Round {
     fn remote_topic(&self) -> String {
-        format!("{}.{}", self.source_alias, self.topic)
+        topics::remote(&self.source_alias, &self.topic)
     }
 
     fn checkpoints_topic(&self) -> String {
-        format!("{}.checkpoints.internal", self.source_alias)
+        topics::checkpoints(&self.source_alias)
     }
 }
 

@@ -26,6 +26,7 @@ mod oci;
 mod prereqs;
 mod probe;
 mod soak;
+mod topics;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
