@@ -22,7 +22,7 @@ use mm2_checkpoint::driver::kafka::Cluster;
 
 use crate::demo::{self, PARTITIONS, SYNC_POINTS, Seed};
 use crate::kafka::{self, ClusterInfo, Layout};
-use crate::topics;
+use crate::{probe, procfs, topics};
 
 /// Where the config and CA file live inside the root.
 pub const CONFIG_IN_ROOT: &str = "/mm2.properties";
@@ -409,7 +409,7 @@ pub fn footprint(workspace: &Path, args: &[&str]) -> Result<()> {
             if started.elapsed() > std::time::Duration::from_secs(60) {
                 bail!("not ready after 60 s");
             }
-            if http_status(&addr, "/readyz") == Some(200) {
+            if probe::http_status(&addr, "/readyz") == Some(200) {
                 break started.elapsed();
             }
             std::thread::sleep(std::time::Duration::from_millis(5));
@@ -417,13 +417,9 @@ pub fn footprint(workspace: &Path, args: &[&str]) -> Result<()> {
         println!("daemon: start to /readyz 200 in {} ms", ready.as_millis());
         // First round is done with readiness; sample while idle before the next.
         std::thread::sleep(std::time::Duration::from_secs(3));
-        let status = fs::read_to_string(format!("/proc/{}/status", child.id()))?;
+        let status = procfs::status(child.id())?;
         for key in ["VmRSS:", "VmHWM:"] {
-            let value = status
-                .lines()
-                .find_map(|l| l.strip_prefix(key))
-                .map(str::trim)
-                .unwrap_or("?");
+            let value = procfs::status_value(&status, key).unwrap_or("?");
             println!("daemon idle after the first round: {key} {value}");
         }
         Ok(())
@@ -431,18 +427,4 @@ pub fn footprint(workspace: &Path, args: &[&str]) -> Result<()> {
     let _ = child.kill();
     let _ = child.wait();
     result
-}
-
-/// The HTTP status of `GET path` on `addr`, or `None` if there is no answer.
-fn http_status(addr: &str, path: &str) -> Option<u16> {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(addr).ok()?;
-    stream
-        .set_read_timeout(Some(std::time::Duration::from_secs(2)))
-        .ok()?;
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
-    let mut head = [0u8; 16];
-    let n = stream.read(&mut head).ok()?;
-    let text = std::str::from_utf8(head.get(..n)?).ok()?;
-    text.split_whitespace().nth(1)?.parse().ok()
 }

@@ -53,6 +53,7 @@ use crate::maven::{KAFKA_VERSION, KafkaRuntime};
 /// Name (and directory) of the older-Kafka cluster.
 const LEGACY_NAME: &str = "legacy";
 use crate::probe;
+use crate::procfs::{self, is_running};
 
 /// The clusters we run, in start order.
 const CLUSTER_NAMES: [&str; 3] = ["source", "target", SECURE_CLUSTER];
@@ -1013,24 +1014,11 @@ pub(crate) fn signal(pid: u32, sig: &str) -> Result<()> {
 /// True if `pid` is a live (non-zombie) Kafka JVM started with our `config`.
 /// Guards against pid reuse and against other worktrees' brokers.
 fn is_our_broker(pid: u32, config: &Path) -> bool {
-    let Ok(cmdline) = fs::read(format!("/proc/{pid}/cmdline")) else {
+    let Some(args) = procfs::cmdline(pid) else {
         return false;
     };
-    let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
-    let config = config.as_os_str().as_encoded_bytes();
-    args.contains(&b"kafka.Kafka".as_slice()) && args.contains(&config)
-}
-
-/// True if `pid` exists and is not a zombie (our unreaped, exited child).
-pub(crate) fn is_running(pid: u32) -> bool {
-    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    // Format: `pid (comm) state ...`; comm may contain spaces, so split after the last ')'.
-    let state = stat
-        .rsplit_once(')')
-        .and_then(|(_, rest)| rest.split_whitespace().next());
-    !matches!(state, None | Some("Z") | Some("X"))
+    let has = |arg: &[u8]| args.iter().any(|a| a == arg);
+    has(b"kafka.Kafka") && has(config.as_os_str().as_encoded_bytes())
 }
 
 /// Reserves `n` distinct free loopback ports (bound together, then released).

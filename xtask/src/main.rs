@@ -25,6 +25,7 @@ mod mm2;
 mod oci;
 mod prereqs;
 mod probe;
+mod procfs;
 mod soak;
 mod topics;
 

@@ -23,7 +23,7 @@ use mm2_checkpoint::core::{Checkpoint, TopicPartition};
 use mm2_checkpoint::driver::kafka::{Cluster, OutRecord};
 
 use crate::kafka::{self, Layout};
-use crate::topics;
+use crate::{probe, topics};
 
 const PARTITIONS: i32 = 2;
 const GROUPS: [&str; 3] = ["soak-g0", "soak-g1", "soak-g2"];
@@ -92,11 +92,7 @@ impl Daemon {
     }
 
     fn ready(&self) -> Option<u16> {
-        crate::bench::http_get(&self.addr, "/readyz")?
-            .split_whitespace()
-            .nth(1)?
-            .parse()
-            .ok()
+        probe::http_status(&self.addr, "/readyz")
     }
 
     fn log_text(&self) -> String {
