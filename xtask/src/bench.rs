@@ -37,7 +37,7 @@ use mm2_checkpoint::core::format::{Checkpoint, OffsetSync};
 use mm2_checkpoint::driver::kafka::{Cluster, OutRecord};
 use serde::Serialize;
 
-use crate::kafka::{self, ClustersFile, Layout};
+use crate::kafka::{self, ClustersFile, ClustersGuard, GuardNotes, Layout};
 use crate::topics;
 use crate::{probe, procfs};
 
@@ -98,7 +98,9 @@ pub fn run(root: &Path, args: &[&str]) -> Result<ExitCode> {
 struct ClusterEnv {
     file: ClustersFile,
     path: PathBuf,
-    started: Option<Layout>,
+    /// This worktree's clusters, stopped on drop if started here; `None`
+    /// for `$MM2_CLUSTERS_FILE`'s.
+    _clusters: Option<ClustersGuard>,
 }
 
 impl ClusterEnv {
@@ -113,25 +115,24 @@ impl ClusterEnv {
             return Ok(ClusterEnv {
                 file,
                 path,
-                started: None,
+                _clusters: None,
             });
         }
         let layout = Layout::new(root);
-        let started_here = kafka::up(&layout)?;
-        let stop = started_here.then(|| layout.clone());
-        let file = match kafka::read_clusters_file(&layout) {
-            Ok(file) => file,
-            Err(e) => {
-                if let Some(l) = &stop {
-                    let _ = kafka::down(l);
-                }
-                return Err(e);
-            }
-        };
+        let clusters = ClustersGuard::up(
+            &layout,
+            GuardNotes {
+                prefix: "bench",
+                leaving: None,
+                timed: false,
+            },
+        )?;
+        // An error here drops `clusters`, which stops what it started.
+        let file = kafka::read_clusters_file(&layout)?;
         Ok(ClusterEnv {
             file,
             path: layout.clusters_file(),
-            started: stop,
+            _clusters: Some(clusters),
         })
     }
 
@@ -144,16 +145,6 @@ impl ClusterEnv {
             .bootstrap
             .plaintext
             .clone())
-    }
-}
-
-impl Drop for ClusterEnv {
-    fn drop(&mut self) {
-        if let Some(layout) = &self.started
-            && let Err(e) = kafka::down(layout)
-        {
-            eprintln!("bench: warning: stopping the clusters failed: {e:#}");
-        }
     }
 }
 

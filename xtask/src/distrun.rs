@@ -21,7 +21,7 @@ use mm2_checkpoint::core::format::Checkpoint;
 use mm2_checkpoint::driver::kafka::Cluster;
 
 use crate::demo::{self, PARTITIONS, SYNC_POINTS, Seed};
-use crate::kafka::{self, ClusterInfo, Layout};
+use crate::kafka::{self, ClusterInfo, ClustersGuard, GuardNotes, Layout};
 use crate::{probe, procfs, topics};
 
 /// Where the config and CA file live inside the root.
@@ -52,10 +52,12 @@ impl Protocol {
 }
 
 /// The test clusters, started by [`Clusters::up`] if they were not running
-/// and stopped again on drop only in that case.
+/// and stopped again on drop only in that case (a [`ClustersGuard`]), with a
+/// client for each.
 pub struct Clusters {
-    layout: Layout,
-    started_here: bool,
+    /// Declared first: stops the clusters (if started here) before the
+    /// clients and runtime go.
+    _clusters: ClustersGuard,
     source: ClusterInfo,
     target: ClusterInfo,
     source_client: Cluster,
@@ -66,25 +68,24 @@ pub struct Clusters {
 impl Clusters {
     /// Brings the clusters up (if needed) and connects to both over PLAINTEXT.
     pub fn up(layout: &Layout) -> Result<Clusters> {
-        let started_here = kafka::up(layout)?;
-        // From here on, a failure must still stop what we started.
-        let down_on_error = |e: anyhow::Error| {
-            if started_here {
-                if let Err(down) = kafka::down(layout) {
-                    eprintln!("xtask: warning: stopping the clusters failed: {down:#}");
-                }
-            }
-            e
-        };
-        let file = kafka::read_clusters_file(layout).map_err(down_on_error)?;
+        let clusters = ClustersGuard::up(
+            layout,
+            GuardNotes {
+                prefix: "xtask",
+                leaving: Some("leaving the clusters running (they were up before dist-test)"),
+                timed: false,
+            },
+        )?;
+        // From here on, a failure drops `clusters`, which stops what it started.
+        let file = kafka::read_clusters_file(layout)?;
         let get = |name: &str| -> Result<ClusterInfo> {
             file.clusters
                 .get(name)
                 .cloned()
                 .with_context(|| format!("cluster {name} missing from clusters.json"))
         };
-        let source = get("source").map_err(down_on_error)?;
-        let target = get("target").map_err(down_on_error)?;
+        let source = get("source")?;
+        let target = get("target")?;
         let connect = |info: &ClusterInfo| {
             Cluster::new(
                 &info.name,
@@ -93,16 +94,14 @@ impl Clusters {
             )
             .with_context(|| format!("client for {}", info.name))
         };
-        let source_client = connect(&source).map_err(down_on_error)?;
-        let target_client = connect(&target).map_err(down_on_error)?;
+        let source_client = connect(&source)?;
+        let target_client = connect(&target)?;
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .context("tokio runtime")
-            .map_err(down_on_error)?;
+            .context("tokio runtime")?;
         Ok(Clusters {
-            layout: layout.clone(),
-            started_here,
+            _clusters: clusters,
             source,
             target,
             source_client,
@@ -235,18 +234,6 @@ impl Clusters {
             }
         }
         Ok(())
-    }
-}
-
-impl Drop for Clusters {
-    fn drop(&mut self) {
-        if self.started_here {
-            if let Err(e) = kafka::down(&self.layout) {
-                eprintln!("xtask: warning: stopping the clusters failed: {e:#}");
-            }
-        } else {
-            eprintln!("xtask: leaving the clusters running (they were up before dist-test)");
-        }
     }
 }
 

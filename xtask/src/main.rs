@@ -253,7 +253,14 @@ fn workspace_root() -> PathBuf {
 fn test(layout: &kafka::Layout, extra: &[&str]) -> Result<ExitCode> {
     let total = Instant::now();
     let phase = Instant::now();
-    let started_here = kafka::up(layout)?;
+    let clusters = kafka::ClustersGuard::up(
+        layout,
+        kafka::GuardNotes {
+            prefix: "xtask",
+            leaving: Some("leaving the clusters running (they were up before this command)"),
+            timed: true,
+        },
+    )?;
     eprintln!(
         "xtask: phase `kafka up` took {:.1}s",
         phase.elapsed().as_secs_f64()
@@ -261,18 +268,7 @@ fn test(layout: &kafka::Layout, extra: &[&str]) -> Result<ExitCode> {
 
     let result = run_cargo_tests(layout, extra);
 
-    if started_here {
-        let phase = Instant::now();
-        if let Err(e) = kafka::down(layout) {
-            eprintln!("xtask: warning: stopping the clusters failed: {e:#}");
-        }
-        eprintln!(
-            "xtask: phase `kafka down` took {:.1}s",
-            phase.elapsed().as_secs_f64()
-        );
-    } else {
-        eprintln!("xtask: leaving the clusters running (they were up before this command)");
-    }
+    drop(clusters);
     eprintln!("xtask: test total {:.1}s", total.elapsed().as_secs_f64());
     result
 }
