@@ -9,11 +9,12 @@
 //! - `cargo xtask dist`, `dist-test`: static musl release binaries (see [`dist`]).
 //! - `cargo xtask image`: a `FROM scratch` OCI image of them (see [`oci`]).
 //! - `cargo xtask bench [mm2]`: criterion benches, and the side-by-side
-//!   benchmark against MirrorMaker 2 (see [`bench`]).
+//!   benchmark against MirrorMaker 2 (see [`perf::bench`]).
+//! - `cargo xtask soak`, `footprint`: the fault soak and the release
+//!   binary's memory and start-up figures (see [`perf`]).
 //! - `cargo xtask fuzz [--seconds N] [TARGET...]`: every cargo-fuzz target for
 //!   N seconds each (see [`fuzz`]).
 
-mod bench;
 mod certs;
 mod demo;
 mod dist;
@@ -23,10 +24,10 @@ mod kafka;
 mod maven;
 mod mm2;
 mod oci;
+mod perf;
 mod prereqs;
 mod probe;
 mod procfs;
-mod soak;
 mod topics;
 
 use std::path::{Path, PathBuf};
@@ -219,7 +220,7 @@ fn run(args: &[String]) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         ["footprint", rest @ ..] => {
-            distrun::footprint(&workspace_root(), rest)?;
+            perf::footprint::run(&workspace_root(), rest)?;
             Ok(ExitCode::SUCCESS)
         }
         ["image", rest @ ..] => {
@@ -227,8 +228,8 @@ fn run(args: &[String]) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         ["fuzz", rest @ ..] => fuzz::run(&workspace_root(), rest),
-        ["soak", rest @ ..] => soak::run(&workspace_root(), rest),
-        ["bench", rest @ ..] => bench::run(&workspace_root(), rest),
+        ["soak", rest @ ..] => perf::soak::run(&workspace_root(), rest),
+        ["bench", rest @ ..] => perf::bench::run(&workspace_root(), rest),
         [] | ["help"] | ["--help"] | ["-h"] => {
             println!("{USAGE}");
             Ok(ExitCode::SUCCESS)

@@ -38,8 +38,7 @@ use mm2_checkpoint::driver::kafka::{Cluster, OutRecord};
 use serde::Serialize;
 
 use crate::kafka::{self, ClustersFile, ClustersGuard, GuardNotes, Layout};
-use crate::topics;
-use crate::{probe, procfs};
+use crate::{probe, procfs, topics};
 
 const USAGE: &str = "\
 usage: cargo xtask bench [-- CRITERION ARGS]
