@@ -18,7 +18,6 @@
 mod certs;
 mod demo;
 mod dist;
-mod distrun;
 mod fuzz;
 mod kafka;
 mod maven;
@@ -212,11 +211,11 @@ fn run(args: &[String]) -> Result<ExitCode> {
             test(&layout, extra)
         }
         ["dist", rest @ ..] => {
-            dist::dist(&workspace_root(), rest)?;
+            dist::build::dist(&workspace_root(), rest)?;
             Ok(ExitCode::SUCCESS)
         }
         ["dist-test", rest @ ..] => {
-            dist::dist_test(&workspace_root(), rest)?;
+            dist::test::dist_test(&workspace_root(), rest)?;
             Ok(ExitCode::SUCCESS)
         }
         ["footprint", rest @ ..] => {

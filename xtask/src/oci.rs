@@ -32,7 +32,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::dist::{self, Arch, BINARY, Package, RUN_AS, Variant};
+use crate::dist::artefact::{self as dist, Arch, BINARY, Package, RUN_AS, Variant};
 
 const MEDIA_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 const MEDIA_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";

@@ -2,8 +2,9 @@
 //! memory and start-up figures against the test clusters, for
 //! docs/benchmarks.md.
 //!
-//! It reuses `dist-test`'s seeded rounds ([`crate::distrun`]) for its flow
-//! and [`crate::dist::Package`] to find the artefact `cargo xtask dist` built.
+//! It reuses `dist-test`'s seeded rounds ([`crate::dist::run`]) for its flow
+//! and [`crate::dist::artefact::Package`] to find the artefact `cargo xtask
+//! dist` built.
 
 use std::fs;
 use std::path::Path;
@@ -11,8 +12,8 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 
 use crate::demo::{PARTITIONS, SYNC_POINTS};
-use crate::dist::{Arch, Package, Variant};
-use crate::distrun::{Clusters, Protocol};
+use crate::dist::artefact::{Arch, Package, Variant};
+use crate::dist::run::{Protocol, Testbed};
 use crate::kafka::Layout;
 use crate::{probe, procfs};
 
@@ -43,7 +44,7 @@ pub fn run(workspace: &Path, args: &[&str]) -> Result<()> {
     if !binary.is_file() {
         bail!("{} missing: run `cargo xtask dist` first", binary.display());
     }
-    let clusters = Clusters::up(&Layout::new(workspace))?;
+    let clusters = Testbed::up(&Layout::new(workspace))?;
     let round = clusters.prepare("footprint")?;
     let latest = SYNC_POINTS.last().copied().unwrap_or(0);
     let names: Vec<String> = (0..groups)

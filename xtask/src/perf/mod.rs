@@ -11,7 +11,8 @@
 //! that run against any server, so they earn their own binary. Ours are not:
 //! each one leans on xtask's test-cluster harness ([`crate::kafka`]'s layout
 //! and [`crate::kafka::ClustersGuard`]), its seeding ([`crate::demo`],
-//! [`crate::distrun`]) and its dist artefacts ([`crate::dist::Package`]), and
+//! [`crate::dist::run`]) and its dist artefacts
+//! ([`crate::dist::artefact::Package`]), and
 //! is started only through `cargo xtask`. A crate would have to take that
 //! harness along (a second library crate shared with xtask) or copy it, and
 //! would add a workspace member to build and lint, for no user outside

@@ -1,5 +1,6 @@
-//! The daemon half of `cargo xtask dist-test`: real `run --once` rounds of a
-//! release binary, inside an empty root, against the local test clusters.
+//! The daemon half of `cargo xtask dist-test` (and the flow of `cargo xtask
+//! footprint`): real `run --once` rounds of a release binary, inside an
+//! empty root, against the local test clusters.
 //!
 //! Each round gets its own cluster aliases, topic and group (so rounds never
 //! see each other's data), seeded with [`demo::seed_flow`]: a source topic, its
@@ -52,10 +53,11 @@ impl Protocol {
     }
 }
 
-/// The test clusters, started by [`Clusters::up`] if they were not running
+/// The test clusters, started by [`Testbed::up`] if they were not running
 /// and stopped again on drop only in that case (a [`ClustersGuard`]), with a
-/// client for each.
-pub struct Clusters {
+/// client for each: where the rounds are seeded and checked. (Not a
+/// `Cluster`: that name is the driver's client and `e2e`'s test cluster.)
+pub struct Testbed {
     /// Declared first: stops the clusters (if started here) before the
     /// clients and runtime go.
     _clusters: ClustersGuard,
@@ -66,9 +68,9 @@ pub struct Clusters {
     rt: tokio::runtime::Runtime,
 }
 
-impl Clusters {
+impl Testbed {
     /// Brings the clusters up (if needed) and connects to both over PLAINTEXT.
-    pub fn up(layout: &Layout) -> Result<Clusters> {
+    pub fn up(layout: &Layout) -> Result<Testbed> {
         let clusters = ClustersGuard::up(
             layout,
             GuardNotes {
@@ -101,7 +103,7 @@ impl Clusters {
             .enable_all()
             .build()
             .context("tokio runtime")?;
-        Ok(Clusters {
+        Ok(Testbed {
             _clusters: clusters,
             source,
             target,
