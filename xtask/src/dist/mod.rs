@@ -26,9 +26,10 @@
 //!
 //! The modules form a chain without cycles: [`artefact`] (what a built
 //! binary is called, where it lives, whether it is static; also used by
-//! `image` and `footprint`) is used by [`build`] (`dist`) and [`test`]
-//! (`dist-test`); [`test`] also uses [`run`], the seeded `run --once` rounds
-//! against the test clusters (also used by `footprint`).
+//! `image` and `footprint`) is used by [`build`] (`dist`) and
+//! [`test`](mod@test) (`dist-test`); [`test`](mod@test) also uses [`run`],
+//! the seeded `run --once` rounds against the test clusters (also used by
+//! `footprint`).
 
 pub mod artefact;
 pub mod build;

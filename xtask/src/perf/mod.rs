@@ -1,5 +1,6 @@
-//! Performance tasks: `cargo xtask bench [mm2]` ([`bench`]), `cargo xtask
-//! soak` ([`soak`]) and `cargo xtask footprint` ([`footprint`]).
+//! Performance tasks: `cargo xtask bench [mm2]` ([`bench`](mod@bench)),
+//! `cargo xtask soak` ([`soak`]) and `cargo xtask footprint`
+//! ([`footprint`]).
 //!
 //! They sit together because they measure the binary rather than check it:
 //! all three start the real `mm2-checkpoint`, drive it against real Kafka
