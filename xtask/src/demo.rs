@@ -17,10 +17,12 @@ use mm2_checkpoint::core::format::OffsetSync;
 use mm2_checkpoint::driver::kafka::{Cluster, OutRecord};
 
 use crate::kafka::{self, Layout};
+use crate::topics;
 
 const TOPIC: &str = "orders";
-const REMOTE: &str = "source.orders";
-const SYNCS: &str = "mm2-offset-syncs.target.internal";
+/// The cluster aliases of the demo's flow, `source->target`.
+const SOURCE: &str = "source";
+const TARGET: &str = "target";
 /// Partitions of the seeded topic and its mirror.
 pub const PARTITIONS: i32 = 3;
 const RECORDS: i64 = 100;
@@ -130,7 +132,10 @@ pub fn demo(workspace: &Path, layout: &Layout) -> Result<()> {
         bail!("mm2-checkpoint run --once failed ({status})");
     }
 
-    step("mm2-checkpoint translate: the checkpoints in source.checkpoints.internal on the target");
+    step(&format!(
+        "mm2-checkpoint translate: the checkpoints in {} on the target",
+        topics::checkpoints(SOURCE)
+    ));
     let mut args = vec![
         "translate",
         "--config",
@@ -153,6 +158,7 @@ pub fn demo(workspace: &Path, layout: &Layout) -> Result<()> {
         "Target groups now: consumers failing over to `target` resume at these offsets of source.orders",
     );
     let names: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
+    let remote = topics::remote(SOURCE, TOPIC);
     let offsets = rt
         .block_on(target.fetch_group_offsets(&names))
         .context("fetching the target groups' offsets")?;
@@ -163,7 +169,7 @@ pub fn demo(workspace: &Path, layout: &Layout) -> Result<()> {
     for (group, committed) in GROUPS {
         let theirs = offsets.get(group).and_then(|r| r.as_ref().ok());
         for p in 0..PARTITIONS {
-            let tp = TopicPartition::new(REMOTE, p);
+            let tp = TopicPartition::new(&remote, p);
             let target_offset = theirs
                 .and_then(|o| o.get(&tp))
                 .and_then(|v| v.as_ref())
@@ -173,7 +179,7 @@ pub fn demo(workspace: &Path, layout: &Layout) -> Result<()> {
                 .and_then(|i| committed.get(i))
                 .copied()
                 .unwrap_or(-1);
-            println!("{group:<14} {REMOTE:<16} {p:>9} {up:>14} {target_offset:>14}");
+            println!("{group:<14} {remote:<16} {p:>9} {up:>14} {target_offset:>14}");
         }
     }
     println!(
@@ -200,8 +206,8 @@ async fn seed(source: &Cluster, target: &Cluster) -> Result<()> {
         target,
         &Seed {
             topic: TOPIC,
-            remote: REMOTE,
-            syncs: SYNCS,
+            remote: &topics::remote(SOURCE, TOPIC),
+            syncs: &topics::offset_syncs(TARGET),
             groups: &groups,
         },
         true,

@@ -53,6 +53,7 @@ use crate::maven::{KAFKA_VERSION, KafkaRuntime};
 /// Name (and directory) of the older-Kafka cluster.
 const LEGACY_NAME: &str = "legacy";
 use crate::probe;
+use crate::procfs::{self, is_running};
 
 /// The clusters we run, in start order.
 const CLUSTER_NAMES: [&str; 3] = ["source", "target", SECURE_CLUSTER];
@@ -281,6 +282,65 @@ pub fn down(layout: &Layout) -> Result<()> {
         layout.root.display()
     );
     Ok(())
+}
+
+/// How a [`ClustersGuard`] talks about stopping (or keeping) the clusters.
+#[derive(Debug, Clone, Copy)]
+pub struct GuardNotes {
+    /// What its messages start with (`xtask`, `bench`).
+    pub prefix: &'static str,
+    /// Printed after `<prefix>: ` when the clusters were up before and stay
+    /// up; `None` says nothing.
+    pub leaving: Option<&'static str>,
+    /// Whether to report how long `kafka down` took (as a phase of `xtask test`).
+    pub timed: bool,
+}
+
+/// The test clusters of `layout` for the length of one command: [`up`] when
+/// made, [`down`] when dropped, but only if this guard started them (clusters
+/// that were running before stay running). Dropping also stops them on every
+/// error path after `up`.
+#[derive(Debug)]
+pub struct ClustersGuard {
+    layout: Layout,
+    started_here: bool,
+    notes: GuardNotes,
+}
+
+impl ClustersGuard {
+    /// Brings the clusters up if they are not.
+    pub fn up(layout: &Layout, notes: GuardNotes) -> Result<ClustersGuard> {
+        let started_here = up(layout)?;
+        Ok(ClustersGuard {
+            layout: layout.clone(),
+            started_here,
+            notes,
+        })
+    }
+}
+
+impl Drop for ClustersGuard {
+    fn drop(&mut self) {
+        let GuardNotes {
+            prefix,
+            leaving,
+            timed,
+        } = self.notes;
+        if self.started_here {
+            let phase = Instant::now();
+            if let Err(e) = down(&self.layout) {
+                eprintln!("{prefix}: warning: stopping the clusters failed: {e:#}");
+            }
+            if timed {
+                eprintln!(
+                    "{prefix}: phase `kafka down` took {:.1}s",
+                    phase.elapsed().as_secs_f64()
+                );
+            }
+        } else if let Some(note) = leaving {
+            eprintln!("{prefix}: {note}");
+        }
+    }
 }
 
 /// `kafka status`: prints every cluster and listener; Ok(false) if anything is unhealthy.
@@ -1013,24 +1073,11 @@ pub(crate) fn signal(pid: u32, sig: &str) -> Result<()> {
 /// True if `pid` is a live (non-zombie) Kafka JVM started with our `config`.
 /// Guards against pid reuse and against other worktrees' brokers.
 fn is_our_broker(pid: u32, config: &Path) -> bool {
-    let Ok(cmdline) = fs::read(format!("/proc/{pid}/cmdline")) else {
+    let Some(args) = procfs::cmdline(pid) else {
         return false;
     };
-    let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
-    let config = config.as_os_str().as_encoded_bytes();
-    args.contains(&b"kafka.Kafka".as_slice()) && args.contains(&config)
-}
-
-/// True if `pid` exists and is not a zombie (our unreaped, exited child).
-pub(crate) fn is_running(pid: u32) -> bool {
-    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    // Format: `pid (comm) state ...`; comm may contain spaces, so split after the last ')'.
-    let state = stat
-        .rsplit_once(')')
-        .and_then(|(_, rest)| rest.split_whitespace().next());
-    !matches!(state, None | Some("Z") | Some("X"))
+    let has = |arg: &[u8]| args.iter().any(|a| a == arg);
+    has(b"kafka.Kafka") && has(config.as_os_str().as_encoded_bytes())
 }
 
 /// Reserves `n` distinct free loopback ports (bound together, then released).

@@ -9,23 +9,25 @@
 //! - `cargo xtask dist`, `dist-test`: static musl release binaries (see [`dist`]).
 //! - `cargo xtask image`: a `FROM scratch` OCI image of them (see [`oci`]).
 //! - `cargo xtask bench [mm2]`: criterion benches, and the side-by-side
-//!   benchmark against MirrorMaker 2 (see [`bench`]).
+//!   benchmark against MirrorMaker 2 (see [`perf::bench`]).
+//! - `cargo xtask soak`, `footprint`: the fault soak and the release
+//!   binary's memory and start-up figures (see [`perf`]).
 //! - `cargo xtask fuzz [--seconds N] [TARGET...]`: every cargo-fuzz target for
 //!   N seconds each (see [`fuzz`]).
 
-mod bench;
 mod certs;
 mod demo;
 mod dist;
-mod distrun;
 mod fuzz;
 mod kafka;
 mod maven;
 mod mm2;
 mod oci;
+mod perf;
 mod prereqs;
 mod probe;
-mod soak;
+mod procfs;
+mod topics;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -209,15 +211,15 @@ fn run(args: &[String]) -> Result<ExitCode> {
             test(&layout, extra)
         }
         ["dist", rest @ ..] => {
-            dist::dist(&workspace_root(), rest)?;
+            dist::build::dist(&workspace_root(), rest)?;
             Ok(ExitCode::SUCCESS)
         }
         ["dist-test", rest @ ..] => {
-            dist::dist_test(&workspace_root(), rest)?;
+            dist::test::dist_test(&workspace_root(), rest)?;
             Ok(ExitCode::SUCCESS)
         }
         ["footprint", rest @ ..] => {
-            distrun::footprint(&workspace_root(), rest)?;
+            perf::footprint::run(&workspace_root(), rest)?;
             Ok(ExitCode::SUCCESS)
         }
         ["image", rest @ ..] => {
@@ -225,8 +227,8 @@ fn run(args: &[String]) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         ["fuzz", rest @ ..] => fuzz::run(&workspace_root(), rest),
-        ["soak", rest @ ..] => soak::run(&workspace_root(), rest),
-        ["bench", rest @ ..] => bench::run(&workspace_root(), rest),
+        ["soak", rest @ ..] => perf::soak::run(&workspace_root(), rest),
+        ["bench", rest @ ..] => perf::bench::run(&workspace_root(), rest),
         [] | ["help"] | ["--help"] | ["-h"] => {
             println!("{USAGE}");
             Ok(ExitCode::SUCCESS)
@@ -251,7 +253,14 @@ fn workspace_root() -> PathBuf {
 fn test(layout: &kafka::Layout, extra: &[&str]) -> Result<ExitCode> {
     let total = Instant::now();
     let phase = Instant::now();
-    let started_here = kafka::up(layout)?;
+    let clusters = kafka::ClustersGuard::up(
+        layout,
+        kafka::GuardNotes {
+            prefix: "xtask",
+            leaving: Some("leaving the clusters running (they were up before this command)"),
+            timed: true,
+        },
+    )?;
     eprintln!(
         "xtask: phase `kafka up` took {:.1}s",
         phase.elapsed().as_secs_f64()
@@ -259,18 +268,7 @@ fn test(layout: &kafka::Layout, extra: &[&str]) -> Result<ExitCode> {
 
     let result = run_cargo_tests(layout, extra);
 
-    if started_here {
-        let phase = Instant::now();
-        if let Err(e) = kafka::down(layout) {
-            eprintln!("xtask: warning: stopping the clusters failed: {e:#}");
-        }
-        eprintln!(
-            "xtask: phase `kafka down` took {:.1}s",
-            phase.elapsed().as_secs_f64()
-        );
-    } else {
-        eprintln!("xtask: leaving the clusters running (they were up before this command)");
-    }
+    drop(clusters);
     eprintln!("xtask: test total {:.1}s", total.elapsed().as_secs_f64());
     result
 }

@@ -24,7 +24,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use e2e::mm2::{Checkpoints, MAIN_CLASS, Mm2Config, prepare};
 
-use crate::kafka::{Layout, is_running, signal};
+use crate::kafka::{Layout, signal};
+use crate::procfs::{self, is_running};
 
 /// Name used when `--name` is not given.
 pub const DEFAULT_NAME: &str = "manual";
@@ -98,11 +99,11 @@ fn is_our_mm2(pid: u32, props: &Path) -> bool {
     if !is_running(pid) {
         return false;
     }
-    let Ok(cmdline) = fs::read(format!("/proc/{pid}/cmdline")) else {
+    let Some(args) = procfs::cmdline(pid) else {
         return false;
     };
-    let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
-    args.contains(&MAIN_CLASS.as_bytes()) && args.contains(&props.as_os_str().as_encoded_bytes())
+    let has = |arg: &[u8]| args.iter().any(|a| a == arg);
+    has(MAIN_CLASS.as_bytes()) && has(props.as_os_str().as_encoded_bytes())
 }
 
 fn read_pid(pid_file: &Path) -> Option<u32> {
@@ -204,12 +205,9 @@ pub fn status(layout: &Layout) -> Result<bool> {
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
         let props = dir.join("mm2.properties");
         if is_our_mm2(pid, &props) {
-            let rss = fs::read_to_string(format!("/proc/{pid}/status"))
+            let rss = procfs::status(pid)
                 .ok()
-                .and_then(|s| {
-                    s.lines()
-                        .find_map(|l| l.strip_prefix("VmRSS:").map(|v| v.trim().to_owned()))
-                })
+                .and_then(|s| procfs::status_value(&s, "VmRSS:").map(str::to_owned))
                 .unwrap_or_else(|| "?".into());
             println!(
                 "{name}: pid {pid} running, RSS {rss}, log {}",

@@ -32,7 +32,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::dist::{self, Arch, BINARY, Package, RUN_AS, Variant};
+use crate::dist::artefact::{self, Arch, BINARY, Package, RUN_AS, Variant};
 
 const MEDIA_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 const MEDIA_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
@@ -117,15 +117,15 @@ pub fn image(root: &Path, args: &[&str]) -> Result<()> {
         }
         let name = package.artefact_name(arch, options.variant);
         let bytes = fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-        let digest = dist::hex(&Sha256::digest(&bytes));
-        match dist::recorded_sha256(&package, &name)? {
+        let digest = artefact::hex(&Sha256::digest(&bytes));
+        match artefact::recorded_sha256(&package, &name)? {
             Some(recorded) if recorded == digest => {}
             Some(_) => {
                 bail!("{name} does not match target/dist/SHA256SUMS: rerun `cargo xtask dist`")
             }
             None => bail!("{name} is not in target/dist/SHA256SUMS: rerun `cargo xtask dist`"),
         }
-        dist::check_static(&path, arch)?;
+        artefact::check_static(&path, arch)?;
         binaries.push((arch, bytes));
     }
     if binaries.is_empty() {
@@ -139,7 +139,7 @@ pub fn image(root: &Path, args: &[&str]) -> Result<()> {
 
     write_layout(&layout, &package, &binaries)?;
     write_archive(&layout, &archive)?;
-    dist::write_sha256sums(&package)?;
+    artefact::write_sha256sums(&package)?;
     eprintln!(
         "xtask: wrote {} and {} ({} bytes) for {}",
         layout.display(),
@@ -174,7 +174,7 @@ fn write_layout(layout: &Path, package: &Package, binaries: &[(Arch, Vec<u8>)]) 
     let mut manifests = Vec::new();
     for (arch, binary) in binaries {
         let layer_tar = layer_tar(binary)?;
-        let diff_id = format!("sha256:{}", dist::hex(&Sha256::digest(&layer_tar)));
+        let diff_id = format!("sha256:{}", artefact::hex(&Sha256::digest(&layer_tar)));
         let layer = write_blob(layout, MEDIA_LAYER_GZIP, &gzip(&layer_tar)?)?;
         let config = write_blob(
             layout,
@@ -332,7 +332,7 @@ fn gzip(data: &[u8]) -> Result<Vec<u8>> {
 
 /// Stores a blob under its digest and describes it.
 fn write_blob(layout: &Path, media_type: &'static str, bytes: &[u8]) -> Result<Descriptor> {
-    let hex = dist::hex(&Sha256::digest(bytes));
+    let hex = artefact::hex(&Sha256::digest(bytes));
     let path = layout.join("blobs/sha256").join(&hex);
     fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
     Ok(Descriptor {

@@ -1,4 +1,5 @@
-//! Health probes: a TCP connect, and a real Kafka ApiVersions round trip.
+//! Health probes: a TCP connect, a real Kafka ApiVersions round trip, and
+//! an HTTP GET (the daemon's `/readyz` and `/metrics`).
 //!
 //! The ApiVersions v0 request is small and fixed, so it is encoded by hand
 //! here instead of pulling a Kafka client into xtask: request header v1
@@ -23,6 +24,34 @@ pub fn port_open(addr: &str) -> bool {
         Ok(sock) => TcpStream::connect_timeout(&sock, TIMEOUT).is_ok(),
         Err(_) => false,
     }
+}
+
+/// How long [`http_get`] waits for the answer.
+const HTTP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The whole HTTP/1.1 response to `GET path` from `addr` (status line
+/// included), or `None` on any failure.
+pub fn http_get(addr: &str, path: &str) -> Option<String> {
+    let mut s = TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(HTTP_TIMEOUT)).ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).ok()?;
+    Some(buf)
+}
+
+/// The HTTP status of `GET path` on `addr`, or `None` if there is no answer.
+pub fn http_status(addr: &str, path: &str) -> Option<u16> {
+    parse_http_status(&http_get(addr, path)?)
+}
+
+/// The status code of an HTTP response's status line.
+fn parse_http_status(response: &str) -> Option<u16> {
+    response.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Sends ApiVersions v0 to a PLAINTEXT listener and checks the answer.
@@ -76,4 +105,43 @@ pub fn api_versions(addr: &str) -> Result<usize> {
     let count = i32::from_be_bytes(field(6, 4)?.try_into()?);
     usize::try_from(count)
         .with_context(|| format!("ApiVersions from {addr}: negative array length {count}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn http_status_is_read_from_the_status_line() {
+        assert_eq!(
+            parse_http_status("HTTP/1.1 503 Service Unavailable\r\n"),
+            Some(503)
+        );
+        assert_eq!(parse_http_status("HTTP/1.1 200 OK\r\n\r\nready"), Some(200));
+        assert_eq!(parse_http_status(""), None);
+    }
+
+    #[test]
+    fn http_get_reads_the_whole_response() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let server = std::thread::spawn(move || {
+            let (mut conn, _) = listener.accept().unwrap();
+            // The whole request head, which may arrive in pieces.
+            let mut request = Vec::new();
+            let mut byte = [0u8; 1];
+            while !request.ends_with(b"\r\n\r\n") && conn.read(&mut byte).unwrap() == 1 {
+                request.push(byte[0]);
+            }
+            conn.write_all(b"HTTP/1.1 200 OK\r\n\r\nready").unwrap();
+            String::from_utf8_lossy(&request).into_owned()
+        });
+        assert_eq!(http_status(&addr, "/readyz"), Some(200));
+        assert!(
+            server
+                .join()
+                .unwrap()
+                .starts_with("GET /readyz HTTP/1.1\r\n")
+        );
+    }
 }

@@ -23,6 +23,7 @@ use mm2_checkpoint::core::{Checkpoint, TopicPartition};
 use mm2_checkpoint::driver::kafka::{Cluster, OutRecord};
 
 use crate::kafka::{self, Layout};
+use crate::{probe, topics};
 
 const PARTITIONS: i32 = 2;
 const GROUPS: [&str; 3] = ["soak-g0", "soak-g1", "soak-g2"];
@@ -91,11 +92,7 @@ impl Daemon {
     }
 
     fn ready(&self) -> Option<u16> {
-        crate::bench::http_get(&self.addr, "/readyz")?
-            .split_whitespace()
-            .nth(1)?
-            .parse()
-            .ok()
+        probe::http_status(&self.addr, "/readyz")
     }
 
     fn log_text(&self) -> String {
@@ -115,8 +112,15 @@ struct World {
     failed_steps: u64,
 }
 
-const SYNCS_TOPIC: &str = "mm2-offset-syncs.target.internal";
-const CHECKPOINTS_TOPIC: &str = "source.checkpoints.internal";
+/// The offset-syncs topic of the soak's flow, `source->target`.
+fn syncs_topic() -> String {
+    topics::offset_syncs("target")
+}
+
+/// The checkpoints topic of the soak's flow.
+fn checkpoints_topic() -> String {
+    topics::checkpoints("source")
+}
 
 fn timeout<T>(
     rt: &tokio::runtime::Runtime,
@@ -155,7 +159,7 @@ impl World {
                 s.push((10 * k, 10 * k + 3));
             }
         }
-        let ok = timeout(&self.rt, self.source.produce(SYNCS_TOPIC, 0, &records)).is_ok()
+        let ok = timeout(&self.rt, self.source.produce(&syncs_topic(), 0, &records)).is_ok()
             && GROUPS.iter().all(|g| {
                 let map = (0..PARTITIONS)
                     .map(|p| (TopicPartition::new(TOPIC, p), (10 * k, String::new())))
@@ -172,11 +176,12 @@ impl World {
 
     fn checkpoints(&self) -> Result<Vec<Checkpoint>> {
         let t = &self.target;
-        let end = timeout(&self.rt, t.list_offset(CHECKPOINTS_TOPIC, 0, -1))?;
-        let mut pos = timeout(&self.rt, t.list_offset(CHECKPOINTS_TOPIC, 0, -2))?;
+        let topic = checkpoints_topic();
+        let end = timeout(&self.rt, t.list_offset(&topic, 0, -1))?;
+        let mut pos = timeout(&self.rt, t.list_offset(&topic, 0, -2))?;
         let mut out = Vec::new();
         while pos < end {
-            let f = timeout(&self.rt, t.fetch(CHECKPOINTS_TOPIC, 0, pos, 200))?;
+            let f = timeout(&self.rt, t.fetch(&topic, 0, pos, 200))?;
             for r in f.records.iter().filter(|r| r.offset < end) {
                 out.push(
                     Checkpoint::decode(r.key.as_deref(), r.value.as_deref())
@@ -268,12 +273,12 @@ fn soak(layout: &Layout, bin: &Path, duration: Duration) -> Result<String> {
     timeout(
         &w.rt,
         w.target
-            .create_topic(&format!("source.{TOPIC}"), PARTITIONS, 1, &[]),
+            .create_topic(&topics::remote("source", TOPIC), PARTITIONS, 1, &[]),
     )?;
     timeout(
         &w.rt,
         w.source
-            .create_topic(SYNCS_TOPIC, 1, 1, &[("cleanup.policy", "compact")]),
+            .create_topic(&syncs_topic(), 1, 1, &[("cleanup.policy", "compact")]),
     )?;
     w.step();
     if w.done != 0 {

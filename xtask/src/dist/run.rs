@@ -1,5 +1,6 @@
-//! The daemon half of `cargo xtask dist-test`: real `run --once` rounds of a
-//! release binary, inside an empty root, against the local test clusters.
+//! The daemon half of `cargo xtask dist-test` (and the flow of `cargo xtask
+//! footprint`): real `run --once` rounds of a release binary, inside an
+//! empty root, against the local test clusters.
 //!
 //! Each round gets its own cluster aliases, topic and group (so rounds never
 //! see each other's data), seeded with [`demo::seed_flow`]: a source topic, its
@@ -17,11 +18,13 @@ use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
+use mm2_checkpoint::core::TopicPartition;
 use mm2_checkpoint::core::format::Checkpoint;
 use mm2_checkpoint::driver::kafka::Cluster;
 
 use crate::demo::{self, PARTITIONS, SYNC_POINTS, Seed};
-use crate::kafka::{self, ClusterInfo, Layout};
+use crate::kafka::{self, ClusterInfo, ClustersGuard, GuardNotes, Layout};
+use crate::topics;
 
 /// Where the config and CA file live inside the root.
 pub const CONFIG_IN_ROOT: &str = "/mm2.properties";
@@ -50,11 +53,14 @@ impl Protocol {
     }
 }
 
-/// The test clusters, started by [`Clusters::up`] if they were not running
-/// and stopped again on drop only in that case.
-pub struct Clusters {
-    layout: Layout,
-    started_here: bool,
+/// The test clusters, started by [`Testbed::up`] if they were not running
+/// and stopped again on drop only in that case (a [`ClustersGuard`]), with a
+/// client for each: where the rounds are seeded and checked. (Not a
+/// `Cluster`: that name is the driver's client and `e2e`'s test cluster.)
+pub struct Testbed {
+    /// Declared first: stops the clusters (if started here) before the
+    /// clients and runtime go.
+    _clusters: ClustersGuard,
     source: ClusterInfo,
     target: ClusterInfo,
     source_client: Cluster,
@@ -62,28 +68,27 @@ pub struct Clusters {
     rt: tokio::runtime::Runtime,
 }
 
-impl Clusters {
+impl Testbed {
     /// Brings the clusters up (if needed) and connects to both over PLAINTEXT.
-    pub fn up(layout: &Layout) -> Result<Clusters> {
-        let started_here = kafka::up(layout)?;
-        // From here on, a failure must still stop what we started.
-        let down_on_error = |e: anyhow::Error| {
-            if started_here {
-                if let Err(down) = kafka::down(layout) {
-                    eprintln!("xtask: warning: stopping the clusters failed: {down:#}");
-                }
-            }
-            e
-        };
-        let file = kafka::read_clusters_file(layout).map_err(down_on_error)?;
+    pub fn up(layout: &Layout) -> Result<Testbed> {
+        let clusters = ClustersGuard::up(
+            layout,
+            GuardNotes {
+                prefix: "xtask",
+                leaving: Some("leaving the clusters running (they were up before dist-test)"),
+                timed: false,
+            },
+        )?;
+        // From here on, a failure drops `clusters`, which stops what it started.
+        let file = kafka::read_clusters_file(layout)?;
         let get = |name: &str| -> Result<ClusterInfo> {
             file.clusters
                 .get(name)
                 .cloned()
                 .with_context(|| format!("cluster {name} missing from clusters.json"))
         };
-        let source = get("source").map_err(down_on_error)?;
-        let target = get("target").map_err(down_on_error)?;
+        let source = get("source")?;
+        let target = get("target")?;
         let connect = |info: &ClusterInfo| {
             Cluster::new(
                 &info.name,
@@ -92,16 +97,14 @@ impl Clusters {
             )
             .with_context(|| format!("client for {}", info.name))
         };
-        let source_client = connect(&source).map_err(down_on_error)?;
-        let target_client = connect(&target).map_err(down_on_error)?;
+        let source_client = connect(&source)?;
+        let target_client = connect(&target)?;
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .context("tokio runtime")
-            .map_err(down_on_error)?;
-        Ok(Clusters {
-            layout: layout.clone(),
-            started_here,
+            .context("tokio runtime")?;
+        Ok(Testbed {
+            _clusters: clusters,
             source,
             target,
             source_client,
@@ -133,7 +136,7 @@ impl Clusters {
         let latest = SYNC_POINTS.last().copied().unwrap_or(0);
         let groups = vec![(round.group.clone(), [latest; 3])];
         let remote = round.remote_topic();
-        let syncs = format!("mm2-offset-syncs.{}.internal", round.target_alias);
+        let syncs = topics::offset_syncs(&round.target_alias);
         self.rt
             .block_on(demo::seed_flow(
                 &self.source_client,
@@ -235,17 +238,32 @@ impl Clusters {
         }
         Ok(())
     }
-}
 
-impl Drop for Clusters {
-    fn drop(&mut self) {
-        if self.started_here {
-            if let Err(e) = kafka::down(&self.layout) {
-                eprintln!("xtask: warning: stopping the clusters failed: {e:#}");
+    /// Commits each of `groups` on the source at upstream `offset` on every
+    /// partition of the round's topic.
+    pub fn commit_groups(&self, round: &Round, groups: &[String], offset: i64) -> Result<()> {
+        self.rt.block_on(async {
+            for name in groups {
+                let map: BTreeMap<_, _> = (0..PARTITIONS)
+                    .map(|p| {
+                        (
+                            TopicPartition::new(&round.topic, p),
+                            (offset, String::new()),
+                        )
+                    })
+                    .collect();
+                self.source_client.commit_group_offsets(name, &map).await?;
             }
-        } else {
-            eprintln!("xtask: leaving the clusters running (they were up before dist-test)");
-        }
+            anyhow::Ok(())
+        })
+    }
+
+    /// Every checkpoint in the round's checkpoints topic on the target.
+    pub fn checkpoints(&self, round: &Round) -> Result<Vec<Checkpoint>> {
+        self.rt.block_on(read_checkpoints(
+            &self.target_client,
+            &round.checkpoints_topic(),
+        ))
     }
 }
 
@@ -264,11 +282,11 @@ pub struct Round {
 
 impl Round {
     fn remote_topic(&self) -> String {
-        format!("{}.{}", self.source_alias, self.topic)
+        topics::remote(&self.source_alias, &self.topic)
     }
 
     fn checkpoints_topic(&self) -> String {
-        format!("{}.checkpoints.internal", self.source_alias)
+        topics::checkpoints(&self.source_alias)
     }
 }
 
@@ -294,154 +312,4 @@ async fn read_checkpoints(cluster: &Cluster, topic: &str) -> Result<Vec<Checkpoi
         pos = fetched.next_offset;
     }
     Ok(out)
-}
-
-/// `cargo xtask footprint [--groups N]`: runtime figures of the static x86_64
-/// binary (default variant) against the test clusters, for docs/benchmarks.md.
-///
-/// Seeds one flow with `N` committed source groups (default 300), then
-/// measures the peak RSS of `run --once` (`/usr/bin/time -v`), and in daemon
-/// mode with `--metrics-addr` the time from process start to `/readyz` 200 and
-/// `VmRSS` after the first round.
-pub fn footprint(workspace: &Path, args: &[&str]) -> Result<()> {
-    let mut groups = 300usize;
-    let mut rest = args.iter();
-    while let Some(&arg) = rest.next() {
-        match arg {
-            "--groups" => {
-                groups = rest
-                    .next()
-                    .context("`--groups` needs a value")?
-                    .parse()
-                    .context("`--groups` takes a number")?
-            }
-            _ => bail!("unknown argument `{arg}` to `cargo xtask footprint`"),
-        }
-    }
-    let package = crate::dist::Package::load(workspace)?;
-    let binary = package.artefact(crate::dist::Arch::X86_64, crate::dist::Variant::Default);
-    if !binary.is_file() {
-        bail!("{} missing: run `cargo xtask dist` first", binary.display());
-    }
-    let clusters = Clusters::up(&Layout::new(workspace))?;
-    let round = clusters.prepare("footprint")?;
-    let latest = SYNC_POINTS.last().copied().unwrap_or(0);
-    let names: Vec<String> = (0..groups)
-        .map(|i| format!("{}_{i:04}", round.group))
-        .collect();
-    clusters.rt.block_on(async {
-        for name in &names {
-            let map: BTreeMap<_, _> = (0..PARTITIONS)
-                .map(|p| {
-                    (
-                        mm2_checkpoint::core::TopicPartition::new(&round.topic, p),
-                        (latest, String::new()),
-                    )
-                })
-                .collect();
-            clusters
-                .source_client
-                .commit_group_offsets(name, &map)
-                .await?;
-        }
-        anyhow::Ok(())
-    })?;
-    let dir = package.dist_dir().join("footprint");
-    fs::create_dir_all(&dir)?;
-    let config = dir.join("mm2.properties");
-    let text = clusters.properties(&round, Protocol::Plaintext).replace(
-        &format!("groups = {}\n", round.group),
-        &format!("groups = {}_.*\n", round.group),
-    ) + "emit.checkpoints.interval.seconds = 10\nsync.group.offsets.interval.seconds = 10\n";
-    fs::write(&config, text)?;
-    let config_arg = config.to_str().context("non-UTF-8 path")?;
-
-    // One round, measured by GNU time.
-    let out = std::process::Command::new("/usr/bin/time")
-        .arg("-v")
-        .arg(&binary)
-        .args(["run", "--config", config_arg, "--once"])
-        .output()
-        .context("running /usr/bin/time -v")?;
-    let report = String::from_utf8_lossy(&out.stderr);
-    if !out.status.success() {
-        bail!("run --once failed: {report}");
-    }
-    let field = |key: &str| {
-        report
-            .lines()
-            .find_map(|l| l.trim().strip_prefix(key))
-            .map(|v| v.trim().to_owned())
-            .unwrap_or_default()
-    };
-    println!(
-        "run --once, {groups} groups x {PARTITIONS} partitions: max RSS {} KiB, wall {}, user {} s, sys {} s",
-        field("Maximum resident set size (kbytes):"),
-        field("Elapsed (wall clock) time (h:mm:ss or m:ss):"),
-        field("User time (seconds):"),
-        field("System time (seconds):")
-    );
-    let checkpoints = clusters.rt.block_on(read_checkpoints(
-        &clusters.target_client,
-        &round.checkpoints_topic(),
-    ))?;
-    println!(
-        "  checkpoints written: {} (expected {})",
-        checkpoints.len(),
-        groups * PARTITIONS as usize
-    );
-
-    // Daemon mode: start → /readyz 200, then VmRSS between rounds.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port();
-    let addr = format!("127.0.0.1:{port}");
-    let started = std::time::Instant::now();
-    let mut child = std::process::Command::new(&binary)
-        .args(["run", "--config", config_arg, "--metrics-addr", &addr])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .context("starting the daemon")?;
-    let result = (|| -> Result<()> {
-        let ready = loop {
-            if started.elapsed() > std::time::Duration::from_secs(60) {
-                bail!("not ready after 60 s");
-            }
-            if http_status(&addr, "/readyz") == Some(200) {
-                break started.elapsed();
-            }
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        };
-        println!("daemon: start to /readyz 200 in {} ms", ready.as_millis());
-        // First round is done with readiness; sample while idle before the next.
-        std::thread::sleep(std::time::Duration::from_secs(3));
-        let status = fs::read_to_string(format!("/proc/{}/status", child.id()))?;
-        for key in ["VmRSS:", "VmHWM:"] {
-            let value = status
-                .lines()
-                .find_map(|l| l.strip_prefix(key))
-                .map(str::trim)
-                .unwrap_or("?");
-            println!("daemon idle after the first round: {key} {value}");
-        }
-        Ok(())
-    })();
-    let _ = child.kill();
-    let _ = child.wait();
-    result
-}
-
-/// The HTTP status of `GET path` on `addr`, or `None` if there is no answer.
-fn http_status(addr: &str, path: &str) -> Option<u16> {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(addr).ok()?;
-    stream
-        .set_read_timeout(Some(std::time::Duration::from_secs(2)))
-        .ok()?;
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
-    let mut head = [0u8; 16];
-    let n = stream.read(&mut head).ok()?;
-    let text = std::str::from_utf8(head.get(..n)?).ok()?;
-    text.split_whitespace().nth(1)?.parse().ok()
 }

@@ -27,8 +27,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -39,7 +37,8 @@ use mm2_checkpoint::core::format::{Checkpoint, OffsetSync};
 use mm2_checkpoint::driver::kafka::{Cluster, OutRecord};
 use serde::Serialize;
 
-use crate::kafka::{self, ClustersFile, Layout};
+use crate::kafka::{self, ClustersFile, ClustersGuard, GuardNotes, Layout};
+use crate::{probe, procfs, topics};
 
 const USAGE: &str = "\
 usage: cargo xtask bench [-- CRITERION ARGS]
@@ -98,7 +97,9 @@ pub fn run(root: &Path, args: &[&str]) -> Result<ExitCode> {
 struct ClusterEnv {
     file: ClustersFile,
     path: PathBuf,
-    started: Option<Layout>,
+    /// This worktree's clusters, stopped on drop if started here; `None`
+    /// for `$MM2_CLUSTERS_FILE`'s.
+    _clusters: Option<ClustersGuard>,
 }
 
 impl ClusterEnv {
@@ -113,25 +114,24 @@ impl ClusterEnv {
             return Ok(ClusterEnv {
                 file,
                 path,
-                started: None,
+                _clusters: None,
             });
         }
         let layout = Layout::new(root);
-        let started_here = kafka::up(&layout)?;
-        let stop = started_here.then(|| layout.clone());
-        let file = match kafka::read_clusters_file(&layout) {
-            Ok(file) => file,
-            Err(e) => {
-                if let Some(l) = &stop {
-                    let _ = kafka::down(l);
-                }
-                return Err(e);
-            }
-        };
+        let clusters = ClustersGuard::up(
+            &layout,
+            GuardNotes {
+                prefix: "bench",
+                leaving: None,
+                timed: false,
+            },
+        )?;
+        // An error here drops `clusters`, which stops what it started.
+        let file = kafka::read_clusters_file(&layout)?;
         Ok(ClusterEnv {
             file,
             path: layout.clusters_file(),
-            started: stop,
+            _clusters: Some(clusters),
         })
     }
 
@@ -144,16 +144,6 @@ impl ClusterEnv {
             .bootstrap
             .plaintext
             .clone())
-    }
-}
-
-impl Drop for ClusterEnv {
-    fn drop(&mut self) {
-        if let Some(layout) = &self.started
-            && let Err(e) = kafka::down(layout)
-        {
-            eprintln!("bench: warning: stopping the clusters failed: {e:#}");
-        }
     }
 }
 
@@ -284,14 +274,6 @@ pub struct ProcSample {
     pub threads: BTreeMap<u32, f64>,
 }
 
-/// `se.sum_exec_runtime` (ms) from a `/proc/PID/task/TID/sched` text.
-pub fn parse_sched_runtime(text: &str) -> Option<f64> {
-    text.lines().find_map(|l| {
-        let (k, v) = l.split_once(':')?;
-        (k.trim() == "se.sum_exec_runtime").then(|| v.trim().parse().ok())?
-    })
-}
-
 /// CPU milliseconds the threads alive at `last` spent since `first` (a thread
 /// new since `first` counts whole; threads that exited in between are lost).
 pub fn threads_cpu_delta_ms(first: &ProcSample, last: &ProcSample) -> f64 {
@@ -302,63 +284,14 @@ pub fn threads_cpu_delta_ms(first: &ProcSample, last: &ProcSample) -> f64 {
         .sum()
 }
 
-fn threads_cpu(pid: u32) -> BTreeMap<u32, f64> {
-    let mut out = BTreeMap::new();
-    let Ok(dir) = fs::read_dir(format!("/proc/{pid}/task")) else {
-        return out;
-    };
-    for entry in dir.flatten() {
-        let Some(tid) = entry.file_name().to_str().and_then(|t| t.parse().ok()) else {
-            continue;
-        };
-        if let Some(ms) = fs::read_to_string(entry.path().join("sched"))
-            .ok()
-            .as_deref()
-            .and_then(parse_sched_runtime)
-        {
-            out.insert(tid, ms);
-        }
-    }
-    out
-}
-
-/// `VmRSS` and `VmHWM` (KiB) from a `/proc/PID/status` text.
-pub fn parse_status(text: &str) -> Option<(u64, u64)> {
-    let field = |name: &str| {
-        text.lines().find_map(|l| {
-            l.strip_prefix(name)?
-                .trim()
-                .strip_suffix("kB")?
-                .trim()
-                .parse()
-                .ok()
-        })
-    };
-    Some((field("VmRSS:")?, field("VmHWM:")?))
-}
-
-/// `utime + stime` (fields 14 and 15) from a `/proc/PID/stat` text. The
-/// command name (field 2) may hold spaces and parentheses, so fields are
-/// counted after its last `)`.
-pub fn parse_stat_cpu(text: &str) -> Option<u64> {
-    let rest = text.get(text.rfind(')')? + 1..)?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // `rest` starts at field 3 (state): utime is field 14, index 11 here.
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
-    Some(utime + stime)
-}
-
 fn sample(pid: u32, spawned: Instant) -> Result<ProcSample> {
-    let status = fs::read_to_string(format!("/proc/{pid}/status"))
-        .with_context(|| format!("reading /proc/{pid}/status"))?;
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat"))
-        .with_context(|| format!("reading /proc/{pid}/stat"))?;
-    let (rss_kib, hwm_kib) =
-        parse_status(&status).with_context(|| format!("no VmRSS/VmHWM in /proc/{pid}/status"))?;
-    let cpu_ticks =
-        parse_stat_cpu(&stat).with_context(|| format!("no utime/stime in /proc/{pid}/stat"))?;
-    let threads = threads_cpu(pid);
+    let status = procfs::status(pid)?;
+    let stat = procfs::stat(pid)?;
+    let (rss_kib, hwm_kib) = procfs::parse_status(&status)
+        .with_context(|| format!("no VmRSS/VmHWM in /proc/{pid}/status"))?;
+    let cpu_ticks = procfs::parse_stat_cpu(&stat)
+        .with_context(|| format!("no utime/stime in /proc/{pid}/stat"))?;
+    let threads = procfs::threads_cpu_ms(pid);
     Ok(ProcSample {
         at_s: spawned.elapsed().as_secs_f64(),
         rss_kib,
@@ -420,23 +353,8 @@ pub fn parse_round_metrics(text: &str) -> Option<(f64, u64)> {
     Some((sum?, count?))
 }
 
-/// The whole HTTP/1.1 response to `GET path` from `addr` (status line
-/// included), or `None` on any failure.
-pub fn http_get(addr: &str, path: &str) -> Option<String> {
-    let mut s = TcpStream::connect(addr).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut buf = String::new();
-    s.read_to_string(&mut buf).ok()?;
-    Some(buf)
-}
-
 fn scrape(addr: &str) -> Option<(f64, u64)> {
-    parse_round_metrics(&http_get(addr, "/metrics")?)
+    parse_round_metrics(&probe::http_get(addr, "/metrics")?)
 }
 
 /// A child process killed (and reaped) when dropped.
@@ -799,12 +717,6 @@ pub fn ours_sync_read_ms(log: &str) -> Option<u64> {
 // ---------------------------------------------------------------------------
 // The side-by-side bench
 
-fn loadavg() -> String {
-    fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "?".into())
-}
-
 struct Bench {
     rt: tokio::runtime::Runtime,
     source: Cluster,
@@ -858,7 +770,7 @@ impl Flow {
     }
 
     fn checkpoints_topic(&self) -> String {
-        format!("{}.checkpoints.internal", self.source_alias)
+        topics::checkpoints(&self.source_alias)
     }
 
     fn with_source_alias(&self, alias: &str) -> Flow {
@@ -873,17 +785,13 @@ impl Flow {
     }
 }
 
-fn syncs_topic(target_alias: &str) -> String {
-    format!("mm2-offset-syncs.{target_alias}.internal")
-}
-
 impl Bench {
     /// A fresh topic, its syncs (SYNCS_PER_PARTITION per partition, or
     /// `total_syncs` spread over the partitions), and `groups` committed at the
     /// newest sync of every partition.
     fn seed(&self, flow: &Flow, total_syncs: Option<u64>) -> Result<()> {
         let s = &self.source;
-        let syncs = syncs_topic(&flow.target_alias);
+        let syncs = topics::offset_syncs(&flow.target_alias);
         self.rt.block_on(async {
             lite(
                 &format!("creating {}", flow.topic),
@@ -1206,7 +1114,7 @@ impl Bench {
             group_regex: format!("bench-{id}-g.*"),
             partitions,
         };
-        let loadavg = loadavg();
+        let loadavg = procfs::loadavg();
         eprintln!(
             "bench: {label}: seeding {groups} groups × {partitions} partitions (load {loadavg})"
         );
@@ -1271,7 +1179,7 @@ impl Bench {
     }
 
     fn catch_up(&self, stamp: u64, syncs: u64) -> Result<CatchUp> {
-        let loadavg = loadavg();
+        let loadavg = procfs::loadavg();
         let flow = |kind: &str| Flow {
             source_alias: String::new(),
             target_alias: format!("b{kind}{stamp}"),
@@ -1476,18 +1384,6 @@ mod tests {
             let e = Mm2Args::parse(args).unwrap_err().to_string();
             assert!(e.contains(needle), "{args:?}: {e}");
         }
-    }
-
-    #[test]
-    fn proc_status_and_stat_are_parsed() {
-        let status = "Name:\tjava\nVmHWM:\t  466628 kB\nVmRSS:\t  465872 kB\n";
-        assert_eq!(parse_status(status), Some((465_872, 466_628)));
-        // A command name with spaces and a parenthesis.
-        let stat = "42 (a b) c) S 1 42 42 0 -1 4194560 100 0 0 0 700 64 0 0 20 0 30 0";
-        assert_eq!(parse_stat_cpu(stat), Some(764));
-        assert_eq!(parse_stat_cpu("42 (x) S 1"), None);
-        let sched = "java (42, #threads: 1)\n---\nse.exec_start : 1.5\nse.sum_exec_runtime   :   206.047568\n";
-        assert_eq!(parse_sched_runtime(sched), Some(206.047568));
     }
 
     #[test]

@@ -1,0 +1,339 @@
+//! `cargo xtask dist`: builds the static musl binaries with `rust-lld`, C
+//! compilers poisoned for the default variant, into `target/dist/` with a
+//! `SHA256SUMS` (see [`crate::dist`]).
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+use super::artefact::{
+    Arch, BINARY, Package, Variant, cargo, check_static, which, write_sha256sums,
+};
+
+/// Options of `cargo xtask dist`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct DistOptions {
+    arches: Vec<Arch>,
+    variants: Vec<Variant>,
+    allow_c: bool,
+}
+
+fn parse_dist_args(args: &[&str]) -> Result<DistOptions> {
+    let mut options = DistOptions {
+        arches: Arch::ALL.to_vec(),
+        variants: vec![Variant::Default],
+        allow_c: false,
+    };
+    let mut rest = args.iter();
+    while let Some(&arg) = rest.next() {
+        match arg {
+            "--target" => {
+                let value = rest.next().context("`--target` needs a value")?;
+                options.arches = Arch::parse(value)?;
+            }
+            "--variant" => {
+                let value = rest.next().context("`--variant` needs a value")?;
+                options.variants = Variant::parse(value)?;
+            }
+            "--allow-c" => options.allow_c = true,
+            _ => bail!("unknown argument `{arg}` to `cargo xtask dist`"),
+        }
+    }
+    Ok(options)
+}
+
+/// `cargo xtask dist [--target x86_64|aarch64|all] [--variant default|ring|all] [--allow-c]`.
+pub fn dist(root: &Path, args: &[&str]) -> Result<()> {
+    let options = parse_dist_args(args)?;
+    let package = Package::load(root)?;
+    let dist_dir = package.dist_dir();
+    fs::create_dir_all(&dist_dir).with_context(|| format!("creating {}", dist_dir.display()))?;
+    require_rust_lld()?;
+    for arch in &options.arches {
+        ensure_rust_target(root, *arch)?;
+    }
+    let poison = write_no_c_compiler(&package.target_dir)?;
+
+    for &variant in &options.variants {
+        for &arch in &options.arches {
+            let started = std::time::Instant::now();
+            let forbid_c = variant == Variant::Default && !options.allow_c;
+            build(
+                root,
+                &package,
+                arch,
+                variant,
+                forbid_c.then_some(poison.as_path()),
+            )?;
+            let built = package
+                .target_dir
+                .join(arch.triple())
+                .join("release")
+                .join(BINARY);
+            let artefact = package.artefact(arch, variant);
+            fs::copy(&built, &artefact).with_context(|| {
+                format!("copying {} to {}", built.display(), artefact.display())
+            })?;
+            fs::set_permissions(&artefact, fs::Permissions::from_mode(0o755))
+                .with_context(|| format!("chmod 0755 {}", artefact.display()))?;
+            let report = check_static(&artefact, arch)?;
+            let size = fs::metadata(&artefact)?.len();
+            eprintln!(
+                "xtask: {} ({size} bytes, {}; {}) in {:.1}s",
+                artefact.display(),
+                report.linkage,
+                if forbid_c {
+                    "built with every C/C++ compiler variable pointing at a failing script"
+                } else {
+                    "C compiler allowed"
+                },
+                started.elapsed().as_secs_f64()
+            );
+        }
+    }
+    let sums = write_sha256sums(&package)?;
+    eprintln!("xtask: wrote {}", sums.display());
+    Ok(())
+}
+
+/// The toolchain's own `rust-lld`, which rustc finds by itself when a target's
+/// linker is set to `rust-lld`. Checked up front for a clear error.
+fn require_rust_lld() -> Result<PathBuf> {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let out = Command::new(&rustc)
+        .args(["--print", "sysroot"])
+        .output()
+        .context("running `rustc --print sysroot`")?;
+    let sysroot = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let out = Command::new(&rustc)
+        .args(["-vV"])
+        .output()
+        .context("running `rustc -vV`")?;
+    let host = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|line| line.strip_prefix("host: ").map(str::to_owned))
+        .context("`rustc -vV` does not name the host triple")?;
+    let lld = Path::new(&sysroot)
+        .join("lib/rustlib")
+        .join(host)
+        .join("bin/rust-lld");
+    if !lld.is_file() {
+        bail!(
+            "{} is missing: this toolchain does not ship rust-lld, which links the static binaries",
+            lld.display()
+        );
+    }
+    Ok(lld)
+}
+
+/// Installs the rust-std of a musl target with rustup if it is missing.
+fn ensure_rust_target(root: &Path, arch: Arch) -> Result<()> {
+    let installed = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .current_dir(root)
+        .output();
+    let Ok(installed) = installed else {
+        eprintln!(
+            "xtask: rustup not found; assuming {} is installed",
+            arch.triple()
+        );
+        return Ok(());
+    };
+    if String::from_utf8_lossy(&installed.stdout)
+        .lines()
+        .any(|line| line.trim() == arch.triple())
+    {
+        return Ok(());
+    }
+    eprintln!("xtask: rustup target add {}", arch.triple());
+    let status = Command::new("rustup")
+        .args(["target", "add", arch.triple()])
+        .current_dir(root)
+        .status()
+        .context("running `rustup target add`")?;
+    if !status.success() {
+        bail!("`rustup target add {}` failed", arch.triple());
+    }
+    Ok(())
+}
+
+/// Writes `target/dist/tools/no-c-compiler`, a stand-in for every C and C++
+/// compiler that fails loudly, naming the command it was given.
+fn write_no_c_compiler(target_dir: &Path) -> Result<PathBuf> {
+    let tools = target_dir.join("dist/tools");
+    fs::create_dir_all(&tools).with_context(|| format!("creating {}", tools.display()))?;
+    let path = tools.join("no-c-compiler");
+    let script = "#!/bin/sh\n\
+        # Written by `cargo xtask dist`: the default build must not compile C or C++.\n\
+        echo \"C compiler invoked: $*\" >&2\n\
+        echo \"xtask dist: the default feature set compiled C; a dependency brought in a C build\" >&2\n\
+        exit 1\n";
+    fs::write(&path, script).with_context(|| format!("writing {}", path.display()))?;
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755))
+        .with_context(|| format!("chmod 0755 {}", path.display()))?;
+    Ok(path)
+}
+
+/// Every environment variable through which a build script (via the `cc`,
+/// `cmake` or `pkg-config`-using crates) finds a C or C++ compiler or archiver
+/// for `triples`.
+fn compiler_variables(triples: &[&str]) -> Vec<String> {
+    let mut vars: Vec<String> = [
+        "CC",
+        "CXX",
+        "TARGET_CC",
+        "TARGET_CXX",
+        "HOST_CC",
+        "HOST_CXX",
+        "AR",
+        "TARGET_AR",
+        "HOST_AR",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    for triple in triples {
+        for tool in ["CC", "CXX", "AR"] {
+            vars.push(format!("{tool}_{triple}"));
+            vars.push(format!("{tool}_{}", triple.replace('-', "_")));
+        }
+    }
+    vars
+}
+
+/// The host triple, from `rustc -vV`, for the host-side compiler variables.
+fn host_triple() -> String {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    Command::new(rustc)
+        .arg("-vV")
+        .output()
+        .ok()
+        .and_then(|out| {
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .find_map(|line| line.strip_prefix("host: ").map(str::to_owned))
+        })
+        .unwrap_or_else(|| format!("{}-unknown-linux-gnu", std::env::consts::ARCH))
+}
+
+/// One `cargo build --release` of the binary for one target and variant.
+fn build(
+    root: &Path,
+    package: &Package,
+    arch: Arch,
+    variant: Variant,
+    no_c_compiler: Option<&Path>,
+) -> Result<()> {
+    let triple = arch.triple();
+    let mut cmd = Command::new(cargo());
+    cmd.args([
+        "build",
+        "--release",
+        "--package",
+        BINARY,
+        "--target",
+        triple,
+    ])
+    .args(variant.cargo_feature_args())
+    .current_dir(root)
+    .env(
+        format!(
+            "CARGO_TARGET_{}_LINKER",
+            triple.replace('-', "_").to_uppercase()
+        ),
+        "rust-lld",
+    );
+    match no_c_compiler {
+        Some(script) => {
+            let host = host_triple();
+            for var in compiler_variables(&[triple, &host]) {
+                cmd.env(var, script);
+            }
+        }
+        None => {
+            // ring's build script compiles C and assembly for the target.
+            // Debian's clang cross-compiles for both musl targets without a
+            // sysroot (ring needs no libc headers); its `llvm-ar` archives.
+            let cc_var = format!("CC_{}", triple.replace('-', "_"));
+            let ar_var = format!("AR_{}", triple.replace('-', "_"));
+            if std::env::var_os(&cc_var).is_none() {
+                if which("clang").is_none() || which("llvm-ar").is_none() {
+                    bail!(
+                        "the `{}` variant compiles C for {triple} and needs `clang` and `llvm-ar` \
+                         (Debian: apt-get install clang llvm), or set {cc_var} and {ar_var}",
+                        variant.name()
+                    );
+                }
+                cmd.env(&cc_var, "clang").env(&ar_var, "llvm-ar");
+            }
+        }
+    }
+    eprintln!(
+        "xtask: cargo build --release -p {BINARY} --target {triple} {} (variant {}, version {})",
+        variant.cargo_feature_args().join(" "),
+        variant.name(),
+        package.version
+    );
+    let status = cmd.status().context("running `cargo build`")?;
+    if !status.success() {
+        bail!(
+            "building {BINARY} for {triple} (variant {}) failed{}",
+            variant.name(),
+            if no_c_compiler.is_some() {
+                "; if the log says `C compiler invoked`, a dependency of the default \
+                 feature set compiles C, which is not allowed"
+            } else {
+                ""
+            }
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dist_defaults_to_both_targets_default_variant_and_no_c() {
+        let options = parse_dist_args(&[]).unwrap();
+        assert_eq!(options.arches, Arch::ALL.to_vec());
+        assert_eq!(options.variants, vec![Variant::Default]);
+        assert!(!options.allow_c);
+    }
+
+    #[test]
+    fn dist_arguments_select_target_variant_and_allow_c() {
+        let options =
+            parse_dist_args(&["--target", "aarch64", "--variant", "all", "--allow-c"]).unwrap();
+        assert_eq!(options.arches, vec![Arch::Aarch64]);
+        assert_eq!(options.variants, Variant::ALL.to_vec());
+        assert!(options.allow_c);
+    }
+
+    #[test]
+    fn unknown_dist_arguments_are_rejected() {
+        assert!(parse_dist_args(&["--target", "riscv64"]).is_err());
+        assert!(parse_dist_args(&["--variant"]).is_err());
+        assert!(parse_dist_args(&["--fast"]).is_err());
+    }
+
+    #[test]
+    fn compiler_variables_cover_generic_and_per_target_forms() {
+        let vars = compiler_variables(&["aarch64-unknown-linux-musl"]);
+        for var in [
+            "CC",
+            "CXX",
+            "TARGET_CC",
+            "HOST_CC",
+            "CC_aarch64-unknown-linux-musl",
+            "CC_aarch64_unknown_linux_musl",
+            "CXX_aarch64_unknown_linux_musl",
+        ] {
+            assert!(vars.iter().any(|v| v == var), "{var} missing");
+        }
+    }
+}

@@ -1,0 +1,524 @@
+//! `cargo xtask dist-test`: each built artefact in an empty root
+//! (`chroot`; qemu for foreign architectures), `--version`, `--help`, real
+//! `run --once` rounds over PLAINTEXT and TLS ([`super::run`]), and the CPU
+//! check on an emulated old x86_64.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use super::artefact::{
+    Arch, BINARY, Package, RUN_AS, Variant, check_static, has_interp, tool_output, which,
+};
+use super::run::{CONFIG_IN_ROOT, Protocol, Testbed};
+
+/// A file placed into the empty root.
+#[derive(Debug, Clone)]
+struct RootFile {
+    source: PathBuf,
+    /// Path inside the root, without the leading `/`.
+    dest: String,
+    mode: u32,
+}
+
+/// One run of the binary inside the empty root.
+#[derive(Debug, Clone, Copy)]
+struct RunCase {
+    args: &'static [&'static str],
+    /// Whether the run must exit 0 (otherwise it only has to have run by
+    /// itself, see [`ran_by_itself`]).
+    must_succeed: bool,
+}
+
+/// What `dist-test` runs in each empty root.
+const RUN_CASES: &[RunCase] = &[
+    RunCase {
+        args: &["--version"],
+        must_succeed: true,
+    },
+    RunCase {
+        args: &["--help"],
+        must_succeed: true,
+    },
+];
+
+/// The files that make up the empty root for one artefact.
+fn root_files(binary: &Path, arch: Arch) -> Result<Vec<RootFile>> {
+    let mut files = vec![RootFile {
+        source: binary.to_path_buf(),
+        dest: BINARY.to_owned(),
+        mode: 0o755,
+    }];
+    if let Some(emulator) = arch.emulator() {
+        let path = which(emulator).with_context(|| {
+            format!(
+                "`{emulator}` is needed to run {} binaries here (Debian: apt-get install qemu-user-static)",
+                arch.name()
+            )
+        })?;
+        files.push(RootFile {
+            source: path,
+            dest: emulator.to_owned(),
+            mode: 0o755,
+        });
+    }
+    Ok(files)
+}
+
+/// Makes `dir` an otherwise empty root holding exactly `files`.
+fn make_root(dir: &Path, files: &[RootFile]) -> Result<()> {
+    if dir.exists() {
+        fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))?;
+    }
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    fs::set_permissions(dir, fs::Permissions::from_mode(0o755))?;
+    for file in files {
+        let dest = dir.join(&file.dest);
+        if let Some(parent) = dest.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        fs::copy(&file.source, &dest)
+            .with_context(|| format!("copying {} to {}", file.source.display(), dest.display()))?;
+        fs::set_permissions(&dest, fs::Permissions::from_mode(file.mode))?;
+    }
+    Ok(())
+}
+
+/// How a program is started inside a root directory.
+enum Jail {
+    /// We are root: `chroot --userspec=65532:65532`, as the image runs.
+    Chroot,
+    /// Not root: a user namespace with `unshare --map-root-user --root`.
+    Unshare,
+}
+
+impl Jail {
+    fn detect() -> Jail {
+        let uid = Command::new("id")
+            .arg("-u")
+            .output()
+            .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+            .unwrap_or_default();
+        if uid == "0" {
+            Jail::Chroot
+        } else {
+            Jail::Unshare
+        }
+    }
+
+    fn launcher(&self) -> &'static str {
+        match self {
+            Jail::Chroot => "chroot",
+            Jail::Unshare => "unshare",
+        }
+    }
+
+    /// Runs `/<program> args` inside `root`, through `emulator` if given.
+    fn run(&self, root: &Path, emulator: Option<&str>, args: &[&str]) -> Result<Output> {
+        self.run_with(root, emulator, &[], args, RUN_TIMEOUT)
+    }
+
+    /// Like [`Jail::run`], with `emulator_args` before the program and the
+    /// run killed (and reported as an error) after `timeout`.
+    fn run_with(
+        &self,
+        root: &Path,
+        emulator: Option<&str>,
+        emulator_args: &[&str],
+        args: &[&str],
+        timeout: Duration,
+    ) -> Result<Output> {
+        // Resolved here: the child's environment is cleared below, and a
+        // cleared PATH would also hide the launcher itself.
+        let launcher = which(self.launcher())
+            .with_context(|| format!("`{}` is not on PATH", self.launcher()))?;
+        let mut cmd = match self {
+            Jail::Chroot => {
+                let mut cmd = Command::new(&launcher);
+                cmd.arg(format!("--userspec={RUN_AS}")).arg(root);
+                cmd
+            }
+            Jail::Unshare => {
+                let mut cmd = Command::new(&launcher);
+                cmd.args(["--user", "--map-root-user", "--root"]).arg(root);
+                cmd
+            }
+        };
+        if let Some(emulator) = emulator {
+            cmd.arg(format!("/{emulator}")).args(emulator_args);
+        }
+        cmd.arg(format!("/{BINARY}")).args(args).env_clear();
+        output_within(cmd, timeout).with_context(|| format!("running `{}`", self.launcher()))
+    }
+}
+
+/// How long one run in an empty root may take (a `run --once` round under
+/// qemu included).
+const RUN_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// Runs `cmd` to completion, capturing its output; kills it after `timeout`.
+fn output_within(mut cmd: Command, timeout: Duration) -> Result<Output> {
+    let run = e2e::process::output_within(&mut cmd, timeout)?;
+    let Some(status) = run.status else {
+        bail!("still running after {}s; killed", timeout.as_secs());
+    };
+    Ok(Output {
+        status,
+        stdout: run.stdout,
+        stderr: run.stderr,
+    })
+}
+
+/// Whether the program itself ran (as opposed to the launcher failing to
+/// start it): it exited on its own with a code other than the launcher's
+/// 126/127 ("cannot execute"/"not found", which is what the kernel's ENOENT
+/// for a missing dynamic loader becomes), and wrote a line mentioning
+/// `mm2-checkpoint` that the launcher or emulator did not write.
+fn ran_by_itself(output: &Output, launchers: &[&str]) -> bool {
+    let Some(code) = output.status.code() else {
+        return false; // killed by a signal
+    };
+    if code == 126 || code == 127 {
+        return false;
+    }
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    text.lines().any(|line| {
+        line.contains(BINARY)
+            && !launchers
+                .iter()
+                .any(|launcher| line.starts_with(&format!("{launcher}:")))
+    })
+}
+
+fn describe(output: &Output) -> String {
+    format!(
+        "{}; stdout: {:?}; stderr: {:?}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout).trim(),
+        String::from_utf8_lossy(&output.stderr).trim()
+    )
+}
+
+/// `cargo xtask dist-test [--target ...] [--variant ...]`: runs every built
+/// artefact inside an empty root directory.
+pub fn dist_test(root: &Path, args: &[&str]) -> Result<()> {
+    let mut arches = Arch::ALL.to_vec();
+    let mut variants = Variant::ALL.to_vec();
+    let mut rest = args.iter();
+    while let Some(&arg) = rest.next() {
+        match arg {
+            "--target" => arches = Arch::parse(rest.next().context("`--target` needs a value")?)?,
+            "--variant" => {
+                variants = Variant::parse(rest.next().context("`--variant` needs a value")?)?
+            }
+            _ => bail!("unknown argument `{arg}` to `cargo xtask dist-test`"),
+        }
+    }
+    let package = Package::load(root)?;
+    let roots = package.dist_dir().join("test-root");
+    let jail = Jail::detect();
+
+    control_dynamic_binary_fails(&roots, &jail)?;
+    let clusters = Testbed::up(&crate::kafka::Layout::new(root))?;
+    // Control: a seeded round that no binary ran must fail verification.
+    let unrun = clusters.prepare("control")?;
+    if clusters.verify(&unrun).is_ok() {
+        bail!("control: a round no binary ran passed verification, so verification proves nothing");
+    }
+    eprintln!("xtask: control: a round no binary ran fails verification as expected");
+
+    let mut tested = 0;
+    for &variant in &variants {
+        for &arch in &arches {
+            let binary = package.artefact(arch, variant);
+            if !binary.is_file() {
+                continue;
+            }
+            check_static(&binary, arch)?;
+            let name = package.artefact_name(arch, variant);
+            let dir = roots.join(&name);
+            make_root(&dir, &root_files(&binary, arch)?)?;
+            let mut launchers = vec![jail.launcher()];
+            launchers.extend(arch.emulator());
+
+            if let Some(emulator) = arch.emulator() {
+                // Outside any root first: the emulator itself works.
+                let out = Command::new(emulator)
+                    .arg(&binary)
+                    .arg("--version")
+                    .output()
+                    .with_context(|| format!("running `{emulator}`"))?;
+                if !ran_by_itself(&out, &launchers) {
+                    bail!("{name} did not run under {emulator}: {}", describe(&out));
+                }
+            }
+            for case in RUN_CASES {
+                let out = jail.run(&dir, arch.emulator(), case.args)?;
+                let ok = if case.must_succeed {
+                    out.status.success()
+                } else {
+                    ran_by_itself(&out, &launchers)
+                };
+                if !ok {
+                    bail!(
+                        "{name} `{}` in an empty root ({}): {}",
+                        case.args.join(" "),
+                        jail.launcher(),
+                        describe(&out)
+                    );
+                }
+                eprintln!(
+                    "xtask: {name} `{}` ran in an empty root via {}{} as {RUN_AS}: {}",
+                    case.args.join(" "),
+                    jail.launcher(),
+                    arch.emulator()
+                        .map(|e| format!(" + {e}"))
+                        .unwrap_or_default(),
+                    out.status
+                );
+            }
+            for protocol in Protocol::ALL {
+                daemon_round(&clusters, &jail, &dir, &name, arch, protocol, None)?;
+            }
+            if arch == Arch::X86_64 {
+                cpu_check(&clusters, &jail, &dir, &name, variant)?;
+            }
+            tested += 1;
+        }
+    }
+    if tested == 0 {
+        bail!(
+            "no artefacts in {} for the chosen targets and variants: run `cargo xtask dist` first",
+            package.dist_dir().display()
+        );
+    }
+    eprintln!("xtask: dist-test passed for {tested} artefact(s)");
+    Ok(())
+}
+
+/// One real `run --once` of the binary in the empty root `dir` over
+/// `protocol`, then a check from outside that its checkpoints were written.
+/// `cpu` runs the binary under `qemu-x86_64-static -cpu <model>` (the
+/// emulator must be in the root).
+fn daemon_round(
+    clusters: &Testbed,
+    jail: &Jail,
+    dir: &Path,
+    name: &str,
+    arch: Arch,
+    protocol: Protocol,
+    cpu: Option<&str>,
+) -> Result<()> {
+    let round = clusters.prepare(&format!("{}_{}", arch.name(), protocol.name()))?;
+    clusters.install(dir, &round, protocol)?;
+    let args = ["run", "--config", CONFIG_IN_ROOT, "--once"];
+    let started = Instant::now();
+    let out = match cpu {
+        Some(model) => {
+            jail.run_with(dir, Some(QEMU_X86_64), &["-cpu", model], &args, RUN_TIMEOUT)?
+        }
+        None => jail.run_with(dir, arch.emulator(), &[], &args, RUN_TIMEOUT)?,
+    };
+    let how = format!(
+        "`{}` over {} in an empty root via {}{} as {RUN_AS}",
+        args.join(" "),
+        protocol.name(),
+        jail.launcher(),
+        cpu.map(|m| format!(" + {QEMU_X86_64} -cpu {m}"))
+            .or_else(|| arch.emulator().map(|e| format!(" + {e}")))
+            .unwrap_or_default(),
+    );
+    if !out.status.success() {
+        bail!("{name} {how}: {}", describe(&out));
+    }
+    clusters
+        .verify(&round)
+        .with_context(|| format!("{name} {how} exited 0, but"))?;
+    eprintln!(
+        "xtask: {name} {how}: exit 0 in {:.1}s, checkpoints for {} verified on the target",
+        started.elapsed().as_secs_f64(),
+        round.group
+    );
+    Ok(())
+}
+
+/// The x86_64 emulator, used to run x86_64 binaries on an older CPU model.
+const QEMU_X86_64: &str = "qemu-x86_64-static";
+
+/// A CPU model without AES-NI, PCLMULQDQ, BMI1, ADX, AVX and AVX2.
+const OLD_CPU: &str = "Nehalem";
+
+/// qemu's model with every feature it emulates (AVX2 and ADX included).
+const FULL_CPU: &str = "max";
+
+/// The runtime CPU check, exercised on an emulated CPU that lacks what the
+/// graviola provider needs: the default x86_64 build must refuse a TLS config
+/// with a message naming the missing features and the `ring` build; the ring
+/// build must run the same round to completion on that CPU, and the default
+/// build must complete it on an emulated CPU that has the features.
+fn cpu_check(
+    clusters: &Testbed,
+    jail: &Jail,
+    dir: &Path,
+    name: &str,
+    variant: Variant,
+) -> Result<()> {
+    let Some(qemu) = which(QEMU_X86_64) else {
+        bail!(
+            "`{QEMU_X86_64}` is needed for the CPU check (Debian: apt-get install qemu-user-static)"
+        );
+    };
+    let dest = dir.join(QEMU_X86_64);
+    fs::copy(&qemu, &dest).with_context(|| format!("copying {}", qemu.display()))?;
+    fs::set_permissions(&dest, fs::Permissions::from_mode(0o755))?;
+    match variant {
+        Variant::Ring => daemon_round(
+            clusters,
+            jail,
+            dir,
+            name,
+            Arch::X86_64,
+            Protocol::Ssl,
+            Some(OLD_CPU),
+        ),
+        Variant::Default => {
+            let round = clusters.prepare("x86_64_oldcpu")?;
+            clusters.install(dir, &round, Protocol::Ssl)?;
+            let args = ["run", "--config", CONFIG_IN_ROOT, "--once"];
+            let out = jail.run_with(
+                dir,
+                Some(QEMU_X86_64),
+                &["-cpu", OLD_CPU],
+                &args,
+                RUN_TIMEOUT,
+            )?;
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let missing = ["aes", "pclmulqdq", "bmi1", "adx", "avx", "avx2"];
+            let names_all = missing.iter().all(|f| {
+                stderr
+                    .split(|c: char| !c.is_ascii_alphanumeric())
+                    .any(|word| word == *f)
+            });
+            if out.status.success()
+                || !ran_by_itself(&out, &[jail.launcher(), QEMU_X86_64])
+                || !names_all
+                || !stderr.contains("`ring`")
+            {
+                bail!(
+                    "{name} on an emulated {OLD_CPU} CPU with a TLS config must exit non-zero \
+                     naming the missing CPU features {missing:?} and the `ring` build: {}",
+                    describe(&out)
+                );
+            }
+            eprintln!(
+                "xtask: {name} `{}` over SSL on an emulated {OLD_CPU} CPU: {} with {:?}",
+                args.join(" "),
+                out.status,
+                stderr.trim()
+            );
+            // Control: on an emulated CPU that has the features, the same
+            // build completes a TLS round, so the refusal above is the check.
+            daemon_round(
+                clusters,
+                jail,
+                dir,
+                name,
+                Arch::X86_64,
+                Protocol::Ssl,
+                Some(FULL_CPU),
+            )
+        }
+    }
+}
+
+/// The test's negative control: the host's own dynamically linked `true`,
+/// put where the binary would be, must NOT run in an empty root. This proves
+/// the empty-root runs above would catch a dynamic binary.
+fn control_dynamic_binary_fails(roots: &Path, jail: &Jail) -> Result<()> {
+    let dynamic = ["/usr/bin/true", "/bin/true"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file())
+        .context("no /usr/bin/true for the negative control")?;
+    if !has_interp(&tool_output("readelf", &["-lW"], &dynamic)?) {
+        eprintln!(
+            "xtask: {} is static on this machine; skipping the negative control",
+            dynamic.display()
+        );
+        return Ok(());
+    }
+    let dir = roots.join("control-dynamic");
+    make_root(
+        &dir,
+        &[RootFile {
+            source: dynamic.clone(),
+            dest: BINARY.to_owned(),
+            mode: 0o755,
+        }],
+    )?;
+    let out = jail.run(&dir, None, &["--version"])?;
+    if out.status.success() || ran_by_itself(&out, &[jail.launcher()]) {
+        bail!(
+            "negative control: the dynamically linked {} ran in an empty root, so the \
+             empty-root test proves nothing: {}",
+            dynamic.display(),
+            describe(&out)
+        );
+    }
+    eprintln!(
+        "xtask: negative control: dynamically linked {} fails in an empty root as expected ({})",
+        dynamic.display(),
+        out.status
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn output(code: i32, stdout: &str, stderr: &str) -> Output {
+        use std::os::unix::process::ExitStatusExt;
+        Output {
+            status: std::process::ExitStatus::from_raw(code << 8),
+            stdout: stdout.as_bytes().to_vec(),
+            stderr: stderr.as_bytes().to_vec(),
+        }
+    }
+
+    #[test]
+    fn a_launcher_failure_is_not_a_run() {
+        let out = output(
+            127,
+            "",
+            "chroot: failed to run command '/mm2-checkpoint': No such file or directory\n",
+        );
+        assert!(!ran_by_itself(&out, &["chroot"]));
+    }
+
+    #[test]
+    fn an_emulator_error_is_not_a_run() {
+        let out = output(
+            255,
+            "",
+            "qemu-aarch64-static: /mm2-checkpoint: Could not open '/lib/ld-linux-aarch64.so.1'\n",
+        );
+        assert!(!ran_by_itself(&out, &["chroot", "qemu-aarch64-static"]));
+    }
+
+    #[test]
+    fn the_program_speaking_for_itself_is_a_run_whatever_its_exit_code() {
+        let placeholder = output(2, "", "mm2-checkpoint: the daemon is not built yet\n");
+        let version = output(0, "mm2-checkpoint 0.1.0\n", "");
+        assert!(ran_by_itself(&placeholder, &["chroot"]));
+        assert!(ran_by_itself(&version, &["chroot"]));
+    }
+}
