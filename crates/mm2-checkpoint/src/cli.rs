@@ -86,6 +86,10 @@ pub struct ValidateArgs {
     /// The configuration file.
     #[command(flatten)]
     pub config: ConfigFile,
+    /// Fail (exit 2) if the file has keys that neither MirrorMaker 2 nor
+    /// mm2-checkpoint reads, such as misspelt ones.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 /// Logging options shared by the commands that talk to brokers.

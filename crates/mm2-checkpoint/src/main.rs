@@ -57,6 +57,15 @@ fn validate(args: &ValidateArgs) -> Result<(), u8> {
         "{}",
         mm2_checkpoint::config::render_effective_settings(&config)
     );
+    if args.strict && !config.unknown_keys.is_empty() {
+        let keys: Vec<&str> = config.unknown_keys.iter().map(|u| u.key.as_str()).collect();
+        eprintln!(
+            "error: --strict: {} key(s) that nothing reads: {}",
+            keys.len(),
+            keys.join(", ")
+        );
+        return Err(EXIT_USAGE);
+    }
     Ok(())
 }
 

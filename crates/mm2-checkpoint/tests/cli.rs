@@ -136,6 +136,43 @@ fn validate_prints_warnings() {
     );
 }
 
+/// A misspelt key is named with the closest real one; `--strict` turns it into a
+/// failure (exit 2) while plain `validate` only warns.
+#[test]
+fn validate_names_keys_nothing_reads_and_strict_fails_on_them() {
+    let dir = TempDir::new("validate-unknown");
+    let config = config_with(
+        &dir,
+        "A->B.emit.checkpoint.interval.seconds = 5\ntotally.unknown.key = 1",
+    );
+    let (code, stdout, stderr) = run(&mut mm2(&["validate", path(&config)]));
+    assert_eq!(code, Some(0), "stderr: {stderr}");
+    assert!(
+        stdout.contains(
+            "`A->B.emit.checkpoint.interval.seconds` (line 5) is read by neither MirrorMaker 2 nor \
+             mm2-checkpoint and has no effect; did you mean `A->B.emit.checkpoints.interval.seconds`?"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("`totally.unknown.key` (line 6)"),
+        "{stdout}"
+    );
+
+    let (code, stdout, stderr) = run(&mut mm2(&["validate", "--strict", path(&config)]));
+    assert_eq!(code, Some(2), "stdout: {stdout}");
+    assert_eq!(
+        stderr.trim(),
+        "error: --strict: 2 key(s) that nothing reads: A->B.emit.checkpoint.interval.seconds, \
+         totally.unknown.key"
+    );
+
+    let clean_dir = TempDir::new("validate-strict-clean");
+    let clean = config_with(&clean_dir, "");
+    let (code, _, stderr) = run(&mut mm2(&["validate", "--strict", path(&clean)]));
+    assert_eq!(code, Some(0), "stderr: {stderr}");
+}
+
 /// Runs `validate` on `text` and returns the exit code and stderr.
 fn validate_error(name: &str, text: &str) -> (Option<i32>, String) {
     let dir = TempDir::new(name);

@@ -18,6 +18,7 @@
 
 pub mod error;
 mod jaas;
+pub mod known_keys;
 mod lookup;
 pub mod properties;
 pub mod providers;
@@ -175,8 +176,12 @@ pub struct MirrorConfig {
     /// Every enabled flow, in `clusters` order (source, then target).
     pub flows: Vec<FlowConfig>,
     /// Accepted but dubious settings (disabled host name verification, ignored
-    /// keys, deprecated names). The driver logs them at startup.
+    /// keys, deprecated names, keys nothing reads). The driver logs them at
+    /// startup.
     pub warnings: Vec<String>,
+    /// The keys of the file that neither MirrorMaker 2 nor mm2-checkpoint reads
+    /// (each also has a warning); `validate --strict` fails on them.
+    pub unknown_keys: Vec<known_keys::UnknownKey>,
 }
 
 impl MirrorConfig {
@@ -197,6 +202,22 @@ impl MirrorConfig {
         };
         let clusters = lookup.clusters()?;
         let mut warnings = Vec::new();
+        let unknown_keys = known_keys::unknown_keys(props.keys(), &clusters);
+        for unknown in &unknown_keys {
+            let at = props
+                .line(&unknown.key)
+                .map_or_else(String::new, |line| format!(" (line {line})"));
+            let mut text = format!(
+                "`{}`{at} is read by neither MirrorMaker 2 nor mm2-checkpoint and has no effect",
+                unknown.key
+            );
+            if let Some(suggestion) = &unknown.suggestion {
+                text.push_str(&format!("; did you mean `{suggestion}`?"));
+            } else if let Some(note) = unknown.note {
+                text.push_str(&format!("; {note}"));
+            }
+            warnings.push(text);
+        }
         for key in props.keys() {
             let client_key = ["consumer.", "producer.", "admin."]
                 .iter()
@@ -251,6 +272,7 @@ impl MirrorConfig {
             clusters,
             flows,
             warnings,
+            unknown_keys,
         })
     }
 }
