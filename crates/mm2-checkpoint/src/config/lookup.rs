@@ -10,9 +10,9 @@ use super::error::ConfigError;
 use super::properties::Properties;
 use super::providers::{Environment, Providers};
 use super::security::{ConnectionSettings, build_connection, is_connection_key};
-use super::{
-    DEFAULT_GROUPS, DEFAULT_GROUPS_EXCLUDE, DEFAULT_TOPICS, DEFAULT_TOPICS_EXCLUDE, FilterSettings,
-    FlowConfig, MIRROR_PACKAGE, Setting,
+use super::{FilterSettings, FlowConfig, MIRROR_PACKAGE, Setting};
+use crate::core::filter::{
+    DEFAULT_GROUPS, DEFAULT_GROUPS_EXCLUDE, DEFAULT_TOPICS, DEFAULT_TOPICS_EXCLUDE,
 };
 use crate::core::{OffsetSyncsLocation, ReplicationPolicy};
 

@@ -47,10 +47,6 @@ use providers::Providers;
 use security::is_connection_key;
 
 const MIRROR_PACKAGE: &str = "org.apache.kafka.connect.mirror.";
-const DEFAULT_TOPICS: &str = ".*";
-const DEFAULT_TOPICS_EXCLUDE: &str = ".*[\\-\\.]internal, .*\\.replica, __.*";
-const DEFAULT_GROUPS: &str = ".*";
-const DEFAULT_GROUPS_EXCLUDE: &str = "console-consumer-.*, connect-.*, __.*";
 
 /// A value read from the file: the (provider-resolved) text and where it came from.
 #[derive(Clone, PartialEq, Eq)]
