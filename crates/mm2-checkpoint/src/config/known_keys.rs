@@ -211,6 +211,20 @@ fn describe(known: &KafkaKeys, key: &str, clusters: &[String], flows: &[String])
         suggestion,
         note,
     };
+    // The filters' deprecated names, read by MM2 3.x, were removed in 4.0.
+    for (old, new) in [
+        ("topics.blacklist", "topics.exclude"),
+        ("groups.blacklist", "groups.exclude"),
+    ] {
+        if let Some(prefix) = key.strip_suffix(old)
+            && (prefix.is_empty() || flows.iter().any(|f| f == prefix))
+        {
+            return unknown(
+                Some(format!("{prefix}{new}")),
+                Some("removed in Kafka 4.0; MirrorMaker 2 4.x ignores it too"),
+            );
+        }
+    }
     // A connector key under a cluster prefix is read by no one: MM2 passes it to
     // the connector as `source.cluster.<k>`, which the connector ignores.
     for alias in clusters {

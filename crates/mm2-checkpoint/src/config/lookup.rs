@@ -187,35 +187,16 @@ impl Lookup<'_> {
             })?,
         };
 
-        let mut filter =
-            |key: &str, deprecated: Option<&str>, default: &str| -> Result<String, ConfigError> {
-                if let Some(s) = get(key)? {
-                    return Ok(s.value);
-                }
-                if let Some(old) = deprecated
-                    && let Some(s) = get(old)?
-                {
-                    warnings.push(format!(
-                        "`{}` is deprecated (removed in Kafka 4.0); use `{key}`",
-                        s.origin
-                    ));
-                    return Ok(s.value);
-                }
-                Ok(default.to_string())
-            };
+        // The deprecated `topics.blacklist`/`groups.blacklist` were removed in
+        // Kafka 4.0 and MM2 4.x ignores them; so do we (known_keys warns).
+        let mut filter = |key: &str, default: &str| -> Result<String, ConfigError> {
+            Ok(get(key)?.map_or_else(|| default.to_string(), |s| s.value))
+        };
         let filters = FilterSettings {
-            topics: filter("topics", None, DEFAULT_TOPICS)?,
-            topics_exclude: filter(
-                "topics.exclude",
-                Some("topics.blacklist"),
-                DEFAULT_TOPICS_EXCLUDE,
-            )?,
-            groups: filter("groups", None, DEFAULT_GROUPS)?,
-            groups_exclude: filter(
-                "groups.exclude",
-                Some("groups.blacklist"),
-                DEFAULT_GROUPS_EXCLUDE,
-            )?,
+            topics: filter("topics", DEFAULT_TOPICS)?,
+            topics_exclude: filter("topics.exclude", DEFAULT_TOPICS_EXCLUDE)?,
+            groups: filter("groups", DEFAULT_GROUPS)?,
+            groups_exclude: filter("groups.exclude", DEFAULT_GROUPS_EXCLUDE)?,
         };
 
         for (key, default) in [

@@ -77,11 +77,11 @@ impl Setting {
 pub struct FilterSettings {
     /// `topics`: include list.
     pub topics: String,
-    /// `topics.exclude` (or the deprecated `topics.blacklist`).
+    /// `topics.exclude`.
     pub topics_exclude: String,
     /// `groups`: include list.
     pub groups: String,
-    /// `groups.exclude` (or the deprecated `groups.blacklist`).
+    /// `groups.exclude`.
     pub groups_exclude: String,
 }
 
@@ -207,10 +207,15 @@ impl MirrorConfig {
                 "`{}`{at} is read by neither MirrorMaker 2 nor mm2-checkpoint and has no effect",
                 unknown.key
             );
-            if let Some(suggestion) = &unknown.suggestion {
-                text.push_str(&format!("; did you mean `{suggestion}`?"));
-            } else if let Some(note) = unknown.note {
-                text.push_str(&format!("; {note}"));
+            match (&unknown.suggestion, unknown.note) {
+                (Some(suggestion), Some(note)) => {
+                    text.push_str(&format!("; {note}: use `{suggestion}`"));
+                }
+                (Some(suggestion), None) => {
+                    text.push_str(&format!("; did you mean `{suggestion}`?"));
+                }
+                (None, Some(note)) => text.push_str(&format!("; {note}")),
+                (None, None) => {}
             }
             warnings.push(text);
         }

@@ -2,6 +2,7 @@
 
 use super::providers::tests::FakeEnvironment;
 use super::*;
+use crate::core::filter::{DEFAULT_GROUPS_EXCLUDE, DEFAULT_TOPICS_EXCLUDE};
 
 /// Two clusters, flow A->B enabled.
 const BASE: &str = "clusters = A, B\n\
@@ -275,7 +276,7 @@ fn refresh_groups_interval_defaults_to_600_seconds() {
 fn filters_default_to_mm2_lists() {
     let f = only_flow(BASE).filters;
     assert_eq!(f.topics, ".*");
-    assert_eq!(f.topics_exclude, ".*[\\-\\.]internal, .*\\.replica, __.*");
+    assert_eq!(f.topics_exclude, "mm2.*\\.internal, .*\\.replica, __.*");
     assert_eq!(f.groups, ".*");
     assert_eq!(f.groups_exclude, "console-consumer-.*, connect-.*, __.*");
 }
@@ -670,25 +671,35 @@ fn default_forwarding_admin_is_accepted() {
     ));
 }
 
+/// Kafka 4.0 removed `topics.blacklist`/`groups.blacklist` and MM2 4.x ignores
+/// them; so do we, with a warning naming the key to use.
 #[test]
-fn deprecated_blacklist_keys_are_used_with_a_warning() {
+fn removed_blacklist_keys_are_ignored_with_a_warning() {
     let config = load(&with(
-        "topics.blacklist = old-.*\ngroups.blacklist = oldg-.*",
+        "topics.blacklist = old-.*\nA->B.groups.blacklist = oldg-.*",
     ));
-    assert_eq!(config.flows[0].filters.topics_exclude, "old-.*");
-    assert_eq!(config.flows[0].filters.groups_exclude, "oldg-.*");
-    assert!(
-        config
-            .warnings
-            .iter()
-            .any(|w| w.contains("topics.blacklist"))
+    assert_eq!(
+        config.flows[0].filters.topics_exclude,
+        DEFAULT_TOPICS_EXCLUDE
     );
-}
-
-#[test]
-fn new_exclude_key_wins_over_deprecated_one() {
-    let f = only_flow(&with("topics.blacklist = old-.*\ntopics.exclude = new-.*"));
-    assert_eq!(f.filters.topics_exclude, "new-.*");
+    assert_eq!(
+        config.flows[0].filters.groups_exclude,
+        DEFAULT_GROUPS_EXCLUDE
+    );
+    for (old, line, new) in [
+        ("topics.blacklist", 5, "topics.exclude"),
+        ("A->B.groups.blacklist", 6, "A->B.groups.exclude"),
+    ] {
+        let want = format!(
+            "`{old}` (line {line}) is read by neither MirrorMaker 2 nor mm2-checkpoint and has \
+             no effect; removed in Kafka 4.0; MirrorMaker 2 4.x ignores it too: use `{new}`"
+        );
+        assert!(
+            config.warnings.contains(&want),
+            "{want}\n{:?}",
+            config.warnings
+        );
+    }
 }
 
 // ---- config providers in flows ----

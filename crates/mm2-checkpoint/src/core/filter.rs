@@ -58,8 +58,9 @@ pub const GROUPS_EXCLUDE_KEY: &str = "groups.exclude";
 
 /// MM2's default `topics`.
 pub const DEFAULT_TOPICS: &str = ".*";
-/// MM2's default `topics.exclude`.
-pub const DEFAULT_TOPICS_EXCLUDE: &str = r".*[\-\.]internal, .*\.replica, __.*";
+/// MM2's default `topics.exclude` since Kafka 4.0 (KIP-1074: only MM2's own
+/// internal topics, not every name ending in `-internal` or `.internal`).
+pub const DEFAULT_TOPICS_EXCLUDE: &str = r"mm2.*\.internal, .*\.replica, __.*";
 /// MM2's default `groups`.
 pub const DEFAULT_GROUPS: &str = ".*";
 /// MM2's default `groups.exclude`.
@@ -600,20 +601,29 @@ mod tests {
         GroupFilter::new(None, None).unwrap();
     }
 
+    /// Kafka 4.0's default (KIP-1074) excludes MM2's own internal topics, not
+    /// every name ending in `-internal` or `.internal` as 3.x did.
     #[test]
-    fn e_default_topic_filter_excludes_internal_replica_and_dunder() {
+    fn e_default_topic_filter_excludes_mm2_internal_replica_and_dunder() {
         let f = TopicFilter::default();
         assert!(f.should_replicate_topic("orders"));
         assert!(f.should_replicate_topic("S.orders"));
         for t in [
             "mm2-offsets.S.internal",
-            "x-internal",
+            "mm2-offset-syncs.T.internal",
             "orders.replica",
             "__consumer_offsets",
         ] {
             assert!(!f.should_replicate_topic(t), "{t}");
         }
-        assert!(f.should_replicate_topic("internal"));
+        for t in [
+            "internal",
+            "x-internal",
+            "app.internal",
+            "S.checkpoints.internal",
+        ] {
+            assert!(f.should_replicate_topic(t), "{t}");
+        }
     }
 
     #[test]
