@@ -34,8 +34,8 @@ use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
-use mm2_checkpoint::core::TopicPartition;
 use mm2_checkpoint::core::format::{Checkpoint, OffsetSync};
+use mm2_checkpoint::core::{CommittedOffset, TopicPartition};
 use mm2_checkpoint::driver::kafka::{Cluster, OutRecord};
 use serde::Serialize;
 
@@ -925,8 +925,13 @@ impl Bench {
             }
             // Commit at the newest sync every partition got.
             let newest = (per_partition.max(1) - 1) * SYNC_STEP;
-            let offsets: BTreeMap<TopicPartition, (i64, String)> = (0..flow.partitions)
-                .map(|p| (TopicPartition::new(&flow.topic, p), (newest, String::new())))
+            let offsets: BTreeMap<TopicPartition, CommittedOffset> = (0..flow.partitions)
+                .map(|p| {
+                    (
+                        TopicPartition::new(&flow.topic, p),
+                        CommittedOffset::new(newest, ""),
+                    )
+                })
                 .collect();
             for chunk in flow.groups.chunks(50) {
                 let mut set = tokio::task::JoinSet::new();

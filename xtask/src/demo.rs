@@ -12,8 +12,8 @@ use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use mm2_checkpoint::core::TopicPartition;
 use mm2_checkpoint::core::format::OffsetSync;
+use mm2_checkpoint::core::{CommittedOffset, TopicPartition};
 use mm2_checkpoint::driver::kafka::{Cluster, OutRecord};
 
 use crate::kafka::{self, Layout};
@@ -167,7 +167,7 @@ pub fn demo(workspace: &Path, layout: &Layout) -> Result<()> {
             let target_offset = theirs
                 .and_then(|o| o.get(&tp))
                 .and_then(|v| v.as_ref())
-                .map_or("-".to_string(), |(o, _)| o.to_string());
+                .map_or("-".to_string(), |c| c.offset.to_string());
             let up = usize::try_from(p)
                 .ok()
                 .and_then(|i| committed.get(i))
@@ -305,9 +305,9 @@ pub async fn seed_flow(
     source.produce(syncs_topic, 0, &syncs).await?;
     say("Seed: consumer groups on source with committed offsets");
     for (group, offsets) in groups {
-        let map: BTreeMap<TopicPartition, (i64, String)> = (0..PARTITIONS)
+        let map: BTreeMap<TopicPartition, CommittedOffset> = (0..PARTITIONS)
             .zip(*offsets)
-            .map(|(p, o)| (TopicPartition::new(topic, p), (o, String::new())))
+            .map(|(p, o)| (TopicPartition::new(topic, p), CommittedOffset::new(o, "")))
             .collect();
         source.commit_group_offsets(group, &map).await?;
         if verbose {

@@ -18,7 +18,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
 use mm2_checkpoint::core::format::Checkpoint;
-use mm2_checkpoint::driver::kafka::Cluster;
+use mm2_checkpoint::driver::kafka::{Cluster, OffsetSpec};
 
 use crate::demo::{self, PARTITIONS, SYNC_POINTS, Seed};
 use crate::kafka::{self, ClusterInfo, Layout};
@@ -277,8 +277,8 @@ async fn read_checkpoints(cluster: &Cluster, topic: &str) -> Result<Vec<Checkpoi
     if !cluster.topic_exists(topic).await? {
         bail!("the checkpoints topic {topic} does not exist on the target");
     }
-    let end = cluster.list_offset(topic, 0, -1).await?;
-    let mut pos = cluster.list_offset(topic, 0, -2).await?;
+    let end = cluster.list_offset(topic, 0, OffsetSpec::Latest).await?;
+    let mut pos = cluster.list_offset(topic, 0, OffsetSpec::Earliest).await?;
     let mut out = Vec::new();
     while pos < end {
         let fetched = cluster.fetch(topic, 0, pos, 500).await?;
@@ -335,7 +335,7 @@ pub fn footprint(workspace: &Path, args: &[&str]) -> Result<()> {
                 .map(|p| {
                     (
                         mm2_checkpoint::core::TopicPartition::new(&round.topic, p),
-                        (latest, String::new()),
+                        mm2_checkpoint::core::CommittedOffset::new(latest, ""),
                     )
                 })
                 .collect();

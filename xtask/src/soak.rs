@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use mm2_checkpoint::core::format::OffsetSync;
-use mm2_checkpoint::core::{Checkpoint, TopicPartition};
-use mm2_checkpoint::driver::kafka::{Cluster, OutRecord};
+use mm2_checkpoint::core::{Checkpoint, CommittedOffset, TopicPartition};
+use mm2_checkpoint::driver::kafka::{Cluster, OffsetSpec, OutRecord};
 
 use crate::kafka::{self, Layout};
 
@@ -158,7 +158,12 @@ impl World {
         let ok = timeout(&self.rt, self.source.produce(SYNCS_TOPIC, 0, &records)).is_ok()
             && GROUPS.iter().all(|g| {
                 let map = (0..PARTITIONS)
-                    .map(|p| (TopicPartition::new(TOPIC, p), (10 * k, String::new())))
+                    .map(|p| {
+                        (
+                            TopicPartition::new(TOPIC, p),
+                            CommittedOffset::new(10 * k, ""),
+                        )
+                    })
                     .collect();
                 timeout(&self.rt, self.source.commit_group_offsets(g, &map)).is_ok()
             });
@@ -172,8 +177,14 @@ impl World {
 
     fn checkpoints(&self) -> Result<Vec<Checkpoint>> {
         let t = &self.target;
-        let end = timeout(&self.rt, t.list_offset(CHECKPOINTS_TOPIC, 0, -1))?;
-        let mut pos = timeout(&self.rt, t.list_offset(CHECKPOINTS_TOPIC, 0, -2))?;
+        let end = timeout(
+            &self.rt,
+            t.list_offset(CHECKPOINTS_TOPIC, 0, OffsetSpec::Latest),
+        )?;
+        let mut pos = timeout(
+            &self.rt,
+            t.list_offset(CHECKPOINTS_TOPIC, 0, OffsetSpec::Earliest),
+        )?;
         let mut out = Vec::new();
         while pos < end {
             let f = timeout(&self.rt, t.fetch(CHECKPOINTS_TOPIC, 0, pos, 200))?;

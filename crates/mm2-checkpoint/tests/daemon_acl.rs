@@ -16,7 +16,7 @@ use std::process::Command;
 use common::{checkpoints_in, committed_offsets, mm2, rt, sync_records, tuple};
 use e2e::access::sasl_as;
 use e2e::{Cluster as TestCluster, Credentials, Listener, clusters, unique_name};
-use mm2_checkpoint::core::{Checkpoint, TopicPartition};
+use mm2_checkpoint::core::{Checkpoint, CommittedOffset, TopicPartition};
 use mm2_checkpoint::driver::kafka::Cluster;
 
 /// One ACL of the documented least-privilege set. Describe on a topic or
@@ -98,8 +98,11 @@ impl SecureWorld {
         };
         std::fs::create_dir_all(&w.dir).expect("test dir");
         let syncs = sync_records(&w.topic, &[(0, 0, 3), (0, 10, 13)]);
-        let offsets: BTreeMap<TopicPartition, (i64, String)> =
-            [(TopicPartition::new(&w.topic, 0), (10, String::new()))].into();
+        let offsets: BTreeMap<TopicPartition, CommittedOffset> = [(
+            TopicPartition::new(&w.topic, 0),
+            CommittedOffset::new(10, ""),
+        )]
+        .into();
         rt.block_on(async {
             w.admin
                 .create_topic(&w.topic, 1, 1, &[])

@@ -35,6 +35,7 @@
 use std::collections::BTreeMap;
 
 use super::checkpoint_store::CheckpointStore;
+use super::round::CommittedOffset;
 use super::types::TopicPartition;
 
 /// A consumer group's state on the target, as `DescribeGroups` /
@@ -57,27 +58,6 @@ pub enum TargetGroupState {
     Reconciling,
     /// Any other state, or none reported.
     Unknown,
-}
-
-impl TargetGroupState {
-    /// Maps Kafka's state name (`Empty`, `Dead`, `Stable`, `PreparingRebalance`,
-    /// `CompletingRebalance`, `Assigning`, `Reconciling`; case-insensitive) to a
-    /// state; anything else is [`TargetGroupState::Unknown`].
-    pub fn from_kafka_name(name: &str) -> Self {
-        const NAMES: [(&str, TargetGroupState); 7] = [
-            ("Empty", TargetGroupState::Empty),
-            ("Dead", TargetGroupState::Dead),
-            ("Stable", TargetGroupState::Stable),
-            ("PreparingRebalance", TargetGroupState::PreparingRebalance),
-            ("CompletingRebalance", TargetGroupState::CompletingRebalance),
-            ("Assigning", TargetGroupState::Assigning),
-            ("Reconciling", TargetGroupState::Reconciling),
-        ];
-        NAMES
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map_or(TargetGroupState::Unknown, |(_, s)| *s)
-    }
 }
 
 /// What the refresh learned about one target group.
@@ -120,22 +100,13 @@ pub enum TargetRefresh {
     Done(BTreeMap<String, TargetGroup>),
 }
 
-/// An offset to commit to a target group.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CommitOffset {
-    /// The downstream offset.
-    pub offset: i64,
-    /// The commit metadata (the source group's).
-    pub metadata: String,
-}
-
 /// One alter-offsets call: commit `offsets` to target group `group`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GroupCommit {
     /// The target group.
     pub group: String,
     /// Offsets per downstream partition; never empty.
-    pub offsets: BTreeMap<TopicPartition, CommitOffset>,
+    pub offsets: BTreeMap<TopicPartition, CommittedOffset>,
 }
 
 /// What group sync decided for one group (for metrics and logs).
@@ -185,11 +156,11 @@ pub fn plan_group_sync(store: &CheckpointStore, refresh: &TargetRefresh) -> Grou
     }
     for (group, checkpoints) in store.groups() {
         // Offsets we could write: every checkpoint with a valid downstream offset.
-        let wanted: BTreeMap<&TopicPartition, CommitOffset> = checkpoints
+        let wanted: BTreeMap<&TopicPartition, CommittedOffset> = checkpoints
             .iter()
             .filter(|(_, cp)| cp.downstream_offset >= 0)
             .map(|(tp, cp)| {
-                let offset = CommitOffset {
+                let offset = CommittedOffset {
                     offset: cp.downstream_offset,
                     metadata: cp.metadata.clone(),
                 };
@@ -212,11 +183,11 @@ pub fn plan_group_sync(store: &CheckpointStore, refresh: &TargetRefresh) -> Grou
 
 fn decide(
     group: &str,
-    wanted: BTreeMap<&TopicPartition, CommitOffset>,
+    wanted: BTreeMap<&TopicPartition, CommittedOffset>,
     target: Option<&TargetGroup>,
     commits: &mut Vec<GroupCommit>,
 ) -> GroupSyncOutcome {
-    let mut commit = |offsets: BTreeMap<TopicPartition, CommitOffset>| {
+    let mut commit = |offsets: BTreeMap<TopicPartition, CommittedOffset>| {
         commits.push(GroupCommit {
             group: group.to_owned(),
             offsets,
@@ -235,7 +206,7 @@ fn decide(
         }
         Some(TargetGroup::Empty(committed)) => {
             let total = wanted.len();
-            let to_write: BTreeMap<TopicPartition, CommitOffset> = wanted
+            let to_write: BTreeMap<TopicPartition, CommittedOffset> = wanted
                 .into_iter()
                 .filter(|(tp, o)| match committed.get(*tp) {
                     None | Some(None) => true,
@@ -440,23 +411,7 @@ mod tests {
     }
 
     #[test]
-    fn target_state_names_map_case_insensitively() {
-        assert_eq!(
-            TargetGroupState::from_kafka_name("Empty"),
-            TargetGroupState::Empty
-        );
-        assert_eq!(
-            TargetGroupState::from_kafka_name("STABLE"),
-            TargetGroupState::Stable
-        );
-        assert_eq!(
-            TargetGroupState::from_kafka_name("Reconciling"),
-            TargetGroupState::Reconciling
-        );
-        assert_eq!(
-            TargetGroupState::from_kafka_name("Weird"),
-            TargetGroupState::Unknown
-        );
+    fn a_dead_target_group_is_absent() {
         assert_eq!(
             TargetGroup::from_state(TargetGroupState::Dead, None),
             TargetGroup::Absent

@@ -12,14 +12,16 @@ use kafka_protocol::error::ResponseError;
 use crate::config::{FlowConfig, OffsetSyncsTopicLocation, ReplicationPolicyKind};
 use crate::core::format::OffsetSync as OffsetSyncRecord;
 use crate::core::{
-    Checkpoint, CheckpointRound, CheckpointStore, CommittedOffset, DecodeError, Flow, GroupFilter,
-    GroupOffsets, GroupSyncOutcome, InitMode, OffsetSyncStore, ReplicationPolicy, SkipReason,
-    TargetGroup, TargetGroupState, TargetRefresh, TopicFilter, TopicPartition, plan_group_sync,
+    Checkpoint, CheckpointRound, CheckpointStore, DecodeError, Flow, GroupFilter, GroupOffsets,
+    GroupSyncOutcome, InitMode, OffsetSyncStore, ReplicationPolicy, SkipReason, TargetGroup,
+    TargetGroupState, TargetRefresh, TopicFilter, plan_group_sync,
 };
 use crate::metrics::{self, Metrics, TopicKind, UntranslatableReason};
 
 use super::connect::{self, Connection};
-use super::kafka::{Cluster, CommitOutcome, CreateOutcome, Fetched, OutRecord, error_label};
+use super::kafka::{
+    Cluster, CommitOutcome, CreateOutcome, Fetched, OffsetSpec, OutRecord, error_label,
+};
 
 /// A failed cluster operation: which cluster, which operation, what error.
 #[derive(Debug)]
@@ -333,12 +335,12 @@ impl FlowContext {
         let start = self.step(
             cluster,
             "ListOffsets",
-            cluster.list_offset(topic, 0, -2).await,
+            cluster.list_offset(topic, 0, OffsetSpec::Earliest).await,
         )?;
         let end = self.step(
             cluster,
             "ListOffsets",
-            cluster.list_offset(topic, 0, -1).await,
+            cluster.list_offset(topic, 0, OffsetSpec::Latest).await,
         )?;
         let mut pos = start;
         let mut last_log = Instant::now();
@@ -707,15 +709,6 @@ impl FlowContext {
         for (group, result) in fetched {
             match result {
                 Ok(offsets) => {
-                    let offsets: GroupOffsets = offsets
-                        .into_iter()
-                        .map(|(tp, v)| {
-                            (
-                                tp,
-                                v.map(|(offset, metadata)| CommittedOffset { offset, metadata }),
-                            )
-                        })
-                        .collect();
                     groups.insert(group, offsets);
                 }
                 Err(e) if is_group_denied(&e) => {
@@ -892,12 +885,8 @@ impl FlowContext {
                     let Some(commit) = commits.get(group.as_str()) else {
                         continue;
                     };
-                    let offsets = commit
-                        .offsets
-                        .iter()
-                        .map(|(tp, o)| (tp.clone(), (o.offset, o.metadata.clone())))
-                        .collect();
-                    match t.commit_group_offsets(group, &offsets).await {
+                    let offsets = &commit.offsets;
+                    match t.commit_group_offsets(group, offsets).await {
                         Ok(CommitOutcome::Committed) => {
                             tracing::info!(flow = %self.name, group, partitions = offsets.len(), "synced the target group's offsets");
                             summary.committed += 1;
@@ -964,7 +953,7 @@ impl FlowContext {
         };
         let empty: Vec<String> = described
             .iter()
-            .filter(|(_, d)| TargetGroupState::from_kafka_name(&d.state) == TargetGroupState::Empty)
+            .filter(|(_, d)| d.state == TargetGroupState::Empty)
             .map(|(g, _)| g.clone())
             .collect();
         let mut offsets = if empty.is_empty() {
@@ -982,15 +971,12 @@ impl FlowContext {
         };
         let mut out = BTreeMap::new();
         for (group, d) in described {
-            let state = TargetGroupState::from_kafka_name(&d.state);
             let committed = offsets.remove(&group).and_then(Result::ok).map(|o| {
                 o.into_iter()
-                    .map(|(tp, v): (TopicPartition, Option<(i64, String)>)| {
-                        (tp, v.map(|(off, _)| off))
-                    })
+                    .map(|(tp, v)| (tp, v.map(|c| c.offset)))
                     .collect()
             });
-            out.insert(group, TargetGroup::from_state(state, committed));
+            out.insert(group, TargetGroup::from_state(d.state, committed));
         }
         TargetRefresh::Done(out)
     }

@@ -15,16 +15,14 @@ use kafka_lite::error::kafka_error_name;
 use kafka_lite::records::{Codec, ProducerRecord};
 use kafka_lite::{
     Client, ConnectionConfig, CreateTopicOutcome, Error, FetchOptions, GroupState, IsolationLevel,
-    OffsetSpec, OffsetToCommit, ProduceOptions, RetryPolicy,
+    OffsetToCommit, ProduceOptions, RetryPolicy,
 };
 use kafka_protocol::error::ResponseError;
 use tokio::sync::OnceCell;
 
-use crate::core::TopicPartition;
+pub use kafka_lite::OffsetSpec;
 
-/// A group's committed offsets: `None` = no offset (committed at -1); the
-/// string is the commit metadata (`""` for null).
-pub type CommittedOffsets = BTreeMap<TopicPartition, Option<(i64, String)>>;
+use crate::core::{CommittedOffset, GroupOffsets, TargetGroupState, TopicPartition};
 
 /// One record read from a partition.
 #[derive(Clone, Debug)]
@@ -80,11 +78,11 @@ pub enum CommitOutcome {
     GroupActive,
 }
 
-/// A described group: its state name and member count.
+/// A described group: its state and member count.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DescribedGroup {
-    /// Kafka's state name (`Empty`, `Stable`, `Dead`, ...).
-    pub state: String,
+    /// The group's state, in the core's terms.
+    pub state: TargetGroupState,
     /// Number of members.
     pub members: usize,
 }
@@ -99,25 +97,19 @@ pub struct Cluster {
     client: std::sync::Arc<OnceCell<Client>>,
 }
 
-fn lite_tp(tp: &TopicPartition) -> kafka_lite::TopicPartition {
-    kafka_lite::TopicPartition::new(tp.topic.clone(), tp.partition)
-}
-
-fn core_tp(tp: &kafka_lite::TopicPartition) -> TopicPartition {
-    TopicPartition::new(tp.topic.clone(), tp.partition)
-}
-
-/// Kafka's name of a group state, as `TargetGroupState::from_kafka_name` reads it.
-fn state_name(state: &GroupState) -> String {
+/// The core's name for a group state kafka-lite reported: the one place the
+/// two vocabularies meet. kafka-lite already parsed Kafka's state name (either
+/// spelling, any case); a state it did not know stays unknown.
+pub fn target_group_state(state: &GroupState) -> TargetGroupState {
     match state {
-        GroupState::Empty => "Empty".into(),
-        GroupState::Stable => "Stable".into(),
-        GroupState::PreparingRebalance => "PreparingRebalance".into(),
-        GroupState::CompletingRebalance => "CompletingRebalance".into(),
-        GroupState::Dead => "Dead".into(),
-        GroupState::Assigning => "Assigning".into(),
-        GroupState::Reconciling => "Reconciling".into(),
-        GroupState::Unknown(name) => name.clone(),
+        GroupState::Empty => TargetGroupState::Empty,
+        GroupState::Stable => TargetGroupState::Stable,
+        GroupState::PreparingRebalance => TargetGroupState::PreparingRebalance,
+        GroupState::CompletingRebalance => TargetGroupState::CompletingRebalance,
+        GroupState::Dead => TargetGroupState::Dead,
+        GroupState::Assigning => TargetGroupState::Assigning,
+        GroupState::Reconciling => TargetGroupState::Reconciling,
+        GroupState::Unknown(_) => TargetGroupState::Unknown,
     }
 }
 
@@ -205,7 +197,7 @@ impl Cluster {
             out.insert(
                 group,
                 DescribedGroup {
-                    state: state_name(&d.state),
+                    state: target_group_state(&d.state),
                     members: d.members.len(),
                 },
             );
@@ -218,7 +210,7 @@ impl Cluster {
     pub async fn fetch_group_offsets(
         &self,
         groups: &[String],
-    ) -> Result<BTreeMap<String, Result<CommittedOffsets, Error>>, Error> {
+    ) -> Result<BTreeMap<String, Result<GroupOffsets, Error>>, Error> {
         let fetched = self.client().await?.fetch_group_offsets(groups).await;
         Ok(fetched
             .into_iter()
@@ -227,7 +219,13 @@ impl Cluster {
                     offsets
                         .iter()
                         .filter_map(|(tp, r)| r.as_ref().ok().map(|c| (tp, c)))
-                        .map(|(tp, c)| (core_tp(tp), c.offset.map(|o| (o, c.metadata.clone()))))
+                        .map(|(tp, c)| {
+                            let committed = c.offset.map(|offset| CommittedOffset {
+                                offset,
+                                metadata: c.metadata.clone(),
+                            });
+                            (tp.clone(), committed)
+                        })
                         .collect()
                 });
                 (group, offsets)
@@ -240,14 +238,14 @@ impl Cluster {
     pub async fn commit_group_offsets(
         &self,
         group: &str,
-        offsets: &BTreeMap<TopicPartition, (i64, String)>,
+        offsets: &BTreeMap<TopicPartition, CommittedOffset>,
     ) -> Result<CommitOutcome, Error> {
-        let to_commit: BTreeMap<kafka_lite::TopicPartition, OffsetToCommit> = offsets
+        let to_commit: BTreeMap<TopicPartition, OffsetToCommit> = offsets
             .iter()
-            .map(|(tp, (offset, metadata))| {
-                let mut c = OffsetToCommit::new(*offset);
-                c.metadata = metadata.clone();
-                (lite_tp(tp), c)
+            .map(|(tp, o)| {
+                let mut c = OffsetToCommit::new(o.offset);
+                c.metadata = o.metadata.clone();
+                (tp.clone(), c)
             })
             .collect();
         match self
@@ -290,18 +288,14 @@ impl Cluster {
         })
     }
 
-    /// The earliest (`timestamp = -2`) or latest (`-1`) offset of a partition.
+    /// The offset `spec` names in a partition (read uncommitted), e.g.
+    /// [`OffsetSpec::Earliest`] or [`OffsetSpec::Latest`].
     pub async fn list_offset(
         &self,
         topic: &str,
         partition: i32,
-        timestamp: i64,
+        spec: OffsetSpec,
     ) -> Result<i64, Error> {
-        let spec = if timestamp == -2 {
-            OffsetSpec::Earliest
-        } else {
-            OffsetSpec::Latest
-        };
         let client = self.client().await?;
         let listed = client
             .list_offsets(&[(topic, partition, spec)], IsolationLevel::ReadUncommitted)
@@ -394,5 +388,23 @@ pub fn error_label(e: &Error) -> String {
         Error::Tls { .. } | Error::TlsConfig { .. } => "tls".into(),
         Error::Authentication { .. } => "authentication".into(),
         _ => "other".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn target_state_names_map_case_insensitively() {
+        let state = |name: &str| target_group_state(&GroupState::parse(name));
+        assert_eq!(state("Empty"), TargetGroupState::Empty);
+        assert_eq!(state("STABLE"), TargetGroupState::Stable);
+        assert_eq!(state("Reconciling"), TargetGroupState::Reconciling);
+        assert_eq!(
+            state("preparing_rebalance"),
+            TargetGroupState::PreparingRebalance
+        );
+        assert_eq!(state("Weird"), TargetGroupState::Unknown);
     }
 }

@@ -91,12 +91,11 @@ pub(super) async fn translate(
                 } => match commits.get(group.as_str()) {
                     None => ("nothing to commit".to_string(), true),
                     Some(commit) => {
-                        let offsets = commit
-                            .offsets
-                            .iter()
-                            .map(|(tp, o)| (tp.clone(), (o.offset, o.metadata.clone())))
-                            .collect();
-                        match ctx.target.commit_group_offsets(group, &offsets).await {
+                        match ctx
+                            .target
+                            .commit_group_offsets(group, &commit.offsets)
+                            .await
+                        {
                             Ok(CommitOutcome::Committed) if *target_ahead > 0 => (
                                 format!(
                                     "committed {partitions} partitions ({target_ahead} already at or ahead, left alone)"

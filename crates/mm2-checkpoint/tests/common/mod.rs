@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use e2e::{Cluster as TestCluster, Listener, clusters, unique_name};
 use mm2_checkpoint::core::format::OffsetSync;
-use mm2_checkpoint::core::{Checkpoint, TopicPartition};
-use mm2_checkpoint::driver::kafka::{Cluster, OutRecord};
+use mm2_checkpoint::core::{Checkpoint, CommittedOffset, TopicPartition};
+use mm2_checkpoint::driver::kafka::{Cluster, OffsetSpec, OutRecord};
 
 /// A tokio runtime for the async client calls.
 pub fn rt() -> tokio::runtime::Runtime {
@@ -156,9 +156,14 @@ impl World {
 
     /// Commits `offsets` (partition → offset) of the upstream topic for `group` on the source.
     pub fn commit_source(&self, rt: &tokio::runtime::Runtime, group: &str, offsets: &[(i32, i64)]) {
-        let map: BTreeMap<TopicPartition, (i64, String)> = offsets
+        let map: BTreeMap<TopicPartition, CommittedOffset> = offsets
             .iter()
-            .map(|&(p, o)| (TopicPartition::new(&self.topic, p), (o, format!("md-{o}"))))
+            .map(|&(p, o)| {
+                (
+                    TopicPartition::new(&self.topic, p),
+                    CommittedOffset::new(o, format!("md-{o}")),
+                )
+            })
             .collect();
         rt.block_on(self.source.commit_group_offsets(group, &map))
             .expect("commit source group");
@@ -166,12 +171,12 @@ impl World {
 
     /// Commits offsets of the downstream topic for `group` on the target.
     pub fn commit_target(&self, rt: &tokio::runtime::Runtime, group: &str, offsets: &[(i32, i64)]) {
-        let map: BTreeMap<TopicPartition, (i64, String)> = offsets
+        let map: BTreeMap<TopicPartition, CommittedOffset> = offsets
             .iter()
             .map(|&(p, o)| {
                 (
                     TopicPartition::new(self.remote_topic(), p),
-                    (o, String::new()),
+                    CommittedOffset::new(o, ""),
                 )
             })
             .collect();
@@ -283,7 +288,7 @@ pub fn committed_offsets(
         .unwrap_or_default()
         .into_iter()
         .filter(|(tp, _)| tp.topic == topic)
-        .filter_map(|(tp, v)| v.map(|(o, _)| (tp.partition, o)))
+        .filter_map(|(tp, v)| v.map(|c| (tp.partition, c.offset)))
         .collect()
 }
 
@@ -345,8 +350,14 @@ pub type RawRecord = (Option<Vec<u8>>, Option<Vec<u8>>);
 /// Every record of partition 0 of `topic` up to its current end.
 pub fn read_all(rt: &tokio::runtime::Runtime, c: &Cluster, topic: &str) -> Vec<RawRecord> {
     rt.block_on(async {
-        let end = c.list_offset(topic, 0, -1).await.expect("end offset");
-        let mut pos = c.list_offset(topic, 0, -2).await.expect("start offset");
+        let end = c
+            .list_offset(topic, 0, OffsetSpec::Latest)
+            .await
+            .expect("end offset");
+        let mut pos = c
+            .list_offset(topic, 0, OffsetSpec::Earliest)
+            .await
+            .expect("start offset");
         let mut out = Vec::new();
         while pos < end {
             let f = c.fetch(topic, 0, pos, 200).await.expect("fetch");
