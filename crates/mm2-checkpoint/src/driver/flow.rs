@@ -13,8 +13,8 @@ use crate::config::{FlowConfig, OffsetSyncsTopicLocation, ReplicationPolicyKind}
 use crate::core::format::OffsetSync as OffsetSyncRecord;
 use crate::core::{
     Checkpoint, CheckpointRound, CheckpointStore, DecodeError, Flow, GroupFilter, GroupOffsets,
-    GroupSyncOutcome, InitMode, OffsetSyncStore, ReplicationPolicy, SkipReason, TargetGroup,
-    TargetGroupState, TargetRefresh, TopicFilter, plan_group_sync,
+    GroupSyncDecision, GroupSyncPlan, InitMode, OffsetSyncStore, ReplicationPolicy, SkipReason,
+    TargetGroup, TargetGroupState, TargetRefresh, TopicFilter, plan_group_sync,
 };
 use crate::metrics::{self, Metrics, TopicKind, UntranslatableReason};
 
@@ -432,6 +432,52 @@ impl FlowContext {
                 (CheckpointStore::new(groups.iter().cloned()), false)
             }
         }
+    }
+}
+
+/// What carrying out one group's [`GroupSyncDecision`] did.
+#[derive(Debug)]
+pub enum GroupSyncResult {
+    /// The offsets were committed.
+    Committed {
+        /// Partitions written.
+        partitions: usize,
+        /// Partitions left alone because the target was at or ahead.
+        target_ahead: usize,
+    },
+    /// The broker refused the commit: the group has active members.
+    GroupActive,
+    /// The commit failed.
+    CommitFailed(Error),
+    /// Nothing was committed, as decided (never [`GroupSyncDecision::Commit`]).
+    NotCommitted(GroupSyncDecision),
+}
+
+/// Carries out a group-sync plan on `target`: issues each decided commit, one
+/// group after another in group order, and hands every group's result to
+/// `report` as soon as it is known. The run loop's group sync and `translate
+/// --apply` both go through here.
+pub async fn carry_out_group_sync(
+    target: &Cluster,
+    plan: GroupSyncPlan,
+    mut report: impl FnMut(&str, GroupSyncResult),
+) {
+    for (group, decision) in plan.decisions {
+        let result = match decision {
+            GroupSyncDecision::Commit {
+                offsets,
+                target_ahead,
+            } => match target.commit_group_offsets(&group, &offsets).await {
+                Ok(CommitOutcome::Committed) => GroupSyncResult::Committed {
+                    partitions: offsets.len(),
+                    target_ahead,
+                },
+                Ok(CommitOutcome::GroupActive) => GroupSyncResult::GroupActive,
+                Err(e) => GroupSyncResult::CommitFailed(e),
+            },
+            other => GroupSyncResult::NotCommitted(other),
+        };
+        report(&group, result);
     }
 }
 
@@ -877,51 +923,44 @@ impl FlowContext {
         let refresh = self.refresh_target(&groups).await;
         let plan = plan_group_sync(store, &refresh);
         let mut summary = SyncSummary::default();
-        let commits: BTreeMap<&str, _> =
-            plan.commits.iter().map(|c| (c.group.as_str(), c)).collect();
-        for (group, outcome) in &plan.outcomes {
-            let m = match outcome {
-                GroupSyncOutcome::Committed { .. } => {
-                    let Some(commit) = commits.get(group.as_str()) else {
-                        continue;
-                    };
-                    let offsets = &commit.offsets;
-                    match t.commit_group_offsets(group, offsets).await {
-                        Ok(CommitOutcome::Committed) => {
-                            tracing::info!(flow = %self.name, group, partitions = offsets.len(), "synced the target group's offsets");
-                            summary.committed += 1;
-                            metrics::GroupSyncOutcome::Committed
-                        }
-                        Ok(CommitOutcome::GroupActive) => {
-                            tracing::info!(flow = %self.name, group, "the target group became active; not synced");
-                            summary.skipped_active += 1;
-                            metrics::GroupSyncOutcome::SkippedActive
-                        }
-                        Err(e) => {
-                            self.metrics
-                                .request_error(t.alias(), "OffsetCommit", &error_label(&e));
-                            tracing::warn!(flow = %self.name, cluster = t.alias(), group, error = %e, "OffsetCommit failed");
-                            summary.failed += 1;
-                            metrics::GroupSyncOutcome::Failed
-                        }
-                    }
+        carry_out_group_sync(t, plan, |group, result| {
+            let m = match result {
+                GroupSyncResult::Committed { partitions, .. } => {
+                    tracing::info!(flow = %self.name, group, partitions, "synced the target group's offsets");
+                    summary.committed += 1;
+                    metrics::GroupSyncOutcome::Committed
                 }
-                GroupSyncOutcome::SkippedActive(_) => {
+                GroupSyncResult::GroupActive => {
+                    tracing::info!(flow = %self.name, group, "the target group became active; not synced");
                     summary.skipped_active += 1;
                     metrics::GroupSyncOutcome::SkippedActive
                 }
-                GroupSyncOutcome::SkippedTargetAhead { .. } => {
-                    summary.skipped_target_ahead += 1;
-                    metrics::GroupSyncOutcome::SkippedTargetAhead
+                GroupSyncResult::CommitFailed(e) => {
+                    self.metrics
+                        .request_error(t.alias(), "OffsetCommit", &error_label(&e));
+                    tracing::warn!(flow = %self.name, cluster = t.alias(), group, error = %e, "OffsetCommit failed");
+                    summary.failed += 1;
+                    metrics::GroupSyncOutcome::Failed
                 }
-                GroupSyncOutcome::SkippedUnknownState => {
-                    summary.skipped_unknown_state += 1;
-                    metrics::GroupSyncOutcome::SkippedUnknownState
-                }
-                GroupSyncOutcome::NothingToDo => continue,
+                GroupSyncResult::NotCommitted(decision) => match decision {
+                    GroupSyncDecision::SkippedActive(_) => {
+                        summary.skipped_active += 1;
+                        metrics::GroupSyncOutcome::SkippedActive
+                    }
+                    GroupSyncDecision::SkippedTargetAhead { .. } => {
+                        summary.skipped_target_ahead += 1;
+                        metrics::GroupSyncOutcome::SkippedTargetAhead
+                    }
+                    GroupSyncDecision::SkippedUnknownState => {
+                        summary.skipped_unknown_state += 1;
+                        metrics::GroupSyncOutcome::SkippedUnknownState
+                    }
+                    GroupSyncDecision::NothingToDo | GroupSyncDecision::Commit { .. } => return,
+                },
             };
             self.metrics.group_synced(&self.name, m);
-        }
+        })
+        .await;
         if matches!(refresh, TargetRefresh::Failed) {
             return Err(StepError {
                 cluster: t.alias().to_owned(),

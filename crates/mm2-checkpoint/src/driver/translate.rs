@@ -6,12 +6,11 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::config::MirrorConfig;
-use crate::core::{CheckpointStore, GroupSyncOutcome, TargetRefresh, plan_group_sync};
+use crate::core::{CheckpointStore, GroupSyncDecision, TargetRefresh, plan_group_sync};
 use crate::metrics::Metrics;
 use crate::shutdown::ShutdownSignal;
 
-use super::flow::FlowContext;
-use super::kafka::CommitOutcome;
+use super::flow::{FlowContext, GroupSyncResult, carry_out_group_sync};
 use super::{DriverError, TranslateFormat, TranslateOptions, TranslateReport, check_cpu};
 
 /// One translated partition.
@@ -79,62 +78,52 @@ pub(super) async fn translate(
             )));
         }
         let plan = plan_group_sync(&store, &refresh);
-        let commits: BTreeMap<&str, _> =
-            plan.commits.iter().map(|c| (c.group.as_str(), c)).collect();
         let mut results = BTreeMap::new();
-        for (group, outcome) in &plan.outcomes {
+        carry_out_group_sync(&ctx.target, plan, |group, result| {
             // (what happened, whether the group now has its checkpoints)
-            let (text, applied) = match outcome {
-                GroupSyncOutcome::Committed {
+            let (text, applied) = match result {
+                GroupSyncResult::Committed {
                     partitions,
                     target_ahead,
-                } => match commits.get(group.as_str()) {
-                    None => ("nothing to commit".to_string(), true),
-                    Some(commit) => {
-                        match ctx
-                            .target
-                            .commit_group_offsets(group, &commit.offsets)
-                            .await
-                        {
-                            Ok(CommitOutcome::Committed) if *target_ahead > 0 => (
-                                format!(
-                                    "committed {partitions} partitions ({target_ahead} already at or ahead, left alone)"
-                                ),
-                                true,
-                            ),
-                            Ok(CommitOutcome::Committed) => {
-                                (format!("committed {partitions} partitions"), true)
-                            }
-                            Ok(CommitOutcome::GroupActive) => {
-                                ("refused: the group has active members".to_string(), false)
-                            }
-                            Err(e) => (format!("failed: {e}"), false),
-                        }
+                } if target_ahead > 0 => (
+                    format!(
+                        "committed {partitions} partitions ({target_ahead} already at or ahead, left alone)"
+                    ),
+                    true,
+                ),
+                GroupSyncResult::Committed { partitions, .. } => {
+                    (format!("committed {partitions} partitions"), true)
+                }
+                GroupSyncResult::GroupActive => {
+                    ("refused: the group has active members".to_string(), false)
+                }
+                GroupSyncResult::CommitFailed(e) => (format!("failed: {e}"), false),
+                GroupSyncResult::NotCommitted(decision) => match decision {
+                    GroupSyncDecision::SkippedActive(state) => (
+                        format!("refused: the group is active on the target ({state:?})"),
+                        false,
+                    ),
+                    GroupSyncDecision::SkippedTargetAhead { partitions } => (
+                        format!(
+                            "not committed: the target group is at or ahead on all {partitions} partitions (never rewound)"
+                        ),
+                        false,
+                    ),
+                    GroupSyncDecision::SkippedUnknownState => (
+                        "not committed: the target group's state is unknown".to_string(),
+                        false,
+                    ),
+                    GroupSyncDecision::NothingToDo | GroupSyncDecision::Commit { .. } => {
+                        ("nothing to commit: no checkpoint".to_string(), false)
                     }
                 },
-                GroupSyncOutcome::SkippedActive(state) => (
-                    format!("refused: the group is active on the target ({state:?})"),
-                    false,
-                ),
-                GroupSyncOutcome::SkippedTargetAhead { partitions } => (
-                    format!(
-                        "not committed: the target group is at or ahead on all {partitions} partitions (never rewound)"
-                    ),
-                    false,
-                ),
-                GroupSyncOutcome::SkippedUnknownState => (
-                    "not committed: the target group's state is unknown".to_string(),
-                    false,
-                ),
-                GroupSyncOutcome::NothingToDo => {
-                    ("nothing to commit: no checkpoint".to_string(), false)
-                }
             };
             if !applied {
-                report.not_applied.push((group.clone(), text.clone()));
+                report.not_applied.push((group.to_owned(), text.clone()));
             }
-            results.insert(group.clone(), text);
-        }
+            results.insert(group.to_owned(), text);
+        })
+        .await;
         Some(results)
     } else {
         None
