@@ -36,7 +36,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, bail};
 use mm2_checkpoint::core::format::{Checkpoint, OffsetSync};
 use mm2_checkpoint::core::{CommittedOffset, TopicPartition};
-use mm2_checkpoint::driver::kafka::{Cluster, OutRecord};
+use mm2_checkpoint::driver::kafka::{ClusterClient, OutRecord};
 use serde::Serialize;
 
 use crate::kafka::{self, ClustersFile, Layout};
@@ -807,8 +807,8 @@ fn loadavg() -> String {
 
 struct Bench {
     rt: tokio::runtime::Runtime,
-    source: Cluster,
-    target: Cluster,
+    source: ClusterClient,
+    target: ClusterClient,
     source_addr: String,
     target_addr: String,
     kafka_libs: String,
@@ -1371,7 +1371,7 @@ fn mm2(root: &Path, args: &Mm2Args) -> Result<()> {
         .unwrap_or(0);
     let (source_addr, target_addr) = (env.bootstrap("source")?, env.bootstrap("target")?);
     let client = |alias: &str, addr: &str| {
-        Cluster::new(
+        ClusterClient::new(
             alias,
             vec![addr.to_owned()],
             kafka_lite::ConnectionConfig::default(),

@@ -14,7 +14,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use mm2_checkpoint::core::format::OffsetSync;
 use mm2_checkpoint::core::{CommittedOffset, TopicPartition};
-use mm2_checkpoint::driver::kafka::{Cluster, OutRecord};
+use mm2_checkpoint::driver::kafka::{ClusterClient, OutRecord};
 
 use crate::kafka::{self, Layout};
 
@@ -80,7 +80,7 @@ pub fn demo(workspace: &Path, layout: &Layout) -> Result<()> {
         .build()
         .context("tokio runtime")?;
     let connect = |alias: &str, addr: &str| {
-        Cluster::new(
+        ClusterClient::new(
             alias,
             vec![addr.to_owned()],
             kafka_lite::ConnectionConfig::default(),
@@ -188,7 +188,7 @@ pub fn demo(workspace: &Path, layout: &Layout) -> Result<()> {
 
 /// Creates and fills `orders` and its mirror, writes the offset syncs and commits
 /// the source groups, unless `orders` already exists (a previous demo run).
-async fn seed(source: &Cluster, target: &Cluster) -> Result<()> {
+async fn seed(source: &ClusterClient, target: &ClusterClient) -> Result<()> {
     if source.topic_exists(TOPIC).await? {
         step("Seed: `orders` already exists on source (an earlier demo run); reusing it");
         return Ok(());
@@ -239,8 +239,8 @@ pub fn downstream_offset(partition: i32, upstream: i64) -> i64 {
 /// for [`SYNC_POINTS`] in `seed.syncs` on the source, and `seed.groups`
 /// committed on the source. `verbose` narrates each step on stdout.
 pub async fn seed_flow(
-    source: &Cluster,
-    target: &Cluster,
+    source: &ClusterClient,
+    target: &ClusterClient,
     seed: &Seed<'_>,
     verbose: bool,
 ) -> Result<()> {

@@ -18,7 +18,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
 use mm2_checkpoint::core::format::Checkpoint;
-use mm2_checkpoint::driver::kafka::{Cluster, OffsetSpec};
+use mm2_checkpoint::driver::kafka::{ClusterClient, OffsetSpec};
 
 use crate::demo::{self, PARTITIONS, SYNC_POINTS, Seed};
 use crate::kafka::{self, ClusterInfo, Layout};
@@ -57,8 +57,8 @@ pub struct Clusters {
     started_here: bool,
     source: ClusterInfo,
     target: ClusterInfo,
-    source_client: Cluster,
-    target_client: Cluster,
+    source_client: ClusterClient,
+    target_client: ClusterClient,
     rt: tokio::runtime::Runtime,
 }
 
@@ -85,7 +85,7 @@ impl Clusters {
         let source = get("source").map_err(down_on_error)?;
         let target = get("target").map_err(down_on_error)?;
         let connect = |info: &ClusterInfo| {
-            Cluster::new(
+            ClusterClient::new(
                 &info.name,
                 vec![info.bootstrap.plaintext.clone()],
                 kafka_lite::ConnectionConfig::default(),
@@ -273,7 +273,7 @@ impl Round {
 }
 
 /// Every record of partition 0 of `topic` (empty if it does not exist), decoded.
-async fn read_checkpoints(cluster: &Cluster, topic: &str) -> Result<Vec<Checkpoint>> {
+async fn read_checkpoints(cluster: &ClusterClient, topic: &str) -> Result<Vec<Checkpoint>> {
     if !cluster.topic_exists(topic).await? {
         bail!("the checkpoints topic {topic} does not exist on the target");
     }

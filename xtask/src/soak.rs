@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use mm2_checkpoint::core::format::OffsetSync;
 use mm2_checkpoint::core::{Checkpoint, CommittedOffset, TopicPartition};
-use mm2_checkpoint::driver::kafka::{Cluster, OffsetSpec, OutRecord};
+use mm2_checkpoint::driver::kafka::{ClusterClient, OffsetSpec, OutRecord};
 
 use crate::kafka::{self, Layout};
 
@@ -106,8 +106,8 @@ impl Daemon {
 /// The soak's world: clients, the syncs written, the newest confirmed step.
 struct World {
     rt: tokio::runtime::Runtime,
-    source: Cluster,
-    target: Cluster,
+    source: ClusterClient,
+    target: ClusterClient,
     syncs: BTreeMap<i32, Vec<(i64, i64)>>,
     /// Newest step whose syncs and commits all succeeded.
     done: i64,
@@ -256,7 +256,7 @@ fn soak(layout: &Layout, bin: &Path, duration: Duration) -> Result<String> {
     };
     let (sb, tb) = (boot("source")?, boot("target")?);
     let client = |alias: &str, b: &str| {
-        Cluster::new(
+        ClusterClient::new(
             alias,
             vec![b.to_string()],
             kafka_lite::ConnectionConfig::default(),

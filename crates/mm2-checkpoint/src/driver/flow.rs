@@ -20,7 +20,7 @@ use crate::metrics::{self, Metrics, TopicKind, UntranslatableReason};
 
 use super::connect::{self, Connection};
 use super::kafka::{
-    Cluster, CommitOutcome, CreateOutcome, Fetched, OffsetSpec, OutRecord, error_label,
+    ClusterClient, CommitOutcome, CreateOutcome, Fetched, OffsetSpec, OutRecord, error_label,
 };
 
 /// A failed cluster operation: which cluster, which operation, what error.
@@ -88,11 +88,11 @@ pub struct FlowContext {
     /// The group filter.
     pub group_filter: GroupFilter,
     /// The source cluster.
-    pub source: Cluster,
+    pub source: ClusterClient,
     /// The target cluster.
-    pub target: Cluster,
+    pub target: ClusterClient,
     /// The cluster holding the offset-syncs topic.
-    pub syncs_cluster: Cluster,
+    pub syncs_cluster: ClusterClient,
     /// The offset-syncs topic.
     pub syncs_topic: String,
     /// The checkpoints topic (on the target).
@@ -121,13 +121,13 @@ impl FlowContext {
             cfg.admin_timeout.min(Duration::from_secs(30)),
         )
         .map_err(SetupError::Connect)?;
-        let source = Cluster::new(
+        let source = ClusterClient::new(
             &cfg.source.alias,
             source_conn.bootstrap.clone(),
             source_conn.config.clone(),
         )
         .map_err(|e| SetupError::Client(cfg.source.alias.clone(), e))?;
-        let target = Cluster::new(
+        let target = ClusterClient::new(
             &cfg.target.alias,
             target_conn.bootstrap.clone(),
             target_conn.config.clone(),
@@ -178,7 +178,7 @@ impl FlowContext {
     /// Wraps a cluster result: counts and returns the error with its context.
     pub fn step<T>(
         &self,
-        cluster: &Cluster,
+        cluster: &ClusterClient,
         op: &'static str,
         r: Result<T, Error>,
     ) -> Result<T, StepError> {
@@ -292,7 +292,7 @@ impl FlowContext {
     /// A group operation on `cluster` was refused by an ACL: counts it in
     /// `request_errors_total` and warns once per group and operation, naming
     /// the ACL the cluster's principal lacks.
-    fn note_group_denied(&self, cluster: &Cluster, op: &'static str, group: &str, e: &Error) {
+    fn note_group_denied(&self, cluster: &ClusterClient, op: &'static str, group: &str, e: &Error) {
         let api = if op == "ListGroups" {
             "OffsetFetch"
         } else {
@@ -327,7 +327,7 @@ impl FlowContext {
     /// captured at start, handing each record to `apply`. Logs progress every 5 s.
     pub async fn read_to_end(
         &self,
-        cluster: &Cluster,
+        cluster: &ClusterClient,
         topic: &str,
         kind: &str,
         mut apply: impl FnMut(&super::kafka::FetchedRecord),
@@ -458,7 +458,7 @@ pub enum GroupSyncResult {
 /// `report` as soon as it is known. The run loop's group sync and `translate
 /// --apply` both go through here.
 pub async fn carry_out_group_sync(
-    target: &Cluster,
+    target: &ClusterClient,
     plan: GroupSyncPlan,
     mut report: impl FnMut(&str, GroupSyncResult),
 ) {
@@ -506,11 +506,11 @@ fn note_skipped(
     logged: &mut BTreeSet<&'static str>,
 ) {
     let (reason, label) = match e {
-        DecodeError::Null { .. } => (metrics::SkipReason::Tombstone, "tombstone"),
+        DecodeError::Null { .. } => (metrics::RecordSkipReason::Tombstone, "tombstone"),
         DecodeError::UnsupportedVersion { .. } => {
-            (metrics::SkipReason::UnknownVersion, "unknown_version")
+            (metrics::RecordSkipReason::UnknownVersion, "unknown_version")
         }
-        _ => (metrics::SkipReason::Corrupt, "corrupt"),
+        _ => (metrics::RecordSkipReason::Corrupt, "corrupt"),
     };
     metrics.record_skipped(flow, kind, reason);
     if logged.insert(label) {

@@ -1,6 +1,6 @@
 //! The cluster operations the driver needs, on kafka-lite's [`Client`].
 //!
-//! One [`Cluster`] per cluster of a flow. It connects lazily (the first
+//! One [`ClusterClient`] per cluster of a flow. It connects lazily (the first
 //! operation connects; a failed connect is tried again by the next operation),
 //! so a flow can start while a cluster is down. Routing, coordinator lookup and
 //! retries of retriable errors up to the request deadline are kafka-lite's;
@@ -89,7 +89,7 @@ pub struct DescribedGroup {
 
 /// Connections to one cluster and the operations the driver sends to it.
 #[derive(Clone, Debug)]
-pub struct Cluster {
+pub struct ClusterClient {
     alias: String,
     bootstrap: Vec<String>,
     config: ConnectionConfig,
@@ -113,7 +113,7 @@ pub fn target_group_state(state: &GroupState) -> TargetGroupState {
     }
 }
 
-impl Cluster {
+impl ClusterClient {
     /// A cluster reached through `bootstrap` with `config`. Fails on an unusable
     /// TLS configuration; does no network I/O. Each operation retries retriable
     /// errors for up to `config.request_timeout`.
@@ -128,7 +128,7 @@ impl Cluster {
             deadline: config.request_timeout.max(Duration::from_secs(1)),
             ..RetryPolicy::default()
         };
-        Ok(Cluster {
+        Ok(ClusterClient {
             alias: alias.to_owned(),
             bootstrap,
             config,

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use e2e::{Cluster as TestCluster, Listener, clusters, unique_name};
 use mm2_checkpoint::core::format::OffsetSync;
 use mm2_checkpoint::core::{Checkpoint, CommittedOffset, TopicPartition};
-use mm2_checkpoint::driver::kafka::{Cluster, OffsetSpec, OutRecord};
+use mm2_checkpoint::driver::kafka::{ClusterClient, OffsetSpec, OutRecord};
 
 /// A tokio runtime for the async client calls.
 pub fn rt() -> tokio::runtime::Runtime {
@@ -23,8 +23,8 @@ pub fn rt() -> tokio::runtime::Runtime {
 }
 
 /// A kafka-lite client of a test cluster over PLAINTEXT.
-pub fn client(c: &TestCluster) -> Cluster {
-    Cluster::new(
+pub fn client(c: &TestCluster) -> ClusterClient {
+    ClusterClient::new(
         &c.name,
         vec![c.bootstrap.get(Listener::Plaintext).to_string()],
         kafka_lite::ConnectionConfig::default(),
@@ -44,9 +44,9 @@ pub struct World {
     /// Its name on the target.
     pub remote: String,
     /// Source client.
-    pub source: Cluster,
+    pub source: ClusterClient,
     /// Target client.
-    pub target: Cluster,
+    pub target: ClusterClient,
     /// Working directory of this test.
     pub dir: PathBuf,
 }
@@ -121,7 +121,7 @@ impl World {
     pub fn write_syncs(
         &self,
         rt: &tokio::runtime::Runtime,
-        on: &Cluster,
+        on: &ClusterClient,
         topic: &str,
         syncs: &[(i32, i64, i64)],
     ) {
@@ -138,7 +138,7 @@ impl World {
     pub fn write_raw(
         &self,
         rt: &tokio::runtime::Runtime,
-        on: &Cluster,
+        on: &ClusterClient,
         topic: &str,
         records: &[(&[u8], &[u8])],
     ) {
@@ -261,7 +261,11 @@ pub fn sync_records(topic: &str, syncs: &[(i32, i64, i64)]) -> Vec<OutRecord> {
 
 /// The checkpoint records of `topic` on `on`, decoded, in order.
 /// Empty while the topic does not exist yet.
-pub fn checkpoints_in(rt: &tokio::runtime::Runtime, on: &Cluster, topic: &str) -> Vec<Checkpoint> {
+pub fn checkpoints_in(
+    rt: &tokio::runtime::Runtime,
+    on: &ClusterClient,
+    topic: &str,
+) -> Vec<Checkpoint> {
     let exists = rt.block_on(on.topic_exists(topic)).expect("metadata");
     if !exists {
         return Vec::new();
@@ -275,7 +279,7 @@ pub fn checkpoints_in(rt: &tokio::runtime::Runtime, on: &Cluster, topic: &str) -
 /// The committed offsets of `group` on `on` for `topic`: partition → offset.
 pub fn committed_offsets(
     rt: &tokio::runtime::Runtime,
-    on: &Cluster,
+    on: &ClusterClient,
     group: &str,
     topic: &str,
 ) -> BTreeMap<i32, i64> {
@@ -348,7 +352,7 @@ impl Drop for ConsoleConsumer {
 pub type RawRecord = (Option<Vec<u8>>, Option<Vec<u8>>);
 
 /// Every record of partition 0 of `topic` up to its current end.
-pub fn read_all(rt: &tokio::runtime::Runtime, c: &Cluster, topic: &str) -> Vec<RawRecord> {
+pub fn read_all(rt: &tokio::runtime::Runtime, c: &ClusterClient, topic: &str) -> Vec<RawRecord> {
     rt.block_on(async {
         let end = c
             .list_offset(topic, 0, OffsetSpec::Latest)
