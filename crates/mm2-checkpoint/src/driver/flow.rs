@@ -31,7 +31,36 @@ pub struct StepError {
     /// The operation, e.g. `ListGroups`.
     pub op: &'static str,
     /// What went wrong.
-    pub error: Error,
+    pub error: StepCause,
+}
+
+/// Why a step failed: an error kafka-lite returned, or a failure the driver
+/// found itself (no broker reported it).
+#[derive(Debug)]
+pub enum StepCause {
+    /// An error kafka-lite returned (a broker's answer or a client failure).
+    Client(Error),
+    /// The driver's own finding, e.g. a topic that must exist does not;
+    /// `cause` is the client error behind it, if there is one.
+    Driver {
+        /// What the driver found.
+        what: String,
+        /// The client error that led to it.
+        cause: Option<Box<Error>>,
+    },
+}
+
+impl fmt::Display for StepCause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StepCause::Client(e) => write!(f, "{e}"),
+            StepCause::Driver { what, cause: None } => f.write_str(what),
+            StepCause::Driver {
+                what,
+                cause: Some(e),
+            } => write!(f, "{what}: {e}"),
+        }
+    }
 }
 
 impl fmt::Display for StepError {
@@ -188,7 +217,7 @@ impl FlowContext {
             StepError {
                 cluster: cluster.alias().to_owned(),
                 op,
-                error,
+                error: StepCause::Client(error),
             }
         })
     }
@@ -588,13 +617,12 @@ impl FlowContext {
             return Err(StepError {
                 cluster: c.alias().to_owned(),
                 op: "Metadata",
-                error: Error::Kafka {
-                    api: "Metadata",
-                    error: ResponseError::UnknownTopicOrPartition,
-                    context: format!(
+                error: StepCause::Driver {
+                    what: format!(
                         "the offset-syncs topic {} does not exist yet (is MM2's source connector running?)",
                         self.syncs_topic
                     ),
+                    cause: None,
                 },
             });
         }
@@ -920,7 +948,10 @@ impl FlowContext {
             .collect::<BTreeSet<_>>()
             .into_iter()
             .collect();
-        let refresh = self.refresh_target(&groups).await;
+        let (refresh, failed) = match self.refresh_target(&groups).await {
+            Ok(groups) => (TargetRefresh::Done(groups), None),
+            Err(e) => (TargetRefresh::Failed, Some(e)),
+        };
         let plan = plan_group_sync(store, &refresh);
         let mut summary = SyncSummary::default();
         carry_out_group_sync(t, plan, |group, result| {
@@ -961,33 +992,38 @@ impl FlowContext {
             self.metrics.group_synced(&self.name, m);
         })
         .await;
-        if matches!(refresh, TargetRefresh::Failed) {
+        if let Some(failed) = failed {
             return Err(StepError {
                 cluster: t.alias().to_owned(),
                 op: "DescribeGroups",
-                error: Error::Kafka {
-                    api: "DescribeGroups",
-                    error: ResponseError::CoordinatorNotAvailable,
-                    context: "the target groups could not be described; no sync this round".into(),
+                error: StepCause::Driver {
+                    what: "the target groups could not be described; no sync this round".into(),
+                    cause: match failed.error {
+                        StepCause::Client(e) => Some(Box::new(e)),
+                        StepCause::Driver { cause, .. } => cause,
+                    },
                 },
             });
         }
         Ok(summary)
     }
 
-    /// Describes `groups` on the target and lists the offsets of the Empty ones.
-    pub async fn refresh_target(&self, groups: &[String]) -> TargetRefresh {
+    /// Describes `groups` on the target and lists the offsets of the Empty
+    /// ones. A failed describe fails the whole refresh (counted and logged).
+    pub async fn refresh_target(
+        &self,
+        groups: &[String],
+    ) -> Result<BTreeMap<String, TargetGroup>, StepError> {
         let t = &self.target;
         if groups.is_empty() {
-            return TargetRefresh::Done(BTreeMap::new());
+            return Ok(BTreeMap::new());
         }
         let described = match t.describe_groups(groups).await {
             Ok(d) => d,
             Err(e) => {
-                let _ = self.step::<()>(t, "DescribeGroups", Err(e)).map_err(|e| {
-                    tracing::warn!(flow = %self.name, error = %e, "target refresh failed; no group sync this round");
-                });
-                return TargetRefresh::Failed;
+                let e = self.step::<()>(t, "DescribeGroups", Err(e)).unwrap_err();
+                tracing::warn!(flow = %self.name, error = %e, "target refresh failed; no group sync this round");
+                return Err(e);
             }
         };
         let empty: Vec<String> = described
@@ -1017,7 +1053,7 @@ impl FlowContext {
             });
             out.insert(group, TargetGroup::from_state(d.state, committed));
         }
-        TargetRefresh::Done(out)
+        Ok(out)
     }
 
     /// Marks the flow's clusters reachable or not in the readiness flag.

@@ -70,13 +70,13 @@ pub(super) async fn translate(
     }
     let mut report = TranslateReport::default();
     let applied = if options.apply {
-        let refresh = ctx.refresh_target(&options.groups).await;
-        if matches!(refresh, TargetRefresh::Failed) {
+        let Ok(groups) = ctx.refresh_target(&options.groups).await else {
             return Err(DriverError::Translate(format!(
                 "cluster {}: the target groups could not be described; nothing committed",
                 ctx.target.alias()
             )));
-        }
+        };
+        let refresh = TargetRefresh::Done(groups);
         let plan = plan_group_sync(&store, &refresh);
         let mut results = BTreeMap::new();
         carry_out_group_sync(&ctx.target, plan, |group, result| {
