@@ -19,9 +19,15 @@ use crate::core::{
 use crate::metrics::{self, Metrics, TopicKind, UntranslatableReason};
 
 use super::connect::{self, Connection};
+use kafka_lite::records::ConsumerRecord;
+use kafka_lite::{PartitionReader, StartOffset};
+
 use super::kafka::{
-    ClusterClient, CommitOutcome, CreateOutcome, Fetched, OffsetSpec, OutRecord, error_label,
+    ClusterClient, CommitOutcome, CreateOutcome, OutRecord, error_label, fetch_options,
 };
+
+/// How long a fetch of the initial read waits for records.
+const READ_WAIT: Duration = Duration::from_millis(500);
 
 /// A failed cluster operation: which cluster, which operation, what error.
 #[derive(Debug)]
@@ -358,41 +364,24 @@ impl FlowContext {
         &self,
         cluster: &ClusterClient,
         topic: &str,
-        kind: &str,
-        mut apply: impl FnMut(&super::kafka::FetchedRecord),
+        kind: TopicKind,
+        mut apply: impl FnMut(&ConsumerRecord),
     ) -> Result<i64, StepError> {
-        let start = self.step(
-            cluster,
-            "ListOffsets",
-            cluster.list_offset(topic, 0, OffsetSpec::Earliest).await,
-        )?;
-        let end = self.step(
-            cluster,
-            "ListOffsets",
-            cluster.list_offset(topic, 0, OffsetSpec::Latest).await,
-        )?;
-        let mut pos = start;
+        let r = cluster
+            .open_reader(topic, 0, StartOffset::Earliest, READ_WAIT)
+            .await;
+        let mut reader = self.step(cluster, "ListOffsets", r)?;
+        let (start, end) = (reader.position(), reader.end());
         let mut last_log = Instant::now();
         let began = Instant::now();
         let total = end.saturating_sub(start).max(1) as f64;
-        while pos < end {
-            let fetched: Fetched =
-                self.step(cluster, "Fetch", cluster.fetch(topic, 0, pos, 500).await)?;
-            for r in &fetched.records {
-                if r.offset >= end {
-                    break;
-                }
-                apply(r);
-            }
-            if fetched.next_offset <= pos && fetched.records.is_empty() {
-                if fetched.high_watermark < end {
-                    // The log was truncated below the captured end; stop there.
-                    break;
-                }
-                continue;
-            }
-            pos = fetched.next_offset.max(pos);
-            if kind == "offset-syncs" {
+        let name = kind.log_name();
+        // The reader stops at the captured end, or lower if the log was
+        // truncated below it meanwhile.
+        while let Some(records) = self.step(cluster, "Fetch", cluster.read(&mut reader).await)? {
+            records.iter().for_each(&mut apply);
+            let pos = reader.position();
+            if kind == TopicKind::OffsetSyncs {
                 self.metrics.set_initial_read_progress(
                     &self.name,
                     topic,
@@ -401,19 +390,19 @@ impl FlowContext {
             }
             if last_log.elapsed() >= Duration::from_secs(5) {
                 last_log = Instant::now();
-                tracing::info!(flow = %self.name, topic, position = pos, end, "reading the {kind} topic");
+                tracing::info!(flow = %self.name, topic, position = pos, end, "reading the {name} topic");
             }
         }
-        if kind == "offset-syncs" {
+        if kind == TopicKind::OffsetSyncs {
             self.metrics
                 .set_initial_read_progress(&self.name, topic, 1.0);
         }
         tracing::info!(
             flow = %self.name, topic, records = end.saturating_sub(start),
             elapsed_ms = began.elapsed().as_millis() as u64,
-            "read the {kind} topic to its end"
+            "read the {name} topic to its end"
         );
-        Ok(pos.min(end).max(start))
+        Ok(reader.position())
     }
 
     /// Restores a checkpoint store for `groups` from the checkpoints topic.
@@ -427,7 +416,7 @@ impl FlowContext {
             .read_to_end(
                 &self.target,
                 &self.checkpoints_topic,
-                "checkpoints",
+                TopicKind::Checkpoints,
                 |rec| {
                     if let crate::core::RestoreOutcome::Skipped(e) =
                         store.restore_record(rec.key.as_deref(), rec.value.as_deref())
@@ -641,7 +630,15 @@ impl FlowContext {
         let c = &self.syncs_cluster;
         let mut applied = 0u64;
         loop {
-            let fetched = match c.fetch(&self.syncs_topic, 0, state.syncs_pos, 0).await {
+            let pos = state.syncs_pos;
+            let mut reader = PartitionReader::new(
+                &self.syncs_topic,
+                0,
+                pos,
+                pos,
+                fetch_options(Duration::ZERO),
+            );
+            let (records, high_watermark) = match c.follow(&mut reader).await {
                 // Our position is past the log end: the topic was deleted and
                 // recreated (or truncated). The syncs we hold may describe a
                 // log that no longer exists, so start over from the new log.
@@ -651,44 +648,14 @@ impl FlowContext {
                 }
                 r => self.step(c, "Fetch", r)?,
             };
-            for rec in &fetched.records {
-                match OffsetSyncRecord::decode(rec.key.as_deref(), rec.value.as_deref()) {
-                    Ok(s) => {
-                        let tp = &s.topic_partition;
-                        let newest = state
-                            .syncs
-                            .layout(&tp.topic, tp.partition)
-                            .and_then(|l| l.slot(0));
-                        if let Some(newest) = newest.filter(|n| s.upstream_offset < n.upstream) {
-                            // The store discards the partition's history (as
-                            // MM2 does); say so, it is rare and worth knowing.
-                            tracing::warn!(
-                                flow = %self.name, topic = %tp.topic, partition = tp.partition,
-                                from = newest.upstream, to = s.upstream_offset,
-                                "an offset sync's upstream offset went backwards (source topic recreated or truncated, or MirrorMaker replaying after a restart); translating from the new syncs only"
-                            );
-                        }
-                        state.syncs.apply(
-                            &s.topic_partition.topic,
-                            s.topic_partition.partition,
-                            s.upstream_offset,
-                            s.downstream_offset,
-                        );
-                        applied += 1;
-                    }
-                    Err(e) => note_skipped(
-                        &self.metrics,
-                        &self.name,
-                        TopicKind::OffsetSyncs,
-                        &e,
-                        rec.offset,
-                        &mut state.logged,
-                    ),
+            for rec in &records {
+                if self.apply_sync_record(&mut state.syncs, &mut state.logged, rec, true) {
+                    applied += 1;
                 }
             }
-            let advanced = fetched.next_offset > state.syncs_pos;
-            state.syncs_pos = state.syncs_pos.max(fetched.next_offset);
-            if !advanced || state.syncs_pos >= fetched.high_watermark {
+            let advanced = reader.position() > pos;
+            state.syncs_pos = reader.position();
+            if !advanced || state.syncs_pos >= high_watermark {
                 break;
             }
         }
@@ -696,6 +663,50 @@ impl FlowContext {
             self.metrics.offset_syncs_read(&self.name, applied);
         }
         Ok(applied)
+    }
+
+    /// Decodes one record of the offset-syncs topic into `syncs`; an
+    /// undecodable one is counted and warned about once per kind. With
+    /// `following` (reading what was appended after the initial read), an
+    /// upstream offset going backwards is warned about. Returns whether a
+    /// sync was applied.
+    fn apply_sync_record(
+        &self,
+        syncs: &mut OffsetSyncStore,
+        logged: &mut BTreeSet<&'static str>,
+        rec: &ConsumerRecord,
+        following: bool,
+    ) -> bool {
+        let s = match OffsetSyncRecord::decode(rec.key.as_deref(), rec.value.as_deref()) {
+            Ok(s) => s,
+            Err(e) => {
+                let kind = TopicKind::OffsetSyncs;
+                note_skipped(&self.metrics, &self.name, kind, &e, rec.offset, logged);
+                return false;
+            }
+        };
+        let tp = &s.topic_partition;
+        if following {
+            let newest = syncs
+                .layout(&tp.topic, tp.partition)
+                .and_then(|l| l.slot(0));
+            if let Some(newest) = newest.filter(|n| s.upstream_offset < n.upstream) {
+                // The store discards the partition's history (as
+                // MM2 does); say so, it is rare and worth knowing.
+                tracing::warn!(
+                    flow = %self.name, topic = %tp.topic, partition = tp.partition,
+                    from = newest.upstream, to = s.upstream_offset,
+                    "an offset sync's upstream offset went backwards (source topic recreated or truncated, or MirrorMaker replaying after a restart); translating from the new syncs only"
+                );
+            }
+        }
+        syncs.apply(
+            &tp.topic,
+            tp.partition,
+            s.upstream_offset,
+            s.downstream_offset,
+        );
+        true
     }
 
     /// The offset-syncs topic went backwards (its end is below our position):
@@ -715,34 +726,17 @@ impl FlowContext {
     /// `state.syncs`, then ends the store's initial read; returns the number of
     /// syncs applied. Undecodable records are skipped and counted.
     async fn read_all_syncs(&self, state: &mut FlowState) -> Result<u64, StepError> {
-        let metrics = self.metrics.clone();
-        let name = self.name.clone();
         let mut applied = 0u64;
         let FlowState { syncs, logged, .. } = state;
         let pos = self
             .read_to_end(
                 &self.syncs_cluster,
                 &self.syncs_topic,
-                "offset-syncs",
-                |rec| match OffsetSyncRecord::decode(rec.key.as_deref(), rec.value.as_deref()) {
-                    Ok(s) => {
-                        let tp = &s.topic_partition;
-                        syncs.apply(
-                            &tp.topic,
-                            tp.partition,
-                            s.upstream_offset,
-                            s.downstream_offset,
-                        );
+                TopicKind::OffsetSyncs,
+                |rec| {
+                    if self.apply_sync_record(syncs, logged, rec, false) {
                         applied += 1;
                     }
-                    Err(e) => note_skipped(
-                        &metrics,
-                        &name,
-                        TopicKind::OffsetSyncs,
-                        &e,
-                        rec.offset,
-                        logged,
-                    ),
                 },
             )
             .await?;

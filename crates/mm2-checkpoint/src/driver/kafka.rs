@@ -12,10 +12,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kafka_lite::error::kafka_error_name;
-use kafka_lite::records::{Codec, ProducerRecord};
+use kafka_lite::records::{Codec, ConsumerRecord, ProducerRecord};
 use kafka_lite::{
     Client, ConnectionConfig, CreateTopicOutcome, Error, FetchOptions, GroupState, IsolationLevel,
-    OffsetToCommit, ProduceOptions, RetryPolicy,
+    OffsetToCommit, PartitionReader, ProduceOptions, RetryPolicy, StartOffset,
 };
 use kafka_protocol::error::ResponseError;
 use tokio::sync::OnceCell;
@@ -312,6 +312,37 @@ impl ClusterClient {
         })
     }
 
+    /// Opens a [`PartitionReader`] of `topic`-`partition` at `start`, reading
+    /// up to the end offset it has now; each fetch waits up to `fetch_wait`.
+    pub async fn open_reader(
+        &self,
+        topic: &str,
+        partition: i32,
+        start: StartOffset,
+        fetch_wait: Duration,
+    ) -> Result<PartitionReader, Error> {
+        self.client()
+            .await?
+            .partition_reader(topic, partition, start, fetch_options(fetch_wait))
+            .await
+    }
+
+    /// The next records of `reader` before its end; `None` once it is reached.
+    pub async fn read(
+        &self,
+        reader: &mut PartitionReader,
+    ) -> Result<Option<Vec<ConsumerRecord>>, Error> {
+        reader.read(self.client().await?).await
+    }
+
+    /// Whatever follows `reader`'s position, with the partition's high watermark.
+    pub async fn follow(
+        &self,
+        reader: &mut PartitionReader,
+    ) -> Result<(Vec<ConsumerRecord>, i64), Error> {
+        reader.follow_with_watermark(self.client().await?).await
+    }
+
     /// Fetches `topic`-`partition` from `offset`, waiting up to `max_wait_ms` for data.
     pub async fn fetch(
         &self,
@@ -320,11 +351,9 @@ impl ClusterClient {
         offset: i64,
         max_wait_ms: i32,
     ) -> Result<Fetched, Error> {
-        let options = FetchOptions {
-            max_bytes: 4 * 1024 * 1024,
-            fetch_wait: Duration::from_millis(u64::try_from(max_wait_ms).unwrap_or(0)),
-            isolation: IsolationLevel::ReadUncommitted,
-        };
+        let options = fetch_options(Duration::from_millis(
+            u64::try_from(max_wait_ms).unwrap_or(0),
+        ));
         let fetched = self
             .client()
             .await?
@@ -376,6 +405,15 @@ impl ClusterClient {
             .await?
             .produce(topic, partition, &records, &options)
             .await
+    }
+}
+
+/// The driver's fetches: up to 4 MiB, read uncommitted, waiting up to `fetch_wait`.
+pub fn fetch_options(fetch_wait: Duration) -> FetchOptions {
+    FetchOptions {
+        max_bytes: 4 * 1024 * 1024,
+        fetch_wait,
+        isolation: IsolationLevel::ReadUncommitted,
     }
 }
 

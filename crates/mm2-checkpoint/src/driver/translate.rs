@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use crate::config::MirrorConfig;
 use crate::core::{CheckpointStore, GroupSyncDecision, TargetRefresh, plan_group_sync};
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, TopicKind};
 use crate::shutdown::ShutdownSignal;
 
 use super::flow::{FlowContext, GroupSyncResult, carry_out_group_sync};
@@ -48,9 +48,14 @@ pub(super) async fn translate(
     let ctx = FlowContext::new(flow, metrics).map_err(|e| DriverError::Setup(e.to_string()))?;
     let mut store = CheckpointStore::new(options.groups.iter().cloned());
     let read = ctx
-        .read_to_end(&ctx.target, &ctx.checkpoints_topic, "checkpoints", |rec| {
-            store.restore_record(rec.key.as_deref(), rec.value.as_deref());
-        })
+        .read_to_end(
+            &ctx.target,
+            &ctx.checkpoints_topic,
+            TopicKind::Checkpoints,
+            |rec| {
+                store.restore_record(rec.key.as_deref(), rec.value.as_deref());
+            },
+        )
         .await
         .map_err(|e| DriverError::Translate(format!("reading {}: {e}", ctx.checkpoints_topic)))?;
     let _ = read;

@@ -135,6 +135,14 @@ impl TopicKind {
             TopicKind::Checkpoints => "checkpoints",
         }
     }
+
+    /// The topic's name in log lines: `offset-syncs` or `checkpoints`.
+    pub fn log_name(self) -> &'static str {
+        match self {
+            TopicKind::OffsetSyncs => "offset-syncs",
+            TopicKind::Checkpoints => "checkpoints",
+        }
+    }
 }
 
 /// Why a record of an internal topic was skipped (label `reason` of
