@@ -240,3 +240,24 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failure_backoff_doubles_from_one_second_up_to_its_cap_and_resets() {
+        let mut b = FailureBackoff::new(Duration::from_secs(30));
+        let waits: Vec<u64> = (0..8).map(|_| b.failed().as_secs()).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 30, 30, 30]);
+        b.succeeded();
+        assert_eq!(b.failed(), Duration::from_secs(1));
+    }
+
+    #[test]
+    fn failure_backoff_never_waits_less_than_a_second() {
+        let mut b = FailureBackoff::new(Duration::from_millis(100));
+        assert_eq!(b.failed(), Duration::from_secs(1));
+        assert_eq!(b.failed(), Duration::from_secs(1));
+    }
+}

@@ -153,7 +153,14 @@ impl<C: FlowCluster> FlowContext<C> {
     /// A group operation on `cluster` was refused by an ACL: counts it in
     /// `request_errors_total` and warns once per group and operation, naming
     /// the ACL the cluster's principal lacks.
-    pub(super) fn note_group_denied(&self, cluster: &C, op: &'static str, group: &str, e: &Error) {
+    /// Returns whether it warned (the first time for this group and operation).
+    pub(super) fn note_group_denied(
+        &self,
+        cluster: &C,
+        op: &'static str,
+        group: &str,
+        e: &Error,
+    ) -> bool {
         let api = if op == "ListGroups" {
             "OffsetFetch"
         } else {
@@ -167,7 +174,7 @@ impl<C: FlowCluster> FlowContext<C> {
             .unwrap_or_else(|p| p.into_inner())
             .insert((group.to_owned(), op));
         if !first {
-            return;
+            return false;
         }
         let what = if op == "ListGroups" {
             "is named in `groups` but not listed by ListGroups, and OffsetFetch of it is refused"
@@ -182,6 +189,7 @@ impl<C: FlowCluster> FlowContext<C> {
             cluster.alias(),
             cluster.alias()
         );
+        true
     }
 
     /// Restores a checkpoint store for `groups` from the checkpoints topic.
