@@ -12,9 +12,9 @@ use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use mm2_checkpoint::core::TopicPartition;
 use mm2_checkpoint::core::format::OffsetSync;
-use mm2_checkpoint::driver::kafka::{Cluster, OutRecord};
+use mm2_checkpoint::core::{CommittedOffset, TopicPartition};
+use mm2_checkpoint::driver::kafka::{ClusterClient, OutRecord};
 
 use crate::kafka::{self, Layout};
 use crate::topics;
@@ -82,7 +82,7 @@ pub fn demo(workspace: &Path, layout: &Layout) -> Result<()> {
         .build()
         .context("tokio runtime")?;
     let connect = |alias: &str, addr: &str| {
-        Cluster::new(
+        ClusterClient::new(
             alias,
             vec![addr.to_owned()],
             kafka_lite::ConnectionConfig::default(),
@@ -173,7 +173,7 @@ pub fn demo(workspace: &Path, layout: &Layout) -> Result<()> {
             let target_offset = theirs
                 .and_then(|o| o.get(&tp))
                 .and_then(|v| v.as_ref())
-                .map_or("-".to_string(), |(o, _)| o.to_string());
+                .map_or("-".to_string(), |c| c.offset.to_string());
             let up = usize::try_from(p)
                 .ok()
                 .and_then(|i| committed.get(i))
@@ -194,7 +194,7 @@ pub fn demo(workspace: &Path, layout: &Layout) -> Result<()> {
 
 /// Creates and fills `orders` and its mirror, writes the offset syncs and commits
 /// the source groups, unless `orders` already exists (a previous demo run).
-async fn seed(source: &Cluster, target: &Cluster) -> Result<()> {
+async fn seed(source: &ClusterClient, target: &ClusterClient) -> Result<()> {
     if source.topic_exists(TOPIC).await? {
         step("Seed: `orders` already exists on source (an earlier demo run); reusing it");
         return Ok(());
@@ -245,8 +245,8 @@ pub fn downstream_offset(partition: i32, upstream: i64) -> i64 {
 /// for [`SYNC_POINTS`] in `seed.syncs` on the source, and `seed.groups`
 /// committed on the source. `verbose` narrates each step on stdout.
 pub async fn seed_flow(
-    source: &Cluster,
-    target: &Cluster,
+    source: &ClusterClient,
+    target: &ClusterClient,
     seed: &Seed<'_>,
     verbose: bool,
 ) -> Result<()> {
@@ -311,9 +311,9 @@ pub async fn seed_flow(
     source.produce(syncs_topic, 0, &syncs).await?;
     say("Seed: consumer groups on source with committed offsets");
     for (group, offsets) in groups {
-        let map: BTreeMap<TopicPartition, (i64, String)> = (0..PARTITIONS)
+        let map: BTreeMap<TopicPartition, CommittedOffset> = (0..PARTITIONS)
             .zip(*offsets)
-            .map(|(p, o)| (TopicPartition::new(topic, p), (o, String::new())))
+            .map(|(p, o)| (TopicPartition::new(topic, p), CommittedOffset::new(o, "")))
             .collect();
         source.commit_group_offsets(group, &map).await?;
         if verbose {

@@ -16,8 +16,8 @@ use std::process::Command;
 use common::{checkpoints_in, committed_offsets, mm2, policy, rt, sync_records, tuple};
 use e2e::access::sasl_as;
 use e2e::{Cluster as TestCluster, Credentials, Listener, clusters, unique_name};
-use mm2_checkpoint::core::{Checkpoint, TopicPartition};
-use mm2_checkpoint::driver::kafka::Cluster;
+use mm2_checkpoint::core::{Checkpoint, CommittedOffset, TopicPartition};
+use mm2_checkpoint::driver::kafka::ClusterClient;
 
 /// One ACL of the documented least-privilege set. Describe on a topic or
 /// group is implied by Read or Write on it, so it is granted on its own only
@@ -60,7 +60,7 @@ struct SecureWorld {
     t: String,
     topic: String,
     group: String,
-    admin: Cluster,
+    admin: ClusterClient,
     dir: PathBuf,
 }
 
@@ -82,7 +82,7 @@ impl SecureWorld {
         let id = unique_name(name).replace(['-', '.'], "_");
         let c = secure();
         let users = c.acl_users.as_ref().expect("secure cluster has ACL users");
-        let admin = Cluster::new(
+        let admin = ClusterClient::new(
             "admin",
             vec![c.bootstrap.get(Listener::SaslPlaintext).to_string()],
             sasl(&users.admin),
@@ -98,8 +98,11 @@ impl SecureWorld {
         };
         std::fs::create_dir_all(&w.dir).expect("test dir");
         let syncs = sync_records(&w.topic, &[(0, 0, 3), (0, 10, 13)]);
-        let offsets: BTreeMap<TopicPartition, (i64, String)> =
-            [(TopicPartition::new(&w.topic, 0), (10, String::new()))].into();
+        let offsets: BTreeMap<TopicPartition, CommittedOffset> = [(
+            TopicPartition::new(&w.topic, 0),
+            CommittedOffset::new(10, ""),
+        )]
+        .into();
         rt.block_on(async {
             w.admin
                 .create_topic(&w.topic, 1, 1, &[])

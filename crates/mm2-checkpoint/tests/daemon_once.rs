@@ -189,7 +189,7 @@ fn a_group_behind_every_sync_gets_no_checkpoint() {
 
 #[test]
 fn one_process_runs_both_directions_of_a_bidirectional_pair() {
-    use mm2_checkpoint::core::TopicPartition;
+    use mm2_checkpoint::core::{CommittedOffset, TopicPartition};
 
     let rt = rt();
     // Forward flow s->t: the world's topic on the source cluster, mirrored on the target.
@@ -224,7 +224,7 @@ fn one_process_runs_both_directions_of_a_bidirectional_pair() {
             .await
             .expect("produce reverse syncs");
         let mut commit = std::collections::BTreeMap::new();
-        commit.insert(TopicPartition::new(&back, 0), (25i64, String::new()));
+        commit.insert(TopicPartition::new(&back, 0), CommittedOffset::new(25, ""));
         w.target
             .commit_group_offsets(&back_group, &commit)
             .await

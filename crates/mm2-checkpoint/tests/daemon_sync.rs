@@ -6,6 +6,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{ConsoleConsumer, World, rt, run_once};
+use mm2_checkpoint::core::TargetGroupState;
 
 fn sync_config(w: &World, groups: &str) -> std::path::PathBuf {
     w.properties(groups, "sync.group.offsets.enabled = true")
@@ -53,7 +54,10 @@ fn active_member(rt: &tokio::runtime::Runtime, w: &World, group: &str) -> Consol
         let described = rt
             .block_on(w.target.describe_groups(&[group.to_string()]))
             .expect("describe");
-        if described.get(group).is_some_and(|d| d.state == "Stable") {
+        if described
+            .get(group)
+            .is_some_and(|d| d.state == TargetGroupState::Stable)
+        {
             return member;
         }
         assert!(

@@ -27,7 +27,7 @@ fn state(rt: &tokio::runtime::Runtime, w: &World, group: &str) -> (String, usize
         .block_on(w.target.describe_groups(&[group.to_string()]))
         .expect("describe the target group");
     d.get(group)
-        .map(|g| (g.state.clone(), g.members))
+        .map(|g| (format!("{:?}", g.state), g.members))
         .unwrap_or_default()
 }
 

@@ -15,7 +15,7 @@ use e2e::{Cluster as TestCluster, Listener, clusters};
 use fault_support::{
     Daemon, assert_logged, assert_sound, assert_sound_across, latest, start_checkpointed, wait_for,
 };
-use mm2_checkpoint::driver::kafka::Cluster;
+use mm2_checkpoint::driver::kafka::ClusterClient;
 
 /// Runs `kafka-topics` with `args` against `cluster`; asserts success and
 /// returns its standard output.
@@ -38,7 +38,7 @@ fn kafka_topics(cluster: &TestCluster, args: &[&str]) -> String {
 fn delete_topic(
     rt: &tokio::runtime::Runtime,
     cluster: &TestCluster,
-    client: &Cluster,
+    client: &ClusterClient,
     topic: &str,
 ) {
     kafka_topics(cluster, &["--delete", "--topic", topic]);

@@ -18,9 +18,9 @@ use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
-use mm2_checkpoint::core::TopicPartition;
 use mm2_checkpoint::core::format::Checkpoint;
-use mm2_checkpoint::driver::kafka::Cluster;
+use mm2_checkpoint::core::{CommittedOffset, TopicPartition};
+use mm2_checkpoint::driver::kafka::{ClusterClient, OffsetSpec};
 
 use crate::demo::{self, PARTITIONS, SYNC_POINTS, Seed};
 use crate::kafka::{self, ClusterInfo, ClustersGuard, GuardNotes, Layout};
@@ -63,8 +63,8 @@ pub struct Testbed {
     _clusters: ClustersGuard,
     source: ClusterInfo,
     target: ClusterInfo,
-    source_client: Cluster,
-    target_client: Cluster,
+    source_client: ClusterClient,
+    target_client: ClusterClient,
     rt: tokio::runtime::Runtime,
 }
 
@@ -90,7 +90,7 @@ impl Testbed {
         let source = get("source")?;
         let target = get("target")?;
         let connect = |info: &ClusterInfo| {
-            Cluster::new(
+            ClusterClient::new(
                 &info.name,
                 vec![info.bootstrap.plaintext.clone()],
                 kafka_lite::ConnectionConfig::default(),
@@ -248,7 +248,7 @@ impl Testbed {
                     .map(|p| {
                         (
                             TopicPartition::new(&round.topic, p),
-                            (offset, String::new()),
+                            CommittedOffset::new(offset, ""),
                         )
                     })
                     .collect();
@@ -291,12 +291,12 @@ impl Round {
 }
 
 /// Every record of partition 0 of `topic` (empty if it does not exist), decoded.
-async fn read_checkpoints(cluster: &Cluster, topic: &str) -> Result<Vec<Checkpoint>> {
+async fn read_checkpoints(cluster: &ClusterClient, topic: &str) -> Result<Vec<Checkpoint>> {
     if !cluster.topic_exists(topic).await? {
         bail!("the checkpoints topic {topic} does not exist on the target");
     }
-    let end = cluster.list_offset(topic, 0, -1).await?;
-    let mut pos = cluster.list_offset(topic, 0, -2).await?;
+    let end = cluster.list_offset(topic, 0, OffsetSpec::Latest).await?;
+    let mut pos = cluster.list_offset(topic, 0, OffsetSpec::Earliest).await?;
     let mut out = Vec::new();
     while pos < end {
         let fetched = cluster.fetch(topic, 0, pos, 500).await?;

@@ -32,9 +32,9 @@ use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
-use mm2_checkpoint::core::TopicPartition;
 use mm2_checkpoint::core::format::{Checkpoint, OffsetSync};
-use mm2_checkpoint::driver::kafka::{Cluster, OutRecord};
+use mm2_checkpoint::core::{CommittedOffset, TopicPartition};
+use mm2_checkpoint::driver::kafka::{ClusterClient, OutRecord};
 use serde::Serialize;
 
 use crate::kafka::{self, ClustersFile, ClustersGuard, GuardNotes, Layout};
@@ -719,8 +719,8 @@ pub fn ours_sync_read_ms(log: &str) -> Option<u64> {
 
 struct Bench {
     rt: tokio::runtime::Runtime,
-    source: Cluster,
-    target: Cluster,
+    source: ClusterClient,
+    target: ClusterClient,
     source_addr: String,
     target_addr: String,
     kafka_libs: String,
@@ -833,8 +833,13 @@ impl Bench {
             }
             // Commit at the newest sync every partition got.
             let newest = (per_partition.max(1) - 1) * SYNC_STEP;
-            let offsets: BTreeMap<TopicPartition, (i64, String)> = (0..flow.partitions)
-                .map(|p| (TopicPartition::new(&flow.topic, p), (newest, String::new())))
+            let offsets: BTreeMap<TopicPartition, CommittedOffset> = (0..flow.partitions)
+                .map(|p| {
+                    (
+                        TopicPartition::new(&flow.topic, p),
+                        CommittedOffset::new(newest, ""),
+                    )
+                })
                 .collect();
             for chunk in flow.groups.chunks(50) {
                 let mut set = tokio::task::JoinSet::new();
@@ -1274,7 +1279,7 @@ fn mm2(root: &Path, args: &Mm2Args) -> Result<()> {
         .unwrap_or(0);
     let (source_addr, target_addr) = (env.bootstrap("source")?, env.bootstrap("target")?);
     let client = |alias: &str, addr: &str| {
-        Cluster::new(
+        ClusterClient::new(
             alias,
             vec![addr.to_owned()],
             kafka_lite::ConnectionConfig::default(),

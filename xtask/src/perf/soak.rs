@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use mm2_checkpoint::core::format::OffsetSync;
-use mm2_checkpoint::core::{Checkpoint, TopicPartition};
-use mm2_checkpoint::driver::kafka::{Cluster, OutRecord};
+use mm2_checkpoint::core::{Checkpoint, CommittedOffset, TopicPartition};
+use mm2_checkpoint::driver::kafka::{ClusterClient, OffsetSpec, OutRecord};
 
 use crate::kafka::{self, Layout};
 use crate::{probe, topics};
@@ -103,8 +103,8 @@ impl Daemon {
 /// The soak's world: clients, the syncs written, the newest confirmed step.
 struct World {
     rt: tokio::runtime::Runtime,
-    source: Cluster,
-    target: Cluster,
+    source: ClusterClient,
+    target: ClusterClient,
     syncs: BTreeMap<i32, Vec<(i64, i64)>>,
     /// Newest step whose syncs and commits all succeeded.
     done: i64,
@@ -162,7 +162,12 @@ impl World {
         let ok = timeout(&self.rt, self.source.produce(&syncs_topic(), 0, &records)).is_ok()
             && GROUPS.iter().all(|g| {
                 let map = (0..PARTITIONS)
-                    .map(|p| (TopicPartition::new(TOPIC, p), (10 * k, String::new())))
+                    .map(|p| {
+                        (
+                            TopicPartition::new(TOPIC, p),
+                            CommittedOffset::new(10 * k, ""),
+                        )
+                    })
                     .collect();
                 timeout(&self.rt, self.source.commit_group_offsets(g, &map)).is_ok()
             });
@@ -177,8 +182,8 @@ impl World {
     fn checkpoints(&self) -> Result<Vec<Checkpoint>> {
         let t = &self.target;
         let topic = checkpoints_topic();
-        let end = timeout(&self.rt, t.list_offset(&topic, 0, -1))?;
-        let mut pos = timeout(&self.rt, t.list_offset(&topic, 0, -2))?;
+        let end = timeout(&self.rt, t.list_offset(&topic, 0, OffsetSpec::Latest))?;
+        let mut pos = timeout(&self.rt, t.list_offset(&topic, 0, OffsetSpec::Earliest))?;
         let mut out = Vec::new();
         while pos < end {
             let f = timeout(&self.rt, t.fetch(&topic, 0, pos, 200))?;
@@ -250,7 +255,7 @@ fn soak(layout: &Layout, bin: &Path, duration: Duration) -> Result<String> {
     };
     let (sb, tb) = (boot("source")?, boot("target")?);
     let client = |alias: &str, b: &str| {
-        Cluster::new(
+        ClusterClient::new(
             alias,
             vec![b.to_string()],
             kafka_lite::ConnectionConfig::default(),

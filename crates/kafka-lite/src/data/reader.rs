@@ -220,6 +220,22 @@ impl PartitionReader {
     }
 }
 
+impl PartitionReader {
+    /// [`follow`](Self::follow) through `client`, also returning the
+    /// partition's high watermark from the same fetch, so a caller can tell
+    /// whether more is already there.
+    pub async fn follow_with_watermark(
+        &mut self,
+        client: &Client,
+    ) -> Result<(Vec<ConsumerRecord>, i64), Error> {
+        let fetched = client
+            .fetch(&self.topic, self.partition, self.position, &self.options)
+            .await?;
+        let high_watermark = fetched.high_watermark;
+        Ok((self.advance(fetched), high_watermark))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,18 +8,18 @@
 //!
 //! Rules:
 //! * only groups with at least one checkpoint in the [`CheckpointStore`] are
-//!   considered; a group without one is [`GroupSyncOutcome::NothingToDo`];
+//!   considered; a group without one is [`GroupSyncDecision::NothingToDo`];
 //! * if the refresh failed this round, **nothing** is committed
-//!   ([`GroupSyncOutcome::SkippedUnknownState`] for every group);
+//!   ([`GroupSyncDecision::SkippedUnknownState`] for every group);
 //! * a group that does not exist on the target (`Dead`) gets all its checkpoints;
 //! * an `Empty` group gets, per partition, the checkpoint unless the target is
 //!   already at or past it (never rewind): absent or `-1` target offset → commit;
 //!   target offset `>=` checkpoint → skip; lower → commit;
 //! * a group with members or rebalancing (`Stable`, `PreparingRebalance`,
 //!   `CompletingRebalance`, `Assigning`, `Reconciling`) is never written
-//!   ([`GroupSyncOutcome::SkippedActive`]);
+//!   ([`GroupSyncDecision::SkippedActive`]);
 //! * a group whose state is unknown, or whose describe/listing failed, is never
-//!   written ([`GroupSyncOutcome::SkippedUnknownState`]);
+//!   written ([`GroupSyncDecision::SkippedUnknownState`]);
 //! * no commit is ever empty; checkpoints with a negative downstream offset are never
 //!   written.
 //!
@@ -35,6 +35,7 @@
 use std::collections::BTreeMap;
 
 use super::checkpoint_store::CheckpointStore;
+use super::round::CommittedOffset;
 use super::types::TopicPartition;
 
 /// A consumer group's state on the target, as `DescribeGroups` /
@@ -57,27 +58,6 @@ pub enum TargetGroupState {
     Reconciling,
     /// Any other state, or none reported.
     Unknown,
-}
-
-impl TargetGroupState {
-    /// Maps Kafka's state name (`Empty`, `Dead`, `Stable`, `PreparingRebalance`,
-    /// `CompletingRebalance`, `Assigning`, `Reconciling`; case-insensitive) to a
-    /// state; anything else is [`TargetGroupState::Unknown`].
-    pub fn from_kafka_name(name: &str) -> Self {
-        const NAMES: [(&str, TargetGroupState); 7] = [
-            ("Empty", TargetGroupState::Empty),
-            ("Dead", TargetGroupState::Dead),
-            ("Stable", TargetGroupState::Stable),
-            ("PreparingRebalance", TargetGroupState::PreparingRebalance),
-            ("CompletingRebalance", TargetGroupState::CompletingRebalance),
-            ("Assigning", TargetGroupState::Assigning),
-            ("Reconciling", TargetGroupState::Reconciling),
-        ];
-        NAMES
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map_or(TargetGroupState::Unknown, |(_, s)| *s)
-    }
 }
 
 /// What the refresh learned about one target group.
@@ -120,32 +100,17 @@ pub enum TargetRefresh {
     Done(BTreeMap<String, TargetGroup>),
 }
 
-/// An offset to commit to a target group.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CommitOffset {
-    /// The downstream offset.
-    pub offset: i64,
-    /// The commit metadata (the source group's).
-    pub metadata: String,
-}
+/// Offsets to commit to one target group, per downstream partition; never empty.
+pub type GroupCommit = BTreeMap<TopicPartition, CommittedOffset>;
 
-/// One alter-offsets call: commit `offsets` to target group `group`.
+/// What group sync decided for one group; a commit carries its offsets.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GroupCommit {
-    /// The target group.
-    pub group: String,
-    /// Offsets per downstream partition; never empty.
-    pub offsets: BTreeMap<TopicPartition, CommitOffset>,
-}
-
-/// What group sync decided for one group (for metrics and logs).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum GroupSyncOutcome {
-    /// Offsets are committed for `partitions` partitions; `target_ahead` partitions
+pub enum GroupSyncDecision {
+    /// Commit `offsets` (one per partition written); `target_ahead` partitions
     /// were left alone because the target was already at or past the checkpoint.
-    Committed {
-        /// Partitions written.
-        partitions: usize,
+    Commit {
+        /// The offsets to commit; never empty.
+        offsets: GroupCommit,
         /// Partitions skipped because the target is at or ahead of the checkpoint.
         target_ahead: usize,
     },
@@ -163,13 +128,30 @@ pub enum GroupSyncOutcome {
     NothingToDo,
 }
 
+impl GroupSyncDecision {
+    /// The offsets to commit, if this decision commits.
+    pub fn commit(&self) -> Option<&GroupCommit> {
+        match self {
+            GroupSyncDecision::Commit { offsets, .. } => Some(offsets),
+            _ => None,
+        }
+    }
+}
+
 /// What to commit to target groups this round.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GroupSyncPlan {
-    /// Commits to issue, sorted by group; none is empty.
-    pub commits: Vec<GroupCommit>,
-    /// The decision for each group, sorted.
-    pub outcomes: BTreeMap<String, GroupSyncOutcome>,
+    /// The decision for each group, sorted by group.
+    pub decisions: BTreeMap<String, GroupSyncDecision>,
+}
+
+impl GroupSyncPlan {
+    /// The commits to issue, by group.
+    pub fn commits(&self) -> impl Iterator<Item = (&str, &GroupCommit)> {
+        self.decisions
+            .iter()
+            .filter_map(|(g, d)| d.commit().map(|c| (g.as_str(), c)))
+    }
 }
 
 /// Decides the target group commits of one sync round from the checkpoint store
@@ -179,17 +161,17 @@ pub fn plan_group_sync(store: &CheckpointStore, refresh: &TargetRefresh) -> Grou
     let mut plan = GroupSyncPlan::default();
     for group in store.assigned_groups() {
         if store.group(group).is_none_or(|cps| cps.is_empty()) {
-            plan.outcomes
-                .insert(group.to_owned(), GroupSyncOutcome::NothingToDo);
+            plan.decisions
+                .insert(group.to_owned(), GroupSyncDecision::NothingToDo);
         }
     }
     for (group, checkpoints) in store.groups() {
         // Offsets we could write: every checkpoint with a valid downstream offset.
-        let wanted: BTreeMap<&TopicPartition, CommitOffset> = checkpoints
+        let wanted: BTreeMap<&TopicPartition, CommittedOffset> = checkpoints
             .iter()
             .filter(|(_, cp)| cp.downstream_offset >= 0)
             .map(|(tp, cp)| {
-                let offset = CommitOffset {
+                let offset = CommittedOffset {
                     offset: cp.downstream_offset,
                     metadata: cp.metadata.clone(),
                 };
@@ -197,45 +179,33 @@ pub fn plan_group_sync(store: &CheckpointStore, refresh: &TargetRefresh) -> Grou
             })
             .collect();
         let outcome = if wanted.is_empty() {
-            GroupSyncOutcome::NothingToDo
+            GroupSyncDecision::NothingToDo
         } else {
             let target = match refresh {
                 TargetRefresh::Failed => None,
                 TargetRefresh::Done(groups) => groups.get(group),
             };
-            decide(group, wanted, target, &mut plan.commits)
+            decide(wanted, target)
         };
-        plan.outcomes.insert(group.to_owned(), outcome);
+        plan.decisions.insert(group.to_owned(), outcome);
     }
     plan
 }
 
 fn decide(
-    group: &str,
-    wanted: BTreeMap<&TopicPartition, CommitOffset>,
+    wanted: BTreeMap<&TopicPartition, CommittedOffset>,
     target: Option<&TargetGroup>,
-    commits: &mut Vec<GroupCommit>,
-) -> GroupSyncOutcome {
-    let mut commit = |offsets: BTreeMap<TopicPartition, CommitOffset>| {
-        commits.push(GroupCommit {
-            group: group.to_owned(),
-            offsets,
-        });
-    };
+) -> GroupSyncDecision {
     match target {
-        None | Some(TargetGroup::Unknown) => GroupSyncOutcome::SkippedUnknownState,
-        Some(TargetGroup::Active(state)) => GroupSyncOutcome::SkippedActive(*state),
-        Some(TargetGroup::Absent) => {
-            let partitions = wanted.len();
-            commit(wanted.into_iter().map(|(tp, o)| (tp.clone(), o)).collect());
-            GroupSyncOutcome::Committed {
-                partitions,
-                target_ahead: 0,
-            }
-        }
+        None | Some(TargetGroup::Unknown) => GroupSyncDecision::SkippedUnknownState,
+        Some(TargetGroup::Active(state)) => GroupSyncDecision::SkippedActive(*state),
+        Some(TargetGroup::Absent) => GroupSyncDecision::Commit {
+            offsets: wanted.into_iter().map(|(tp, o)| (tp.clone(), o)).collect(),
+            target_ahead: 0,
+        },
         Some(TargetGroup::Empty(committed)) => {
             let total = wanted.len();
-            let to_write: BTreeMap<TopicPartition, CommitOffset> = wanted
+            let to_write: BTreeMap<TopicPartition, CommittedOffset> = wanted
                 .into_iter()
                 .filter(|(tp, o)| match committed.get(*tp) {
                     None | Some(None) => true,
@@ -243,14 +213,12 @@ fn decide(
                 })
                 .map(|(tp, o)| (tp.clone(), o))
                 .collect();
-            let partitions = to_write.len();
-            if partitions == 0 {
-                return GroupSyncOutcome::SkippedTargetAhead { partitions: total };
+            if to_write.is_empty() {
+                return GroupSyncDecision::SkippedTargetAhead { partitions: total };
             }
-            commit(to_write);
-            GroupSyncOutcome::Committed {
-                partitions,
-                target_ahead: total - partitions,
+            GroupSyncDecision::Commit {
+                target_ahead: total - to_write.len(),
+                offsets: to_write,
             }
         }
     }
@@ -295,12 +263,20 @@ mod tests {
     }
 
     fn offsets(plan: &GroupSyncPlan, group: &str) -> Option<Vec<(String, i64)>> {
-        plan.commits.iter().find(|c| c.group == group).map(|c| {
-            c.offsets
-                .iter()
-                .map(|(tp, o)| (tp.to_string(), o.offset))
-                .collect()
-        })
+        plan.commits()
+            .find(|(g, _)| *g == group)
+            .map(|(_, c)| c.iter().map(|(tp, o)| (tp.to_string(), o.offset)).collect())
+    }
+
+    /// A commit decision's (partitions written, partitions left alone).
+    fn committed(plan: &GroupSyncPlan, group: &str) -> Option<(usize, usize)> {
+        match &plan.decisions[group] {
+            GroupSyncDecision::Commit {
+                offsets,
+                target_ahead,
+            } => Some((offsets.len(), *target_ahead)),
+            _ => None,
+        }
     }
 
     #[test]
@@ -311,14 +287,9 @@ mod tests {
             offsets(&plan, "g").unwrap(),
             [("S.t-0".to_string(), 10), ("S.t-1".to_string(), 20)]
         );
-        assert_eq!(plan.commits[0].offsets[&tp("S.t", 0)].metadata, "md10");
-        assert_eq!(
-            plan.outcomes["g"],
-            GroupSyncOutcome::Committed {
-                partitions: 2,
-                target_ahead: 0
-            }
-        );
+        let (_, commit) = plan.commits().next().unwrap();
+        assert_eq!(commit[&tp("S.t", 0)].metadata, "md10");
+        assert_eq!(committed(&plan, "g"), Some((2, 0)));
     }
 
     #[test]
@@ -340,13 +311,7 @@ mod tests {
             offsets(&plan, "g").unwrap(),
             [("S.t-2".to_string(), 30), ("S.t-3".to_string(), 40)]
         );
-        assert_eq!(
-            plan.outcomes["g"],
-            GroupSyncOutcome::Committed {
-                partitions: 2,
-                target_ahead: 2
-            }
-        );
+        assert_eq!(committed(&plan, "g"), Some((2, 2)));
     }
 
     #[test]
@@ -361,10 +326,10 @@ mod tests {
         let s = store(&[("g", "S.t", 0, 10)]);
         let target = TargetGroup::Empty(BTreeMap::from([(tp("S.t", 0), Some(11))]));
         let plan = plan_group_sync(&s, &refresh(&[("g", target)]));
-        assert!(plan.commits.is_empty());
+        assert!(plan.commits().next().is_none());
         assert_eq!(
-            plan.outcomes["g"],
-            GroupSyncOutcome::SkippedTargetAhead { partitions: 1 }
+            plan.decisions["g"],
+            GroupSyncDecision::SkippedTargetAhead { partitions: 1 }
         );
     }
 
@@ -373,15 +338,15 @@ mod tests {
         let s = store(&[("g", "S.t", 0, 10)]);
         let plan = plan_group_sync(&s, &refresh(&[("idle", TargetGroup::Absent)]));
         assert!(offsets(&plan, "idle").is_none());
-        assert_eq!(plan.outcomes["idle"], GroupSyncOutcome::NothingToDo);
+        assert_eq!(plan.decisions["idle"], GroupSyncDecision::NothingToDo);
     }
 
     #[test]
     fn d5_negative_downstream_checkpoint_is_never_written() {
         let s = store(&[("g", "S.t", 0, -1)]);
         let plan = plan_group_sync(&s, &refresh(&[("g", TargetGroup::Absent)]));
-        assert!(plan.commits.is_empty());
-        assert_eq!(plan.outcomes["g"], GroupSyncOutcome::NothingToDo);
+        assert!(plan.commits().next().is_none());
+        assert_eq!(plan.decisions["g"], GroupSyncDecision::NothingToDo);
     }
 
     /// Quirk H.2: MM2 writes every checkpoint to any group that was not EMPTY,
@@ -398,8 +363,11 @@ mod tests {
         ] {
             let target = TargetGroup::from_state(state, None);
             let plan = plan_group_sync(&s, &refresh(&[("g", target)]));
-            assert!(plan.commits.is_empty(), "{state:?}: MM2 would commit here");
-            assert_eq!(plan.outcomes["g"], GroupSyncOutcome::SkippedActive(state));
+            assert!(
+                plan.commits().next().is_none(),
+                "{state:?}: MM2 would commit here"
+            );
+            assert_eq!(plan.decisions["g"], GroupSyncDecision::SkippedActive(state));
         }
     }
 
@@ -419,11 +387,11 @@ mod tests {
                 ("e", TargetGroup::from_state(TargetGroupState::Empty, None)),
             ]),
         );
-        assert!(plan.commits.is_empty());
+        assert!(plan.commits().next().is_none());
         for g in ["g", "h", "e"] {
             assert_eq!(
-                plan.outcomes[g],
-                GroupSyncOutcome::SkippedUnknownState,
+                plan.decisions[g],
+                GroupSyncDecision::SkippedUnknownState,
                 "{g}"
             );
         }
@@ -435,28 +403,12 @@ mod tests {
     fn h2_failed_refresh_means_no_sync_that_round() {
         let s = store(&[("g", "S.t", 0, 10)]);
         let plan = plan_group_sync(&s, &TargetRefresh::Failed);
-        assert!(plan.commits.is_empty());
-        assert_eq!(plan.outcomes["g"], GroupSyncOutcome::SkippedUnknownState);
+        assert!(plan.commits().next().is_none());
+        assert_eq!(plan.decisions["g"], GroupSyncDecision::SkippedUnknownState);
     }
 
     #[test]
-    fn target_state_names_map_case_insensitively() {
-        assert_eq!(
-            TargetGroupState::from_kafka_name("Empty"),
-            TargetGroupState::Empty
-        );
-        assert_eq!(
-            TargetGroupState::from_kafka_name("STABLE"),
-            TargetGroupState::Stable
-        );
-        assert_eq!(
-            TargetGroupState::from_kafka_name("Reconciling"),
-            TargetGroupState::Reconciling
-        );
-        assert_eq!(
-            TargetGroupState::from_kafka_name("Weird"),
-            TargetGroupState::Unknown
-        );
+    fn a_dead_target_group_is_absent() {
         assert_eq!(
             TargetGroup::from_state(TargetGroupState::Dead, None),
             TargetGroup::Absent

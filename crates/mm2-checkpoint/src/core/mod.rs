@@ -19,7 +19,7 @@ pub use checkpoint_store::{CheckpointStore, RestoreOutcome, RestoreStats, Stored
 pub use filter::{FilterError, GroupFilter, TopicFilter};
 pub use format::{Checkpoint, CheckpointKey, DecodeError, EncodeError};
 pub use group_sync::{
-    GroupCommit, GroupSyncOutcome, GroupSyncPlan, TargetGroup, TargetGroupState, TargetRefresh,
+    GroupCommit, GroupSyncDecision, GroupSyncPlan, TargetGroup, TargetGroupState, TargetRefresh,
     plan_group_sync,
 };
 pub use policy::{Flow, OffsetSyncsLocation, ReplicationPolicy};

@@ -48,6 +48,16 @@ pub struct CommittedOffset {
     pub metadata: String,
 }
 
+impl CommittedOffset {
+    /// `offset` with commit metadata `metadata`.
+    pub fn new(offset: i64, metadata: impl Into<String>) -> Self {
+        CommittedOffset {
+            offset,
+            metadata: metadata.into(),
+        }
+    }
+}
+
 /// A source group's committed offsets: `None` means the partition is committed at
 /// -1 (ListConsumerGroupOffsets returns no offset for it).
 pub type GroupOffsets = BTreeMap<TopicPartition, Option<CommittedOffset>>;

@@ -1,31 +1,10 @@
 //! Small domain types shared by every part of the core.
 
-use std::fmt;
-
 /// A topic-partition, written `topic-N` like Kafka's `TopicPartition.toString`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TopicPartition {
-    /// Topic name.
-    pub topic: String,
-    /// Partition number.
-    pub partition: i32,
-}
-
-impl TopicPartition {
-    /// Builds a topic-partition.
-    pub fn new(topic: impl Into<String>, partition: i32) -> Self {
-        Self {
-            topic: topic.into(),
-            partition,
-        }
-    }
-}
-
-impl fmt::Display for TopicPartition {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}-{}", self.topic, self.partition)
-    }
-}
+///
+/// The core uses kafka-lite's plain data type (two public fields, no I/O) so
+/// the driver hands broker answers over without converting each partition.
+pub use kafka_lite::TopicPartition;
 
 /// The answer to "where downstream is upstream offset `u` of this source partition?"
 ///

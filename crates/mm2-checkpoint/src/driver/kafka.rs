@@ -1,6 +1,6 @@
 //! The cluster operations the driver needs, on kafka-lite's [`Client`].
 //!
-//! One [`Cluster`] per cluster of a flow. It connects lazily (the first
+//! One [`ClusterClient`] per cluster of a flow. It connects lazily (the first
 //! operation connects; a failed connect is tried again by the next operation),
 //! so a flow can start while a cluster is down. Routing, coordinator lookup and
 //! retries of retriable errors up to the request deadline are kafka-lite's;
@@ -12,19 +12,17 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kafka_lite::error::kafka_error_name;
-use kafka_lite::records::{Codec, ProducerRecord};
+use kafka_lite::records::{Codec, ConsumerRecord, ProducerRecord};
 use kafka_lite::{
     Client, ConnectionConfig, CreateTopicOutcome, Error, FetchOptions, GroupState, IsolationLevel,
-    OffsetSpec, OffsetToCommit, ProduceOptions, RetryPolicy,
+    OffsetToCommit, PartitionReader, ProduceOptions, RetryPolicy, StartOffset,
 };
 use kafka_protocol::error::ResponseError;
 use tokio::sync::OnceCell;
 
-use crate::core::TopicPartition;
+pub use kafka_lite::OffsetSpec;
 
-/// A group's committed offsets: `None` = no offset (committed at -1); the
-/// string is the commit metadata (`""` for null).
-pub type CommittedOffsets = BTreeMap<TopicPartition, Option<(i64, String)>>;
+use crate::core::{CommittedOffset, GroupOffsets, TargetGroupState, TopicPartition};
 
 /// One record read from a partition.
 #[derive(Clone, Debug)]
@@ -80,18 +78,18 @@ pub enum CommitOutcome {
     GroupActive,
 }
 
-/// A described group: its state name and member count.
+/// A described group: its state and member count.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DescribedGroup {
-    /// Kafka's state name (`Empty`, `Stable`, `Dead`, ...).
-    pub state: String,
+    /// The group's state, in the core's terms.
+    pub state: TargetGroupState,
     /// Number of members.
     pub members: usize,
 }
 
 /// Connections to one cluster and the operations the driver sends to it.
 #[derive(Clone, Debug)]
-pub struct Cluster {
+pub struct ClusterClient {
     alias: String,
     bootstrap: Vec<String>,
     config: ConnectionConfig,
@@ -99,29 +97,23 @@ pub struct Cluster {
     client: std::sync::Arc<OnceCell<Client>>,
 }
 
-fn lite_tp(tp: &TopicPartition) -> kafka_lite::TopicPartition {
-    kafka_lite::TopicPartition::new(tp.topic.clone(), tp.partition)
-}
-
-fn core_tp(tp: &kafka_lite::TopicPartition) -> TopicPartition {
-    TopicPartition::new(tp.topic.clone(), tp.partition)
-}
-
-/// Kafka's name of a group state, as `TargetGroupState::from_kafka_name` reads it.
-fn state_name(state: &GroupState) -> String {
+/// The core's name for a group state kafka-lite reported: the one place the
+/// two vocabularies meet. kafka-lite already parsed Kafka's state name (either
+/// spelling, any case); a state it did not know stays unknown.
+pub fn target_group_state(state: &GroupState) -> TargetGroupState {
     match state {
-        GroupState::Empty => "Empty".into(),
-        GroupState::Stable => "Stable".into(),
-        GroupState::PreparingRebalance => "PreparingRebalance".into(),
-        GroupState::CompletingRebalance => "CompletingRebalance".into(),
-        GroupState::Dead => "Dead".into(),
-        GroupState::Assigning => "Assigning".into(),
-        GroupState::Reconciling => "Reconciling".into(),
-        GroupState::Unknown(name) => name.clone(),
+        GroupState::Empty => TargetGroupState::Empty,
+        GroupState::Stable => TargetGroupState::Stable,
+        GroupState::PreparingRebalance => TargetGroupState::PreparingRebalance,
+        GroupState::CompletingRebalance => TargetGroupState::CompletingRebalance,
+        GroupState::Dead => TargetGroupState::Dead,
+        GroupState::Assigning => TargetGroupState::Assigning,
+        GroupState::Reconciling => TargetGroupState::Reconciling,
+        GroupState::Unknown(_) => TargetGroupState::Unknown,
     }
 }
 
-impl Cluster {
+impl ClusterClient {
     /// A cluster reached through `bootstrap` with `config`. Fails on an unusable
     /// TLS configuration; does no network I/O. Each operation retries retriable
     /// errors for up to `config.request_timeout`.
@@ -136,7 +128,7 @@ impl Cluster {
             deadline: config.request_timeout.max(Duration::from_secs(1)),
             ..RetryPolicy::default()
         };
-        Ok(Cluster {
+        Ok(ClusterClient {
             alias: alias.to_owned(),
             bootstrap,
             config,
@@ -205,7 +197,7 @@ impl Cluster {
             out.insert(
                 group,
                 DescribedGroup {
-                    state: state_name(&d.state),
+                    state: target_group_state(&d.state),
                     members: d.members.len(),
                 },
             );
@@ -218,7 +210,7 @@ impl Cluster {
     pub async fn fetch_group_offsets(
         &self,
         groups: &[String],
-    ) -> Result<BTreeMap<String, Result<CommittedOffsets, Error>>, Error> {
+    ) -> Result<BTreeMap<String, Result<GroupOffsets, Error>>, Error> {
         let fetched = self.client().await?.fetch_group_offsets(groups).await;
         Ok(fetched
             .into_iter()
@@ -227,7 +219,13 @@ impl Cluster {
                     offsets
                         .iter()
                         .filter_map(|(tp, r)| r.as_ref().ok().map(|c| (tp, c)))
-                        .map(|(tp, c)| (core_tp(tp), c.offset.map(|o| (o, c.metadata.clone()))))
+                        .map(|(tp, c)| {
+                            let committed = c.offset.map(|offset| CommittedOffset {
+                                offset,
+                                metadata: c.metadata.clone(),
+                            });
+                            (tp.clone(), committed)
+                        })
                         .collect()
                 });
                 (group, offsets)
@@ -240,14 +238,14 @@ impl Cluster {
     pub async fn commit_group_offsets(
         &self,
         group: &str,
-        offsets: &BTreeMap<TopicPartition, (i64, String)>,
+        offsets: &BTreeMap<TopicPartition, CommittedOffset>,
     ) -> Result<CommitOutcome, Error> {
-        let to_commit: BTreeMap<kafka_lite::TopicPartition, OffsetToCommit> = offsets
+        let to_commit: BTreeMap<TopicPartition, OffsetToCommit> = offsets
             .iter()
-            .map(|(tp, (offset, metadata))| {
-                let mut c = OffsetToCommit::new(*offset);
-                c.metadata = metadata.clone();
-                (lite_tp(tp), c)
+            .map(|(tp, o)| {
+                let mut c = OffsetToCommit::new(o.offset);
+                c.metadata = o.metadata.clone();
+                (tp.clone(), c)
             })
             .collect();
         match self
@@ -290,18 +288,14 @@ impl Cluster {
         })
     }
 
-    /// The earliest (`timestamp = -2`) or latest (`-1`) offset of a partition.
+    /// The offset `spec` names in a partition (read uncommitted), e.g.
+    /// [`OffsetSpec::Earliest`] or [`OffsetSpec::Latest`].
     pub async fn list_offset(
         &self,
         topic: &str,
         partition: i32,
-        timestamp: i64,
+        spec: OffsetSpec,
     ) -> Result<i64, Error> {
-        let spec = if timestamp == -2 {
-            OffsetSpec::Earliest
-        } else {
-            OffsetSpec::Latest
-        };
         let client = self.client().await?;
         let listed = client
             .list_offsets(&[(topic, partition, spec)], IsolationLevel::ReadUncommitted)
@@ -318,6 +312,37 @@ impl Cluster {
         })
     }
 
+    /// Opens a [`PartitionReader`] of `topic`-`partition` at `start`, reading
+    /// up to the end offset it has now; each fetch waits up to `fetch_wait`.
+    pub async fn open_reader(
+        &self,
+        topic: &str,
+        partition: i32,
+        start: StartOffset,
+        fetch_wait: Duration,
+    ) -> Result<PartitionReader, Error> {
+        self.client()
+            .await?
+            .partition_reader(topic, partition, start, fetch_options(fetch_wait))
+            .await
+    }
+
+    /// The next records of `reader` before its end; `None` once it is reached.
+    pub async fn read(
+        &self,
+        reader: &mut PartitionReader,
+    ) -> Result<Option<Vec<ConsumerRecord>>, Error> {
+        reader.read(self.client().await?).await
+    }
+
+    /// Whatever follows `reader`'s position, with the partition's high watermark.
+    pub async fn follow(
+        &self,
+        reader: &mut PartitionReader,
+    ) -> Result<(Vec<ConsumerRecord>, i64), Error> {
+        reader.follow_with_watermark(self.client().await?).await
+    }
+
     /// Fetches `topic`-`partition` from `offset`, waiting up to `max_wait_ms` for data.
     pub async fn fetch(
         &self,
@@ -326,11 +351,9 @@ impl Cluster {
         offset: i64,
         max_wait_ms: i32,
     ) -> Result<Fetched, Error> {
-        let options = FetchOptions {
-            max_bytes: 4 * 1024 * 1024,
-            fetch_wait: Duration::from_millis(u64::try_from(max_wait_ms).unwrap_or(0)),
-            isolation: IsolationLevel::ReadUncommitted,
-        };
+        let options = fetch_options(Duration::from_millis(
+            u64::try_from(max_wait_ms).unwrap_or(0),
+        ));
         let fetched = self
             .client()
             .await?
@@ -385,6 +408,15 @@ impl Cluster {
     }
 }
 
+/// The driver's fetches: up to 4 MiB, read uncommitted, waiting up to `fetch_wait`.
+pub fn fetch_options(fetch_wait: Duration) -> FetchOptions {
+    FetchOptions {
+        max_bytes: 4 * 1024 * 1024,
+        fetch_wait,
+        isolation: IsolationLevel::ReadUncommitted,
+    }
+}
+
 /// A short name of an error for metrics labels (Kafka error names, `io`, `timeout`, ...).
 pub fn error_label(e: &Error) -> String {
     match e {
@@ -394,5 +426,23 @@ pub fn error_label(e: &Error) -> String {
         Error::Tls { .. } | Error::TlsConfig { .. } => "tls".into(),
         Error::Authentication { .. } => "authentication".into(),
         _ => "other".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn target_state_names_map_case_insensitively() {
+        let state = |name: &str| target_group_state(&GroupState::parse(name));
+        assert_eq!(state("Empty"), TargetGroupState::Empty);
+        assert_eq!(state("STABLE"), TargetGroupState::Stable);
+        assert_eq!(state("Reconciling"), TargetGroupState::Reconciling);
+        assert_eq!(
+            state("preparing_rebalance"),
+            TargetGroupState::PreparingRebalance
+        );
+        assert_eq!(state("Weird"), TargetGroupState::Unknown);
     }
 }

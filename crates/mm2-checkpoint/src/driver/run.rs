@@ -19,15 +19,17 @@ fn after(d: Duration) -> Instant {
         .unwrap_or_else(|| now + Duration::from_secs(60 * 60 * 24 * 365 * 30))
 }
 
-/// Backoff after consecutive failures: 1 s doubling up to `cap`.
-struct Backoff {
+/// The wait after consecutive failures of a flow step: 1 s doubling up to
+/// `cap`, no jitter, no deadline (kafka-lite's `Backoff` is a per-request retry
+/// with jitter under a deadline; this one paces whole rounds).
+struct FailureBackoff {
     failures: u32,
     cap: Duration,
 }
 
-impl Backoff {
+impl FailureBackoff {
     fn new(cap: Duration) -> Self {
-        Backoff { failures: 0, cap }
+        FailureBackoff { failures: 0, cap }
     }
 
     fn failed(&mut self) -> Duration {
@@ -104,7 +106,7 @@ pub(super) async fn run(
 /// group sync if enabled.
 async fn run_once(ctx: &FlowContext, shutdown: &ShutdownSignal) -> Result<(), StepError> {
     let deadline = after(ctx.cfg.admin_timeout);
-    let mut backoff = Backoff::new(Duration::from_secs(5));
+    let mut backoff = FailureBackoff::new(Duration::from_secs(5));
     let mut state = loop {
         match ctx.start().await {
             Ok(state) => break state,
@@ -137,7 +139,7 @@ async fn run_once(ctx: &FlowContext, shutdown: &ShutdownSignal) -> Result<(), St
 /// The daemon loop of one flow. Returns when `shutdown` fires; an operation in
 /// flight (a produce or commit) finishes first.
 async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
-    let mut backoff = Backoff::new(Duration::from_secs(30));
+    let mut backoff = FailureBackoff::new(Duration::from_secs(30));
     let mut state: FlowState = loop {
         match ctx.start().await {
             Ok(state) => {
@@ -168,7 +170,7 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
     let mut next_sync = after(sync_every);
     let mut next_refresh = after(refresh_every);
     let mut next_poll = after(poll_every);
-    let mut sync_backoff = Backoff::new(sync_every);
+    let mut sync_backoff = FailureBackoff::new(sync_every);
     loop {
         let mut next = next_emit.min(next_poll);
         if ctx.cfg.sync_group_offsets_enabled {
@@ -236,5 +238,26 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failure_backoff_doubles_from_one_second_up_to_its_cap_and_resets() {
+        let mut b = FailureBackoff::new(Duration::from_secs(30));
+        let waits: Vec<u64> = (0..8).map(|_| b.failed().as_secs()).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 30, 30, 30]);
+        b.succeeded();
+        assert_eq!(b.failed(), Duration::from_secs(1));
+    }
+
+    #[test]
+    fn failure_backoff_never_waits_less_than_a_second() {
+        let mut b = FailureBackoff::new(Duration::from_millis(100));
+        assert_eq!(b.failed(), Duration::from_secs(1));
+        assert_eq!(b.failed(), Duration::from_secs(1));
     }
 }

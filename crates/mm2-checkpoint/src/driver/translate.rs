@@ -6,12 +6,11 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::config::MirrorConfig;
-use crate::core::{CheckpointStore, GroupSyncOutcome, TargetRefresh, plan_group_sync};
-use crate::metrics::Metrics;
+use crate::core::{CheckpointStore, GroupSyncDecision, TargetRefresh, plan_group_sync};
+use crate::metrics::{Metrics, TopicKind};
 use crate::shutdown::ShutdownSignal;
 
-use super::flow::FlowContext;
-use super::kafka::CommitOutcome;
+use super::flow::{FlowContext, GroupSyncResult, carry_out_group_sync};
 use super::{DriverError, TranslateFormat, TranslateOptions, TranslateReport, check_cpu};
 
 /// One translated partition.
@@ -49,9 +48,14 @@ pub(super) async fn translate(
     let ctx = FlowContext::new(flow, metrics).map_err(|e| DriverError::Setup(e.to_string()))?;
     let mut store = CheckpointStore::new(options.groups.iter().cloned());
     let read = ctx
-        .read_to_end(&ctx.target, &ctx.checkpoints_topic, "checkpoints", |rec| {
-            store.restore_record(rec.key.as_deref(), rec.value.as_deref());
-        })
+        .read_to_end(
+            &ctx.target,
+            &ctx.checkpoints_topic,
+            TopicKind::Checkpoints,
+            |rec| {
+                store.restore_record(rec.key.as_deref(), rec.value.as_deref());
+            },
+        )
         .await
         .map_err(|e| DriverError::Translate(format!("reading {}: {e}", ctx.checkpoints_topic)))?;
     let _ = read;
@@ -71,71 +75,60 @@ pub(super) async fn translate(
     }
     let mut report = TranslateReport::default();
     let applied = if options.apply {
-        let refresh = ctx.refresh_target(&options.groups).await;
-        if matches!(refresh, TargetRefresh::Failed) {
+        let Ok(groups) = ctx.refresh_target(&options.groups).await else {
             return Err(DriverError::Translate(format!(
                 "cluster {}: the target groups could not be described; nothing committed",
                 ctx.target.alias()
             )));
-        }
+        };
+        let refresh = TargetRefresh::Done(groups);
         let plan = plan_group_sync(&store, &refresh);
-        let commits: BTreeMap<&str, _> =
-            plan.commits.iter().map(|c| (c.group.as_str(), c)).collect();
         let mut results = BTreeMap::new();
-        for (group, outcome) in &plan.outcomes {
+        carry_out_group_sync(&ctx.target, plan, |group, result| {
             // (what happened, whether the group now has its checkpoints)
-            let (text, applied) = match outcome {
-                GroupSyncOutcome::Committed {
+            let (text, applied) = match result {
+                GroupSyncResult::Committed {
                     partitions,
                     target_ahead,
-                } => match commits.get(group.as_str()) {
-                    None => ("nothing to commit".to_string(), true),
-                    Some(commit) => {
-                        let offsets = commit
-                            .offsets
-                            .iter()
-                            .map(|(tp, o)| (tp.clone(), (o.offset, o.metadata.clone())))
-                            .collect();
-                        match ctx.target.commit_group_offsets(group, &offsets).await {
-                            Ok(CommitOutcome::Committed) if *target_ahead > 0 => (
-                                format!(
-                                    "committed {partitions} partitions ({target_ahead} already at or ahead, left alone)"
-                                ),
-                                true,
-                            ),
-                            Ok(CommitOutcome::Committed) => {
-                                (format!("committed {partitions} partitions"), true)
-                            }
-                            Ok(CommitOutcome::GroupActive) => {
-                                ("refused: the group has active members".to_string(), false)
-                            }
-                            Err(e) => (format!("failed: {e}"), false),
-                        }
+                } if target_ahead > 0 => (
+                    format!(
+                        "committed {partitions} partitions ({target_ahead} already at or ahead, left alone)"
+                    ),
+                    true,
+                ),
+                GroupSyncResult::Committed { partitions, .. } => {
+                    (format!("committed {partitions} partitions"), true)
+                }
+                GroupSyncResult::GroupActive => {
+                    ("refused: the group has active members".to_string(), false)
+                }
+                GroupSyncResult::CommitFailed(e) => (format!("failed: {e}"), false),
+                GroupSyncResult::NotCommitted(decision) => match decision {
+                    GroupSyncDecision::SkippedActive(state) => (
+                        format!("refused: the group is active on the target ({state:?})"),
+                        false,
+                    ),
+                    GroupSyncDecision::SkippedTargetAhead { partitions } => (
+                        format!(
+                            "not committed: the target group is at or ahead on all {partitions} partitions (never rewound)"
+                        ),
+                        false,
+                    ),
+                    GroupSyncDecision::SkippedUnknownState => (
+                        "not committed: the target group's state is unknown".to_string(),
+                        false,
+                    ),
+                    GroupSyncDecision::NothingToDo | GroupSyncDecision::Commit { .. } => {
+                        ("nothing to commit: no checkpoint".to_string(), false)
                     }
                 },
-                GroupSyncOutcome::SkippedActive(state) => (
-                    format!("refused: the group is active on the target ({state:?})"),
-                    false,
-                ),
-                GroupSyncOutcome::SkippedTargetAhead { partitions } => (
-                    format!(
-                        "not committed: the target group is at or ahead on all {partitions} partitions (never rewound)"
-                    ),
-                    false,
-                ),
-                GroupSyncOutcome::SkippedUnknownState => (
-                    "not committed: the target group's state is unknown".to_string(),
-                    false,
-                ),
-                GroupSyncOutcome::NothingToDo => {
-                    ("nothing to commit: no checkpoint".to_string(), false)
-                }
             };
             if !applied {
-                report.not_applied.push((group.clone(), text.clone()));
+                report.not_applied.push((group.to_owned(), text.clone()));
             }
-            results.insert(group.clone(), text);
-        }
+            results.insert(group.to_owned(), text);
+        })
+        .await;
         Some(results)
     } else {
         None

@@ -135,12 +135,20 @@ impl TopicKind {
             TopicKind::Checkpoints => "checkpoints",
         }
     }
+
+    /// The topic's name in log lines: `offset-syncs` or `checkpoints`.
+    pub fn log_name(self) -> &'static str {
+        match self {
+            TopicKind::OffsetSyncs => "offset-syncs",
+            TopicKind::Checkpoints => "checkpoints",
+        }
+    }
 }
 
 /// Why a record of an internal topic was skipped (label `reason` of
 /// `records_skipped_total`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum SkipReason {
+pub enum RecordSkipReason {
     /// The key or value does not decode.
     Corrupt,
     /// A record with a null value.
@@ -149,13 +157,13 @@ pub enum SkipReason {
     UnknownVersion,
 }
 
-impl SkipReason {
+impl RecordSkipReason {
     /// The label value.
     pub fn as_str(self) -> &'static str {
         match self {
-            SkipReason::Corrupt => "corrupt",
-            SkipReason::Tombstone => "tombstone",
-            SkipReason::UnknownVersion => "unknown_version",
+            RecordSkipReason::Corrupt => "corrupt",
+            RecordSkipReason::Tombstone => "tombstone",
+            RecordSkipReason::UnknownVersion => "unknown_version",
         }
     }
 }
@@ -534,7 +542,7 @@ impl Metrics {
     }
 
     /// Adds one to `records_skipped_total{flow,topic_kind,reason}`.
-    pub fn record_skipped(&self, flow: &str, topic_kind: TopicKind, reason: SkipReason) {
+    pub fn record_skipped(&self, flow: &str, topic_kind: TopicKind, reason: RecordSkipReason) {
         self.inner
             .records_skipped
             .get_or_create(&SkippedLabels {

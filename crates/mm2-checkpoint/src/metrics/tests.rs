@@ -28,7 +28,7 @@ fn record_everything(m: &Metrics) {
     m.set_untranslatable_partitions("A->B", UntranslatableReason::TooOld, 1);
     m.group_synced("A->B", GroupSyncOutcome::Committed);
     m.request_error("A", "Fetch", "timeout");
-    m.record_skipped("A->B", TopicKind::Checkpoints, SkipReason::Corrupt);
+    m.record_skipped("A->B", TopicKind::Checkpoints, RecordSkipReason::Corrupt);
     m.set_initial_read_progress("A->B", "t", 0.5);
 }
 
@@ -233,7 +233,11 @@ fn label_values_use_snake_case_names() {
     let m = metrics();
     m.group_synced("A->B", GroupSyncOutcome::SkippedTargetAhead);
     m.group_synced("A->B", GroupSyncOutcome::SkippedTargetAhead);
-    m.record_skipped("A->B", TopicKind::OffsetSyncs, SkipReason::UnknownVersion);
+    m.record_skipped(
+        "A->B",
+        TopicKind::OffsetSyncs,
+        RecordSkipReason::UnknownVersion,
+    );
     m.request_error("primary", "OffsetCommit", "REBALANCE_IN_PROGRESS");
     assert_eq!(
         samples(&m, "mm2_checkpoint_group_syncs_total{"),

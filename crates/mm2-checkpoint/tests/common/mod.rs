@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use e2e::{Cluster as TestCluster, Listener, clusters, unique_name};
 use mm2_checkpoint::core::format::OffsetSync;
-use mm2_checkpoint::core::{Checkpoint, ReplicationPolicy, TopicPartition};
-use mm2_checkpoint::driver::kafka::{Cluster, OutRecord};
+use mm2_checkpoint::core::{Checkpoint, CommittedOffset, ReplicationPolicy, TopicPartition};
+use mm2_checkpoint::driver::kafka::{ClusterClient, OffsetSpec, OutRecord};
 
 /// A tokio runtime for the async client calls.
 pub fn rt() -> tokio::runtime::Runtime {
@@ -23,8 +23,8 @@ pub fn rt() -> tokio::runtime::Runtime {
 }
 
 /// A kafka-lite client of a test cluster over PLAINTEXT.
-pub fn client(c: &TestCluster) -> Cluster {
-    Cluster::new(
+pub fn client(c: &TestCluster) -> ClusterClient {
+    ClusterClient::new(
         &c.name,
         vec![c.bootstrap.get(Listener::Plaintext).to_string()],
         kafka_lite::ConnectionConfig::default(),
@@ -44,9 +44,9 @@ pub struct World {
     /// Its name on the target.
     pub remote: String,
     /// Source client.
-    pub source: Cluster,
+    pub source: ClusterClient,
     /// Target client.
-    pub target: Cluster,
+    pub target: ClusterClient,
     /// Working directory of this test.
     pub dir: PathBuf,
 }
@@ -131,7 +131,7 @@ impl World {
     pub fn write_syncs(
         &self,
         rt: &tokio::runtime::Runtime,
-        on: &Cluster,
+        on: &ClusterClient,
         topic: &str,
         syncs: &[(i32, i64, i64)],
     ) {
@@ -148,7 +148,7 @@ impl World {
     pub fn write_raw(
         &self,
         rt: &tokio::runtime::Runtime,
-        on: &Cluster,
+        on: &ClusterClient,
         topic: &str,
         records: &[(&[u8], &[u8])],
     ) {
@@ -166,9 +166,14 @@ impl World {
 
     /// Commits `offsets` (partition → offset) of the upstream topic for `group` on the source.
     pub fn commit_source(&self, rt: &tokio::runtime::Runtime, group: &str, offsets: &[(i32, i64)]) {
-        let map: BTreeMap<TopicPartition, (i64, String)> = offsets
+        let map: BTreeMap<TopicPartition, CommittedOffset> = offsets
             .iter()
-            .map(|&(p, o)| (TopicPartition::new(&self.topic, p), (o, format!("md-{o}"))))
+            .map(|&(p, o)| {
+                (
+                    TopicPartition::new(&self.topic, p),
+                    CommittedOffset::new(o, format!("md-{o}")),
+                )
+            })
             .collect();
         rt.block_on(self.source.commit_group_offsets(group, &map))
             .expect("commit source group");
@@ -176,12 +181,12 @@ impl World {
 
     /// Commits offsets of the downstream topic for `group` on the target.
     pub fn commit_target(&self, rt: &tokio::runtime::Runtime, group: &str, offsets: &[(i32, i64)]) {
-        let map: BTreeMap<TopicPartition, (i64, String)> = offsets
+        let map: BTreeMap<TopicPartition, CommittedOffset> = offsets
             .iter()
             .map(|&(p, o)| {
                 (
                     TopicPartition::new(self.remote_topic(), p),
-                    (o, String::new()),
+                    CommittedOffset::new(o, ""),
                 )
             })
             .collect();
@@ -266,7 +271,11 @@ pub fn sync_records(topic: &str, syncs: &[(i32, i64, i64)]) -> Vec<OutRecord> {
 
 /// The checkpoint records of `topic` on `on`, decoded, in order.
 /// Empty while the topic does not exist yet.
-pub fn checkpoints_in(rt: &tokio::runtime::Runtime, on: &Cluster, topic: &str) -> Vec<Checkpoint> {
+pub fn checkpoints_in(
+    rt: &tokio::runtime::Runtime,
+    on: &ClusterClient,
+    topic: &str,
+) -> Vec<Checkpoint> {
     let exists = rt.block_on(on.topic_exists(topic)).expect("metadata");
     if !exists {
         return Vec::new();
@@ -280,7 +289,7 @@ pub fn checkpoints_in(rt: &tokio::runtime::Runtime, on: &Cluster, topic: &str) -
 /// The committed offsets of `group` on `on` for `topic`: partition → offset.
 pub fn committed_offsets(
     rt: &tokio::runtime::Runtime,
-    on: &Cluster,
+    on: &ClusterClient,
     group: &str,
     topic: &str,
 ) -> BTreeMap<i32, i64> {
@@ -293,7 +302,7 @@ pub fn committed_offsets(
         .unwrap_or_default()
         .into_iter()
         .filter(|(tp, _)| tp.topic == topic)
-        .filter_map(|(tp, v)| v.map(|(o, _)| (tp.partition, o)))
+        .filter_map(|(tp, v)| v.map(|c| (tp.partition, c.offset)))
         .collect()
 }
 
@@ -353,10 +362,16 @@ impl Drop for ConsoleConsumer {
 pub type RawRecord = (Option<Vec<u8>>, Option<Vec<u8>>);
 
 /// Every record of partition 0 of `topic` up to its current end.
-pub fn read_all(rt: &tokio::runtime::Runtime, c: &Cluster, topic: &str) -> Vec<RawRecord> {
+pub fn read_all(rt: &tokio::runtime::Runtime, c: &ClusterClient, topic: &str) -> Vec<RawRecord> {
     rt.block_on(async {
-        let end = c.list_offset(topic, 0, -1).await.expect("end offset");
-        let mut pos = c.list_offset(topic, 0, -2).await.expect("start offset");
+        let end = c
+            .list_offset(topic, 0, OffsetSpec::Latest)
+            .await
+            .expect("end offset");
+        let mut pos = c
+            .list_offset(topic, 0, OffsetSpec::Earliest)
+            .await
+            .expect("start offset");
         let mut out = Vec::new();
         while pos < end {
             let f = c.fetch(topic, 0, pos, 200).await.expect("fetch");

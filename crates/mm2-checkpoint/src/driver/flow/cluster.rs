@@ -1,0 +1,169 @@
+//! [`FlowCluster`]: the cluster operations a flow uses, so the orchestration
+//! can run on kafka-lite ([`ClusterClient`]) or, in unit tests, in memory.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::Duration;
+
+use kafka_lite::records::ConsumerRecord;
+use kafka_lite::{Error, PartitionReader, StartOffset};
+
+use crate::core::{CommittedOffset, GroupOffsets, TopicPartition};
+
+use super::super::kafka::{ClusterClient, CommitOutcome, CreateOutcome, DescribedGroup, OutRecord};
+
+/// The operations a flow sends to one cluster, in the core's types. Every
+/// method is one of [`ClusterClient`]'s, which documents it.
+pub trait FlowCluster: Clone + Send + Sync {
+    /// The cluster's alias.
+    fn alias(&self) -> &str;
+
+    /// Number of brokers in the cluster.
+    fn broker_count(&self) -> impl Future<Output = Result<usize, Error>> + Send;
+
+    /// Whether `topic` exists.
+    fn topic_exists(&self, topic: &str) -> impl Future<Output = Result<bool, Error>> + Send;
+
+    /// Creates `name` (already existing counts as success).
+    fn create_topic(
+        &self,
+        name: &str,
+        partitions: i32,
+        replication_factor: i16,
+        configs: &[(&str, &str)],
+    ) -> impl Future<Output = Result<CreateOutcome, Error>> + Send;
+
+    /// Every consumer group.
+    fn list_groups(&self) -> impl Future<Output = Result<Vec<String>, Error>> + Send;
+
+    /// Describes `groups`.
+    fn describe_groups(
+        &self,
+        groups: &[String],
+    ) -> impl Future<Output = Result<BTreeMap<String, DescribedGroup>, Error>> + Send;
+
+    /// Committed offsets of `groups`.
+    fn fetch_group_offsets(
+        &self,
+        groups: &[String],
+    ) -> impl Future<Output = Result<BTreeMap<String, Result<GroupOffsets, Error>>, Error>> + Send;
+
+    /// Commits `offsets` to `group` as an admin client does.
+    fn commit_group_offsets(
+        &self,
+        group: &str,
+        offsets: &BTreeMap<TopicPartition, CommittedOffset>,
+    ) -> impl Future<Output = Result<CommitOutcome, Error>> + Send;
+
+    /// Produces `records` to `topic`-`partition`; returns the base offset.
+    fn produce(
+        &self,
+        topic: &str,
+        partition: i32,
+        records: &[OutRecord],
+    ) -> impl Future<Output = Result<i64, Error>> + Send;
+
+    /// Opens a reader of `topic`-`partition` at `start`, up to the end it has now.
+    fn open_reader(
+        &self,
+        topic: &str,
+        partition: i32,
+        start: StartOffset,
+        fetch_wait: Duration,
+    ) -> impl Future<Output = Result<PartitionReader, Error>> + Send;
+
+    /// The next records of `reader` before its end; `None` once it is reached.
+    fn read(
+        &self,
+        reader: &mut PartitionReader,
+    ) -> impl Future<Output = Result<Option<Vec<ConsumerRecord>>, Error>> + Send;
+
+    /// Whatever follows `reader`'s position, with the partition's high watermark.
+    fn follow(
+        &self,
+        reader: &mut PartitionReader,
+    ) -> impl Future<Output = Result<(Vec<ConsumerRecord>, i64), Error>> + Send;
+}
+
+impl FlowCluster for ClusterClient {
+    fn alias(&self) -> &str {
+        ClusterClient::alias(self)
+    }
+
+    async fn broker_count(&self) -> Result<usize, Error> {
+        ClusterClient::broker_count(self).await
+    }
+
+    async fn topic_exists(&self, topic: &str) -> Result<bool, Error> {
+        ClusterClient::topic_exists(self, topic).await
+    }
+
+    async fn create_topic(
+        &self,
+        name: &str,
+        partitions: i32,
+        replication_factor: i16,
+        configs: &[(&str, &str)],
+    ) -> Result<CreateOutcome, Error> {
+        ClusterClient::create_topic(self, name, partitions, replication_factor, configs).await
+    }
+
+    async fn list_groups(&self) -> Result<Vec<String>, Error> {
+        ClusterClient::list_groups(self).await
+    }
+
+    async fn describe_groups(
+        &self,
+        groups: &[String],
+    ) -> Result<BTreeMap<String, DescribedGroup>, Error> {
+        ClusterClient::describe_groups(self, groups).await
+    }
+
+    async fn fetch_group_offsets(
+        &self,
+        groups: &[String],
+    ) -> Result<BTreeMap<String, Result<GroupOffsets, Error>>, Error> {
+        ClusterClient::fetch_group_offsets(self, groups).await
+    }
+
+    async fn commit_group_offsets(
+        &self,
+        group: &str,
+        offsets: &BTreeMap<TopicPartition, CommittedOffset>,
+    ) -> Result<CommitOutcome, Error> {
+        ClusterClient::commit_group_offsets(self, group, offsets).await
+    }
+
+    async fn produce(
+        &self,
+        topic: &str,
+        partition: i32,
+        records: &[OutRecord],
+    ) -> Result<i64, Error> {
+        ClusterClient::produce(self, topic, partition, records).await
+    }
+
+    async fn open_reader(
+        &self,
+        topic: &str,
+        partition: i32,
+        start: StartOffset,
+        fetch_wait: Duration,
+    ) -> Result<PartitionReader, Error> {
+        ClusterClient::open_reader(self, topic, partition, start, fetch_wait).await
+    }
+
+    async fn read(
+        &self,
+        reader: &mut PartitionReader,
+    ) -> Result<Option<Vec<ConsumerRecord>>, Error> {
+        ClusterClient::read(self, reader).await
+    }
+
+    async fn follow(
+        &self,
+        reader: &mut PartitionReader,
+    ) -> Result<(Vec<ConsumerRecord>, i64), Error> {
+        ClusterClient::follow(self, reader).await
+    }
+}

@@ -1,0 +1,191 @@
+//! Emission rounds: plan with the core, produce the checkpoints, re-create a
+//! deleted checkpoints topic.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use kafka_lite::Error;
+use kafka_protocol::error::ResponseError;
+
+use crate::core::{Checkpoint, CheckpointRound, GroupOffsets, SkipReason};
+use crate::metrics::UntranslatableReason;
+
+use super::super::kafka::{OutRecord, error_label};
+use super::{
+    FlowCluster, FlowContext, FlowState, RoundSummary, StepError, is_group_denied, now_ms,
+};
+
+impl<C: FlowCluster> FlowContext<C> {
+    /// One emission round.
+    pub async fn emit_round(&self, state: &mut FlowState) -> Result<RoundSummary, StepError> {
+        let started = Instant::now();
+        if state.groups.is_empty() {
+            self.metrics
+                .observe_round_duration(&self.name, started.elapsed());
+            return Ok(RoundSummary::default());
+        }
+        let s = &self.source;
+        let fetched = self.step(s, "OffsetFetch", s.fetch_group_offsets(&state.groups).await)?;
+        let mut groups: BTreeMap<String, GroupOffsets> = BTreeMap::new();
+        for (group, result) in fetched {
+            match result {
+                Ok(offsets) => {
+                    groups.insert(group, offsets);
+                }
+                Err(e) if is_group_denied(&e) => {
+                    self.note_group_denied(s, "OffsetFetch", &group, &e);
+                }
+                Err(e) => {
+                    self.metrics
+                        .request_error(s.alias(), "OffsetFetch", &error_label(&e));
+                    tracing::warn!(flow = %self.name, cluster = s.alias(), group, error = %e, "OffsetFetch failed for a group; skipped this round");
+                }
+            }
+        }
+        let round = CheckpointRound {
+            flow: &self.flow,
+            policy: &self.policy,
+            topic_filter: &self.topic_filter,
+        };
+        let plan = round.plan(&state.syncs, &state.checkpoints, &groups);
+        // The plan owns what it needs; free the OffsetFetch answers (~1 MB at
+        // 10,000 group-partitions) before producing.
+        drop(groups);
+        let counts = plan.skip_counts();
+        for (reason, n) in [
+            (UntranslatableReason::NotReady, counts.not_ready),
+            (UntranslatableReason::NoSync, counts.no_sync),
+            (UntranslatableReason::TooOld, counts.too_old),
+            (UntranslatableReason::Filtered, counts.filtered),
+            (UntranslatableReason::NullOffset, counts.null_offset),
+            (UntranslatableReason::Suppressed, counts.not_more_recent),
+            (UntranslatableReason::Conflict, counts.conflict),
+        ] {
+            self.metrics
+                .set_untranslatable_partitions(&self.name, reason, n);
+        }
+        for sk in &plan.skipped {
+            if let SkipReason::Conflict { downstream } = &sk.reason {
+                tracing::warn!(flow = %self.name, group = sk.group, upstream = %sk.upstream, %downstream, "two upstream partitions map to one downstream partition; skipped");
+            }
+        }
+        let summary = RoundSummary {
+            emitted: plan.checkpoints.len(),
+            skipped: plan.skipped.len(),
+        };
+        if !plan.checkpoints.is_empty() {
+            self.produce_checkpoints(state, &plan.checkpoints).await?;
+        }
+        self.metrics
+            .observe_round_duration(&self.name, started.elapsed());
+        tracing::debug!(flow = %self.name, emitted = summary.emitted, skipped = summary.skipped, "emission round done");
+        Ok(summary)
+    }
+
+    /// Produces `cps` to the checkpoints topic. If the topic is gone (deleted
+    /// while the daemon runs), re-creates it, writes every checkpoint held in
+    /// memory again and then `cps`; the store itself is kept as it is.
+    pub(super) async fn produce_checkpoints(
+        &self,
+        state: &mut FlowState,
+        cps: &[Checkpoint],
+    ) -> Result<(), StepError> {
+        let t = &self.target;
+        match self.produce_chunks(state, cps).await {
+            Err(e) if e.kafka_error() == Some(ResponseError::UnknownTopicOrPartition) => {
+                let cause = self.step::<()>(t, "Produce", Err(e)).err();
+                self.recreate_checkpoints_topic(state, cause).await?;
+                let r = self.produce_chunks(state, cps).await;
+                self.step(t, "Produce", r)
+            }
+            r => self.step(t, "Produce", r),
+        }
+    }
+
+    /// The checkpoints topic is missing: creates it as at startup and writes
+    /// the checkpoints held in memory, so it again holds the last checkpoint of
+    /// every group and partition (nothing is rewound or forgotten).
+    pub(super) async fn recreate_checkpoints_topic(
+        &self,
+        state: &mut FlowState,
+        cause: Option<StepError>,
+    ) -> Result<(), StepError> {
+        let t = &self.target;
+        let held: Vec<Checkpoint> = state.checkpoints.checkpoints().collect();
+        let error = cause.map(|e| e.to_string()).unwrap_or_default();
+        tracing::warn!(
+            flow = %self.name, cluster = t.alias(), topic = %self.checkpoints_topic, %error,
+            held = held.len(),
+            "the checkpoints topic is missing on cluster {} (deleted while running?); re-creating it \
+             and writing the {} checkpoints held in memory again",
+            t.alias(),
+            held.len()
+        );
+        self.ensure_checkpoints_topic().await?;
+        let r = self.produce_chunks(state, &held).await;
+        self.step(t, "Produce", r)
+    }
+
+    /// Encodes `cps` and produces them in chunks; each acknowledged chunk is
+    /// recorded in the store and the metrics. Each chunk is encoded just before
+    /// it is produced, so at most one chunk of records is held at a time (at
+    /// 10,000 checkpoints, encoding all first held ~3 MB more at the peak).
+    pub(super) async fn produce_chunks(
+        &self,
+        state: &mut FlowState,
+        cps: &[Checkpoint],
+    ) -> Result<(), Error> {
+        const CHUNK: usize = 2000;
+        let ts = now_ms();
+        let t = &self.target;
+        for chunk in cps.chunks(CHUNK) {
+            let mut recs = Vec::with_capacity(chunk.len());
+            let mut encodable = Vec::with_capacity(chunk.len());
+            for cp in chunk {
+                match (cp.encode_key(), cp.encode_value()) {
+                    (Ok(key), Ok(value)) => {
+                        recs.push(OutRecord {
+                            key,
+                            value,
+                            timestamp: ts,
+                        });
+                        encodable.push(cp.clone());
+                    }
+                    (Err(e), _) | (_, Err(e)) => {
+                        tracing::warn!(flow = %self.name, group = cp.key.group, tp = %cp.key.topic_partition, error = %e, "cannot encode a checkpoint; skipped");
+                    }
+                }
+            }
+            if recs.is_empty() {
+                continue;
+            }
+            let cps = &encodable[..];
+            match t.produce(&self.checkpoints_topic, 0, &recs).await {
+                Ok(_) => {
+                    state.checkpoints.on_produced(cps);
+                    self.metrics
+                        .checkpoints_emitted(&self.name, cps.len() as u64);
+                    // MM2's checkpoint-latency-ms: acknowledgement time minus the
+                    // record's timestamp, per group and downstream partition.
+                    let elapsed = u64::try_from(now_ms().saturating_sub(ts)).unwrap_or(0);
+                    let latency = Duration::from_millis(elapsed);
+                    for cp in cps {
+                        let tp = &cp.key.topic_partition;
+                        self.metrics.set_checkpoint_latency(
+                            &self.name,
+                            &cp.key.group,
+                            &tp.topic,
+                            tp.partition,
+                            latency,
+                        );
+                    }
+                }
+                Err(e) => {
+                    state.checkpoints.on_produce_failed(cps);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+}

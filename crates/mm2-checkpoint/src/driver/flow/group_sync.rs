@@ -1,0 +1,181 @@
+//! Target group sync: refresh the target groups, plan with the core, carry
+//! the plan out. [`carry_out_group_sync`] is also `translate --apply`'s.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use kafka_lite::Error;
+
+use crate::core::{
+    CheckpointStore, GroupSyncDecision, GroupSyncPlan, TargetGroup, TargetGroupState,
+    TargetRefresh, plan_group_sync,
+};
+use crate::metrics;
+
+use super::super::kafka::{CommitOutcome, error_label};
+use super::{FlowCluster, FlowContext, StepCause, StepError, SyncSummary};
+
+impl<C: FlowCluster> FlowContext<C> {
+    /// One target group sync.
+    pub async fn sync_groups(&self, store: &CheckpointStore) -> Result<SyncSummary, StepError> {
+        let t = &self.target;
+        let groups: Vec<String> = store
+            .assigned_groups()
+            .map(str::to_owned)
+            .chain(store.groups().map(|(g, _)| g.to_owned()))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let (refresh, failed) = match self.refresh_target(&groups).await {
+            Ok(groups) => (TargetRefresh::Done(groups), None),
+            Err(e) => (TargetRefresh::Failed, Some(e)),
+        };
+        let plan = plan_group_sync(store, &refresh);
+        let mut summary = SyncSummary::default();
+        carry_out_group_sync(t, plan, |group, result| {
+            let m = match result {
+                GroupSyncResult::Committed { partitions, .. } => {
+                    tracing::info!(flow = %self.name, group, partitions, "synced the target group's offsets");
+                    summary.committed += 1;
+                    metrics::GroupSyncOutcome::Committed
+                }
+                GroupSyncResult::GroupActive => {
+                    tracing::info!(flow = %self.name, group, "the target group became active; not synced");
+                    summary.skipped_active += 1;
+                    metrics::GroupSyncOutcome::SkippedActive
+                }
+                GroupSyncResult::CommitFailed(e) => {
+                    self.metrics
+                        .request_error(t.alias(), "OffsetCommit", &error_label(&e));
+                    tracing::warn!(flow = %self.name, cluster = t.alias(), group, error = %e, "OffsetCommit failed");
+                    summary.failed += 1;
+                    metrics::GroupSyncOutcome::Failed
+                }
+                GroupSyncResult::NotCommitted(decision) => match decision {
+                    GroupSyncDecision::SkippedActive(_) => {
+                        summary.skipped_active += 1;
+                        metrics::GroupSyncOutcome::SkippedActive
+                    }
+                    GroupSyncDecision::SkippedTargetAhead { .. } => {
+                        summary.skipped_target_ahead += 1;
+                        metrics::GroupSyncOutcome::SkippedTargetAhead
+                    }
+                    GroupSyncDecision::SkippedUnknownState => {
+                        summary.skipped_unknown_state += 1;
+                        metrics::GroupSyncOutcome::SkippedUnknownState
+                    }
+                    GroupSyncDecision::NothingToDo | GroupSyncDecision::Commit { .. } => return,
+                },
+            };
+            self.metrics.group_synced(&self.name, m);
+        })
+        .await;
+        if let Some(failed) = failed {
+            return Err(StepError {
+                cluster: t.alias().to_owned(),
+                op: "DescribeGroups",
+                error: StepCause::Driver {
+                    what: "the target groups could not be described; no sync this round".into(),
+                    cause: match failed.error {
+                        StepCause::Client(e) => Some(Box::new(e)),
+                        StepCause::Driver { cause, .. } => cause,
+                    },
+                },
+            });
+        }
+        Ok(summary)
+    }
+
+    /// Describes `groups` on the target and lists the offsets of the Empty
+    /// ones. A failed describe fails the whole refresh (counted and logged).
+    pub async fn refresh_target(
+        &self,
+        groups: &[String],
+    ) -> Result<BTreeMap<String, TargetGroup>, StepError> {
+        let t = &self.target;
+        if groups.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        let described = match t.describe_groups(groups).await {
+            Ok(d) => d,
+            Err(e) => {
+                let e = self.step::<()>(t, "DescribeGroups", Err(e)).unwrap_err();
+                tracing::warn!(flow = %self.name, error = %e, "target refresh failed; no group sync this round");
+                return Err(e);
+            }
+        };
+        let empty: Vec<String> = described
+            .iter()
+            .filter(|(_, d)| d.state == TargetGroupState::Empty)
+            .map(|(g, _)| g.clone())
+            .collect();
+        let mut offsets = if empty.is_empty() {
+            BTreeMap::new()
+        } else {
+            match t.fetch_group_offsets(&empty).await {
+                Ok(o) => o,
+                Err(e) => {
+                    self.metrics
+                        .request_error(t.alias(), "OffsetFetch", &error_label(&e));
+                    tracing::warn!(flow = %self.name, cluster = t.alias(), error = %e, "OffsetFetch of target groups failed");
+                    BTreeMap::new()
+                }
+            }
+        };
+        let mut out = BTreeMap::new();
+        for (group, d) in described {
+            let committed = offsets.remove(&group).and_then(Result::ok).map(|o| {
+                o.into_iter()
+                    .map(|(tp, v)| (tp, v.map(|c| c.offset)))
+                    .collect()
+            });
+            out.insert(group, TargetGroup::from_state(d.state, committed));
+        }
+        Ok(out)
+    }
+}
+
+/// What carrying out one group's [`GroupSyncDecision`] did.
+#[derive(Debug)]
+pub enum GroupSyncResult {
+    /// The offsets were committed.
+    Committed {
+        /// Partitions written.
+        partitions: usize,
+        /// Partitions left alone because the target was at or ahead.
+        target_ahead: usize,
+    },
+    /// The broker refused the commit: the group has active members.
+    GroupActive,
+    /// The commit failed.
+    CommitFailed(Error),
+    /// Nothing was committed, as decided (never [`GroupSyncDecision::Commit`]).
+    NotCommitted(GroupSyncDecision),
+}
+
+/// Carries out a group-sync plan on `target`: issues each decided commit, one
+/// group after another in group order, and hands every group's result to
+/// `report` as soon as it is known. The run loop's group sync and `translate
+/// --apply` both go through here.
+pub async fn carry_out_group_sync<C: FlowCluster>(
+    target: &C,
+    plan: GroupSyncPlan,
+    mut report: impl FnMut(&str, GroupSyncResult),
+) {
+    for (group, decision) in plan.decisions {
+        let result = match decision {
+            GroupSyncDecision::Commit {
+                offsets,
+                target_ahead,
+            } => match target.commit_group_offsets(&group, &offsets).await {
+                Ok(CommitOutcome::Committed) => GroupSyncResult::Committed {
+                    partitions: offsets.len(),
+                    target_ahead,
+                },
+                Ok(CommitOutcome::GroupActive) => GroupSyncResult::GroupActive,
+                Err(e) => GroupSyncResult::CommitFailed(e),
+            },
+            other => GroupSyncResult::NotCommitted(other),
+        };
+        report(&group, result);
+    }
+}

@@ -1,0 +1,302 @@
+//! One flow `S->T`: startup, emission rounds, group sync and the offset-syncs
+//! follow loop. Every decision is the core's; this module only moves facts
+//! between the clusters and the core.
+//!
+//! By stage: [`startup`] (checkpoints topic, group discovery, restore, the
+//! first read of the offset syncs), [`syncs`] (reading the offset-syncs and
+//! checkpoints topics), [`emit`] (emission rounds), [`group_sync`] (target
+//! group sync, shared with `translate --apply`). The flow reaches its
+//! clusters only through [`FlowCluster`] ([`cluster`]), so the orchestration
+//! is unit-tested on an in-memory cluster.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use kafka_lite::Error;
+use kafka_protocol::error::ResponseError;
+
+use crate::config::FlowConfig;
+use crate::core::policy::ClusterSide;
+use crate::core::{
+    CheckpointStore, Flow, GroupFilter, OffsetSyncStore, ReplicationPolicy, TopicFilter,
+};
+use crate::metrics::Metrics;
+
+use super::connect::{self, Connection};
+use super::kafka::{ClusterClient, error_label};
+
+pub mod cluster;
+pub mod emit;
+pub mod group_sync;
+pub mod startup;
+pub mod syncs;
+#[cfg(test)]
+mod tests;
+
+pub use cluster::FlowCluster;
+pub use group_sync::{GroupSyncResult, carry_out_group_sync};
+
+/// A failed cluster operation: which cluster, which operation, what error.
+#[derive(Debug)]
+pub struct StepError {
+    /// Cluster alias.
+    pub cluster: String,
+    /// The operation, e.g. `ListGroups`.
+    pub op: &'static str,
+    /// What went wrong.
+    pub error: StepCause,
+}
+
+/// Why a step failed: an error kafka-lite returned, or a failure the driver
+/// found itself (no broker reported it).
+#[derive(Debug)]
+pub enum StepCause {
+    /// An error kafka-lite returned (a broker's answer or a client failure).
+    Client(Error),
+    /// The driver's own finding, e.g. a topic that must exist does not;
+    /// `cause` is the client error behind it, if there is one.
+    Driver {
+        /// What the driver found.
+        what: String,
+        /// The client error that led to it.
+        cause: Option<Box<Error>>,
+    },
+}
+
+impl fmt::Display for StepCause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StepCause::Client(e) => write!(f, "{e}"),
+            StepCause::Driver { what, cause: None } => f.write_str(what),
+            StepCause::Driver {
+                what,
+                cause: Some(e),
+            } => write!(f, "{what}: {e}"),
+        }
+    }
+}
+
+impl fmt::Display for StepError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "cluster {}: {} failed: {}",
+            self.cluster, self.op, self.error
+        )
+    }
+}
+
+/// Failures that stop a flow before it can run.
+#[derive(Debug)]
+pub enum SetupError {
+    /// The connection settings are unusable.
+    Connect(connect::ConnectError),
+    /// The TLS configuration could not be built.
+    Client(String, Error),
+    /// A filter or policy could not be built.
+    Invalid(String),
+}
+
+impl fmt::Display for SetupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SetupError::Connect(e) => write!(f, "{e}"),
+            SetupError::Client(alias, e) => write!(f, "cluster {alias}: {e}"),
+            SetupError::Invalid(msg) => f.write_str(msg),
+        }
+    }
+}
+
+/// Milliseconds since the epoch.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// The fixed parts of one flow.
+pub struct FlowContext<C = ClusterClient> {
+    /// `S->T`.
+    pub name: String,
+    /// The flow's settings.
+    pub cfg: FlowConfig,
+    /// The core's flow.
+    pub flow: Flow,
+    /// The replication policy.
+    pub policy: ReplicationPolicy,
+    /// The topic filter.
+    pub topic_filter: TopicFilter,
+    /// The group filter.
+    pub group_filter: GroupFilter,
+    /// The source cluster.
+    pub source: C,
+    /// The target cluster.
+    pub target: C,
+    /// The cluster holding the offset-syncs topic.
+    pub syncs_cluster: C,
+    /// The offset-syncs topic.
+    pub syncs_topic: String,
+    /// The checkpoints topic (on the target).
+    pub checkpoints_topic: String,
+    /// Metrics.
+    pub metrics: Metrics,
+    /// (group, operation) pairs already warned about as refused by an ACL.
+    denied: std::sync::Mutex<BTreeSet<(String, &'static str)>>,
+    _connections: Vec<Connection>,
+}
+
+impl FlowContext<ClusterClient> {
+    /// Builds the flow's clients, filters and policy (no network I/O).
+    pub fn new(cfg: FlowConfig, metrics: Metrics) -> Result<Self, SetupError> {
+        let name = cfg.name();
+        let client_id = format!("mm2-checkpoint-{name}");
+        let source_conn = connect::connection(
+            &cfg.source,
+            &client_id,
+            cfg.admin_timeout.min(Duration::from_secs(30)),
+        )
+        .map_err(SetupError::Connect)?;
+        let target_conn = connect::connection(
+            &cfg.target,
+            &client_id,
+            cfg.admin_timeout.min(Duration::from_secs(30)),
+        )
+        .map_err(SetupError::Connect)?;
+        let source = ClusterClient::new(
+            &cfg.source.alias,
+            source_conn.bootstrap.clone(),
+            source_conn.config.clone(),
+        )
+        .map_err(|e| SetupError::Client(cfg.source.alias.clone(), e))?;
+        let target = ClusterClient::new(
+            &cfg.target.alias,
+            target_conn.bootstrap.clone(),
+            target_conn.config.clone(),
+        )
+        .map_err(|e| SetupError::Client(cfg.target.alias.clone(), e))?;
+        FlowContext::with_clusters(cfg, metrics, source, target, vec![source_conn, target_conn])
+    }
+}
+
+impl<C: FlowCluster> FlowContext<C> {
+    /// A flow on `source` and `target` (kept alive: `connections`); builds the
+    /// filters and the replication policy.
+    pub fn with_clusters(
+        cfg: FlowConfig,
+        metrics: Metrics,
+        source: C,
+        target: C,
+        connections: Vec<Connection>,
+    ) -> Result<Self, SetupError> {
+        let name = cfg.name();
+        let policy = cfg.replication_policy.clone();
+        let opt = |s: &str| (!s.trim().is_empty()).then(|| s.to_owned());
+        let f = &cfg.filters;
+        let topic_filter =
+            TopicFilter::new(opt(&f.topics).as_deref(), opt(&f.topics_exclude).as_deref())
+                .map_err(|e| SetupError::Invalid(format!("flow {name}: topics filter: {e}")))?;
+        let group_filter =
+            GroupFilter::new(opt(&f.groups).as_deref(), opt(&f.groups_exclude).as_deref())
+                .map_err(|e| SetupError::Invalid(format!("flow {name}: groups filter: {e}")))?;
+        let syncs_cluster = match cfg.offset_syncs_topic_location.cluster() {
+            ClusterSide::Source => source.clone(),
+            ClusterSide::Target => target.clone(),
+        };
+        Ok(FlowContext {
+            flow: cfg.flow(),
+            syncs_topic: cfg.offset_syncs_topic(),
+            checkpoints_topic: cfg.checkpoints_topic(),
+            name,
+            cfg,
+            policy,
+            topic_filter,
+            group_filter,
+            source,
+            target,
+            syncs_cluster,
+            metrics,
+            denied: std::sync::Mutex::new(BTreeSet::new()),
+            _connections: connections,
+        })
+    }
+
+    /// Wraps a cluster result: counts and returns the error with its context.
+    pub fn step<T>(
+        &self,
+        cluster: &C,
+        op: &'static str,
+        r: Result<T, Error>,
+    ) -> Result<T, StepError> {
+        r.map_err(|error| {
+            self.metrics
+                .request_error(cluster.alias(), op, &error_label(&error));
+            StepError {
+                cluster: cluster.alias().to_owned(),
+                op,
+                error: StepCause::Client(error),
+            }
+        })
+    }
+
+    fn ready_condition(&self) -> String {
+        format!("flow {} initial read", self.name)
+    }
+
+    fn cluster_condition(&self) -> String {
+        format!("flow {} clusters", self.name)
+    }
+
+    /// Marks the flow's clusters reachable or not in the readiness flag.
+    pub fn set_clusters_ok(&self, ok: bool, reason: &str) {
+        let readiness = self.metrics.readiness();
+        if ok {
+            readiness.set_ready(&self.cluster_condition());
+        } else {
+            readiness.set_not_ready(self.cluster_condition(), reason.to_owned());
+        }
+    }
+}
+
+/// Whether `e` is an ACL refusal on a group.
+fn is_group_denied(e: &Error) -> bool {
+    e.kafka_error() == Some(ResponseError::GroupAuthorizationFailed)
+}
+
+/// The changing state of a running flow.
+pub struct FlowState {
+    /// The offset-sync store.
+    pub syncs: OffsetSyncStore,
+    /// Next offset of the offset-syncs topic to read.
+    pub syncs_pos: i64,
+    /// The checkpoint store.
+    pub checkpoints: CheckpointStore,
+    /// The groups this flow checkpoints.
+    pub groups: Vec<String>,
+    logged: BTreeSet<&'static str>,
+}
+
+/// What an emission round did.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RoundSummary {
+    /// Checkpoints produced.
+    pub emitted: usize,
+    /// Partitions skipped.
+    pub skipped: usize,
+}
+
+/// What a group sync did, per outcome.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SyncSummary {
+    /// Groups committed.
+    pub committed: usize,
+    /// Groups skipped as active (also when the broker refused).
+    pub skipped_active: usize,
+    /// Groups already at or ahead of the checkpoints.
+    pub skipped_target_ahead: usize,
+    /// Groups in an unknown state.
+    pub skipped_unknown_state: usize,
+    /// Failed commits.
+    pub failed: usize,
+}

@@ -1,0 +1,212 @@
+//! Reading the state topics: the initial read of the offset-syncs and
+//! checkpoints topics to their end, and following the offset-syncs topic.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use kafka_lite::records::ConsumerRecord;
+use kafka_lite::{PartitionReader, StartOffset};
+
+use crate::core::format::OffsetSync as OffsetSyncRecord;
+use crate::core::{DecodeError, InitMode, OffsetSyncStore};
+use crate::metrics::{self, Metrics, TopicKind};
+
+use super::super::kafka::fetch_options;
+use super::{FlowCluster, FlowContext, FlowState, StepError};
+
+/// How long a fetch of the initial read waits for records.
+const READ_WAIT: Duration = Duration::from_millis(500);
+
+impl<C: FlowCluster> FlowContext<C> {
+    /// Reads partition 0 of `topic` on `cluster` from the earliest offset to the end
+    /// captured at start, handing each record to `apply`. Logs progress every 5 s.
+    pub async fn read_to_end(
+        &self,
+        cluster: &C,
+        topic: &str,
+        kind: TopicKind,
+        mut apply: impl FnMut(&ConsumerRecord),
+    ) -> Result<i64, StepError> {
+        let r = cluster
+            .open_reader(topic, 0, StartOffset::Earliest, READ_WAIT)
+            .await;
+        let mut reader = self.step(cluster, "ListOffsets", r)?;
+        let (start, end) = (reader.position(), reader.end());
+        let mut last_log = Instant::now();
+        let began = Instant::now();
+        let total = end.saturating_sub(start).max(1) as f64;
+        let name = kind.log_name();
+        // The reader stops at the captured end, or lower if the log was
+        // truncated below it meanwhile.
+        while let Some(records) = self.step(cluster, "Fetch", cluster.read(&mut reader).await)? {
+            records.iter().for_each(&mut apply);
+            let pos = reader.position();
+            if kind == TopicKind::OffsetSyncs {
+                self.metrics.set_initial_read_progress(
+                    &self.name,
+                    topic,
+                    pos.saturating_sub(start) as f64 / total,
+                );
+            }
+            if last_log.elapsed() >= Duration::from_secs(5) {
+                last_log = Instant::now();
+                tracing::info!(flow = %self.name, topic, position = pos, end, "reading the {name} topic");
+            }
+        }
+        if kind == TopicKind::OffsetSyncs {
+            self.metrics
+                .set_initial_read_progress(&self.name, topic, 1.0);
+        }
+        tracing::info!(
+            flow = %self.name, topic, records = end.saturating_sub(start),
+            elapsed_ms = began.elapsed().as_millis() as u64,
+            "read the {name} topic to its end"
+        );
+        Ok(reader.position())
+    }
+
+    /// Reads new offset syncs (non-blocking) up to the current end.
+    pub async fn poll_syncs(&self, state: &mut FlowState) -> Result<u64, StepError> {
+        let c = &self.syncs_cluster;
+        let mut applied = 0u64;
+        loop {
+            let pos = state.syncs_pos;
+            let mut reader = PartitionReader::new(
+                &self.syncs_topic,
+                0,
+                pos,
+                pos,
+                fetch_options(Duration::ZERO),
+            );
+            let (records, high_watermark) = match c.follow(&mut reader).await {
+                // Our position is past the log end: the topic was deleted and
+                // recreated (or truncated). The syncs we hold may describe a
+                // log that no longer exists, so start over from the new log.
+                Err(e) if e.is_offset_out_of_range() => {
+                    applied += self.reread_syncs(state).await?;
+                    break;
+                }
+                r => self.step(c, "Fetch", r)?,
+            };
+            for rec in &records {
+                if self.apply_sync_record(&mut state.syncs, &mut state.logged, rec, true) {
+                    applied += 1;
+                }
+            }
+            let advanced = reader.position() > pos;
+            state.syncs_pos = reader.position();
+            if !advanced || state.syncs_pos >= high_watermark {
+                break;
+            }
+        }
+        if applied > 0 {
+            self.metrics.offset_syncs_read(&self.name, applied);
+        }
+        Ok(applied)
+    }
+
+    /// Decodes one record of the offset-syncs topic into `syncs`; an
+    /// undecodable one is counted and warned about once per kind. With
+    /// `following` (reading what was appended after the initial read), an
+    /// upstream offset going backwards is warned about. Returns whether a
+    /// sync was applied.
+    fn apply_sync_record(
+        &self,
+        syncs: &mut OffsetSyncStore,
+        logged: &mut BTreeSet<&'static str>,
+        rec: &ConsumerRecord,
+        following: bool,
+    ) -> bool {
+        let s = match OffsetSyncRecord::decode(rec.key.as_deref(), rec.value.as_deref()) {
+            Ok(s) => s,
+            Err(e) => {
+                let kind = TopicKind::OffsetSyncs;
+                note_skipped(&self.metrics, &self.name, kind, &e, rec.offset, logged);
+                return false;
+            }
+        };
+        let tp = &s.topic_partition;
+        if following {
+            let newest = syncs
+                .layout(&tp.topic, tp.partition)
+                .and_then(|l| l.slot(0));
+            if let Some(newest) = newest.filter(|n| s.upstream_offset < n.upstream) {
+                // The store discards the partition's history (as
+                // MM2 does); say so, it is rare and worth knowing.
+                tracing::warn!(
+                    flow = %self.name, topic = %tp.topic, partition = tp.partition,
+                    from = newest.upstream, to = s.upstream_offset,
+                    "an offset sync's upstream offset went backwards (source topic recreated or truncated, or MirrorMaker replaying after a restart); translating from the new syncs only"
+                );
+            }
+        }
+        syncs.apply(
+            &tp.topic,
+            tp.partition,
+            s.upstream_offset,
+            s.downstream_offset,
+        );
+        true
+    }
+
+    /// The offset-syncs topic went backwards (its end is below our position):
+    /// logs it, drops every sync held and reads the topic again from its start
+    /// in must-read-to-end mode, so no translation uses a sync of the old log.
+    async fn reread_syncs(&self, state: &mut FlowState) -> Result<u64, StepError> {
+        let c = &self.syncs_cluster;
+        tracing::warn!(
+            flow = %self.name, cluster = c.alias(), topic = %self.syncs_topic, position = state.syncs_pos,
+            "the offset-syncs topic went backwards (deleted and recreated, or truncated); dropping the syncs held and rereading it from its start"
+        );
+        state.syncs = OffsetSyncStore::new(InitMode::MustReadToEnd);
+        self.read_all_syncs(state).await
+    }
+
+    /// Reads the offset-syncs topic from its start to the end captured now into
+    /// `state.syncs`, then ends the store's initial read; returns the number of
+    /// syncs applied. Undecodable records are skipped and counted.
+    pub(super) async fn read_all_syncs(&self, state: &mut FlowState) -> Result<u64, StepError> {
+        let mut applied = 0u64;
+        let FlowState { syncs, logged, .. } = state;
+        let pos = self
+            .read_to_end(
+                &self.syncs_cluster,
+                &self.syncs_topic,
+                TopicKind::OffsetSyncs,
+                |rec| {
+                    if self.apply_sync_record(syncs, logged, rec, false) {
+                        applied += 1;
+                    }
+                },
+            )
+            .await?;
+        state.syncs_pos = pos;
+        state.syncs.finish_initial_read();
+        Ok(applied)
+    }
+}
+
+/// Counts a skipped record of a state topic and warns once per kind.
+pub(super) fn note_skipped(
+    metrics: &Metrics,
+    flow: &str,
+    kind: TopicKind,
+    e: &DecodeError,
+    offset: i64,
+    logged: &mut BTreeSet<&'static str>,
+) {
+    let (reason, label) = match e {
+        DecodeError::Null { .. } => (metrics::RecordSkipReason::Tombstone, "tombstone"),
+        DecodeError::UnsupportedVersion { .. } => {
+            (metrics::RecordSkipReason::UnknownVersion, "unknown_version")
+        }
+        _ => (metrics::RecordSkipReason::Corrupt, "corrupt"),
+    };
+    metrics.record_skipped(flow, kind, reason);
+    if logged.insert(label) {
+        tracing::warn!(
+            flow, topic_kind = kind.as_str(), offset, error = %e,
+            "skipping a {label} record (logged once per kind; see records_skipped_total)"
+        );
+    }
+}

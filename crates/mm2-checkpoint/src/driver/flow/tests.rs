@@ -1,0 +1,425 @@
+//! The flow's orchestration on an in-memory cluster ([`MemCluster`]): no broker.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use kafka_lite::records::ConsumerRecord;
+use kafka_lite::{Error, PartitionReader, StartOffset};
+use kafka_protocol::error::ResponseError;
+
+use super::startup::plain_names;
+use super::{FlowCluster, FlowContext, FlowState, StepCause};
+use crate::config::{FlowConfig, MirrorConfig, ProcessEnvironment, Properties};
+use crate::core::format::OffsetSync;
+use crate::core::{
+    Checkpoint, CheckpointKey, CheckpointStore, CommittedOffset, GroupOffsets, InitMode,
+    OffsetSyncStore, TargetGroupState, TopicPartition,
+};
+use crate::driver::kafka::{
+    CommitOutcome, CreateOutcome, DescribedGroup, OutRecord, fetch_options,
+};
+use crate::metrics::Metrics;
+
+/// One partition-0 log.
+#[derive(Default)]
+struct Log {
+    /// The log start offset.
+    start: i64,
+    records: Vec<ConsumerRecord>,
+}
+
+impl Log {
+    fn end(&self) -> i64 {
+        self.records.last().map_or(self.start, |r| r.offset + 1)
+    }
+}
+
+#[derive(Default)]
+struct Mem {
+    topics: BTreeMap<String, Log>,
+    /// Committed offsets of the groups that exist.
+    groups: BTreeMap<String, GroupOffsets>,
+    /// Groups whose OffsetFetch is refused by an ACL.
+    denied: BTreeSet<String>,
+    /// DescribeGroups fails with this.
+    describe_error: Option<ResponseError>,
+}
+
+/// A cluster in memory; clones share it.
+#[derive(Clone)]
+struct MemCluster {
+    alias: String,
+    mem: Arc<Mutex<Mem>>,
+}
+
+fn kafka(api: &'static str, error: ResponseError) -> Error {
+    Error::Kafka {
+        api,
+        error,
+        context: String::new(),
+    }
+}
+
+impl MemCluster {
+    fn new(alias: &str) -> Self {
+        MemCluster {
+            alias: alias.to_owned(),
+            mem: Arc::default(),
+        }
+    }
+
+    fn mem(&self) -> std::sync::MutexGuard<'_, Mem> {
+        self.mem.lock().unwrap()
+    }
+
+    fn append(&self, topic: &str, records: Vec<(Vec<u8>, Vec<u8>)>) {
+        let mut mem = self.mem();
+        let log = mem.topics.entry(topic.to_owned()).or_default();
+        for (key, value) in records {
+            let offset = log.end();
+            log.records.push(ConsumerRecord {
+                offset,
+                timestamp: 0,
+                key: Some(Bytes::from(key)),
+                value: Some(Bytes::from(value)),
+                headers: Vec::new(),
+            });
+        }
+    }
+
+    fn records(&self, topic: &str) -> Vec<ConsumerRecord> {
+        self.mem()
+            .topics
+            .get(topic)
+            .map(|l| l.records.clone())
+            .unwrap_or_default()
+    }
+}
+
+impl FlowCluster for MemCluster {
+    fn alias(&self) -> &str {
+        &self.alias
+    }
+
+    async fn broker_count(&self) -> Result<usize, Error> {
+        Ok(1)
+    }
+
+    async fn topic_exists(&self, topic: &str) -> Result<bool, Error> {
+        Ok(self.mem().topics.contains_key(topic))
+    }
+
+    async fn create_topic(
+        &self,
+        name: &str,
+        _partitions: i32,
+        _replication_factor: i16,
+        _configs: &[(&str, &str)],
+    ) -> Result<CreateOutcome, Error> {
+        let mut mem = self.mem();
+        if mem.topics.contains_key(name) {
+            return Ok(CreateOutcome::AlreadyExisted);
+        }
+        mem.topics.insert(name.to_owned(), Log::default());
+        Ok(CreateOutcome::Created)
+    }
+
+    async fn list_groups(&self) -> Result<Vec<String>, Error> {
+        let mem = self.mem();
+        Ok(mem.groups.keys().chain(&mem.denied).cloned().collect())
+    }
+
+    async fn describe_groups(
+        &self,
+        groups: &[String],
+    ) -> Result<BTreeMap<String, DescribedGroup>, Error> {
+        let mem = self.mem();
+        if let Some(e) = mem.describe_error {
+            return Err(kafka("DescribeGroups", e));
+        }
+        Ok(groups
+            .iter()
+            .map(|g| {
+                let state = if mem.groups.contains_key(g) {
+                    TargetGroupState::Empty
+                } else {
+                    TargetGroupState::Dead
+                };
+                (g.clone(), DescribedGroup { state, members: 0 })
+            })
+            .collect())
+    }
+
+    async fn fetch_group_offsets(
+        &self,
+        groups: &[String],
+    ) -> Result<BTreeMap<String, Result<GroupOffsets, Error>>, Error> {
+        let mem = self.mem();
+        Ok(groups
+            .iter()
+            .map(|g| {
+                let r = if mem.denied.contains(g) {
+                    Err(kafka(
+                        "OffsetFetch",
+                        ResponseError::GroupAuthorizationFailed,
+                    ))
+                } else {
+                    Ok(mem.groups.get(g).cloned().unwrap_or_default())
+                };
+                (g.clone(), r)
+            })
+            .collect())
+    }
+
+    async fn commit_group_offsets(
+        &self,
+        group: &str,
+        offsets: &BTreeMap<TopicPartition, CommittedOffset>,
+    ) -> Result<CommitOutcome, Error> {
+        let mut mem = self.mem();
+        let committed = mem.groups.entry(group.to_owned()).or_default();
+        for (tp, o) in offsets {
+            committed.insert(tp.clone(), Some(o.clone()));
+        }
+        Ok(CommitOutcome::Committed)
+    }
+
+    async fn produce(
+        &self,
+        topic: &str,
+        _partition: i32,
+        records: &[OutRecord],
+    ) -> Result<i64, Error> {
+        let base = match self.mem().topics.get(topic) {
+            Some(log) => log.end(),
+            None => return Err(kafka("Produce", ResponseError::UnknownTopicOrPartition)),
+        };
+        self.append(
+            topic,
+            records
+                .iter()
+                .map(|r| (r.key.clone(), r.value.clone()))
+                .collect(),
+        );
+        Ok(base)
+    }
+
+    async fn open_reader(
+        &self,
+        topic: &str,
+        partition: i32,
+        start: StartOffset,
+        fetch_wait: Duration,
+    ) -> Result<PartitionReader, Error> {
+        let mem = self.mem();
+        let log = mem
+            .topics
+            .get(topic)
+            .ok_or_else(|| kafka("ListOffsets", ResponseError::UnknownTopicOrPartition))?;
+        let position = match start {
+            StartOffset::Earliest => log.start,
+            StartOffset::Latest => log.end(),
+            StartOffset::Offset(o) => o,
+        };
+        let options = fetch_options(fetch_wait);
+        Ok(PartitionReader::new(
+            topic,
+            partition,
+            position,
+            log.end(),
+            options,
+        ))
+    }
+
+    async fn read(
+        &self,
+        reader: &mut PartitionReader,
+    ) -> Result<Option<Vec<ConsumerRecord>>, Error> {
+        if reader.is_caught_up() {
+            return Ok(None);
+        }
+        let (records, _) = self.follow(reader).await?;
+        Ok(Some(records))
+    }
+
+    async fn follow(
+        &self,
+        reader: &mut PartitionReader,
+    ) -> Result<(Vec<ConsumerRecord>, i64), Error> {
+        let mem = self.mem();
+        let log = mem
+            .topics
+            .get(reader.topic())
+            .ok_or_else(|| kafka("Fetch", ResponseError::UnknownTopicOrPartition))?;
+        let pos = reader.position();
+        if pos > log.end() || pos < log.start {
+            return Err(kafka("Fetch", ResponseError::OffsetOutOfRange));
+        }
+        let records: Vec<ConsumerRecord> = log
+            .records
+            .iter()
+            .filter(|r| r.offset >= pos)
+            .cloned()
+            .collect();
+        reader.seek(log.end());
+        Ok((records, log.end()))
+    }
+}
+
+/// A flow `A->B` on in-memory clusters (offset syncs on the source).
+fn flow(extra: &str) -> (FlowContext<MemCluster>, MemCluster, MemCluster) {
+    let text = format!(
+        "clusters = A, B\nA.bootstrap.servers = a:9092\nB.bootstrap.servers = b:9092\n\
+         A->B.enabled = true\n{extra}"
+    );
+    let props = Properties::parse(&text).unwrap();
+    let config = MirrorConfig::from_properties(&props, &ProcessEnvironment).unwrap();
+    let cfg: FlowConfig = config.flows.into_iter().next().unwrap();
+    let (source, target) = (MemCluster::new("A"), MemCluster::new("B"));
+    let metrics = Metrics::new("test", "n/a");
+    let ctx = FlowContext::with_clusters(cfg, metrics, source.clone(), target.clone(), Vec::new())
+        .unwrap_or_else(|e| panic!("{e}"));
+    (ctx, source, target)
+}
+
+fn state(checkpoints: CheckpointStore) -> FlowState {
+    FlowState {
+        syncs: OffsetSyncStore::new(InitMode::LoadAllHistory),
+        syncs_pos: 0,
+        checkpoints,
+        groups: vec!["g".to_owned()],
+        logged: BTreeSet::new(),
+    }
+}
+
+fn checkpoint(partition: i32, downstream: i64) -> Checkpoint {
+    Checkpoint {
+        key: CheckpointKey {
+            group: "g".to_owned(),
+            topic_partition: TopicPartition::new("A.t", partition),
+        },
+        upstream_offset: downstream + 100,
+        downstream_offset: downstream,
+        metadata: String::new(),
+    }
+}
+
+fn sync_record(upstream: i64, downstream: i64) -> (Vec<u8>, Vec<u8>) {
+    let s = OffsetSync {
+        topic_partition: TopicPartition::new("t", 0),
+        upstream_offset: upstream,
+        downstream_offset: downstream,
+    };
+    (s.encode_key().unwrap(), s.encode_value())
+}
+
+fn checkpoint_partitions(target: &MemCluster, topic: &str) -> Vec<i32> {
+    target
+        .records(topic)
+        .iter()
+        .map(|r| {
+            let cp = Checkpoint::decode(r.key.as_deref(), r.value.as_deref()).unwrap();
+            cp.key.topic_partition.partition
+        })
+        .collect()
+}
+
+#[test]
+fn plain_names_keeps_literal_group_names_and_drops_patterns() {
+    let names: Vec<&str> = plain_names(" billing, app-.*,ops.audit_1,,[a-z]+ ,x").collect();
+    assert_eq!(names, ["billing", "ops.audit_1", "x"]);
+}
+
+#[tokio::test]
+async fn a_deleted_checkpoints_topic_is_recreated_with_the_held_checkpoints() {
+    let (ctx, _, target) = flow("");
+    ctx.ensure_checkpoints_topic().await.unwrap();
+    let mut store = CheckpointStore::new(["g"]);
+    store.on_produced(&[checkpoint(0, 10)]);
+    let mut state = state(store);
+    // Deleted while running.
+    target.mem().topics.remove(&ctx.checkpoints_topic);
+    ctx.produce_checkpoints(&mut state, &[checkpoint(1, 20)])
+        .await
+        .unwrap();
+    // The held checkpoint (partition 0) is written again, then the new one.
+    assert_eq!(
+        checkpoint_partitions(&target, &ctx.checkpoints_topic),
+        [0, 1]
+    );
+    assert_eq!(state.checkpoints.checkpoints().count(), 2);
+}
+
+#[tokio::test]
+async fn offset_out_of_range_rereads_the_offset_syncs_from_the_start() {
+    let (ctx, source, _) = flow("");
+    source.append(
+        &ctx.syncs_topic,
+        vec![sync_record(0, 5), sync_record(10, 15)],
+    );
+    let mut state = state(CheckpointStore::new(["g"]));
+    // The topic was recreated shorter than our position.
+    state.syncs_pos = 7;
+    let applied = ctx.poll_syncs(&mut state).await.unwrap();
+    assert_eq!(applied, 2);
+    assert_eq!(state.syncs_pos, 2);
+    assert_eq!(state.syncs.partition_count(), 1);
+    // Following again reads nothing new.
+    assert_eq!(ctx.poll_syncs(&mut state).await.unwrap(), 0);
+    source.append(&ctx.syncs_topic, vec![sync_record(20, 25)]);
+    assert_eq!(ctx.poll_syncs(&mut state).await.unwrap(), 1);
+    assert_eq!(state.syncs_pos, 3);
+}
+
+#[tokio::test]
+async fn a_group_refused_by_an_acl_is_warned_about_once() {
+    let (ctx, source, _) = flow("");
+    source.mem().denied.insert("g".to_owned());
+    let e = kafka("OffsetFetch", ResponseError::GroupAuthorizationFailed);
+    assert!(ctx.discover_groups().await.unwrap().is_empty());
+    // The discovery above warned; later refusals of the same group only count.
+    assert!(!ctx.note_group_denied(&source, "OffsetFetch", "g", &e));
+    assert!(ctx.discover_groups().await.unwrap().is_empty());
+    // Another operation on the same group is warned about on its own.
+    assert!(ctx.note_group_denied(&source, "ListGroups", "g", &e));
+    let metrics = ctx.metrics.encode_prometheus().unwrap();
+    let line = metrics
+        .lines()
+        .find(|l| l.starts_with("mm2_checkpoint_request_errors_total") && l.contains("OffsetFetch"))
+        .unwrap_or_else(|| panic!("no request error counted:\n{metrics}"));
+    assert!(line.ends_with(" 4"), "{line}");
+}
+
+#[tokio::test]
+async fn group_sync_commits_an_absent_group_and_keeps_a_describe_error() {
+    let (ctx, _, target) = flow("");
+    let mut store = CheckpointStore::new(["g"]);
+    store.on_produced(&[checkpoint(0, 10)]);
+    let summary = ctx.sync_groups(&store).await.unwrap();
+    assert_eq!(summary.committed, 1);
+    let committed = target.mem().groups["g"].clone();
+    assert_eq!(
+        committed[&TopicPartition::new("A.t", 0)],
+        Some(CommittedOffset::new(10, ""))
+    );
+    target.mem().describe_error = Some(ResponseError::CoordinatorNotAvailable);
+    let e = ctx.sync_groups(&store).await.unwrap_err();
+    assert_eq!(e.op, "DescribeGroups");
+    let StepCause::Driver {
+        cause: Some(cause), ..
+    } = &e.error
+    else {
+        panic!("not a driver failure with its cause: {e}");
+    };
+    assert_eq!(
+        cause.kafka_error(),
+        Some(ResponseError::CoordinatorNotAvailable)
+    );
+    assert!(
+        e.to_string()
+            .contains("the target groups could not be described"),
+        "{e}"
+    );
+}
