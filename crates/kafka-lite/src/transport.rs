@@ -70,11 +70,11 @@ pub async fn connect(
             .await
             .map_err(|source| Error::Io {
                 broker: address.to_string(),
-                source,
+                source: Arc::new(source),
             })?;
         tcp.set_nodelay(true).map_err(|source| Error::Io {
             broker: address.to_string(),
-            source,
+            source: Arc::new(source),
         })?;
         match (tls, server_name) {
             (Some(config), Some(name)) => {
@@ -120,7 +120,7 @@ fn tls_error(address: &str, error: io::Error) -> Error {
     } else {
         Error::Io {
             broker: address.to_string(),
-            source: error,
+            source: Arc::new(error),
         }
     }
 }

@@ -31,7 +31,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::{TopicPartition, is_coordinator_error};
-use crate::client::{BrokerInfo, Client, clone_error};
+use crate::client::{BrokerInfo, Client};
 use crate::error::Error;
 
 /// Most groups put in one batched (v8+) OffsetFetch request by default.
@@ -556,7 +556,7 @@ impl Client {
             };
             match result {
                 Ok(response) => out.extend(offsets_from_response(&chunk, &response, version)),
-                Err(e) => out.extend(chunk.iter().map(|g| (g.clone(), Err(clone_error(&e))))),
+                Err(e) => out.extend(chunk.iter().map(|g| (g.clone(), Err(e.clone())))),
             }
         }
         Ok(out)
@@ -644,7 +644,7 @@ impl Client {
                             )
                         ))
                 {
-                    return Err(clone_error(e));
+                    return Err(e.clone());
                 }
                 results.insert(tp, result);
             }
@@ -722,11 +722,11 @@ fn offsets_from_response(
             if !out.iter().any(|(id, _)| id == group) {
                 out.push((
                     group.clone(),
-                    Err(Error::Kafka {
-                        api: "OffsetFetch",
-                        error: ResponseError::UnknownServerError,
-                        context: format!("group {group:?} missing from the response"),
-                    }),
+                    Err(Error::made_up(
+                        "OffsetFetch",
+                        ResponseError::UnknownServerError,
+                        format!("group {group:?} missing from the response"),
+                    )),
                 ));
             }
         }

@@ -67,11 +67,11 @@ impl Client {
         if ready {
             Ok(())
         } else {
-            Err(Error::Kafka {
-                api: "Metadata",
-                error: ResponseError::LeaderNotAvailable,
-                context: format!("new topic {name:?} not yet in the cluster metadata"),
-            })
+            Err(Error::made_up(
+                "Metadata",
+                ResponseError::LeaderNotAvailable,
+                format!("new topic {name:?} not yet in the cluster metadata"),
+            ))
         }
     }
 

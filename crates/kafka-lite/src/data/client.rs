@@ -11,7 +11,7 @@ use super::offsets::{ListedOffset, OffsetSpec, list_offsets_via};
 use super::produce::{ProduceOptions, produce_via};
 use super::reader::{PartitionReader, StartOffset};
 use crate::Error;
-use crate::client::{BrokerInfo, Client, clone_error};
+use crate::client::{BrokerInfo, Client};
 use crate::records::{ConsumerRecord, ProducerRecord};
 
 impl Client {
@@ -77,7 +77,7 @@ impl Client {
                     }
                     Err(error) => {
                         for (&index, &(topic, partition, spec)) in indexes.iter().zip(&asked) {
-                            let copy = clone_error(&error);
+                            let copy = error.clone();
                             set_answer(&mut answers, index, topic, partition, spec, Err(copy));
                         }
                     }

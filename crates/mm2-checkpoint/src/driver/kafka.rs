@@ -388,7 +388,7 @@ impl Cluster {
 /// A short name of an error for metrics labels (Kafka error names, `io`, `timeout`, ...).
 pub fn error_label(e: &Error) -> String {
     match e {
-        Error::Kafka { error, .. } => kafka_error_name(error),
+        Error::Kafka { error, .. } | Error::Virtual { error, .. } => kafka_error_name(error),
         Error::Io { .. } | Error::ConnectionClosed { .. } => "io".into(),
         Error::ConnectTimeout { .. } | Error::RequestTimeout { .. } => "timeout".into(),
         Error::Tls { .. } | Error::TlsConfig { .. } => "tls".into(),
