@@ -32,7 +32,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use kafka_protocol::error::ResponseError;
@@ -42,7 +42,6 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use crate::api::ApiRequest;
 use crate::backoff::{Backoff, RetryPolicy};
 use crate::config::ConnectionConfig;
 use crate::connection::{BrokerConnection, Connector};
@@ -231,7 +230,6 @@ struct Inner {
     /// Serialises metadata refreshes so concurrent misses share one.
     refresh: tokio::sync::Mutex<()>,
     coordinators: Mutex<HashMap<String, BrokerInfo>>,
-    requests: AtomicU64,
     next_broker: AtomicUsize,
 }
 
@@ -289,7 +287,6 @@ impl Client {
                 metadata: Mutex::default(),
                 refresh: tokio::sync::Mutex::new(()),
                 coordinators: Mutex::default(),
-                requests: AtomicU64::new(0),
                 next_broker: AtomicUsize::new(0),
             }),
         }
@@ -305,24 +302,12 @@ impl Client {
         &self.inner.pool
     }
 
-    /// Number of requests sent through [`send`](Self::send) so far — every
-    /// request of the client's own operations (connection setup, i.e.
-    /// ApiVersions and SASL, is not counted). Useful to check batching.
+    /// Number of requests sent so far on the client's connections
+    /// ([`BrokerPool::requests_sent`]): every request of its operations, and
+    /// any a caller sends on a connection the client handed out. Connection
+    /// setup (ApiVersions, SASL) is not counted. Useful to check batching.
     pub fn requests_sent(&self) -> u64 {
-        self.inner.requests.load(Ordering::Relaxed)
-    }
-
-    /// Sends `request` at `version` on `connection`, counting it (see
-    /// [`requests_sent`](Self::requests_sent)). Errors are returned as is;
-    /// wrap calls in [`retry`](Self::retry) for retries.
-    pub async fn send<R: ApiRequest>(
-        &self,
-        connection: &BrokerConnection,
-        request: R,
-        version: i16,
-    ) -> Result<R::Response, Error> {
-        self.inner.requests.fetch_add(1, Ordering::Relaxed);
-        connection.send_with_version(request, version).await
+        self.inner.pool.requests_sent()
     }
 
     // ----- metadata -----------------------------------------------------
@@ -373,7 +358,7 @@ impl Client {
         if version >= 4 {
             request.allow_auto_topic_creation = false;
         }
-        let response = self.send(&connection, request, version).await?;
+        let response = connection.send_with_version(request, version).await?;
         if version >= 13 {
             Error::check_code("Metadata", response.error_code, "")?;
         }
@@ -619,7 +604,7 @@ impl Client {
                             .map(|g| StrBytes::from_string(g.clone()))
                             .collect(),
                     );
-                match self.send(&connection, request, version).await {
+                match connection.send_with_version(request, version).await {
                     Ok(response) => {
                         let mut answered = HashSet::new();
                         for c in &response.coordinators {
@@ -658,15 +643,14 @@ impl Client {
         } else {
             let mut tasks = tokio::task::JoinSet::new();
             for group in groups {
-                let client = self.clone();
                 let connection = connection.clone();
                 let group = group.clone();
                 tasks.spawn(async move {
                     let request = FindCoordinatorRequest::default()
                         .with_key(StrBytes::from_string(group.clone()))
                         .with_key_type(GROUP_KEY_TYPE);
-                    let result = client
-                        .send(&connection, request, version)
+                    let result = connection
+                        .send_with_version(request, version)
                         .await
                         .and_then(|r| {
                             Error::check_code(

@@ -342,8 +342,8 @@ impl Client {
     async fn list_groups_of(&self, broker: &BrokerInfo) -> Result<Vec<ListedGroup>, Error> {
         let connection = self.connection_to(broker).await?;
         let version = connection.version_for::<ListGroupsRequest>()?;
-        let response = self
-            .send(&connection, ListGroupsRequest::default(), version)
+        let response = connection
+            .send_with_version(ListGroupsRequest::default(), version)
             .await?;
         Error::check_code("ListGroups", response.error_code, broker.to_string())?;
         Ok(response
@@ -385,7 +385,7 @@ impl Client {
         let version = connection.version_for::<DescribeGroupsRequest>()?;
         let request = DescribeGroupsRequest::default()
             .with_groups(groups.iter().map(|g| group_id(g)).collect());
-        let response = self.send(&connection, request, version).await?;
+        let response = connection.send_with_version(request, version).await?;
         let mut out = Vec::with_capacity(groups.len());
         let mut maybe_consumer = Vec::new();
         // A classic group that does not exist; the base of every description.
@@ -431,7 +431,7 @@ impl Client {
         };
         let request = ConsumerGroupDescribeRequest::default()
             .with_group_ids(maybe_consumer.iter().map(|g| group_id(g)).collect());
-        let response = self.send(&connection, request, cgd_version).await?;
+        let response = connection.send_with_version(request, cgd_version).await?;
         for g in &response.groups {
             let id = g.group_id.0.to_string();
             let error = ResponseError::try_from_code(g.error_code);
@@ -540,11 +540,10 @@ impl Client {
                         .collect()
                 });
             }
-            let client = self.clone();
             let connection = connection.clone();
             let chunk = chunk.to_vec();
             tasks.spawn(async move {
-                let result = client.send(&connection, request, version).await;
+                let result = connection.send_with_version(request, version).await;
                 (chunk, result)
             });
         }
@@ -623,7 +622,7 @@ impl Client {
                     })
                     .collect(),
             );
-        let response = self.send(&connection, request, version).await?;
+        let response = connection.send_with_version(request, version).await?;
         let mut results = CommitResults::new();
         for topic in &response.topics {
             for p in &topic.partitions {

@@ -105,7 +105,7 @@ impl Client {
         let request = CreateTopicsRequest::default()
             .with_topics(vec![topic])
             .with_timeout_ms(timeout_ms);
-        let response = self.send(&connection, request, version).await?;
+        let response = connection.send_with_version(request, version).await?;
         let Some(result) = response.topics.iter().find(|t| t.name.0.as_str() == name) else {
             return Err(Error::MalformedResponse {
                 broker: connection.address().to_string(),

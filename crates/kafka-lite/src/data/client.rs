@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use kafka_protocol::error::ResponseError;
 
 use super::IsolationLevel;
-use super::fetch::{FetchOptions, FetchedPartition, fetch_via};
-use super::offsets::{ListedOffset, OffsetSpec, list_offsets_via};
-use super::produce::{ProduceOptions, produce_via};
+use super::fetch::{FetchOptions, FetchedPartition, fetch_on};
+use super::offsets::{ListedOffset, OffsetSpec, list_offsets_on};
+use super::produce::{ProduceOptions, produce_on};
 use super::reader::{PartitionReader, StartOffset};
 use crate::Error;
 use crate::client::{BrokerInfo, Client};
@@ -62,9 +62,7 @@ impl Client {
                     .filter_map(|&i| queries.get(i).copied())
                     .collect();
                 let outcome = match self.connection_to(&leader).await {
-                    Ok(connection) => {
-                        list_offsets_via(Some(self), &connection, &asked, isolation).await
-                    }
+                    Ok(connection) => list_offsets_on(&connection, &asked, isolation).await,
                     Err(error) => Err(error),
                 };
                 match outcome {
@@ -132,7 +130,7 @@ impl Client {
     ) -> Result<FetchedPartition, Error> {
         self.retry("Fetch", || async move {
             let connection = self.leader_connection(topic, partition).await?;
-            fetch_via(Some(self), &connection, topic, partition, offset, options).await
+            fetch_on(&connection, topic, partition, offset, options).await
         })
         .await
     }
@@ -155,7 +153,7 @@ impl Client {
     ) -> Result<i64, Error> {
         self.retry("Produce", || async move {
             let connection = self.leader_connection(topic, partition).await?;
-            produce_via(Some(self), &connection, topic, partition, records, options).await
+            produce_on(&connection, topic, partition, records, options).await
         })
         .await
     }
@@ -172,8 +170,7 @@ impl Client {
     ) -> Result<PartitionReader, Error> {
         self.retry("ListOffsets", || async move {
             let connection = self.leader_connection(topic, partition).await?;
-            PartitionReader::open_via(Some(self), &connection, topic, partition, start, options)
-                .await
+            PartitionReader::open_on(&connection, topic, partition, start, options).await
         })
         .await
     }

@@ -7,9 +7,9 @@ use kafka_protocol::messages::fetch_response::PartitionData;
 use kafka_protocol::messages::{FetchRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
-use super::{IsolationLevel, partition_context, send};
+use super::{IsolationLevel, partition_context};
 use crate::records::{self, AbortedTransaction, ConsumerRecord};
-use crate::{BrokerConnection, Client, Error};
+use crate::{BrokerConnection, Error};
 
 const API: &str = "Fetch";
 
@@ -81,18 +81,6 @@ pub async fn fetch_on(
     offset: i64,
     options: &FetchOptions,
 ) -> Result<FetchedPartition, Error> {
-    fetch_via(None, connection, topic, partition, offset, options).await
-}
-
-/// [`fetch_on`], counting the request on `client` if given.
-pub(super) async fn fetch_via(
-    client: Option<&Client>,
-    connection: &BrokerConnection,
-    topic: &str,
-    partition: i32,
-    offset: i64,
-    options: &FetchOptions,
-) -> Result<FetchedPartition, Error> {
     let version = connection.version_for::<FetchRequest>()?;
     let wait_ms = i32::try_from(options.fetch_wait.as_millis()).unwrap_or(i32::MAX);
     let max_bytes = options.max_bytes.max(1);
@@ -118,7 +106,7 @@ pub(super) async fn fetch_via(
                         .with_partition_max_bytes(max_bytes),
                 ]),
         ]);
-    let response = send(client, connection, request, version).await?;
+    let response = connection.send_with_version(request, version).await?;
     let context = || format!("{} at offset {offset}", partition_context(topic, partition));
     Error::check_code(API, response.error_code, context())?;
     let malformed = |detail: String| Error::MalformedResponse {

@@ -30,8 +30,7 @@ pub use reader::{PartitionReader, StartOffset};
 
 use kafka_protocol::error::ResponseError;
 
-use crate::api::ApiRequest;
-use crate::{BrokerConnection, Client, Error};
+use crate::Error;
 
 /// Which records a read may see (Kafka's `isolation.level`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -67,18 +66,4 @@ impl Error {
 /// `topic-partition` as used in error contexts.
 fn partition_context(topic: &str, partition: i32) -> String {
     format!("topic-partition {topic}-{partition}")
-}
-
-/// Sends `request` on `connection`, through `client` when there is one so
-/// that it counts the request ([`Client::requests_sent`]).
-async fn send<R: ApiRequest>(
-    client: Option<&Client>,
-    connection: &BrokerConnection,
-    request: R,
-    version: i16,
-) -> Result<R::Response, Error> {
-    match client {
-        Some(client) => client.send(connection, request, version).await,
-        None => connection.send_with_version(request, version).await,
-    }
 }

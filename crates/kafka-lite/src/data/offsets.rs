@@ -5,8 +5,8 @@ use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListO
 use kafka_protocol::messages::{ListOffsetsRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
-use super::{IsolationLevel, partition_context, send};
-use crate::{BrokerConnection, Client, Error};
+use super::{IsolationLevel, partition_context};
+use crate::{BrokerConnection, Error};
 
 const API: &str = "ListOffsets";
 
@@ -78,16 +78,6 @@ pub async fn list_offsets_on(
     queries: &[(&str, i32, OffsetSpec)],
     isolation: IsolationLevel,
 ) -> Result<Vec<ListedOffset>, Error> {
-    list_offsets_via(None, connection, queries, isolation).await
-}
-
-/// [`list_offsets_on`], counting requests on `client` if given.
-pub(super) async fn list_offsets_via(
-    client: Option<&Client>,
-    connection: &BrokerConnection,
-    queries: &[(&str, i32, OffsetSpec)],
-    isolation: IsolationLevel,
-) -> Result<Vec<ListedOffset>, Error> {
     let version = connection.version_for::<ListOffsetsRequest>()?;
     if version < 7 && queries.iter().any(|q| q.2 == OffsetSpec::MaxTimestamp) {
         return Err(Error::UnsupportedVersion {
@@ -125,7 +115,7 @@ pub(super) async fn list_offsets_via(
                 ),
             }
         }
-        let response = send(client, connection, request, version).await?;
+        let response = connection.send_with_version(request, version).await?;
         for &index in &round {
             let Some(&(topic, partition, spec)) = queries.get(index) else {
                 continue;
