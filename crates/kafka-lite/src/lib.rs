@@ -47,7 +47,8 @@ pub use api::ApiRequest;
 pub use backoff::{Backoff, RetryPolicy};
 pub use client::{BrokerInfo, Client, ClusterMetadata, PartitionMetadata, TopicMetadata};
 pub use config::{
-    ClientCertConfig, ConnectionConfig, SaslConfig, SaslMechanismKind, Secret, TlsConfig,
+    ClientCertConfig, ConnectionConfig, Pem, PemBytes, SaslConfig, SaslMechanismKind, Secret,
+    TlsConfig,
 };
 pub use connection::{BrokerConnection, Connector};
 pub use data::{
