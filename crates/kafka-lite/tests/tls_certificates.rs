@@ -199,7 +199,7 @@ async fn tls_broker(leaf: &str) -> FakeBroker {
             .collect::<Result<_, _>>()
             .expect("parse cert");
     let key = PrivateKeyDer::from_pem_file(pki.path(&format!("{leaf}.key"))).expect("key");
-    let provider = kafka_lite::tls::crypto_provider().expect("provider");
+    let provider = kafka_lite::crypto_provider().expect("provider");
     let config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .expect("versions")

@@ -35,7 +35,7 @@ use crate::client::{BrokerInfo, Client};
 use crate::error::Error;
 
 /// Most groups put in one batched (v8+) OffsetFetch request by default.
-pub const DEFAULT_GROUPS_PER_OFFSET_FETCH: usize = 200;
+pub(crate) const DEFAULT_GROUPS_PER_OFFSET_FETCH: usize = 200;
 
 /// The state of a consumer group, as the coordinator reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -255,7 +255,7 @@ pub struct OffsetFetchOptions {
     /// transactional commits answer UNSTABLE_OFFSET_COMMIT.
     pub require_stable: bool,
     /// Most groups per OffsetFetch request (v8+). `1` sends one request per
-    /// group. Default [`DEFAULT_GROUPS_PER_OFFSET_FETCH`].
+    /// group. Default 200.
     pub max_groups_per_request: usize,
 }
 

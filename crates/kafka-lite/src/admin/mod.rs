@@ -6,8 +6,8 @@
 //!   `commit_group_offsets`.
 //! - [`topics`] — `create_topic`.
 
-pub mod groups;
-pub mod topics;
+pub(crate) mod groups;
+pub(crate) mod topics;
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;

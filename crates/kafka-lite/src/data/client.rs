@@ -118,9 +118,18 @@ impl Client {
         answers.into_iter().flatten().collect()
     }
 
-    /// Fetches records of `topic`/`partition` from `offset` from its leader
-    /// (see [`fetch_on`](crate::data::fetch_on) for what is returned), retrying retriable errors.
-    /// OFFSET_OUT_OF_RANGE is not retried ([`Error::is_offset_out_of_range`]).
+    /// Fetches records of `topic`/`partition` from `offset` from its leader,
+    /// retrying retriable errors.
+    ///
+    /// The broker answers as soon as it has any record at `offset` or later,
+    /// or after `options.fetch_wait`. No fetch session is used (every request
+    /// is a full fetch) and topics are named, not identified by id (Fetch
+    /// v4–12). See [`FetchedPartition`] for what is returned.
+    ///
+    /// Errors: the partition's Kafka error as [`Error::Kafka`]; OFFSET_OUT_OF_RANGE
+    /// (offset before the log start or after the log end) is not retried
+    /// ([`Error::is_offset_out_of_range`]). Undecodable record data is
+    /// [`Error::MalformedResponse`].
     pub async fn fetch(
         &self,
         topic: &str,
@@ -136,7 +145,14 @@ impl Client {
     }
 
     /// Appends `records` as one batch to `topic`/`partition` on its leader
-    /// and returns the first record's offset (see [`produce_on`](crate::data::produce_on)).
+    /// and returns the offset of the first record (the others follow it
+    /// consecutively). The write is acknowledged by all in-sync replicas
+    /// (`acks=all`).
+    ///
+    /// Errors: [`Error::Encode`] for records that cannot be encoded (none at
+    /// all, a negative timestamp, a repeated header key); the partition's
+    /// Kafka error as [`Error::Kafka`], with the broker's message in its
+    /// context.
     ///
     /// Retriable errors (NOT_LEADER_OR_FOLLOWER, timeouts, closed
     /// connections) are retried after a metadata refresh. The producer is

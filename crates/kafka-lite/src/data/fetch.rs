@@ -74,7 +74,7 @@ pub struct FetchedPartition {
 /// is before the log start or after the log end; NOT_LEADER_OR_FOLLOWER and
 /// similar retriable codes when leadership moved. Undecodable record data is
 /// [`Error::MalformedResponse`].
-pub async fn fetch_on(
+pub(super) async fn fetch_on(
     connection: &BrokerConnection,
     topic: &str,
     partition: i32,

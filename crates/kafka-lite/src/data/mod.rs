@@ -2,20 +2,22 @@
 //! [`PartitionReader`], which reads a partition to the end it had when it
 //! started and then follows it.
 //!
-//! Each operation exists at two levels:
-//!
-//! * a function taking the partition leader's [`BrokerConnection`]
-//!   (`list_offsets_on`, `fetch_on`, `produce_on`): one request, no routing
-//!   and no retries — the caller picked the broker;
-//! * a method of [`Client`] that finds the leader, and retries
-//!   retriable errors (stale leadership, closed connections) after refreshing
-//!   metadata.
+//! Each operation is one crate-internal function taking the partition
+//! leader's [`BrokerConnection`] (`list_offsets_on`, `fetch_on`,
+//! `produce_on`: one request, no routing, no retries), and the public
+//! [`Client`] method built on it, which finds the leader and retries
+//! retriable errors (stale leadership, closed connections) after refreshing
+//! metadata. [`PartitionReader`] offers both levels: `open_on`, `read_on`
+//! and `follow_on` take a connection the caller picked, `read` and `follow`
+//! go through a [`Client`]. Requests are counted by the pool the connection
+//! came from ([`BrokerPool::requests_sent`](crate::BrokerPool::requests_sent)).
 //!
 //! Records are encoded and decoded by [`crate::records`]; this module adds
 //! the protocol around them: which offsets to drop, control batches,
 //! read_committed, and where the next fetch starts.
 //!
 //! [`BrokerConnection`]: crate::BrokerConnection
+//! [`Client`]: crate::Client
 
 mod client;
 mod fetch;
@@ -23,9 +25,9 @@ mod offsets;
 mod produce;
 mod reader;
 
-pub use fetch::{FetchOptions, FetchedPartition, fetch_on};
-pub use offsets::{ListedOffset, OffsetSpec, PartitionOffset, list_offsets_on};
-pub use produce::{ProduceOptions, produce_on};
+pub use fetch::{FetchOptions, FetchedPartition};
+pub use offsets::{ListedOffset, OffsetSpec, PartitionOffset};
+pub use produce::ProduceOptions;
 pub use reader::{PartitionReader, StartOffset};
 
 use kafka_protocol::error::ResponseError;

@@ -73,7 +73,7 @@ pub struct ListedOffset {
 /// Kafka allows a partition only once per request, so asking about the
 /// same partition several times costs one request per repetition. A failed
 /// request (connection, timeout, version) fails the whole call.
-pub async fn list_offsets_on(
+pub(super) async fn list_offsets_on(
     connection: &BrokerConnection,
     queries: &[(&str, i32, OffsetSpec)],
     isolation: IsolationLevel,

@@ -44,7 +44,7 @@ impl Default for ProduceOptions {
 /// Errors: [`Error::Encode`] for records that cannot be encoded (none at
 /// all, a negative timestamp, a repeated header key); the partition's Kafka
 /// error as [`Error::Kafka`], with the broker's message in its context.
-pub async fn produce_on(
+pub(super) async fn produce_on(
     connection: &BrokerConnection,
     topic: &str,
     partition: i32,

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bytes::Bytes;
-use kafka_lite::error::kafka_error_name;
+use kafka_lite::kafka_error_name;
 use kafka_lite::records::{Codec, ProducerRecord};
 use kafka_lite::{
     Client, ConnectionConfig, CreateTopicOutcome, Error, FetchOptions, GroupState, IsolationLevel,
