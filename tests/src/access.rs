@@ -72,9 +72,11 @@ pub fn sasl_as(user: &Credentials, mechanism: SaslMechanismKind) -> SaslConfig {
 pub fn tls(cluster: &Cluster, client_cert: bool) -> TlsConfig {
     TlsConfig {
         ca_pem_file: Some(cluster.tls.ca_pem.clone()),
-        client_cert: client_cert.then(|| ClientCertConfig {
-            cert_pem_file: cluster.tls.client_cert_pem.clone(),
-            key_pem_file: cluster.tls.client_key_pem.clone(),
+        client_cert: client_cert.then(|| {
+            ClientCertConfig::from_files(
+                cluster.tls.client_cert_pem.clone(),
+                cluster.tls.client_key_pem.clone(),
+            )
         }),
         ..TlsConfig::default()
     }

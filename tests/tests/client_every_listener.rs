@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use e2e::access::Access;
 use e2e::clusters;
-use kafka_lite::{Client, ConnectionConfig, SaslMechanismKind};
+use kafka_lite::{
+    Client, ClientCertConfig, ConnectionConfig, Pem, PemBytes, SaslMechanismKind, TlsConfig,
+};
 
 /// The connection settings for `access` to the source cluster.
 fn config(access: Access) -> ConnectionConfig {
@@ -65,4 +67,29 @@ async fn every_operation_over_ssl() {
 #[tokio::test]
 async fn every_operation_over_mtls() {
     every_operation_over(Access::Mtls).await;
+}
+
+/// mTLS with the CA, the client certificate and its key given as PEM bytes in
+/// memory instead of file paths.
+#[tokio::test]
+async fn every_operation_over_mtls_with_pem_in_memory() {
+    let cluster = clusters().source();
+    let read = |path: &std::path::Path| PemBytes::new(std::fs::read(path).expect("test PEM"));
+    let tls = TlsConfig {
+        ca_pem: Some(read(&cluster.tls.ca_pem)),
+        client_cert: Some(ClientCertConfig {
+            cert: Pem::Bytes(read(&cluster.tls.client_cert_pem)),
+            key: Pem::Bytes(read(&cluster.tls.client_key_pem)),
+        }),
+        ..TlsConfig::default()
+    };
+    let config = ConnectionConfig {
+        tls: Some(tls),
+        ..config(Access::Plaintext)
+    };
+    let bootstrap = cluster.bootstrap.get(Access::Mtls.listener()).to_string();
+    let client = Client::connect(vec![bootstrap], config)
+        .await
+        .unwrap_or_else(|e| panic!("connect over mTLS with in-memory PEM: {e}"));
+    common::every_operation(&client, "MtlsInMemory", "every-listener").await;
 }

@@ -95,6 +95,42 @@ async fn leader_of_a_missing_topic_is_unknown_topic_or_partition() {
 }
 
 #[tokio::test]
+async fn a_missing_topic_is_the_brokers_error_and_a_missing_partition_a_virtual_one() {
+    let client = client().await;
+    let missing = client
+        .leader(&unique_name("no-such-topic"), 0)
+        .await
+        .expect_err("topic does not exist");
+    assert!(
+        !missing.is_virtual(),
+        "the broker answered for the topic: {missing}"
+    );
+
+    let topic = unique_name("one-partition");
+    client
+        .create_topic(&topic, 1, 1, &[])
+        .await
+        .expect("create topic");
+    let err = client
+        .leader(&topic, 7)
+        .await
+        .expect_err("partition 7 does not exist");
+    assert_eq!(
+        err.kafka_error(),
+        Some(ResponseError::UnknownTopicOrPartition),
+        "{err}"
+    );
+    assert!(err.is_virtual(), "no broker named partition 7: {err}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "Metadata failed for topic-partition {topic}-7: UNKNOWN_TOPIC_OR_PARTITION \
+             (Kafka error code 3)"
+        )
+    );
+}
+
+#[tokio::test]
 async fn group_coordinator_is_found_and_cached() {
     let client = client().await;
     let group = unique_name("coordinated");

@@ -63,7 +63,8 @@ macro_rules! api_requests {
 
         /// The name kafka-lite uses for an API key (`"ApiKey(n)"` for keys
         /// it does not send).
-        pub fn api_name(key: i16) -> String {
+        #[cfg(test)]
+        fn api_name(key: i16) -> String {
             $(
                 if key == <$ty as Request>::KEY {
                     return $name.to_string();

@@ -45,7 +45,7 @@ impl Default for RetryPolicy {
 /// The retry state of one operation: attempts so far, jitter source and
 /// deadline.
 #[derive(Debug)]
-pub struct Backoff {
+pub(crate) struct Backoff {
     policy: RetryPolicy,
     attempt: u32,
     deadline: Instant,
@@ -54,13 +54,14 @@ pub struct Backoff {
 
 impl Backoff {
     /// Starts the clock for one operation.
-    pub fn new(policy: RetryPolicy) -> Self {
+    #[cfg(test)]
+    pub(crate) fn new(policy: RetryPolicy) -> Self {
         Self::until(policy, Instant::now() + policy.deadline)
     }
 
     /// Retry state that gives up at `deadline` (e.g. an enclosing
     /// operation's) instead of `policy.deadline` from now.
-    pub fn until(policy: RetryPolicy, deadline: Instant) -> Self {
+    pub(crate) fn until(policy: RetryPolicy, deadline: Instant) -> Self {
         Backoff {
             policy,
             attempt: 0,
@@ -70,23 +71,23 @@ impl Backoff {
     }
 
     /// When this operation gives up.
-    pub fn deadline(&self) -> Instant {
+    pub(crate) fn deadline(&self) -> Instant {
         self.deadline
     }
 
     /// Number of delays handed out so far.
-    pub fn attempts(&self) -> u32 {
+    pub(crate) fn attempts(&self) -> u32 {
         self.attempt
     }
 
     /// Time left before the deadline.
-    pub fn remaining(&self) -> Duration {
+    pub(crate) fn remaining(&self) -> Duration {
         self.deadline.saturating_duration_since(Instant::now())
     }
 
     /// The delay before the next attempt, or `None` when the deadline has
     /// passed (give up). The delay never ends after the deadline.
-    pub fn next_delay(&mut self) -> Option<Duration> {
+    pub(crate) fn next_delay(&mut self) -> Option<Duration> {
         let remaining = self.remaining();
         if remaining.is_zero() {
             return None;
@@ -104,7 +105,7 @@ impl Backoff {
 
     /// Waits [`next_delay`](Self::next_delay); returns `false` (at once) if
     /// the deadline has passed.
-    pub async fn wait(&mut self) -> bool {
+    pub(crate) async fn wait(&mut self) -> bool {
         match self.next_delay() {
             Some(delay) => {
                 tokio::time::sleep(delay).await;

@@ -32,7 +32,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use kafka_protocol::error::ResponseError;
@@ -42,7 +42,6 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use crate::api::ApiRequest;
 use crate::backoff::{Backoff, RetryPolicy};
 use crate::config::ConnectionConfig;
 use crate::connection::{BrokerConnection, Connector};
@@ -231,7 +230,6 @@ struct Inner {
     /// Serialises metadata refreshes so concurrent misses share one.
     refresh: tokio::sync::Mutex<()>,
     coordinators: Mutex<HashMap<String, BrokerInfo>>,
-    requests: AtomicU64,
     next_broker: AtomicUsize,
 }
 
@@ -289,7 +287,6 @@ impl Client {
                 metadata: Mutex::default(),
                 refresh: tokio::sync::Mutex::new(()),
                 coordinators: Mutex::default(),
-                requests: AtomicU64::new(0),
                 next_broker: AtomicUsize::new(0),
             }),
         }
@@ -305,24 +302,12 @@ impl Client {
         &self.inner.pool
     }
 
-    /// Number of requests sent through [`send`](Self::send) so far — every
-    /// request of the client's own operations (connection setup, i.e.
-    /// ApiVersions and SASL, is not counted). Useful to check batching.
+    /// Number of requests sent so far on the client's connections
+    /// ([`BrokerPool::requests_sent`]): every request of its operations, and
+    /// any a caller sends on a connection the client handed out. Connection
+    /// setup (ApiVersions, SASL) is not counted. Useful to check batching.
     pub fn requests_sent(&self) -> u64 {
-        self.inner.requests.load(Ordering::Relaxed)
-    }
-
-    /// Sends `request` at `version` on `connection`, counting it (see
-    /// [`requests_sent`](Self::requests_sent)). Errors are returned as is;
-    /// wrap calls in [`retry`](Self::retry) for retries.
-    pub async fn send<R: ApiRequest>(
-        &self,
-        connection: &BrokerConnection,
-        request: R,
-        version: i16,
-    ) -> Result<R::Response, Error> {
-        self.inner.requests.fetch_add(1, Ordering::Relaxed);
-        connection.send_with_version(request, version).await
+        self.inner.pool.requests_sent()
     }
 
     // ----- metadata -----------------------------------------------------
@@ -373,7 +358,7 @@ impl Client {
         if version >= 4 {
             request.allow_auto_topic_creation = false;
         }
-        let response = self.send(&connection, request, version).await?;
+        let response = connection.send_with_version(request, version).await?;
         if version >= 13 {
             Error::check_code("Metadata", response.error_code, "")?;
         }
@@ -403,7 +388,8 @@ impl Client {
     }
 
     /// The metadata of `topic`: from the cache, else fetched. A topic the
-    /// cluster does not know is [`Error::Kafka`] UNKNOWN_TOPIC_OR_PARTITION.
+    /// cluster does not know is [`Error::Kafka`] UNKNOWN_TOPIC_OR_PARTITION
+    /// (the broker's answer for it in Metadata).
     pub async fn topic_metadata(&self, topic: &str) -> Result<TopicMetadata, Error> {
         if let Some(t) = self.metadata().topics.get(topic) {
             return Ok(t.clone());
@@ -421,10 +407,11 @@ impl Client {
     }
 
     /// The leader of `topic`/`partition`: from the cache, else after one
-    /// metadata refresh of the topic. No leader is LEADER_NOT_AVAILABLE
-    /// (retriable); a topic error in the response (such as
-    /// TOPIC_AUTHORIZATION_FAILED) is that error; an unknown topic or
-    /// partition is UNKNOWN_TOPIC_OR_PARTITION.
+    /// metadata refresh of the topic. No live leader is a virtual
+    /// ([`Error::is_virtual`]) LEADER_NOT_AVAILABLE (retriable); a topic
+    /// error in the response (such as TOPIC_AUTHORIZATION_FAILED) is that
+    /// error; an unknown topic is the broker's UNKNOWN_TOPIC_OR_PARTITION, an
+    /// unknown partition of a known topic a virtual one.
     pub async fn leader(&self, topic: &str, partition: i32) -> Result<BrokerInfo, Error> {
         if let Some(leader) = self.metadata().leader(topic, partition) {
             return Ok(leader.clone());
@@ -434,18 +421,29 @@ impl Client {
             return Ok(leader.clone());
         }
         let context = format!("topic-partition {topic}-{partition}");
-        let error = match snapshot.topics.get(topic) {
-            Some(t) if t.partitions.contains_key(&partition) => ResponseError::LeaderNotAvailable,
+        let (error, sent) = match snapshot.topics.get(topic) {
+            // The partition is listed, its leader is not a live broker.
+            Some(t) if t.partitions.contains_key(&partition) => {
+                (ResponseError::LeaderNotAvailable, false)
+            }
             // E.g. TOPIC_AUTHORIZATION_FAILED: the broker lists the topic with
             // no partitions; say why instead of "unknown topic".
-            Some(TopicMetadata { error: Some(e), .. }) => *e,
-            _ => ResponseError::UnknownTopicOrPartition,
+            Some(TopicMetadata { error: Some(e), .. }) => (*e, true),
+            // The topic is listed, the partition is not.
+            Some(_) => (ResponseError::UnknownTopicOrPartition, false),
+            // The broker answered UNKNOWN_TOPIC_OR_PARTITION for the topic
+            // (such topics are not cached).
+            None => (ResponseError::UnknownTopicOrPartition, true),
         };
-        Err(Error::Kafka {
-            api: "Metadata",
-            error,
-            context,
-        })
+        if sent {
+            Err(Error::Kafka {
+                api: "Metadata",
+                error,
+                context,
+            })
+        } else {
+            Err(Error::made_up("Metadata", error, context))
+        }
     }
 
     /// A connection to the leader of `topic`/`partition` (see
@@ -504,11 +502,11 @@ impl Client {
     pub async fn group_coordinator(&self, group: &str) -> Result<BrokerInfo, Error> {
         let mut found = self.group_coordinators(&[group.to_string()]).await;
         found.remove(group).unwrap_or_else(|| {
-            Err(Error::Kafka {
-                api: "FindCoordinator",
-                error: ResponseError::CoordinatorNotAvailable,
-                context: format!("group {group:?}"),
-            })
+            Err(Error::made_up(
+                "FindCoordinator",
+                ResponseError::CoordinatorNotAvailable,
+                format!("group {group:?}"),
+            ))
         })
     }
 
@@ -585,10 +583,7 @@ impl Client {
         groups: &[String],
     ) -> Vec<(String, Result<BrokerInfo, Error>)> {
         let all_fail = |e: &Error| -> Vec<(String, Result<BrokerInfo, Error>)> {
-            groups
-                .iter()
-                .map(|g| (g.clone(), Err(clone_error(e))))
-                .collect()
+            groups.iter().map(|g| (g.clone(), Err(e.clone()))).collect()
         };
         let connection = match self.any_broker().await {
             Ok(c) => c,
@@ -609,7 +604,7 @@ impl Client {
                             .map(|g| StrBytes::from_string(g.clone()))
                             .collect(),
                     );
-                match self.send(&connection, request, version).await {
+                match connection.send_with_version(request, version).await {
                     Ok(response) => {
                         let mut answered = HashSet::new();
                         for c in &response.coordinators {
@@ -641,22 +636,21 @@ impl Client {
                         }
                     }
                     Err(e) => {
-                        out.extend(chunk.iter().map(|g| (g.clone(), Err(clone_error(&e)))));
+                        out.extend(chunk.iter().map(|g| (g.clone(), Err(e.clone()))));
                     }
                 }
             }
         } else {
             let mut tasks = tokio::task::JoinSet::new();
             for group in groups {
-                let client = self.clone();
                 let connection = connection.clone();
                 let group = group.clone();
                 tasks.spawn(async move {
                     let request = FindCoordinatorRequest::default()
                         .with_key(StrBytes::from_string(group.clone()))
                         .with_key_type(GROUP_KEY_TYPE);
-                    let result = client
-                        .send(&connection, request, version)
+                    let result = connection
+                        .send_with_version(request, version)
                         .await
                         .and_then(|r| {
                             Error::check_code(
@@ -766,7 +760,7 @@ impl Client {
     /// retrying by hand.
     pub fn observe_error(&self, error: &Error) {
         match error {
-            Error::Kafka { error: code, .. } => {
+            Error::Kafka { error: code, .. } | Error::Virtual { error: code, .. } => {
                 if matches!(
                     code,
                     ResponseError::NotLeaderOrFollower
@@ -793,103 +787,6 @@ impl Client {
             }
             _ => {}
         }
-    }
-}
-
-/// Errors are not `Clone` (they may hold an `io::Error`); a batch failure
-/// is reported once per item with an equivalent copy.
-pub(crate) fn clone_error(error: &Error) -> Error {
-    match error {
-        Error::Io { broker, source } => Error::Io {
-            broker: broker.clone(),
-            source: std::io::Error::new(source.kind(), source.to_string()),
-        },
-        Error::InvalidAddress { broker, detail } => Error::InvalidAddress {
-            broker: broker.clone(),
-            detail: detail.clone(),
-        },
-        Error::ConnectTimeout { broker, timeout } => Error::ConnectTimeout {
-            broker: broker.clone(),
-            timeout: *timeout,
-        },
-        Error::Tls { broker, detail } => Error::Tls {
-            broker: broker.clone(),
-            detail: detail.clone(),
-        },
-        Error::TlsConfig { detail } => Error::TlsConfig {
-            detail: detail.clone(),
-        },
-        Error::UnsupportedCpu { arch, missing } => Error::UnsupportedCpu {
-            arch,
-            missing: missing.clone(),
-        },
-        Error::Authentication {
-            broker,
-            mechanism,
-            detail,
-        } => Error::Authentication {
-            broker: broker.clone(),
-            mechanism: mechanism.clone(),
-            detail: detail.clone(),
-        },
-        Error::UnsupportedVersion {
-            broker,
-            api,
-            broker_range,
-            supported_range,
-        } => Error::UnsupportedVersion {
-            broker: broker.clone(),
-            api,
-            broker_range: *broker_range,
-            supported_range: *supported_range,
-        },
-        Error::FrameTooLarge { broker, size, max } => Error::FrameTooLarge {
-            broker: broker.clone(),
-            size: *size,
-            max: *max,
-        },
-        Error::Encode {
-            api,
-            version,
-            detail,
-        } => Error::Encode {
-            api,
-            version: *version,
-            detail: detail.clone(),
-        },
-        Error::MalformedResponse {
-            broker,
-            api,
-            version,
-            detail,
-        } => Error::MalformedResponse {
-            broker: broker.clone(),
-            api,
-            version: *version,
-            detail: detail.clone(),
-        },
-        Error::RequestTimeout {
-            broker,
-            api,
-            timeout,
-        } => Error::RequestTimeout {
-            broker: broker.clone(),
-            api,
-            timeout: *timeout,
-        },
-        Error::ConnectionClosed { broker, detail } => Error::ConnectionClosed {
-            broker: broker.clone(),
-            detail: detail.clone(),
-        },
-        Error::Kafka {
-            api,
-            error,
-            context,
-        } => Error::Kafka {
-            api,
-            error: *error,
-            context: context.clone(),
-        },
     }
 }
 
@@ -1054,9 +951,12 @@ mod tests {
     fn cloned_errors_keep_kind_and_message() {
         let e = Error::Io {
             broker: "b:1".into(),
-            source: std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused"),
+            source: Arc::new(std::io::Error::new(
+                std::io::ErrorKind::ConnectionRefused,
+                "refused",
+            )),
         };
-        let c = clone_error(&e);
+        let c = e.clone();
         assert_eq!(e.to_string(), c.to_string());
         assert!(c.is_retriable());
     }

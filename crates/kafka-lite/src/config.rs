@@ -2,7 +2,8 @@
 //!
 //! These are plain data; [`crate::Connector::new`] validates them (reads PEM
 //! files, builds the rustls configuration) once, so connecting to each
-//! broker afterwards does no file I/O.
+//! broker afterwards does no file I/O. PEM can also be given in memory
+//! ([`PemBytes`]), so that key material never has to be written to disk.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -49,9 +50,14 @@ impl Default for ConnectionConfig {
 /// part of each broker address.
 #[derive(Debug, Clone)]
 pub struct TlsConfig {
-    /// PEM file with the CA certificate(s) to trust; `None` trusts the
-    /// built-in Mozilla roots (webpki-roots).
+    /// PEM file with the CA certificate(s) to trust; `None` (and no
+    /// [`ca_pem`](Self::ca_pem)) trusts the built-in Mozilla roots
+    /// (webpki-roots).
     pub ca_pem_file: Option<PathBuf>,
+    /// The CA certificate(s) to trust as PEM text in memory, instead of
+    /// [`ca_pem_file`](Self::ca_pem_file); setting both is an
+    /// [`Error::TlsConfig`](crate::Error::TlsConfig).
+    pub ca_pem: Option<PemBytes>,
     /// Client certificate and key for mutual TLS.
     pub client_cert: Option<ClientCertConfig>,
     /// Check that the broker certificate is valid for the broker's host name
@@ -67,6 +73,7 @@ impl Default for TlsConfig {
     fn default() -> Self {
         TlsConfig {
             ca_pem_file: None,
+            ca_pem: None,
             client_cert: None,
             verify_hostname: true,
             insecure_skip_verify: false,
@@ -74,14 +81,76 @@ impl Default for TlsConfig {
     }
 }
 
-/// A client certificate chain and its private key, both PEM files, for
-/// mutual TLS. The key must be unencrypted (PKCS#8, PKCS#1 or SEC1).
+/// A client certificate chain and its private key, each a PEM file or PEM
+/// text in memory, for mutual TLS. The key must be unencrypted (PKCS#8,
+/// PKCS#1 or SEC1).
 #[derive(Debug, Clone)]
 pub struct ClientCertConfig {
-    /// PEM file holding the client certificate, then any intermediates.
-    pub cert_pem_file: PathBuf,
-    /// PEM file holding the private key.
-    pub key_pem_file: PathBuf,
+    /// The client certificate, then any intermediates.
+    pub cert: Pem,
+    /// The private key.
+    pub key: Pem,
+}
+
+impl ClientCertConfig {
+    /// A certificate chain and a key read from PEM files.
+    pub fn from_files(cert: impl Into<PathBuf>, key: impl Into<PathBuf>) -> Self {
+        ClientCertConfig {
+            cert: Pem::File(cert.into()),
+            key: Pem::File(key.into()),
+        }
+    }
+}
+
+/// Where PEM text comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pem {
+    /// A file, read when the [`Connector`](crate::Connector) is built; errors
+    /// name it.
+    File(PathBuf),
+    /// PEM text already in memory.
+    Bytes(PemBytes),
+}
+
+/// PEM text held in memory (certificates or a private key). Its `Debug`
+/// output shows only the length, never the content.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PemBytes(Vec<u8>);
+
+impl PemBytes {
+    /// Wraps PEM text.
+    pub fn new(pem: impl Into<Vec<u8>>) -> Self {
+        PemBytes(pem.into())
+    }
+
+    /// The PEM text. Never log it: it may be a private key.
+    pub fn expose(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl From<Vec<u8>> for PemBytes {
+    fn from(pem: Vec<u8>) -> Self {
+        PemBytes(pem)
+    }
+}
+
+impl From<String> for PemBytes {
+    fn from(pem: String) -> Self {
+        PemBytes(pem.into_bytes())
+    }
+}
+
+impl From<&str> for PemBytes {
+    fn from(pem: &str) -> Self {
+        PemBytes(pem.as_bytes().to_vec())
+    }
+}
+
+impl fmt::Debug for PemBytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PemBytes(<{} bytes, redacted>)", self.0.len())
+    }
 }
 
 /// The SASL mechanisms kafka-lite implements.
@@ -189,6 +258,23 @@ mod tests {
         let shown = format!("{config:?}");
         assert!(shown.contains("alice"));
         assert!(!shown.contains("hunter2"), "{shown}");
+    }
+
+    #[test]
+    fn debug_of_in_memory_pem_hides_it() {
+        let key = "-----BEGIN PRIVATE KEY-----\nc2VjcmV0\n-----END PRIVATE KEY-----\n";
+        let config = TlsConfig {
+            ca_pem: Some(PemBytes::from(key)),
+            client_cert: Some(ClientCertConfig {
+                cert: Pem::File("/etc/cert.pem".into()),
+                key: Pem::Bytes(key.into()),
+            }),
+            ..TlsConfig::default()
+        };
+        let shown = format!("{config:?}");
+        assert!(shown.contains("/etc/cert.pem"), "{shown}");
+        assert!(!shown.contains("c2VjcmV0"), "{shown}");
+        assert!(!shown.contains("PRIVATE"), "{shown}");
     }
 
     #[test]

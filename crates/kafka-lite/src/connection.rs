@@ -17,7 +17,7 @@
 //! then SASL when configured.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -83,6 +83,16 @@ impl Connector {
     /// Connects to the broker at `address` (`host:port`): TCP and TLS within
     /// `connect_timeout`, then ApiVersions, then SASL if configured.
     pub async fn connect(&self, address: &str) -> Result<BrokerConnection, Error> {
+        self.connect_counted(address, None).await
+    }
+
+    /// [`connect`](Self::connect), then count every request sent on the
+    /// connection in `requests` (setup requests are not counted).
+    pub(crate) async fn connect_counted(
+        &self,
+        address: &str,
+        requests: Option<Arc<AtomicU64>>,
+    ) -> Result<BrokerConnection, Error> {
         let stream =
             transport::connect(address, self.tls.as_ref(), self.config.connect_timeout).await?;
         let mut connection = BrokerConnection::start(stream, address, &self.config);
@@ -90,6 +100,7 @@ impl Connector {
         if let Some(sasl) = &self.config.sasl {
             connection.authenticate(sasl).await?;
         }
+        connection.setup_inner()?.requests = requests;
         tracing::debug!(broker = address, "connected");
         Ok(connection)
     }
@@ -118,6 +129,8 @@ struct Inner {
     request_timeout: Duration,
     /// The broker's version range per API key, from ApiVersions.
     api_versions: HashMap<i16, VersionRange>,
+    /// Where sent requests are counted (the pool's counter), if anywhere.
+    requests: Option<Arc<AtomicU64>>,
     tasks: [AbortHandle; 2],
 }
 
@@ -335,6 +348,7 @@ impl BrokerConnection {
                 client_id: config.client_id.clone(),
                 request_timeout: config.request_timeout,
                 api_versions: HashMap::new(),
+                requests: None,
                 tasks: [writer.abort_handle(), reader.abort_handle()],
             }),
         }
@@ -397,11 +411,17 @@ impl BrokerConnection {
 
     /// Sends `request` at exactly `version` (any version kafka-protocol can
     /// encode, whatever the broker advertised) and waits for its response.
+    ///
+    /// On a connection from a [`BrokerPool`](crate::BrokerPool) the request
+    /// is counted in [`BrokerPool::requests_sent`](crate::BrokerPool::requests_sent).
     pub async fn send_with_version<R: ApiRequest>(
         &self,
         request: R,
         version: i16,
     ) -> Result<R::Response, Error> {
+        if let Some(requests) = &self.inner.requests {
+            requests.fetch_add(1, Ordering::Relaxed);
+        }
         let frame = self.round_trip(&request, version).await?;
         self.decode::<R>(frame, version)
     }

@@ -7,14 +7,24 @@
 //!
 //! [`Error::is_retriable`] tells the layers above (cluster routing, retries)
 //! whether trying again — possibly on a fresh connection — can help.
+//!
+//! Errors are cheap to clone (an I/O error is shared behind an [`Arc`]), so a
+//! failed batch request can be reported once per item it carried.
+//!
+//! Kafka error codes come in two kinds: [`Error::Kafka`] is a code a broker
+//! sent; [`Error::Virtual`] is a code kafka-lite chose itself when no broker
+//! answer said so (no live leader in the metadata, a group missing from a
+//! response, ...). Both display alike and both report their code through
+//! [`Error::kafka_error`]; [`Error::is_virtual`] tells them apart.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::protocol::VersionRange;
 
 /// Everything that can go wrong talking to Kafka brokers.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// Reading from or writing to the broker's socket failed (including a
@@ -23,9 +33,9 @@ pub enum Error {
     Io {
         /// The broker address (`host:port`).
         broker: String,
-        /// The underlying error.
+        /// The underlying error (shared, so that the error can be cloned).
         #[source]
-        source: std::io::Error,
+        source: Arc<std::io::Error>,
     },
 
     /// The broker address could not be parsed or resolved.
@@ -175,6 +185,22 @@ pub enum Error {
         /// What it applied to (group, topic-partition, ...), possibly empty.
         context: String,
     },
+
+    /// A Kafka error code that no broker sent: kafka-lite concluded it from
+    /// what it knows (a partition with no live leader in the metadata, a
+    /// coordinator or a group missing from an answer, a new topic not yet
+    /// in the metadata). Displayed and classified ([`Error::is_retriable`],
+    /// [`Error::kafka_error`]) like [`Error::Kafka`] with the same code;
+    /// [`Error::is_virtual`] is true only for this variant.
+    #[error("{api} failed{}: {} (Kafka error code {})", fmt_context(.context), kafka_error_name(.error), .error.code())]
+    Virtual {
+        /// The API the code stands for the answer of.
+        api: &'static str,
+        /// The error code, as kafka-protocol's enum.
+        error: ResponseError,
+        /// What it applied to (group, topic-partition, ...), possibly empty.
+        context: String,
+    },
 }
 
 impl Error {
@@ -189,7 +215,7 @@ impl Error {
             | Error::ConnectTimeout { .. }
             | Error::RequestTimeout { .. }
             | Error::ConnectionClosed { .. } => true,
-            Error::Kafka { error, .. } => error.is_retriable(),
+            Error::Kafka { error, .. } | Error::Virtual { error, .. } => error.is_retriable(),
             Error::InvalidAddress { .. }
             | Error::Tls { .. }
             | Error::TlsConfig { .. }
@@ -223,11 +249,36 @@ impl Error {
         )
     }
 
-    /// The Kafka error, if the broker answered with an error code.
+    /// The Kafka error code, if the broker answered with one
+    /// ([`Error::Kafka`]) or kafka-lite stands one in for a missing answer
+    /// ([`Error::Virtual`]).
     pub fn kafka_error(&self) -> Option<ResponseError> {
         match self {
-            Error::Kafka { error, .. } => Some(*error),
+            Error::Kafka { error, .. } | Error::Virtual { error, .. } => Some(*error),
             _ => None,
+        }
+    }
+
+    /// Whether kafka-lite made this error up rather than a broker sending
+    /// it: true only for [`Error::Virtual`]. A virtual error's code says
+    /// what the broker *would* have to answer for the client to behave as it
+    /// does (LEADER_NOT_AVAILABLE when the metadata names no live leader,
+    /// say); it is not evidence that any broker reported that condition.
+    pub fn is_virtual(&self) -> bool {
+        matches!(self, Error::Virtual { .. })
+    }
+
+    /// A [`Error::Virtual`] error: code `error` for `api`, made up by
+    /// kafka-lite.
+    pub(crate) fn made_up(
+        api: &'static str,
+        error: ResponseError,
+        context: impl Into<String>,
+    ) -> Error {
+        Error::Virtual {
+            api,
+            error,
+            context: context.into(),
         }
     }
 
@@ -324,6 +375,22 @@ mod tests {
             "OffsetFetch failed for group \"g1\": NOT_COORDINATOR (Kafka error code 16)"
         );
         assert!(err.is_retriable());
+    }
+
+    #[test]
+    fn a_virtual_error_displays_and_classifies_like_the_broker_code() {
+        let sent = Error::check_code("Metadata", 5, "topic-partition t-0").unwrap_err();
+        let made_up = Error::made_up(
+            "Metadata",
+            ResponseError::LeaderNotAvailable,
+            "topic-partition t-0",
+        );
+        assert_eq!(made_up.to_string(), sent.to_string());
+        assert_eq!(made_up.kafka_error(), sent.kafka_error());
+        assert_eq!(made_up.is_retriable(), sent.is_retriable());
+        assert!(made_up.is_virtual());
+        assert!(!sent.is_virtual());
+        assert!(made_up.clone().is_virtual());
     }
 
     #[test]

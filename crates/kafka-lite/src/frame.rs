@@ -5,6 +5,10 @@
 //! configured maximum (and for being negative) before any buffer is
 //! allocated. Decoding is a pure function of the bytes, so it can be fuzzed
 //! ([`decode_response`]).
+//!
+//! Public for fake brokers in tests ([`read_frame`]) and for the fuzz
+//! targets ([`decode_response`]); the client itself sends and receives
+//! through [`BrokerConnection`](crate::BrokerConnection).
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{RequestHeader, ResponseHeader};
@@ -58,7 +62,7 @@ pub async fn read_frame<S: AsyncRead + Unpin>(
 
 /// Encodes a complete request frame: length, header (at the header version
 /// the API/version needs) and body at `version`.
-pub fn encode_request<R: Request>(
+pub(crate) fn encode_request<R: Request>(
     request: &R,
     version: i16,
     correlation_id: i32,
@@ -86,7 +90,7 @@ pub fn encode_request<R: Request>(
 
 /// The correlation id at the start of every response frame (both header
 /// versions begin with it), or `None` if the frame is shorter than 4 bytes.
-pub fn peek_correlation_id(frame: &[u8]) -> Option<i32> {
+pub(crate) fn peek_correlation_id(frame: &[u8]) -> Option<i32> {
     let bytes: [u8; 4] = frame.get(..4)?.try_into().ok()?;
     Some(i32::from_be_bytes(bytes))
 }

@@ -2,37 +2,57 @@
 //!
 //! It knows nothing about MirrorMaker. See `docs/client.md` for its layers.
 //!
+//! # Public surface
+//!
+//! Everything a caller needs is re-exported here, at the crate root; the
+//! modules behind it are private. Two modules are public on purpose:
+//!
+//! - [`records`], the record-batch codec: a self-contained API (encode,
+//!   decode, read_committed filtering) that benchmarks, fuzz targets and
+//!   tests use directly, and whose record types appear in the data
+//!   operations' signatures;
+//! - [`frame`], the length-prefixed wire framing, for fake brokers in tests
+//!   and for the response-decoding fuzz target.
+//!
+//! # Layers
+//!
 //! The connection layer:
 //! - [`ConnectionConfig`] (with [`TlsConfig`], [`SaslConfig`]) describes how to
-//!   reach a cluster; [`Connector`] validates it once.
+//!   reach a cluster; [`Connector`] validates it once. TLS material is a PEM
+//!   file or PEM bytes in memory ([`Pem`], [`PemBytes`]).
 //! - [`BrokerConnection`] is one pipelined connection; [`BrokerConnection::send`]
 //!   negotiates the version from the [`ApiRequest`] table.
-//! - [`BrokerPool`] keeps one connection per broker and reconnects lazily.
-//! - Every failure is an [`Error`]; [`Error::is_retriable`] says whether to retry.
+//! - [`BrokerPool`] keeps one connection per broker, reconnects lazily and
+//!   counts the requests sent on its connections
+//!   ([`BrokerPool::requests_sent`]).
+//! - Every failure is an [`Error`] (cheap to clone); [`Error::is_retriable`]
+//!   says whether to retry, [`Error::is_virtual`] whether kafka-lite made up
+//!   a Kafka error code that no broker sent.
 //!
 //! The cluster layer: [`Client`] (metadata cache, leader and coordinator
 //! routing, retries with [`RetryPolicy`]).
 //!
-//! The operations ([`admin`]): consumer groups (list, describe, fetch and
-//! commit offsets) and topic creation, batched per broker.
-//!
-//! The data operations ([`data`]): ListOffsets, Fetch, Produce and
-//! [`PartitionReader`]; record batches are [`records`].
+//! The operations, as [`Client`] methods: consumer groups (list, describe,
+//! fetch and commit offsets) and topic creation, batched per broker;
+//! ListOffsets, Fetch and Produce; and [`PartitionReader`], which reads a
+//! partition to its end and then follows it. Record batches are
+//! [`records`].
+#![warn(unreachable_pub)]
 
-pub mod admin;
-pub mod api;
-pub mod backoff;
-pub mod client;
-pub mod config;
-pub mod connection;
-pub mod data;
-pub mod error;
+mod admin;
+mod api;
+mod backoff;
+mod client;
+mod config;
+mod connection;
+mod data;
+mod error;
 pub mod frame;
-pub mod pool;
+mod pool;
 pub mod records;
-pub mod sasl;
-pub mod tls;
-pub mod transport;
+mod sasl;
+mod tls;
+mod transport;
 
 #[cfg(test)]
 mod hostile_input;
@@ -44,15 +64,17 @@ pub use admin::groups::{
 };
 pub use admin::topics::CreateTopicOutcome;
 pub use api::ApiRequest;
-pub use backoff::{Backoff, RetryPolicy};
+pub use backoff::RetryPolicy;
 pub use client::{BrokerInfo, Client, ClusterMetadata, PartitionMetadata, TopicMetadata};
 pub use config::{
-    ClientCertConfig, ConnectionConfig, SaslConfig, SaslMechanismKind, Secret, TlsConfig,
+    ClientCertConfig, ConnectionConfig, DEFAULT_MAX_FRAME_BYTES, Pem, PemBytes, SaslConfig,
+    SaslMechanismKind, Secret, TlsConfig,
 };
 pub use connection::{BrokerConnection, Connector};
 pub use data::{
     FetchOptions, FetchedPartition, IsolationLevel, ListedOffset, OffsetSpec, PartitionOffset,
     PartitionReader, ProduceOptions, StartOffset,
 };
-pub use error::Error;
+pub use error::{Error, kafka_error_name};
 pub use pool::BrokerPool;
+pub use tls::{CRYPTO_PROVIDER_NAME, crypto_provider, graviola_cpu_support};

@@ -3,8 +3,10 @@
 //! [`BrokerPool::get`] returns the live connection to a broker, opening one
 //! on first use and replacing a closed (poisoned) one on the next use. Two
 //! callers asking for the same broker at once share one connection attempt.
+//! The pool counts the requests sent on its connections.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::connection::{BrokerConnection, Connector};
@@ -18,6 +20,7 @@ type Slot = Arc<tokio::sync::Mutex<Option<BrokerConnection>>>;
 pub struct BrokerPool {
     connector: Connector,
     slots: Arc<Mutex<HashMap<String, Slot>>>,
+    requests: Arc<AtomicU64>,
 }
 
 impl BrokerPool {
@@ -26,6 +29,7 @@ impl BrokerPool {
         BrokerPool {
             connector,
             slots: Arc::default(),
+            requests: Arc::default(),
         }
     }
 
@@ -47,9 +51,19 @@ impl BrokerPool {
         {
             return Ok(connection.clone());
         }
-        let connection = self.connector.connect(address).await?;
+        let connection = self
+            .connector
+            .connect_counted(address, Some(self.requests.clone()))
+            .await?;
         *current = Some(connection.clone());
         Ok(connection)
+    }
+
+    /// Number of requests sent so far on the connections this pool (or a
+    /// clone of it) opened, whoever sent them. Connection setup (ApiVersions,
+    /// SASL) is not counted. Useful to check batching.
+    pub fn requests_sent(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
     }
 
     /// Forgets the connection to `address` (in-flight requests on it carry

@@ -16,7 +16,7 @@ use rustls::{
     CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
 };
 
-use crate::config::TlsConfig;
+use crate::config::{Pem, TlsConfig};
 use crate::error::Error;
 
 /// Which TLS crypto provider this build uses: `"ring"` or `"graviola"`.
@@ -98,7 +98,7 @@ pub fn crypto_provider() -> Result<Arc<CryptoProvider>, Error> {
 }
 
 /// Builds the rustls client configuration for `tls`, reading its PEM files.
-pub fn client_config(tls: &TlsConfig) -> Result<Arc<ClientConfig>, Error> {
+pub(crate) fn client_config(tls: &TlsConfig) -> Result<Arc<ClientConfig>, Error> {
     let provider = crypto_provider()?;
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -137,24 +137,33 @@ pub fn client_config(tls: &TlsConfig) -> Result<Arc<ClientConfig>, Error> {
     let config = match &tls.client_cert {
         None => builder.with_no_client_auth(),
         Some(client) => {
-            let certs = read_certs(&client.cert_pem_file)?;
+            let certs = read_certs(&client.cert, "client certificate")?;
             if certs.is_empty() {
-                return Err(config_error(format!(
-                    "no certificate found in client certificate file {}",
-                    client.cert_pem_file.display()
-                )));
+                return Err(config_error(match &client.cert {
+                    Pem::File(path) => format!(
+                        "no certificate found in client certificate file {}",
+                        path.display()
+                    ),
+                    Pem::Bytes(_) => "no certificate found in the client certificate PEM \
+                                      (in memory)"
+                        .to_string(),
+                }));
             }
-            let key = PrivateKeyDer::from_pem_file(&client.key_pem_file).map_err(|e| {
+            let key = match &client.key {
+                Pem::File(path) => PrivateKeyDer::from_pem_file(path),
+                Pem::Bytes(pem) => PrivateKeyDer::from_pem_slice(pem.expose()),
+            }
+            .map_err(|e| {
                 config_error(format!(
                     "cannot read a private key from {}: {e} (encrypted keys are not supported)",
-                    client.key_pem_file.display()
+                    source_name(&client.key, "client key")
                 ))
             })?;
             builder.with_client_auth_cert(certs, key).map_err(|e| {
                 config_error(format!(
                     "client certificate {} and key {} are unusable: {e}",
-                    client.cert_pem_file.display(),
-                    client.key_pem_file.display()
+                    source_name(&client.cert, "client certificate"),
+                    source_name(&client.key, "client key")
                 ))
             })?
         }
@@ -164,15 +173,25 @@ pub fn client_config(tls: &TlsConfig) -> Result<Arc<ClientConfig>, Error> {
 
 fn root_store(tls: &TlsConfig) -> Result<RootCertStore, Error> {
     let mut roots = RootCertStore::empty();
-    match &tls.ca_pem_file {
+    let ca = match (&tls.ca_pem_file, &tls.ca_pem) {
+        (Some(_), Some(_)) => {
+            return Err(config_error(
+                "both ca_pem_file and ca_pem are set; give the CA certificates once".to_string(),
+            ));
+        }
+        (Some(path), None) => Some(Pem::File(path.clone())),
+        (None, Some(pem)) => Some(Pem::Bytes(pem.clone())),
+        (None, None) => None,
+    };
+    match ca {
         None => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
-        Some(path) => {
-            let certs = read_certs(path)?;
+        Some(ca) => {
+            let certs = read_certs(&ca, "CA")?;
             let (added, _ignored) = roots.add_parsable_certificates(certs);
             if added == 0 {
                 return Err(config_error(format!(
                     "no usable CA certificate in {}",
-                    path.display()
+                    source_name(&ca, "CA")
                 )));
             }
         }
@@ -180,15 +199,29 @@ fn root_store(tls: &TlsConfig) -> Result<RootCertStore, Error> {
     Ok(roots)
 }
 
-fn read_certs(path: &std::path::Path) -> Result<Vec<CertificateDer<'static>>, Error> {
-    CertificateDer::pem_file_iter(path)
-        .and_then(|iter| iter.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| {
-            config_error(format!(
-                "cannot read PEM certificates from {}: {e}",
-                path.display()
-            ))
-        })
+/// The certificates in `pem`; `what` names in-memory PEM in errors.
+fn read_certs(pem: &Pem, what: &str) -> Result<Vec<CertificateDer<'static>>, Error> {
+    let certs = match pem {
+        Pem::File(path) => {
+            CertificateDer::pem_file_iter(path).and_then(|iter| iter.collect::<Result<Vec<_>, _>>())
+        }
+        Pem::Bytes(bytes) => CertificateDer::pem_slice_iter(bytes.expose()).collect(),
+    };
+    certs.map_err(|e| {
+        config_error(format!(
+            "cannot read PEM certificates from {}: {e}",
+            source_name(pem, what)
+        ))
+    })
+}
+
+/// How errors name a PEM source: the file's path, or `the <what> PEM (in
+/// memory)`; never the content.
+fn source_name(pem: &Pem, what: &str) -> String {
+    match pem {
+        Pem::File(path) => path.display().to_string(),
+        Pem::Bytes(_) => format!("the {what} PEM (in memory)"),
+    }
 }
 
 /// Describes a rustls failure, with a hint for the usual causes.
@@ -334,13 +367,48 @@ mod tests {
             "{err}"
         );
         let tls = TlsConfig {
-            client_cert: Some(ClientCertConfig {
-                cert_pem_file: path.clone(),
-                key_pem_file: path,
-            }),
+            client_cert: Some(ClientCertConfig::from_files(path.clone(), path)),
             ..TlsConfig::default()
         };
         let err = client_config(&tls).unwrap_err();
         assert!(err.to_string().contains("no certificate found"), "{err}");
+    }
+
+    #[test]
+    fn in_memory_pem_errors_say_so_without_the_content() {
+        let junk = crate::config::PemBytes::from("not a certificate, secret-ish\n");
+        let tls = TlsConfig {
+            ca_pem: Some(junk.clone()),
+            ..TlsConfig::default()
+        };
+        let err = client_config(&tls).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid TLS configuration: no usable CA certificate in the CA PEM (in memory)"
+        );
+        let tls = TlsConfig {
+            ca_pem_file: Some("/nonexistent/ca.pem".into()),
+            ca_pem: Some(junk.clone()),
+            ..TlsConfig::default()
+        };
+        let err = client_config(&tls).unwrap_err();
+        assert!(
+            err.to_string().contains("both ca_pem_file and ca_pem"),
+            "{err}"
+        );
+        let tls = TlsConfig {
+            client_cert: Some(ClientCertConfig {
+                cert: Pem::Bytes(junk.clone()),
+                key: Pem::Bytes(junk),
+            }),
+            ..TlsConfig::default()
+        };
+        let err = client_config(&tls).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("client certificate PEM (in memory)"),
+            "{err}"
+        );
+        assert!(!err.to_string().contains("secret-ish"), "{err}");
     }
 }

@@ -17,7 +17,7 @@ use crate::error::Error;
 
 /// A connected stream to a broker, plaintext or TLS.
 #[derive(Debug)]
-pub enum BrokerStream {
+pub(crate) enum BrokerStream {
     /// Plain TCP.
     Plain(TcpStream),
     /// TLS over TCP.
@@ -25,7 +25,7 @@ pub enum BrokerStream {
 }
 
 /// Splits `host:port` (or `[v6]:port`) into host and port.
-pub fn split_address(address: &str) -> Result<(&str, u16), Error> {
+pub(crate) fn split_address(address: &str) -> Result<(&str, u16), Error> {
     let invalid = |detail: &str| Error::InvalidAddress {
         broker: address.to_string(),
         detail: detail.to_string(),
@@ -48,7 +48,7 @@ pub fn split_address(address: &str) -> Result<(&str, u16), Error> {
 
 /// Opens a TCP connection to `address` (and does the TLS handshake when
 /// `tls` is given), all within `timeout`.
-pub async fn connect(
+pub(crate) async fn connect(
     address: &str,
     tls: Option<&Arc<rustls::ClientConfig>>,
     timeout: Duration,
@@ -70,11 +70,11 @@ pub async fn connect(
             .await
             .map_err(|source| Error::Io {
                 broker: address.to_string(),
-                source,
+                source: Arc::new(source),
             })?;
         tcp.set_nodelay(true).map_err(|source| Error::Io {
             broker: address.to_string(),
-            source,
+            source: Arc::new(source),
         })?;
         match (tls, server_name) {
             (Some(config), Some(name)) => {
@@ -120,7 +120,7 @@ fn tls_error(address: &str, error: io::Error) -> Error {
     } else {
         Error::Io {
             broker: address.to_string(),
-            source: error,
+            source: Arc::new(error),
         }
     }
 }

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use fake_broker::{FakeBroker, answer_api_versions, serve, stall};
-use kafka_lite::{ConnectionConfig, Connector, Error, TlsConfig};
+use kafka_lite::{ConnectionConfig, Connector, Error, PemBytes, TlsConfig};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_rustls::TlsAcceptor;
@@ -199,7 +199,7 @@ async fn tls_broker(leaf: &str) -> FakeBroker {
             .collect::<Result<_, _>>()
             .expect("parse cert");
     let key = PrivateKeyDer::from_pem_file(pki.path(&format!("{leaf}.key"))).expect("key");
-    let provider = kafka_lite::tls::crypto_provider().expect("provider");
+    let provider = kafka_lite::crypto_provider().expect("provider");
     let config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .expect("versions")
@@ -257,6 +257,19 @@ fn tls_detail(err: &Error) -> &str {
 async fn certificate_for_localhost_from_the_trusted_ca_is_accepted() {
     let broker = tls_broker("good").await;
     connect(tls_config(trusting_test_ca()), &localhost(&broker))
+        .await
+        .expect("valid certificate");
+}
+
+#[tokio::test]
+async fn the_ca_can_be_given_as_pem_bytes_in_memory() {
+    let broker = tls_broker("good").await;
+    let pem = std::fs::read(pki().path("ca.pem")).expect("CA PEM");
+    let tls = TlsConfig {
+        ca_pem: Some(PemBytes::new(pem)),
+        ..TlsConfig::default()
+    };
+    connect(tls_config(tls), &localhost(&broker))
         .await
         .expect("valid certificate");
 }

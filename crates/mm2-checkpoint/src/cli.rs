@@ -15,7 +15,7 @@ use mm2_checkpoint::logging::LogFormat;
 /// The package version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// The TLS crypto provider compiled into the Kafka client (`graviola` or `ring`).
-pub const TLS_PROVIDER: &str = kafka_lite::tls::CRYPTO_PROVIDER_NAME;
+pub const TLS_PROVIDER: &str = kafka_lite::CRYPTO_PROVIDER_NAME;
 /// The target triple this binary was built for.
 pub const TARGET: &str = env!("MM2_CHECKPOINT_TARGET");
 

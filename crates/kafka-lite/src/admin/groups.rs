@@ -31,11 +31,11 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::{TopicPartition, is_coordinator_error};
-use crate::client::{BrokerInfo, Client, clone_error};
+use crate::client::{BrokerInfo, Client};
 use crate::error::Error;
 
 /// Most groups put in one batched (v8+) OffsetFetch request by default.
-pub const DEFAULT_GROUPS_PER_OFFSET_FETCH: usize = 200;
+pub(crate) const DEFAULT_GROUPS_PER_OFFSET_FETCH: usize = 200;
 
 /// The state of a consumer group, as the coordinator reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -255,7 +255,7 @@ pub struct OffsetFetchOptions {
     /// transactional commits answer UNSTABLE_OFFSET_COMMIT.
     pub require_stable: bool,
     /// Most groups per OffsetFetch request (v8+). `1` sends one request per
-    /// group. Default [`DEFAULT_GROUPS_PER_OFFSET_FETCH`].
+    /// group. Default 200.
     pub max_groups_per_request: usize,
 }
 
@@ -342,8 +342,8 @@ impl Client {
     async fn list_groups_of(&self, broker: &BrokerInfo) -> Result<Vec<ListedGroup>, Error> {
         let connection = self.connection_to(broker).await?;
         let version = connection.version_for::<ListGroupsRequest>()?;
-        let response = self
-            .send(&connection, ListGroupsRequest::default(), version)
+        let response = connection
+            .send_with_version(ListGroupsRequest::default(), version)
             .await?;
         Error::check_code("ListGroups", response.error_code, broker.to_string())?;
         Ok(response
@@ -385,7 +385,7 @@ impl Client {
         let version = connection.version_for::<DescribeGroupsRequest>()?;
         let request = DescribeGroupsRequest::default()
             .with_groups(groups.iter().map(|g| group_id(g)).collect());
-        let response = self.send(&connection, request, version).await?;
+        let response = connection.send_with_version(request, version).await?;
         let mut out = Vec::with_capacity(groups.len());
         let mut maybe_consumer = Vec::new();
         // A classic group that does not exist; the base of every description.
@@ -431,7 +431,7 @@ impl Client {
         };
         let request = ConsumerGroupDescribeRequest::default()
             .with_group_ids(maybe_consumer.iter().map(|g| group_id(g)).collect());
-        let response = self.send(&connection, request, cgd_version).await?;
+        let response = connection.send_with_version(request, cgd_version).await?;
         for g in &response.groups {
             let id = g.group_id.0.to_string();
             let error = ResponseError::try_from_code(g.error_code);
@@ -540,11 +540,10 @@ impl Client {
                         .collect()
                 });
             }
-            let client = self.clone();
             let connection = connection.clone();
             let chunk = chunk.to_vec();
             tasks.spawn(async move {
-                let result = client.send(&connection, request, version).await;
+                let result = connection.send_with_version(request, version).await;
                 (chunk, result)
             });
         }
@@ -556,7 +555,7 @@ impl Client {
             };
             match result {
                 Ok(response) => out.extend(offsets_from_response(&chunk, &response, version)),
-                Err(e) => out.extend(chunk.iter().map(|g| (g.clone(), Err(clone_error(&e))))),
+                Err(e) => out.extend(chunk.iter().map(|g| (g.clone(), Err(e.clone())))),
             }
         }
         Ok(out)
@@ -623,7 +622,7 @@ impl Client {
                     })
                     .collect(),
             );
-        let response = self.send(&connection, request, version).await?;
+        let response = connection.send_with_version(request, version).await?;
         let mut results = CommitResults::new();
         for topic in &response.topics {
             for p in &topic.partitions {
@@ -644,7 +643,7 @@ impl Client {
                             )
                         ))
                 {
-                    return Err(clone_error(e));
+                    return Err(e.clone());
                 }
                 results.insert(tp, result);
             }
@@ -722,11 +721,11 @@ fn offsets_from_response(
             if !out.iter().any(|(id, _)| id == group) {
                 out.push((
                     group.clone(),
-                    Err(Error::Kafka {
-                        api: "OffsetFetch",
-                        error: ResponseError::UnknownServerError,
-                        context: format!("group {group:?} missing from the response"),
-                    }),
+                    Err(Error::made_up(
+                        "OffsetFetch",
+                        ResponseError::UnknownServerError,
+                        format!("group {group:?} missing from the response"),
+                    )),
                 ));
             }
         }

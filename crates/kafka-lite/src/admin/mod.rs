@@ -6,8 +6,8 @@
 //!   `commit_group_offsets`.
 //! - [`topics`] — `create_topic`.
 
-pub mod groups;
-pub mod topics;
+pub(crate) mod groups;
+pub(crate) mod topics;
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -16,7 +16,7 @@ use std::future::Future;
 use indexmap::IndexMap;
 use kafka_protocol::error::ResponseError;
 
-use crate::client::{BrokerInfo, Client, clone_error};
+use crate::client::{BrokerInfo, Client};
 use crate::error::Error;
 
 /// A topic name and partition index.
@@ -88,11 +88,11 @@ impl Client {
             // Placeholder, replaced below; keeps the caller's order.
             results.insert(
                 group.clone(),
-                Err(Error::Kafka {
-                    api: what,
-                    error: ResponseError::CoordinatorNotAvailable,
-                    context: format!("group {group:?}"),
-                }),
+                Err(Error::made_up(
+                    what,
+                    ResponseError::CoordinatorNotAvailable,
+                    format!("group {group:?}"),
+                )),
             );
         }
         let mut backoff = self.new_backoff();
@@ -123,10 +123,7 @@ impl Client {
                 };
                 let mut per_group = match outcome {
                     Ok(per_group) => per_group,
-                    Err(e) => bucket
-                        .iter()
-                        .map(|g| (g.clone(), Err(clone_error(&e))))
-                        .collect(),
+                    Err(e) => bucket.iter().map(|g| (g.clone(), Err(e.clone()))).collect(),
                 };
                 let answered: HashSet<&str> = per_group.iter().map(|(g, _)| g.as_str()).collect();
                 let unanswered: Vec<String> = bucket
@@ -135,11 +132,11 @@ impl Client {
                     .cloned()
                     .collect();
                 per_group.extend(unanswered.into_iter().map(|g| {
-                    let error = Error::Kafka {
-                        api: what,
-                        error: ResponseError::UnknownServerError,
-                        context: format!("group {g:?} missing from the response"),
-                    };
+                    let error = Error::made_up(
+                        what,
+                        ResponseError::UnknownServerError,
+                        format!("group {g:?} missing from the response"),
+                    );
                     (g, Err(error))
                 }));
                 for (group, result) in per_group {

@@ -67,11 +67,11 @@ impl Client {
         if ready {
             Ok(())
         } else {
-            Err(Error::Kafka {
-                api: "Metadata",
-                error: ResponseError::LeaderNotAvailable,
-                context: format!("new topic {name:?} not yet in the cluster metadata"),
-            })
+            Err(Error::made_up(
+                "Metadata",
+                ResponseError::LeaderNotAvailable,
+                format!("new topic {name:?} not yet in the cluster metadata"),
+            ))
         }
     }
 
@@ -105,7 +105,7 @@ impl Client {
         let request = CreateTopicsRequest::default()
             .with_topics(vec![topic])
             .with_timeout_ms(timeout_ms);
-        let response = self.send(&connection, request, version).await?;
+        let response = connection.send_with_version(request, version).await?;
         let Some(result) = response.topics.iter().find(|t| t.name.0.as_str() == name) else {
             return Err(Error::MalformedResponse {
                 broker: connection.address().to_string(),

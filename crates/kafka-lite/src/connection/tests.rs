@@ -10,7 +10,9 @@ use kafka_protocol::protocol::decode_request_header_from_buffer;
 use tokio::io::{AsyncReadExt, DuplexStream};
 use tokio::task::JoinHandle;
 
-/// The response framing the integration tests' fake broker uses too.
+/// The response framing the integration tests' fake broker uses too (there
+/// the helper is public, hence the `allow`).
+#[allow(unreachable_pub)]
 #[path = "../../tests/fake_broker/frames.rs"]
 mod frames;
 use frames::response_frame;

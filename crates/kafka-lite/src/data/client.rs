@@ -6,12 +6,12 @@ use std::collections::BTreeMap;
 use kafka_protocol::error::ResponseError;
 
 use super::IsolationLevel;
-use super::fetch::{FetchOptions, FetchedPartition, fetch_via};
-use super::offsets::{ListedOffset, OffsetSpec, list_offsets_via};
-use super::produce::{ProduceOptions, produce_via};
+use super::fetch::{FetchOptions, FetchedPartition, fetch_on};
+use super::offsets::{ListedOffset, OffsetSpec, list_offsets_on};
+use super::produce::{ProduceOptions, produce_on};
 use super::reader::{PartitionReader, StartOffset};
 use crate::Error;
-use crate::client::{BrokerInfo, Client, clone_error};
+use crate::client::{BrokerInfo, Client};
 use crate::records::{ConsumerRecord, ProducerRecord};
 
 impl Client {
@@ -62,9 +62,7 @@ impl Client {
                     .filter_map(|&i| queries.get(i).copied())
                     .collect();
                 let outcome = match self.connection_to(&leader).await {
-                    Ok(connection) => {
-                        list_offsets_via(Some(self), &connection, &asked, isolation).await
-                    }
+                    Ok(connection) => list_offsets_on(&connection, &asked, isolation).await,
                     Err(error) => Err(error),
                 };
                 match outcome {
@@ -77,7 +75,7 @@ impl Client {
                     }
                     Err(error) => {
                         for (&index, &(topic, partition, spec)) in indexes.iter().zip(&asked) {
-                            let copy = clone_error(&error);
+                            let copy = error.clone();
                             set_answer(&mut answers, index, topic, partition, spec, Err(copy));
                         }
                     }
@@ -120,9 +118,18 @@ impl Client {
         answers.into_iter().flatten().collect()
     }
 
-    /// Fetches records of `topic`/`partition` from `offset` from its leader
-    /// (see [`fetch_on`](crate::data::fetch_on) for what is returned), retrying retriable errors.
-    /// OFFSET_OUT_OF_RANGE is not retried ([`Error::is_offset_out_of_range`]).
+    /// Fetches records of `topic`/`partition` from `offset` from its leader,
+    /// retrying retriable errors.
+    ///
+    /// The broker answers as soon as it has any record at `offset` or later,
+    /// or after `options.fetch_wait`. No fetch session is used (every request
+    /// is a full fetch) and topics are named, not identified by id (Fetch
+    /// v4–12). See [`FetchedPartition`] for what is returned.
+    ///
+    /// Errors: the partition's Kafka error as [`Error::Kafka`]; OFFSET_OUT_OF_RANGE
+    /// (offset before the log start or after the log end) is not retried
+    /// ([`Error::is_offset_out_of_range`]). Undecodable record data is
+    /// [`Error::MalformedResponse`].
     pub async fn fetch(
         &self,
         topic: &str,
@@ -132,13 +139,20 @@ impl Client {
     ) -> Result<FetchedPartition, Error> {
         self.retry("Fetch", || async move {
             let connection = self.leader_connection(topic, partition).await?;
-            fetch_via(Some(self), &connection, topic, partition, offset, options).await
+            fetch_on(&connection, topic, partition, offset, options).await
         })
         .await
     }
 
     /// Appends `records` as one batch to `topic`/`partition` on its leader
-    /// and returns the first record's offset (see [`produce_on`](crate::data::produce_on)).
+    /// and returns the offset of the first record (the others follow it
+    /// consecutively). The write is acknowledged by all in-sync replicas
+    /// (`acks=all`).
+    ///
+    /// Errors: [`Error::Encode`] for records that cannot be encoded (none at
+    /// all, a negative timestamp, a repeated header key); the partition's
+    /// Kafka error as [`Error::Kafka`], with the broker's message in its
+    /// context.
     ///
     /// Retriable errors (NOT_LEADER_OR_FOLLOWER, timeouts, closed
     /// connections) are retried after a metadata refresh. The producer is
@@ -155,7 +169,7 @@ impl Client {
     ) -> Result<i64, Error> {
         self.retry("Produce", || async move {
             let connection = self.leader_connection(topic, partition).await?;
-            produce_via(Some(self), &connection, topic, partition, records, options).await
+            produce_on(&connection, topic, partition, records, options).await
         })
         .await
     }
@@ -172,8 +186,7 @@ impl Client {
     ) -> Result<PartitionReader, Error> {
         self.retry("ListOffsets", || async move {
             let connection = self.leader_connection(topic, partition).await?;
-            PartitionReader::open_via(Some(self), &connection, topic, partition, start, options)
-                .await
+            PartitionReader::open_on(&connection, topic, partition, start, options).await
         })
         .await
     }
@@ -205,6 +218,18 @@ impl PartitionReader {
     pub async fn follow(&mut self, client: &Client) -> Result<Vec<ConsumerRecord>, Error> {
         let fetched = client.reader_fetch(self).await?;
         Ok(self.advance(fetched))
+    }
+
+    /// [`follow`](Self::follow) through `client`, also returning the
+    /// partition's high watermark from the same fetch, so a caller can tell
+    /// whether more is already there.
+    pub async fn follow_with_watermark(
+        &mut self,
+        client: &Client,
+    ) -> Result<(Vec<ConsumerRecord>, i64), Error> {
+        let fetched = client.reader_fetch(self).await?;
+        let high_watermark = fetched.high_watermark;
+        Ok((self.advance(fetched), high_watermark))
     }
 }
 

@@ -7,9 +7,9 @@ use kafka_protocol::messages::fetch_response::PartitionData;
 use kafka_protocol::messages::{FetchRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
-use super::{IsolationLevel, partition_context, send};
+use super::{IsolationLevel, partition_context};
 use crate::records::{self, AbortedTransaction, ConsumerRecord};
-use crate::{BrokerConnection, Client, Error};
+use crate::{BrokerConnection, Error};
 
 const API: &str = "Fetch";
 
@@ -74,19 +74,7 @@ pub struct FetchedPartition {
 /// is before the log start or after the log end; NOT_LEADER_OR_FOLLOWER and
 /// similar retriable codes when leadership moved. Undecodable record data is
 /// [`Error::MalformedResponse`].
-pub async fn fetch_on(
-    connection: &BrokerConnection,
-    topic: &str,
-    partition: i32,
-    offset: i64,
-    options: &FetchOptions,
-) -> Result<FetchedPartition, Error> {
-    fetch_via(None, connection, topic, partition, offset, options).await
-}
-
-/// [`fetch_on`], counting the request on `client` if given.
-pub(super) async fn fetch_via(
-    client: Option<&Client>,
+pub(super) async fn fetch_on(
     connection: &BrokerConnection,
     topic: &str,
     partition: i32,
@@ -118,7 +106,7 @@ pub(super) async fn fetch_via(
                         .with_partition_max_bytes(max_bytes),
                 ]),
         ]);
-    let response = send(client, connection, request, version).await?;
+    let response = connection.send_with_version(request, version).await?;
     let context = || format!("{} at offset {offset}", partition_context(topic, partition));
     Error::check_code(API, response.error_code, context())?;
     let malformed = |detail: String| Error::MalformedResponse {

@@ -2,20 +2,22 @@
 //! [`PartitionReader`], which reads a partition to the end it had when it
 //! started and then follows it.
 //!
-//! Each operation exists at two levels:
-//!
-//! * a function taking the partition leader's [`BrokerConnection`]
-//!   (`list_offsets_on`, `fetch_on`, `produce_on`): one request, no routing
-//!   and no retries — the caller picked the broker;
-//! * a method of [`Client`] that finds the leader, and retries
-//!   retriable errors (stale leadership, closed connections) after refreshing
-//!   metadata.
+//! Each operation is one crate-internal function taking the partition
+//! leader's [`BrokerConnection`] (`list_offsets_on`, `fetch_on`,
+//! `produce_on`: one request, no routing, no retries), and the public
+//! [`Client`] method built on it, which finds the leader and retries
+//! retriable errors (stale leadership, closed connections) after refreshing
+//! metadata. [`PartitionReader`] offers both levels: `open_on`, `read_on`
+//! and `follow_on` take a connection the caller picked, `read` and `follow`
+//! go through a [`Client`]. Requests are counted by the pool the connection
+//! came from ([`BrokerPool::requests_sent`](crate::BrokerPool::requests_sent)).
 //!
 //! Records are encoded and decoded by [`crate::records`]; this module adds
 //! the protocol around them: which offsets to drop, control batches,
 //! read_committed, and where the next fetch starts.
 //!
 //! [`BrokerConnection`]: crate::BrokerConnection
+//! [`Client`]: crate::Client
 
 mod client;
 mod fetch;
@@ -23,15 +25,14 @@ mod offsets;
 mod produce;
 mod reader;
 
-pub use fetch::{FetchOptions, FetchedPartition, fetch_on};
-pub use offsets::{ListedOffset, OffsetSpec, PartitionOffset, list_offsets_on};
-pub use produce::{ProduceOptions, produce_on};
+pub use fetch::{FetchOptions, FetchedPartition};
+pub use offsets::{ListedOffset, OffsetSpec, PartitionOffset};
+pub use produce::ProduceOptions;
 pub use reader::{PartitionReader, StartOffset};
 
 use kafka_protocol::error::ResponseError;
 
-use crate::api::ApiRequest;
-use crate::{BrokerConnection, Client, Error};
+use crate::Error;
 
 /// Which records a read may see (Kafka's `isolation.level`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -67,18 +68,4 @@ impl Error {
 /// `topic-partition` as used in error contexts.
 fn partition_context(topic: &str, partition: i32) -> String {
     format!("topic-partition {topic}-{partition}")
-}
-
-/// Sends `request` on `connection`, through `client` when there is one so
-/// that it counts the request ([`Client::requests_sent`]).
-async fn send<R: ApiRequest>(
-    client: Option<&Client>,
-    connection: &BrokerConnection,
-    request: R,
-    version: i16,
-) -> Result<R::Response, Error> {
-    match client {
-        Some(client) => client.send(connection, request, version).await,
-        None => connection.send_with_version(request, version).await,
-    }
 }

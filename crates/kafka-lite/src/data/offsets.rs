@@ -5,8 +5,8 @@ use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListO
 use kafka_protocol::messages::{ListOffsetsRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
-use super::{IsolationLevel, partition_context, send};
-use crate::{BrokerConnection, Client, Error};
+use super::{IsolationLevel, partition_context};
+use crate::{BrokerConnection, Error};
 
 const API: &str = "ListOffsets";
 
@@ -73,17 +73,7 @@ pub struct ListedOffset {
 /// Kafka allows a partition only once per request, so asking about the
 /// same partition several times costs one request per repetition. A failed
 /// request (connection, timeout, version) fails the whole call.
-pub async fn list_offsets_on(
-    connection: &BrokerConnection,
-    queries: &[(&str, i32, OffsetSpec)],
-    isolation: IsolationLevel,
-) -> Result<Vec<ListedOffset>, Error> {
-    list_offsets_via(None, connection, queries, isolation).await
-}
-
-/// [`list_offsets_on`], counting requests on `client` if given.
-pub(super) async fn list_offsets_via(
-    client: Option<&Client>,
+pub(super) async fn list_offsets_on(
     connection: &BrokerConnection,
     queries: &[(&str, i32, OffsetSpec)],
     isolation: IsolationLevel,
@@ -125,7 +115,7 @@ pub(super) async fn list_offsets_via(
                 ),
             }
         }
-        let response = send(client, connection, request, version).await?;
+        let response = connection.send_with_version(request, version).await?;
         for &index in &round {
             let Some(&(topic, partition, spec)) = queries.get(index) else {
                 continue;

@@ -6,9 +6,9 @@ use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProdu
 use kafka_protocol::messages::{ProduceRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
-use super::{partition_context, send};
+use super::partition_context;
 use crate::records::{self, Codec, ProducerRecord};
-use crate::{BrokerConnection, Client, Error};
+use crate::{BrokerConnection, Error};
 
 const API: &str = "Produce";
 
@@ -44,19 +44,7 @@ impl Default for ProduceOptions {
 /// Errors: [`Error::Encode`] for records that cannot be encoded (none at
 /// all, a negative timestamp, a repeated header key); the partition's Kafka
 /// error as [`Error::Kafka`], with the broker's message in its context.
-pub async fn produce_on(
-    connection: &BrokerConnection,
-    topic: &str,
-    partition: i32,
-    records: &[ProducerRecord],
-    options: &ProduceOptions,
-) -> Result<i64, Error> {
-    produce_via(None, connection, topic, partition, records, options).await
-}
-
-/// [`produce_on`], counting the request on `client` if given.
-pub(super) async fn produce_via(
-    client: Option<&Client>,
+pub(super) async fn produce_on(
     connection: &BrokerConnection,
     topic: &str,
     partition: i32,
@@ -82,7 +70,7 @@ pub(super) async fn produce_via(
                         .with_records(Some(batch)),
                 ]),
         ]);
-    let response = send(client, connection, request, version).await?;
+    let response = connection.send_with_version(request, version).await?;
     let answer = response
         .responses
         .iter()

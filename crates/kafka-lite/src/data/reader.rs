@@ -7,9 +7,9 @@
 
 use super::IsolationLevel;
 use super::fetch::{FetchOptions, FetchedPartition, fetch_on};
-use super::offsets::{OffsetSpec, list_offsets_via};
+use super::offsets::{OffsetSpec, list_offsets_on};
 use crate::records::ConsumerRecord;
-use crate::{BrokerConnection, Client, Error};
+use crate::{BrokerConnection, Error};
 
 /// Where a [`PartitionReader`] starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -28,7 +28,7 @@ pub enum StartOffset {
 /// last stable offset — and can then keep following the partition.
 ///
 /// It only keeps a position: each call fetches from the partition leader
-/// given to it (or found by the [`Client`]). Offsets may have
+/// given to it (or found by the [`Client`](crate::Client)). Offsets may have
 /// gaps (compaction, transaction markers, aborted records); the position
 /// always moves past the last batch a fetch returned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,23 +69,11 @@ impl PartitionReader {
         start: StartOffset,
         options: FetchOptions,
     ) -> Result<Self, Error> {
-        Self::open_via(None, connection, topic, partition, start, options).await
-    }
-
-    /// [`open_on`](Self::open_on), counting the request on `client` if given.
-    pub(super) async fn open_via(
-        client: Option<&Client>,
-        connection: &BrokerConnection,
-        topic: &str,
-        partition: i32,
-        start: StartOffset,
-        options: FetchOptions,
-    ) -> Result<Self, Error> {
         let mut queries = vec![(topic, partition, OffsetSpec::Latest)];
         if start == StartOffset::Earliest {
             queries.push((topic, partition, OffsetSpec::Earliest));
         }
-        let answers = list_offsets_via(client, connection, &queries, options.isolation).await?;
+        let answers = list_offsets_on(connection, &queries, options.isolation).await?;
         let mut end = None;
         let mut earliest = None;
         for answer in answers {
@@ -217,22 +205,6 @@ impl PartitionReader {
     pub(crate) fn advance(&mut self, fetched: FetchedPartition) -> Vec<ConsumerRecord> {
         self.position = self.position.max(fetched.next_offset);
         fetched.records
-    }
-}
-
-impl PartitionReader {
-    /// [`follow`](Self::follow) through `client`, also returning the
-    /// partition's high watermark from the same fetch, so a caller can tell
-    /// whether more is already there.
-    pub async fn follow_with_watermark(
-        &mut self,
-        client: &Client,
-    ) -> Result<(Vec<ConsumerRecord>, i64), Error> {
-        let fetched = client
-            .fetch(&self.topic, self.partition, self.position, &self.options)
-            .await?;
-        let high_watermark = fetched.high_watermark;
-        Ok((self.advance(fetched), high_watermark))
     }
 }
 

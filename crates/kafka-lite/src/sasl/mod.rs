@@ -9,14 +9,14 @@
 mod plain;
 mod scram;
 
-pub use plain::Plain;
-pub use scram::{Scram, ScramHash};
+pub(crate) use plain::Plain;
+pub(crate) use scram::{Scram, ScramHash};
 
 use crate::config::{SaslConfig, SaslMechanismKind};
 
 /// What a mechanism wants after evaluating a server message.
 #[derive(Debug, PartialEq, Eq)]
-pub enum SaslStep {
+pub(crate) enum SaslStep {
     /// Send these bytes to the server and wait for its next message.
     Respond(Vec<u8>),
     /// Authentication completed successfully on the client side.
@@ -26,13 +26,10 @@ pub enum SaslStep {
 /// Why a mechanism gave up. The text never contains a secret.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct SaslError(pub String);
+pub(crate) struct SaslError(pub String);
 
 /// A client-side SASL mechanism, driven one server message at a time.
-pub trait SaslMechanism: Send {
-    /// The mechanism name sent in SaslHandshake, e.g. `SCRAM-SHA-256`.
-    fn name(&self) -> &'static str;
-
+pub(crate) trait SaslMechanism: Send {
     /// The first message the client sends (may be empty).
     fn initial_response(&mut self) -> Result<Vec<u8>, SaslError>;
 
@@ -42,7 +39,7 @@ pub trait SaslMechanism: Send {
 
 /// Creates the mechanism configured in `config`, with a fresh random nonce
 /// where the mechanism needs one.
-pub fn mechanism_for(config: &SaslConfig) -> Result<Box<dyn SaslMechanism>, SaslError> {
+pub(crate) fn mechanism_for(config: &SaslConfig) -> Result<Box<dyn SaslMechanism>, SaslError> {
     let username = config.username.clone();
     let password = config.password.clone();
     Ok(match config.mechanism {

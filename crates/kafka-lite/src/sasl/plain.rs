@@ -5,7 +5,7 @@ use crate::config::Secret;
 
 /// The PLAIN mechanism. The password crosses the wire as-is, so use it over TLS.
 #[derive(Debug)]
-pub struct Plain {
+pub(crate) struct Plain {
     username: String,
     password: Secret,
     sent: bool,
@@ -13,7 +13,7 @@ pub struct Plain {
 
 impl Plain {
     /// A PLAIN client for `username` with an empty authorization id.
-    pub fn new(username: String, password: Secret) -> Self {
+    pub(crate) fn new(username: String, password: Secret) -> Self {
         Plain {
             username,
             password,
@@ -23,10 +23,6 @@ impl Plain {
 }
 
 impl SaslMechanism for Plain {
-    fn name(&self) -> &'static str {
-        "PLAIN"
-    }
-
     fn initial_response(&mut self) -> Result<Vec<u8>, SaslError> {
         if self.username.contains('\0') || self.password.expose().contains('\0') {
             return Err(SaslError(

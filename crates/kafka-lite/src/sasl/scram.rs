@@ -23,7 +23,7 @@ const MAX_ITERATIONS: u32 = 1_000_000;
 
 /// The hash function of a SCRAM variant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ScramHash {
+pub(crate) enum ScramHash {
     /// SCRAM-SHA-256.
     Sha256,
     /// SCRAM-SHA-512.
@@ -31,13 +31,6 @@ pub enum ScramHash {
 }
 
 impl ScramHash {
-    fn mechanism_name(self) -> &'static str {
-        match self {
-            ScramHash::Sha256 => "SCRAM-SHA-256",
-            ScramHash::Sha512 => "SCRAM-SHA-512",
-        }
-    }
-
     fn hmac(self, key: &[u8], data: &[u8]) -> Vec<u8> {
         // HMAC accepts keys of any length, so new_from_slice cannot fail.
         match self {
@@ -93,7 +86,7 @@ enum State {
 }
 
 /// A SCRAM client for one authentication exchange.
-pub struct Scram {
+pub(crate) struct Scram {
     hash: ScramHash,
     username: String,
     password: Secret,
@@ -112,7 +105,11 @@ impl std::fmt::Debug for Scram {
 
 impl Scram {
     /// A SCRAM client with a fresh random 24-byte nonce.
-    pub fn new(hash: ScramHash, username: String, password: Secret) -> Result<Self, SaslError> {
+    pub(crate) fn new(
+        hash: ScramHash,
+        username: String,
+        password: Secret,
+    ) -> Result<Self, SaslError> {
         let mut raw = [0u8; 24];
         getrandom::fill(&mut raw)
             .map_err(|e| SaslError(format!("cannot get random bytes for the SCRAM nonce: {e}")))?;
@@ -126,7 +123,7 @@ impl Scram {
 
     /// A SCRAM client with a caller-chosen nonce (for test vectors only; a
     /// nonce must never repeat).
-    pub fn with_nonce(
+    pub(crate) fn with_nonce(
         hash: ScramHash,
         username: String,
         password: Secret,
@@ -226,10 +223,6 @@ impl Scram {
 }
 
 impl SaslMechanism for Scram {
-    fn name(&self) -> &'static str {
-        self.hash.mechanism_name()
-    }
-
     fn initial_response(&mut self) -> Result<Vec<u8>, SaslError> {
         if !matches!(self.state, State::Initial) {
             return Err(self.fail("SCRAM exchange already started"));

@@ -1,14 +1,15 @@
 //! From a cluster's configured connection to kafka-lite's [`ConnectionConfig`].
 //!
-//! kafka-lite reads PEM from files. Inline PEM from the config
-//! (`ssl.truststore.certificates`, `ssl.keystore.key`, ...) is written to a
-//! private file (mode 0600 on Unix) in a per-process temporary directory, which
-//! is removed when the [`Connection`] is dropped.
+//! PEM given as a file path stays a file path (kafka-lite reads it, and its
+//! errors name the file). Inline PEM from the config
+//! (`ssl.truststore.certificates`, `ssl.keystore.key`, ...) is handed to
+//! kafka-lite as bytes in memory; it is never written to disk.
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use kafka_lite::{ClientCertConfig, ConnectionConfig, SaslConfig, SaslMechanismKind, TlsConfig};
+use kafka_lite::{
+    ClientCertConfig, ConnectionConfig, Pem, PemBytes, SaslConfig, SaslMechanismKind, TlsConfig,
+};
 
 use crate::config::security::{PemSource, SaslMechanism, TrustRoots};
 use crate::config::{ClusterConnection, ProcessEnvironment};
@@ -20,17 +21,6 @@ pub struct Connection {
     pub bootstrap: Vec<String>,
     /// Client settings.
     pub config: ConnectionConfig,
-    /// Holds the temporary files of inline PEM.
-    _inline: Option<InlineDir>,
-}
-
-#[derive(Debug)]
-struct InlineDir(PathBuf);
-
-impl Drop for InlineDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// Why a connection could not be set up.
@@ -65,52 +55,31 @@ pub fn connection(
             }
         })
         .collect();
-    let mut inline: Option<InlineDir> = None;
     let tls = match &cluster.tls {
         None => None,
         Some(settings) => {
-            let mut file_for = |source: &PemSource, name: &str| -> Result<PathBuf, ConnectError> {
-                match source {
-                    PemSource::File(path) => Ok(path.clone()),
-                    PemSource::Inline(text) => {
-                        let dir = match &inline {
-                            Some(d) => d.0.clone(),
-                            None => {
-                                let d = make_private_dir(&cluster.alias).map_err(|e| {
-                                    err(format!("cannot create a directory for inline PEM: {e}"))
-                                })?;
-                                inline = Some(InlineDir(d.clone()));
-                                d
-                            }
-                        };
-                        let path = dir.join(name);
-                        write_private(&path, text.expose().as_bytes()).map_err(|e| {
-                            err(format!(
-                                "cannot write inline PEM to {}: {e}",
-                                path.display()
-                            ))
-                        })?;
-                        Ok(path)
-                    }
-                }
+            let pem = |source: &PemSource| match source {
+                PemSource::File(path) => Pem::File(path.clone()),
+                PemSource::Inline(text) => Pem::Bytes(PemBytes::from(text.expose())),
             };
-            let ca_pem_file = match &settings.trust {
-                TrustRoots::Default => None,
-                TrustRoots::Pem { source, .. } => Some(file_for(source, "ca.pem")?),
+            let (ca_pem_file, ca_pem) = match &settings.trust {
+                TrustRoots::Default => (None, None),
+                TrustRoots::Pem { source, .. } => match pem(source) {
+                    Pem::File(path) => (Some(path), None),
+                    Pem::Bytes(bytes) => (None, Some(bytes)),
+                },
             };
-            let client_cert = match &settings.identity {
-                None => None,
-                Some(id) => Some(ClientCertConfig {
-                    cert_pem_file: file_for(&id.certificate_chain, "cert.pem")?,
-                    key_pem_file: file_for(&id.private_key, "key.pem")?,
-                }),
-            };
+            let client_cert = settings.identity.as_ref().map(|id| ClientCertConfig {
+                cert: pem(&id.certificate_chain),
+                key: pem(&id.private_key),
+            });
             // Parse the PEM once here too, so config errors name the config key.
             settings
                 .load(&ProcessEnvironment)
                 .map_err(|e| err(e.to_string()))?;
             Some(TlsConfig {
                 ca_pem_file,
+                ca_pem,
                 client_cert,
                 verify_hostname: settings.verify_hostname,
                 insecure_skip_verify: false,
@@ -133,46 +102,7 @@ pub fn connection(
         sasl,
         ..ConnectionConfig::default()
     };
-    Ok(Connection {
-        bootstrap,
-        config,
-        _inline: inline,
-    })
-}
-
-fn make_private_dir(alias: &str) -> std::io::Result<PathBuf> {
-    let safe: String = alias
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect();
-    let dir = std::env::temp_dir().join(format!(
-        "mm2-checkpoint-{}-{safe}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-    ));
-    let mut builder = std::fs::DirBuilder::new();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder.create(&dir)?;
-    Ok(dir)
-}
-
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    options.open(path)?.write_all(bytes)
+    Ok(Connection { bootstrap, config })
 }
 
 #[cfg(test)]
@@ -227,7 +157,7 @@ mod tests {
     }
 
     #[test]
-    fn inline_pem_goes_to_a_private_file_removed_on_drop() {
+    fn inline_pem_is_passed_in_memory_and_file_pem_as_a_path() {
         let mut a = cluster();
         a.security_protocol = SecurityProtocol::Ssl;
         // Only parsed as PEM here (no TLS handshake), so any base64 body will do.
@@ -243,15 +173,26 @@ mod tests {
         let c = connection(&a, "id", Duration::from_secs(5)).unwrap();
         let tls = c.config.tls.as_ref().unwrap();
         assert!(!tls.verify_hostname);
-        let path = tls.ca_pem_file.clone().unwrap();
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), ca);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
-            assert_eq!(mode & 0o777, 0o600);
-        }
-        drop(c);
-        assert!(!path.exists());
+        assert_eq!(tls.ca_pem_file, None);
+        assert_eq!(tls.ca_pem.as_ref().unwrap().expose(), ca.as_bytes());
+        assert!(!format!("{c:?}").contains("AAECAwQF"));
+
+        let dir = std::env::temp_dir().join(format!("mm2-connect-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("ca.pem");
+        std::fs::write(&path, &ca).unwrap();
+        a.tls = Some(TlsSettings {
+            trust: TrustRoots::Pem {
+                source: PemSource::File(path.clone()),
+                key: "ssl.truststore.location".into(),
+            },
+            identity: None::<ClientIdentity>,
+            verify_hostname: true,
+        });
+        let c = connection(&a, "id", Duration::from_secs(5)).unwrap();
+        let tls = c.config.tls.as_ref().unwrap();
+        assert_eq!(tls.ca_pem_file.as_deref(), Some(path.as_path()));
+        assert!(tls.ca_pem.is_none());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bytes::Bytes;
-use kafka_lite::error::kafka_error_name;
+use kafka_lite::kafka_error_name;
 use kafka_lite::records::{Codec, ConsumerRecord, ProducerRecord};
 use kafka_lite::{
     Client, ConnectionConfig, CreateTopicOutcome, Error, FetchOptions, GroupState, IsolationLevel,
@@ -300,12 +300,13 @@ impl ClusterClient {
         let listed = client
             .list_offsets(&[(topic, partition, spec)], IsolationLevel::ReadUncommitted)
             .await;
-        let answer = listed.into_iter().next().ok_or_else(|| Error::Kafka {
+        // Both failures are ours, not a broker's: marked virtual.
+        let answer = listed.into_iter().next().ok_or_else(|| Error::Virtual {
             api: "ListOffsets",
             error: ResponseError::UnknownTopicOrPartition,
             context: format!("{topic}-{partition}: no answer"),
         })?;
-        answer.result?.offset.ok_or_else(|| Error::Kafka {
+        answer.result?.offset.ok_or_else(|| Error::Virtual {
             api: "ListOffsets",
             error: ResponseError::UnknownServerError,
             context: format!("{topic}-{partition}: no offset in the answer"),
@@ -420,7 +421,7 @@ pub fn fetch_options(fetch_wait: Duration) -> FetchOptions {
 /// A short name of an error for metrics labels (Kafka error names, `io`, `timeout`, ...).
 pub fn error_label(e: &Error) -> String {
     match e {
-        Error::Kafka { error, .. } => kafka_error_name(error),
+        Error::Kafka { error, .. } | Error::Virtual { error, .. } => kafka_error_name(error),
         Error::Io { .. } | Error::ConnectionClosed { .. } => "io".into(),
         Error::ConnectTimeout { .. } | Error::RequestTimeout { .. } => "timeout".into(),
         Error::Tls { .. } | Error::TlsConfig { .. } => "tls".into(),

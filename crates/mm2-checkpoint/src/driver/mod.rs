@@ -126,7 +126,7 @@ pub(crate) fn check_cpu(config: &MirrorConfig) -> Result<(), DriverError> {
         .iter()
         .any(|f| f.source.tls.is_some() || f.target.tls.is_some());
     if uses_tls && cfg!(not(feature = "ring")) {
-        kafka_lite::tls::graviola_cpu_support().map_err(|e| DriverError::Cpu(e.to_string()))?;
+        kafka_lite::graviola_cpu_support().map_err(|e| DriverError::Cpu(e.to_string()))?;
     }
     Ok(())
 }
