@@ -1,4 +1,4 @@
-//! The checkpoint store (spec D.4): the last checkpoint produced per
+//! The checkpoint store (docs/behaviour.md D.4): the last checkpoint produced per
 //! (group, downstream topic-partition).
 //!
 //! It serves two purposes: the "last" checkpoint the monotonicity rule of an

@@ -1,4 +1,4 @@
-//! Topic and group filters (spec E, F.1): MM2's `DefaultTopicFilter` and
+//! Topic and group filters (docs/behaviour.md E, F.1): MM2's `DefaultTopicFilter` and
 //! `DefaultGroupFilter` with `java.util.regex`-compatible semantics.
 //!
 //! # How a filter value is read

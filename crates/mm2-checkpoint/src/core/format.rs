@@ -1,4 +1,4 @@
-//! Record formats of MM2's internal topics (spec A), byte-identical to MirrorMaker 2.
+//! Record formats of MM2's internal topics (docs/behaviour.md A), byte-identical to MirrorMaker 2.
 //!
 //! MM2 writes its offset syncs, checkpoints and heartbeats as Kafka protocol
 //! `Struct`s: fixed-width big-endian integers and `INT16`-length-prefixed UTF-8
@@ -34,11 +34,11 @@ pub const MAX_STRING_LEN: usize = i16::MAX as usize;
 /// Which kind of record a decode or encode error is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RecordKind {
-    /// An offset-sync record (spec A.2).
+    /// An offset-sync record (docs/behaviour.md A.2).
     OffsetSync,
-    /// A checkpoint record (spec A.3).
+    /// A checkpoint record (docs/behaviour.md A.3).
     Checkpoint,
-    /// A heartbeat record (spec A.4).
+    /// A heartbeat record (docs/behaviour.md A.4).
     Heartbeat,
 }
 
@@ -227,7 +227,7 @@ impl fmt::Display for EncodeError {
 
 impl std::error::Error for EncodeError {}
 
-/// An offset sync (spec A.2): upstream offset `upstream_offset` of the **source**
+/// An offset sync (docs/behaviour.md A.2): upstream offset `upstream_offset` of the **source**
 /// partition `topic_partition` was written at downstream offset `downstream_offset`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OffsetSync {
@@ -276,7 +276,7 @@ impl OffsetSync {
     }
 }
 
-/// The key of a checkpoint record (spec A.3): a consumer group and a **downstream**
+/// The key of a checkpoint record (docs/behaviour.md A.3): a consumer group and a **downstream**
 /// topic-partition. The checkpoints topic is compacted on it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CheckpointKey {
@@ -311,7 +311,7 @@ impl CheckpointKey {
     }
 }
 
-/// A checkpoint (spec A.3): group `key.group` committed `upstream_offset` on the
+/// A checkpoint (docs/behaviour.md A.3): group `key.group` committed `upstream_offset` on the
 /// source partition that maps to `key.topic_partition`, which translates to
 /// `downstream_offset` on the target.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -370,7 +370,7 @@ impl Checkpoint {
     }
 }
 
-/// A heartbeat (spec A.4). It matters to checkpointing only through topic naming.
+/// A heartbeat (docs/behaviour.md A.4). It matters to checkpointing only through topic naming.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Heartbeat {
     /// Alias of the cluster the heartbeat came from.
@@ -584,7 +584,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// Parses the spec's hex notation (`00 02 | 67 31 ...`), ignoring `|` and spaces.
+    /// Parses the hex notation of docs/behaviour.md A.6 (`00 02 | 67 31 ...`), ignoring `|` and spaces.
     fn hex(s: &str) -> Vec<u8> {
         let digits: String = s.chars().filter(|c| c.is_ascii_hexdigit()).collect();
         (0..digits.len())

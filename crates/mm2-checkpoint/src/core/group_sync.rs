@@ -1,4 +1,4 @@
-//! Target group offset sync decisions (spec D.5, with quirk H.2 fixed).
+//! Target group offset sync decisions (docs/behaviour.md D.5, with quirk H.2 fixed).
 //!
 //! With `sync.group.offsets.enabled=true`, translated offsets are also committed to
 //! the consumer groups on the target cluster, so consumers can fail over without

@@ -2,6 +2,10 @@
 //!
 //! Nothing under this module may use sockets, files, clocks or async runtimes; the
 //! driver passes time and broker answers in as plain values.
+//!
+//! The behaviour it reproduces is written down in `docs/behaviour.md`; section
+//! numbers in comments here (`D.3`, `C.5 steps 3–5`, quirk `H.4`) are that
+//! document's.
 
 pub mod sync_store;
 pub mod types;

@@ -1,4 +1,4 @@
-//! Topic naming: MM2's replication policies (spec B.1–B.4).
+//! Topic naming: MM2's replication policies (docs/behaviour.md B.1–B.4).
 //!
 //! A replication policy decides how a topic replicated from cluster `S` is named on
 //! the target (`S.topic` by default), how to walk such a name back to its source, and
@@ -325,7 +325,7 @@ impl ReplicationPolicy {
     }
 
     /// The downstream topic a checkpoint of flow `flow` is keyed by, for a source
-    /// group's upstream topic `topic` (spec B.4, with quirk H.4 fixed).
+    /// group's upstream topic `topic` (docs/behaviour.md B.4, with quirk H.4 fixed).
     ///
     /// * A topic that came from the target (`topicSource(topic) == T`) is renamed to
     ///   its name **one hop up**: `T.topic3` → `topic3`, `T.X.topic7` → `X.topic7`.

@@ -1,4 +1,4 @@
-//! Emission round decisions (spec D.2, D.3): which checkpoints to produce.
+//! Emission round decisions (docs/behaviour.md D.2, D.3): which checkpoints to produce.
 //!
 //! Input: the committed offsets of each source group (as the driver listed them),
 //! an [`OffsetTranslator`], the topic filter, the replication policy and the flow,

@@ -1,5 +1,5 @@
 //! The offset-sync store: a bounded history of offset syncs per source partition,
-//! and the translation of upstream offsets to downstream offsets (spec C.2–C.5).
+//! and the translation of upstream offsets to downstream offsets (docs/behaviour.md C.2–C.5).
 //!
 //! MirrorMaker 2's source connector writes an *offset sync* `(upstream, downstream)`
 //! for a source partition every so often. The checkpoint task reads them all and keeps,
@@ -37,7 +37,7 @@ const RING_ENTRIES: usize = SLOTS_PER_PARTITION + 1;
 const LAST_SLOT: usize = SLOTS_PER_PARTITION - 1;
 
 /// One offset sync: the record at `upstream` offset of the source partition was written
-/// at `downstream` offset of its remote partition on the target (spec A.2).
+/// at `downstream` offset of its remote partition on the target (docs/behaviour.md A.2).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct OffsetSync {
     /// Offset of the record in the source partition.
@@ -62,7 +62,7 @@ impl fmt::Display for OffsetSync {
     }
 }
 
-/// How the syncs read before the end of the offset-syncs topic are used (spec C.4).
+/// How the syncs read before the end of the offset-syncs topic are used (docs/behaviour.md C.4).
 ///
 /// MM2 chooses with `start(mustReadToEnd)`: it must read to the end, keeping only the
 /// last sync per partition, when the previous checkpoints could not be loaded.
@@ -140,7 +140,7 @@ impl PartitionHistory {
         a == b || (bound >= 0 && self.up(a) >= bound)
     }
 
-    /// Applies one sync (spec C.3). `reset` forces the "fill all slots" branch, used
+    /// Applies one sync (docs/behaviour.md C.3). `reset` forces the "fill all slots" branch, used
     /// during the initial read in [`InitMode::MustReadToEnd`].
     fn apply(&mut self, sync: OffsetSync, reset: bool) {
         let fresh = self.free_entry();
@@ -188,7 +188,7 @@ impl PartitionHistory {
         }
     }
 
-    /// Spec C.5 steps 3–5.
+    /// docs/behaviour.md C.5, steps 3–5.
     fn translate(&self, upstream: i64) -> Translation {
         let sync = self
             .slots
@@ -296,7 +296,7 @@ impl fmt::Display for SlotLayout {
 }
 
 /// The offset syncs of every source partition seen on the offset-syncs topic, and the
-/// translation of upstream offsets through them (spec C.2–C.5).
+/// translation of upstream offsets through them (docs/behaviour.md C.2–C.5).
 ///
 /// Lifecycle: create it with [`new`](Self::new), [`apply`](Self::apply) every sync of
 /// the initial read of the offset-syncs topic (from the beginning up to the end offsets
@@ -374,7 +374,7 @@ impl OffsetSyncStore {
     }
 
     /// Translates upstream offset `upstream` of source partition `topic`-`partition`
-    /// (spec C.5):
+    /// (docs/behaviour.md C.5):
     /// * [`Translation::NotReady`] before [`finish_initial_read`](Self::finish_initial_read);
     /// * [`Translation::NoSync`] if no sync was ever applied for the partition (or it
     ///   was removed);
@@ -475,7 +475,7 @@ mod tests {
 
     const TOPIC: &str = "topic";
 
-    /// A store started like the spec's golden vectors: `start(true)`, then fed live.
+    /// A store started like the golden vectors of docs/behaviour.md C.6: `start(true)`, then fed live.
     fn live_store() -> OffsetSyncStore {
         let mut store = OffsetSyncStore::new(InitMode::MustReadToEnd);
         store.finish_initial_read();
@@ -492,7 +492,7 @@ mod tests {
         store.layout(TOPIC, 0).expect("partition has a history")
     }
 
-    /// The spec's notation: `[k..]=U` when downstream equals upstream, else `U:D`.
+    /// The notation of docs/behaviour.md C.6: `[k..]=U` when downstream equals upstream, else `U:D`.
     fn spec_notation(layout: &SlotLayout) -> String {
         layout
             .runs()
@@ -667,7 +667,7 @@ mod tests {
 
     #[test]
     fn downstream_truncation_is_not_a_reset() {
-        // MM2 behaviour kept on purpose (spec H.8): older syncs still point into the
+        // MM2 behaviour kept on purpose (docs/behaviour.md H.8): older syncs still point into the
         // truncated downstream log.
         let mut store = live_store();
         feed(&mut store, &[(100, 200), (150, 251), (200, 10)]);
@@ -849,10 +849,10 @@ mod tests {
         assert!(bytes < 12_500_000, "{bytes} bytes");
     }
 
-    // ----- invariants (spec C.2) as a checker used by the property tests -----
+    // ----- invariants (docs/behaviour.md C.2) as a checker used by the property tests -----
 
     /// Checks invariants B and C over every pair of slots whose upstream offsets
-    /// differ, with the spec's overflow rules.
+    /// differ, with the overflow rules of docs/behaviour.md C.2.
     fn check_spacing(layout: &SlotLayout) -> Result<(), String> {
         let slots = layout.slots();
         for j in 1..SLOTS_PER_PARTITION {

@@ -12,7 +12,7 @@ pub use kafka_lite::TopicPartition;
 /// driver can count and log why a partition was not translated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Translation {
-    /// The offset-syncs topic has not been read to its end yet (spec C.4): nothing
+    /// The offset-syncs topic has not been read to its end yet (docs/behaviour.md C.4): nothing
     /// may be translated before that.
     NotReady,
     /// No offset sync has ever been seen for this source partition.
@@ -26,6 +26,6 @@ pub enum Translation {
 /// Anything that translates upstream offsets of a source partition to downstream
 /// offsets. The offset-sync store implements it; round decisions depend only on this.
 pub trait OffsetTranslator {
-    /// Translates upstream offset `upstream` of source partition `tp` (spec C.5).
+    /// Translates upstream offset `upstream` of source partition `tp` (docs/behaviour.md C.5).
     fn translate(&self, tp: &TopicPartition, upstream: i64) -> Translation;
 }

@@ -101,7 +101,7 @@ impl<C: FlowCluster> FlowContext<C> {
     }
 
     /// Lists the source's groups, applies the group filter and keeps the groups
-    /// with at least one committed partition the topic filter accepts (spec E).
+    /// with at least one committed partition the topic filter accepts (docs/behaviour.md E).
     ///
     /// ListGroups silently leaves out groups the principal may not describe, so
     /// the plain group names of `groups` that were not listed are asked for
