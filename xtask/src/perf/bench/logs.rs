@@ -1,0 +1,37 @@
+//! Timings read from logs: the Log4j timestamps of MM2's Connect worker, and
+//! the `elapsed_ms` of our JSON log.
+
+/// Milliseconds since midnight of a Log4j `[yyyy-MM-ddTHH:mm:ss,SSS]` or
+/// `[yyyy-MM-dd HH:mm:ss,SSS]` line prefix.
+pub fn log4j_millis(line: &str) -> Option<i64> {
+    let ts = line.strip_prefix('[')?.get(11..23)?;
+    let (hms, ms) = ts.split_once([',', '.'])?;
+    let mut parts = hms.split(':').map(|p| p.parse::<i64>().ok());
+    let (h, m, s) = (parts.next()??, parts.next()??, parts.next()??);
+    Some(((h * 60 + m) * 60 + s) * 1000 + ms.parse::<i64>().ok()?)
+}
+
+/// Seconds between the first line containing `from` and the first later line
+/// containing all of `to` (Log4j timestamps; a day wrap is allowed).
+pub fn log_span(text: &str, from: &str, to: &[&str]) -> Option<f64> {
+    let mut lines = text.lines();
+    let start = lines.by_ref().find(|l| l.contains(from))?;
+    let end = lines.find(|l| to.iter().all(|t| l.contains(t)))?;
+    let mut d = log4j_millis(end)? - log4j_millis(start)?;
+    if d < 0 {
+        d += 86_400_000;
+    }
+    Some(d as f64 / 1e3)
+}
+
+/// `elapsed_ms` of our JSON log's `read the offset-syncs topic to its end` line.
+pub fn ours_sync_read_ms(log: &str) -> Option<u64> {
+    log.lines().find_map(|l| {
+        let v: serde_json::Value = serde_json::from_str(l).ok()?;
+        let fields = v.get("fields")?;
+        if fields.get("message")?.as_str()? != "read the offset-syncs topic to its end" {
+            return None;
+        }
+        fields.get("elapsed_ms")?.as_u64()
+    })
+}

@@ -1,0 +1,96 @@
+//! `cargo xtask bench [-- ARGS]` and `cargo xtask bench mm2 [...]`.
+//!
+//! The first runs the workspace's criterion benches (`cargo bench --workspace
+//! ARGS`) with the test clusters up (the OffsetFetch bench needs them).
+//!
+//! The second measures MirrorMaker 2's checkpoint connector and our release
+//! binary side by side, on the same clusters and the same input, one after the
+//! other (never both at once):
+//!
+//! * **MM2** runs as a Kafka Connect *standalone* worker
+//!   (`org.apache.kafka.connect.cli.ConnectStandalone`) with only
+//!   `MirrorCheckpointConnector`: what a user replaces with our binary.
+//! * **ours** runs as `mm2-checkpoint run --metrics-addr ... --log-format json`.
+//!
+//! Per group count N, one workload: a fresh topic of P partitions on the
+//! source, a fresh offset-syncs topic (`mm2-offset-syncs.<target alias>.internal`)
+//! holding syncs written with the core's encoder, and N groups committed (admin
+//! commit) on every partition at the newest sync. Both implementations read the
+//! same syncs topic and the same groups; each gets its own source alias, so
+//! each writes to its own, fresh `<alias>.checkpoints.internal` on the target.
+//!
+//! The catch-up run fills another fresh offset-syncs topic with `--syncs`
+//! syncs and measures how long each implementation takes to read it, against
+//! a run with an empty one.
+//!
+//! Every process started here is killed when its guard drops, also on errors.
+
+mod args;
+mod env;
+mod logs;
+mod mm2;
+mod ours;
+mod process;
+mod report;
+mod seed;
+mod side_by_side;
+#[cfg(test)]
+mod tests;
+
+use std::path::Path;
+use std::process::{Command, ExitCode};
+
+use anyhow::{Context, Result, bail};
+
+use args::Mm2Args;
+use env::ClusterEnv;
+
+const USAGE: &str = "\
+usage: cargo xtask bench [-- CRITERION ARGS]
+       cargo xtask bench mm2 [--groups 10,100,1000] [--partitions 10]
+                             [--syncs 1000000] [--window 30] [--out FILE]";
+
+/// Entry point of `cargo xtask bench ...`.
+pub fn run(root: &Path, args: &[&str]) -> Result<ExitCode> {
+    match args {
+        ["mm2", rest @ ..] => {
+            let args = Mm2Args::parse(rest)?;
+            side_by_side::mm2(root, &args)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        [] => criterion(root, &[]),
+        ["--", extra @ ..] => criterion(root, extra),
+        _ => bail!(
+            "unknown arguments `{}` for `bench`\n\n{USAGE}",
+            args.join(" ")
+        ),
+    }
+}
+
+fn cargo() -> std::ffi::OsString {
+    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
+}
+
+/// `cargo xtask bench [-- ARGS]`.
+fn criterion(root: &Path, extra: &[&str]) -> Result<ExitCode> {
+    let env = ClusterEnv::acquire(root)?;
+    // `-p NAME` narrows the run; `--workspace` would override it.
+    let narrowed = extra
+        .iter()
+        .take_while(|a| **a != "--")
+        .any(|a| *a == "--package" || a.starts_with("-p") || a.starts_with("--package="));
+    let status = Command::new(cargo())
+        .arg("bench")
+        .args((!narrowed).then_some("--workspace"))
+        .args(extra)
+        .env("MM2_CLUSTERS_FILE", &env.path)
+        .current_dir(root)
+        .status()
+        .context("running `cargo bench --workspace`")?;
+    Ok(if status.success() {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("bench: `cargo bench --workspace` failed ({status})");
+        ExitCode::FAILURE
+    })
+}

@@ -1,0 +1,112 @@
+//! Our side: the release binary as `mm2-checkpoint run`, timed by its metrics
+//! endpoint, and as `run --once` for the catch-up.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+use super::logs::ours_sync_read_ms;
+use super::process::{Guard, scrape};
+use super::report::RunResult;
+use super::side_by_side::{Bench, Flow, SETTLE};
+
+impl Bench {
+    fn ours_config(&self, dir: &Path, flow: &Flow) -> Result<PathBuf> {
+        fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let path = dir.join("mm2.properties");
+        let (s, t, sb, tb, common) = self.names(flow);
+        fs::write(
+            &path,
+            format!(
+                "clusters = {s}, {t}\n\
+                 {s}.bootstrap.servers = {sb}\n\
+                 {t}.bootstrap.servers = {tb}\n\
+                 {s}->{t}.enabled = true\n\
+                 {common}",
+            ),
+        )
+        .with_context(|| format!("writing {}", path.display()))?;
+        Ok(path)
+    }
+
+    pub(super) fn run_ours(&self, flow: &Flow, label: &str) -> Result<RunResult> {
+        let dir = self.dir.join(label).join("ours");
+        let config = self.ours_config(&dir, flow)?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .context("picking a free port for the metrics server")?
+            .port();
+        let addr = format!("127.0.0.1:{port}");
+        let mut cmd = Command::new(&self.bin);
+        cmd.args([
+            "run",
+            "--log-format",
+            "json",
+            "--metrics-addr",
+            &addr,
+            "--config",
+        ])
+        .arg(&config);
+        let mut proc = Guard::spawn(cmd, "mm2-checkpoint run", &dir.join("daemon.log"))?;
+        eprintln!(
+            "bench: {label}: mm2-checkpoint started (pid {})",
+            proc.pid()
+        );
+        // The first round's duration: the histogram when it holds one round.
+        let mut first_round = None;
+        let (first, all, stamps) = self.await_checkpoints(flow, &mut proc, || {
+            if first_round.is_none()
+                && let Some((sum, count)) = scrape(&addr)
+                && count == 1
+            {
+                first_round = Some(sum);
+            }
+        })?;
+        if first_round.is_none()
+            && let Some((sum, 1)) = scrape(&addr)
+        {
+            first_round = Some(sum);
+        }
+        std::thread::sleep(SETTLE);
+        let m0 = scrape(&addr);
+        let (a, b) = self.window(&mut proc)?;
+        let m1 = scrape(&addr);
+        let (rounds, steady) = match (m0, m1) {
+            (Some((s0, c0)), Some((s1, c1))) if c1 > c0 => {
+                let n = (c1 - c0) as f64;
+                (n, Some((s1 - s0) / n))
+            }
+            _ => (0.0, None),
+        };
+        Ok(RunResult {
+            first_round_s: first_round,
+            steady_round_s: steady,
+            ..RunResult::measured((first, all, stamps.len()), a, b, rounds, self.ticks)
+        })
+    }
+
+    /// Ours: `run --once`; (initial sync read, whole process) in seconds.
+    pub(super) fn ours_load_time(&self, flow: &Flow, label: &str) -> Result<(f64, f64)> {
+        let dir = self.dir.join(label);
+        let config = self.ours_config(&dir, flow)?;
+        let mut cmd = Command::new(&self.bin);
+        cmd.args(["run", "--once", "--log-format", "json", "--config"])
+            .arg(&config);
+        let log = dir.join("once.log");
+        let mut proc = Guard::spawn(cmd, "mm2-checkpoint run --once (catch-up)", &log)?;
+        let status = proc.child.wait().context("waiting for run --once")?;
+        let wall = proc.spawned.elapsed().as_secs_f64();
+        if !status.success() {
+            bail!("run --once exited with {status}; see {}", log.display());
+        }
+        let ms = ours_sync_read_ms(&proc.log_text()).with_context(|| {
+            format!(
+                "no `read the offset-syncs topic to its end` line in {}",
+                log.display()
+            )
+        })?;
+        Ok((ms as f64 / 1e3, wall))
+    }
+}

@@ -1,0 +1,359 @@
+//! `bench mm2`: the [`Bench`] over the source and target clusters, one
+//! workload per group count and the catch-up run, MM2 and ours in turn on each,
+//! and the report it writes.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, bail};
+use mm2_checkpoint::core::format::Checkpoint;
+use mm2_checkpoint::driver::kafka::ClusterClient;
+
+use super::args::Mm2Args;
+use super::cargo;
+use super::env::ClusterEnv;
+use super::mm2::JVM_OPTS;
+use super::process::{Guard, ProcSample, clock_ticks, sample};
+use super::report::{CatchUp, Report, SizeResult, render_raw, render_table};
+use crate::{procfs, topics};
+
+/// Partitions of the catch-up run's topic; the syncs are spread over them.
+const CATCH_UP_PARTITIONS: i32 = 100;
+/// `emit.checkpoints.interval.seconds` on both sides.
+pub(super) const EMIT_INTERVAL_S: u64 = 1;
+/// How long either side may take to write every checkpoint of a workload.
+pub(super) const FIRST_ROUND_TIMEOUT: Duration = Duration::from_secs(600);
+/// Wait after the first round before the steady window starts.
+pub(super) const SETTLE: Duration = Duration::from_secs(10);
+
+pub(super) struct Bench {
+    pub(super) rt: tokio::runtime::Runtime,
+    pub(super) source: ClusterClient,
+    pub(super) target: ClusterClient,
+    pub(super) source_addr: String,
+    pub(super) target_addr: String,
+    pub(super) kafka_libs: String,
+    pub(super) bin: PathBuf,
+    pub(super) dir: PathBuf,
+    pub(super) ticks: u64,
+    pub(super) window: Duration,
+}
+
+/// Where a run writes its checkpoints and which groups it checkpoints.
+pub(super) struct Flow {
+    pub(super) source_alias: String,
+    pub(super) target_alias: String,
+    pub(super) topic: String,
+    pub(super) groups: Vec<String>,
+    pub(super) group_regex: String,
+    pub(super) partitions: i32,
+}
+
+impl Flow {
+    /// The properties both implementations get alike.
+    fn common_properties(&self) -> String {
+        format!(
+            "topics = {}\ngroups = {}\nemit.checkpoints.interval.seconds = {EMIT_INTERVAL_S}\n\
+             checkpoints.topic.replication.factor = 1\n",
+            self.topic, self.group_regex
+        )
+    }
+
+    fn checkpoints_topic(&self) -> String {
+        topics::checkpoints(&self.source_alias)
+    }
+
+    fn with_source_alias(&self, alias: &str) -> Flow {
+        Flow {
+            source_alias: alias.to_owned(),
+            target_alias: self.target_alias.clone(),
+            topic: self.topic.clone(),
+            groups: self.groups.clone(),
+            group_regex: self.group_regex.clone(),
+            partitions: self.partitions,
+        }
+    }
+}
+
+impl Bench {
+    /// Checkpoints of `flow.groups` read so far from the flow's checkpoints
+    /// topic: (group, partition) → record timestamp; plus when each was first
+    /// seen. Polls until all are there (or `timeout`), checking `proc` lives.
+    pub(super) fn await_checkpoints(
+        &self,
+        flow: &Flow,
+        proc: &mut Guard,
+        mut on_poll: impl FnMut(),
+    ) -> Result<(Duration, Duration, Vec<i64>)> {
+        let topic = flow.checkpoints_topic();
+        let want: BTreeSet<&str> = flow.groups.iter().map(String::as_str).collect();
+        let total = want.len() * flow.partitions as usize;
+        let mut seen: BTreeMap<(String, i32), i64> = BTreeMap::new();
+        let mut first = None;
+        let mut pos = 0i64;
+        loop {
+            proc.alive()?;
+            on_poll();
+            let fetched = self
+                .rt
+                .block_on(async {
+                    tokio::time::timeout(
+                        Duration::from_secs(5),
+                        self.target.fetch(&topic, 0, pos, 100),
+                    )
+                    .await
+                })
+                .ok()
+                .and_then(Result::ok);
+            if let Some(f) = fetched {
+                for r in &f.records {
+                    let cp = Checkpoint::decode(r.key.as_deref(), r.value.as_deref())
+                        .map_err(|e| anyhow::anyhow!("checkpoint at {topic}@{}: {e}", r.offset))?;
+                    if want.contains(cp.key.group.as_str()) {
+                        seen.entry((cp.key.group, cp.key.topic_partition.partition))
+                            .or_insert(r.timestamp);
+                        first.get_or_insert_with(|| proc.spawned.elapsed());
+                    }
+                }
+                pos = f.next_offset.max(pos);
+            } else {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            if seen.len() >= total {
+                let all = proc.spawned.elapsed();
+                return Ok((first.unwrap_or(all), all, seen.into_values().collect()));
+            }
+            if proc.spawned.elapsed() > FIRST_ROUND_TIMEOUT {
+                bail!(
+                    "{}: only {} of {total} checkpoints in {topic} after {:?}; see {}",
+                    proc.what,
+                    seen.len(),
+                    FIRST_ROUND_TIMEOUT,
+                    proc.log.display()
+                );
+            }
+        }
+    }
+
+    /// Source alias, target alias, their bootstrap addresses, and the
+    /// properties both implementations share, for a config file.
+    pub(super) fn names<'a>(
+        &'a self,
+        flow: &'a Flow,
+    ) -> (&'a str, &'a str, &'a str, &'a str, String) {
+        (
+            &flow.source_alias,
+            &flow.target_alias,
+            &self.source_addr,
+            &self.target_addr,
+            flow.common_properties(),
+        )
+    }
+
+    /// Samples `proc` at the start and end of the steady window.
+    /// Call after [`SETTLE`] has passed since the first round.
+    pub(super) fn window(&self, proc: &mut Guard) -> Result<(ProcSample, ProcSample)> {
+        proc.alive()?;
+        let a = sample(proc.pid(), proc.spawned)?;
+        std::thread::sleep(self.window);
+        proc.alive()?;
+        let b = sample(proc.pid(), proc.spawned)?;
+        Ok((a, b))
+    }
+
+    fn size(&self, stamp: u64, groups: usize, partitions: i32) -> Result<SizeResult> {
+        let label = format!("g{groups}");
+        let id = format!("{stamp}n{groups}");
+        let base = Flow {
+            source_alias: String::new(),
+            target_alias: format!("bt{id}"),
+            topic: format!("bench-{id}"),
+            groups: (0..groups).map(|i| format!("bench-{id}-g{i}")).collect(),
+            group_regex: format!("bench-{id}-g.*"),
+            partitions,
+        };
+        let loadavg = procfs::loadavg();
+        eprintln!(
+            "bench: {label}: seeding {groups} groups × {partitions} partitions (load {loadavg})"
+        );
+        self.seed(&base, None)?;
+        let mm2 = self
+            .run_mm2(&base.with_source_alias(&format!("bm{id}")), &label)
+            .with_context(|| format!("MM2 with {groups} groups"))?;
+        let ours = self
+            .run_ours(&base.with_source_alias(&format!("bo{id}")), &label)
+            .with_context(|| format!("mm2-checkpoint with {groups} groups"))?;
+        Ok(SizeResult {
+            groups,
+            partitions,
+            loadavg,
+            mm2,
+            ours,
+        })
+    }
+
+    fn catch_up(&self, stamp: u64, syncs: u64) -> Result<CatchUp> {
+        let loadavg = procfs::loadavg();
+        let flow = |kind: &str| Flow {
+            source_alias: String::new(),
+            target_alias: format!("b{kind}{stamp}"),
+            topic: format!("benchcu-{kind}{stamp}"),
+            groups: vec![format!("benchcu-{kind}{stamp}-g0")],
+            group_regex: format!("benchcu-{kind}{stamp}-g.*"),
+            partitions: CATCH_UP_PARTITIONS,
+        };
+        let (full, empty) = (flow("f"), flow("e"));
+        eprintln!("bench: catch-up: writing {syncs} offset syncs (load {loadavg})");
+        let t = Instant::now();
+        self.seed(&full, Some(syncs))?;
+        eprintln!(
+            "bench: catch-up: {syncs} syncs written in {:.1} s",
+            t.elapsed().as_secs_f64()
+        );
+        self.seed(&empty, Some(0))?;
+        // (read time, whole time) for MM2 and ours, full and empty topic.
+        let mut times = Vec::with_capacity(4);
+        for (mm2, flow, kind) in [
+            (true, &full, "full"),
+            (true, &empty, "empty"),
+            (false, &full, "full"),
+            (false, &empty, "empty"),
+        ] {
+            let who = if mm2 { "mm2" } else { "ours" };
+            // A fresh source alias: a fresh checkpoints topic per run.
+            let flow = flow.with_source_alias(&format!("b{who}{kind}{stamp}"));
+            let label = format!("catchup-{who}-{kind}");
+            times.push(if mm2 {
+                self.mm2_load_time(&flow, &label)?
+            } else {
+                self.ours_load_time(&flow, &label)?
+            });
+        }
+        let [
+            (mm2_full_s, mm2_spawn_to_loaded_full_s),
+            (mm2_empty_s, _),
+            (ours_full_s, ours_once_full_s),
+            (ours_empty_s, ours_once_empty_s),
+        ] = times[..]
+        else {
+            bail!("catch-up: expected 4 runs, got {}", times.len());
+        };
+        Ok(CatchUp {
+            syncs,
+            mm2_full_s,
+            mm2_empty_s,
+            ours_full_s,
+            ours_empty_s,
+            ours_once_full_s,
+            ours_once_empty_s,
+            mm2_spawn_to_loaded_full_s,
+            loadavg,
+        })
+    }
+}
+
+fn git_head(root: &Path) -> String {
+    Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(root)
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_else(|| "?".into())
+}
+
+/// `cargo xtask bench mm2 ...`.
+pub(super) fn mm2(root: &Path, args: &Mm2Args) -> Result<()> {
+    eprintln!("bench: building the release binary");
+    let status = Command::new(cargo())
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "mm2-checkpoint",
+            "--bin",
+            "mm2-checkpoint",
+        ])
+        .current_dir(root)
+        .status()
+        .context("running `cargo build --release -p mm2-checkpoint`")?;
+    if !status.success() {
+        bail!("`cargo build --release -p mm2-checkpoint` failed ({status})");
+    }
+    let env = ClusterEnv::acquire(root)?;
+    let started_unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (source_addr, target_addr) = (env.bootstrap("source")?, env.bootstrap("target")?);
+    let client = |alias: &str, addr: &str| {
+        ClusterClient::new(
+            alias,
+            vec![addr.to_owned()],
+            kafka_lite::ConnectionConfig::default(),
+        )
+        .map_err(|e| anyhow::anyhow!("client for {alias} ({addr}): {e}"))
+    };
+    let dir = root
+        .join("target")
+        .join("bench")
+        .join(started_unix.to_string());
+    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let bench = Bench {
+        rt: tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("tokio runtime")?,
+        source: client("source", &source_addr)?,
+        target: client("target", &target_addr)?,
+        source_addr,
+        target_addr,
+        kafka_libs: env.file.kafka_libs.clone(),
+        bin: root.join("target").join("release").join("mm2-checkpoint"),
+        dir: dir.clone(),
+        ticks: clock_ticks(),
+        window: Duration::from_secs(args.window),
+    };
+    let mut report = Report {
+        started_unix,
+        kafka_version: env.file.kafka_version.clone(),
+        commit: git_head(root),
+        jvm_opts: JVM_OPTS.iter().map(|s| (*s).to_owned()).collect(),
+        sizes: Vec::new(),
+        catch_up: None,
+    };
+    let save = |report: &Report| -> Result<PathBuf> {
+        let path = root
+            .join("target")
+            .join("bench")
+            .join(format!("mm2-{started_unix}.json"));
+        fs::write(&path, serde_json::to_string_pretty(report)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+        Ok(path)
+    };
+    for &groups in &args.groups {
+        let r = bench.size(started_unix, groups, args.partitions)?;
+        report.sizes.push(r);
+        save(&report)?;
+    }
+    if args.syncs > 0 {
+        report.catch_up = Some(bench.catch_up(started_unix, args.syncs)?);
+    }
+    let json = save(&report)?;
+    let text = format!(
+        "{}\nRaw numbers:\n\n{}\nRaw JSON: {}; run files: {}\n",
+        render_table(&report),
+        render_raw(&report),
+        json.display(),
+        dir.display()
+    );
+    println!("{text}");
+    if let Some(out) = &args.out {
+        fs::write(out, &text).with_context(|| format!("writing {}", out.display()))?;
+    }
+    Ok(())
+}

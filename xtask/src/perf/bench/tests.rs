@@ -1,0 +1,175 @@
+//! Unit tests of the bench's own logic: option parsing, the CPU and metrics
+//! arithmetic, log parsing and the rendered table.
+
+use std::path::PathBuf;
+
+use super::args::Mm2Args;
+use super::logs::{log_span, log4j_millis, ours_sync_read_ms};
+use super::mm2::{MM2_STORES_LOADED, MM2_SYNCS_READ_DONE, MM2_SYNCS_READ_START, MM2_TASK_CREATED};
+use super::process::{ProcSample, cpu_per_round, parse_round_metrics, threads_cpu_delta_ms};
+use super::report::{
+    CatchUp, Report, RunResult, SizeResult, ratio, render_raw, render_table, secs,
+};
+
+#[test]
+fn parse_defaults_match_the_issue() {
+    let a = Mm2Args::parse(&[]).unwrap();
+    assert_eq!(a.groups, vec![10, 100, 1000]);
+    assert_eq!((a.partitions, a.syncs, a.window), (10, 1_000_000, 30));
+}
+
+#[test]
+fn parse_reads_every_option() {
+    let a = Mm2Args::parse(&[
+        "--groups",
+        "5, 50",
+        "--partitions",
+        "3",
+        "--syncs",
+        "0",
+        "--window",
+        "7",
+        "--out",
+        "x.md",
+    ])
+    .unwrap();
+    assert_eq!(a.groups, vec![5, 50]);
+    assert_eq!((a.partitions, a.syncs, a.window), (3, 0, 7));
+    assert_eq!(a.out, Some(PathBuf::from("x.md")));
+}
+
+#[test]
+fn parse_refuses_bad_values_naming_the_option() {
+    for (args, needle) in [
+        (&["--groups", "10,x"][..], "--groups"),
+        (&["--groups", "0"][..], "--groups"),
+        (&["--partitions"][..], "--partitions"),
+        (&["--syncs", "-1"][..], "--syncs"),
+        (&["--frobnicate"][..], "--frobnicate"),
+    ] {
+        let e = Mm2Args::parse(args).unwrap_err().to_string();
+        assert!(e.contains(needle), "{args:?}: {e}");
+    }
+}
+
+#[test]
+fn cpu_per_round_divides_ticks_by_rounds() {
+    let s = |t, threads: &[(u32, f64)]| ProcSample {
+        cpu_ticks: t,
+        threads: threads.iter().copied().collect(),
+        ..ProcSample::default()
+    };
+    assert_eq!(
+        cpu_per_round(&s(100, &[]), &s(160, &[]), 30.0, 100),
+        Some(0.02)
+    );
+    assert_eq!(cpu_per_round(&s(100, &[]), &s(160, &[]), 0.0, 100), None);
+    assert_eq!(cpu_per_round(&s(160, &[]), &s(100, &[]), 3.0, 100), None);
+    // Below one tick, the threads' runtimes tell: thread 2 is new, 3 exited.
+    let a = s(5, &[(1, 10.0), (3, 50.0)]);
+    let b = s(5, &[(1, 12.5), (2, 1.5)]);
+    assert_eq!(threads_cpu_delta_ms(&a, &b), 4.0);
+    assert_eq!(cpu_per_round(&a, &b, 4.0, 100), Some(0.001));
+}
+
+#[test]
+fn round_metrics_are_summed_over_flows() {
+    let text = "# HELP x\n\
+        mm2_checkpoint_round_duration_seconds_sum{flow=\"a->b\"} 0.5\n\
+        mm2_checkpoint_round_duration_seconds_count{flow=\"a->b\"} 4\n\
+        mm2_checkpoint_round_duration_seconds_bucket{flow=\"a->b\",le=\"0.1\"} 4\n\
+        mm2_checkpoint_round_duration_seconds_sum{flow=\"c->d\"} 0.25\n\
+        mm2_checkpoint_round_duration_seconds_count{flow=\"c->d\"} 1\n";
+    assert_eq!(parse_round_metrics(text), Some((0.75, 5)));
+    assert_eq!(parse_round_metrics("# nothing\n"), None);
+}
+
+#[test]
+fn log_span_uses_log4j_timestamps() {
+    let log = "[2026-12-02T15:30:01,250] INFO Creating task x-0 (W)\n\
+        [2026-12-02T15:30:02,000] INFO Starting KafkaBasedLog with topic mm2-offset-syncs.t.internal reportErrorsToCallback=false (K)\n\
+        [2026-12-02T15:30:04,500] INFO Finished reading KafkaBasedLog for topic mm2-offset-syncs.t.internal (K)\n\
+        [2026-12-02T15:30:04,501] INFO starting checkpoint and offset sync stores took 3000 ms (S)\n";
+    assert_eq!(
+        log_span(log, MM2_SYNCS_READ_START, &[MM2_SYNCS_READ_DONE]),
+        Some(2.5)
+    );
+    assert_eq!(
+        log_span(log, MM2_TASK_CREATED, &[MM2_STORES_LOADED]),
+        Some(3.251)
+    );
+    assert_eq!(log_span(log, "never logged", &["x"]), None);
+    assert_eq!(log4j_millis("[2026-12-02 00:00:01,007] x"), Some(1_007));
+}
+
+#[test]
+fn our_sync_read_time_comes_from_the_json_log() {
+    let log = "{\"level\":\"INFO\",\"fields\":{\"message\":\"read the checkpoints topic to its end\",\"elapsed_ms\":3}}\n\
+        {\"level\":\"INFO\",\"fields\":{\"message\":\"read the offset-syncs topic to its end\",\"records\":10,\"elapsed_ms\":412}}\n";
+    assert_eq!(ours_sync_read_ms(log), Some(412));
+    assert_eq!(ours_sync_read_ms("not json\n"), None);
+}
+
+#[test]
+fn ratio_and_units_render_readably() {
+    assert_eq!(ratio(Some(450.0), Some(8.0)), "56×");
+    assert_eq!(ratio(Some(3.0), Some(2.0)), "1.5×");
+    assert_eq!(ratio(None, Some(2.0)), "—");
+    assert_eq!(secs(Some(12.34)), "12.3 s");
+    assert_eq!(secs(Some(0.0123)), "12.3 ms");
+    assert_eq!(secs(Some(0.000_5)), "500 µs");
+}
+
+#[test]
+fn table_has_a_row_per_metric_and_size_and_the_catch_up() {
+    let run = |first: f64, rss: u64| RunResult {
+        start_to_first_s: first,
+        start_to_all_s: first,
+        first_round_s: Some(0.1),
+        cpu_per_round_s: Some(0.01),
+        steady_rss_kib: rss,
+        peak_rss_kib: rss,
+        ..RunResult::default()
+    };
+    let report = Report {
+        started_unix: 0,
+        kafka_version: "4.1.1".into(),
+        commit: "abc".into(),
+        jvm_opts: vec![],
+        sizes: vec![SizeResult {
+            groups: 10,
+            partitions: 10,
+            loadavg: "1 1 1".into(),
+            mm2: run(10.0, 460 * 1024),
+            ours: run(0.05, 8 * 1024),
+        }],
+        catch_up: Some(CatchUp {
+            syncs: 1_000_000,
+            mm2_full_s: 12.0,
+            mm2_empty_s: 2.0,
+            ours_full_s: 1.1,
+            ours_empty_s: 0.1,
+            ours_once_full_s: 1.3,
+            ours_once_empty_s: 0.2,
+            mm2_spawn_to_loaded_full_s: 20.0,
+            loadavg: "1 1 1".into(),
+        }),
+    };
+    let t = render_table(&report);
+    assert!(
+        t.contains("| start → first checkpoint | 10 × 10 | 10.0 s | 50.0 ms | 200× |"),
+        "{t}"
+    );
+    assert!(
+        t.contains("| steady RSS | 10 × 10 | 460.0 MiB | 8.0 MiB | 58× |"),
+        "{t}"
+    );
+    assert!(
+        t.contains(
+            "| offset-sync catch-up (full − empty) | 1000000 syncs | 10.0 s | 1.00 s | 10× |"
+        ),
+        "{t}"
+    );
+    assert_eq!(t.lines().count(), 2 + 6 + 1);
+    assert!(render_raw(&report).contains("catch-up, 1000000 syncs"));
+}
