@@ -2,6 +2,8 @@
 //! with snappy-java 1.1.10.5, lz4-java 1.8.0 and zstd-jni 1.5.6-4), printed as hex.
 //! They pin decoding to what real Java producers and brokers write.
 
+use bytes::{Bytes, BytesMut};
+
 use super::*;
 
 fn hex(s: &str) -> Bytes {

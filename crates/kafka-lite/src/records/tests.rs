@@ -1,3 +1,5 @@
+use bytes::{Bytes, BytesMut};
+
 use super::*;
 
 fn sample_records() -> Vec<ProducerRecord> {

@@ -1,0 +1,328 @@
+//! Decoding the batches of a Fetch response: the header checks, bounded decompression
+//! and the record parser.
+
+use bytes::{Buf, Bytes};
+
+use super::compression::{self, DecompressError};
+use super::{
+    ATTR_CODEC_MASK, ATTR_CONTROL, ATTR_LOG_APPEND_TIME, ATTR_TRANSACTIONAL, ATTRIBUTES_AT,
+    BASE_OFFSET_AT, BASE_SEQUENCE_AT, BATCH_HEADER_LEN, BATCH_LENGTH_AT, CRC_AT, Codec,
+    ConsumerRecord, DecodedBatch, FIRST_TIMESTAMP_AT, Header, LAST_OFFSET_DELTA_AT,
+    LEADER_EPOCH_AT, LOG_OVERHEAD, MAGIC_AT, MAX_DECOMPRESSED_BATCH_BYTES, MAX_TIMESTAMP_AT,
+    MIN_RECORD_LEN, PRODUCER_EPOCH_AT, PRODUCER_ID_AT, RECORD_COUNT_AT, RecordsError,
+    TimestampType, read_i16, read_i32, read_i64,
+};
+
+/// Decodes the record batches at the front of `bytes` (the `records` field of a Fetch
+/// response partition), consuming them.
+///
+/// **Partial trailing batch.** A broker fills a Fetch response up to its size limit and
+/// may cut the last batch short. A batch whose bytes do not all fit in `bytes` is
+/// therefore not an error: decoding stops before it and leaves it in `bytes`, so after
+/// the call `bytes` is empty unless such a tail was dropped. Fetching again from the last
+/// batch's [`DecodedBatch::next_offset`] gets it whole. If even the *first* batch is cut
+/// short the result is empty and `bytes` is unchanged: the caller must then fetch with a
+/// larger size limit (brokers since 0.10.1 always return at least one whole batch, so
+/// this means a broken or very old broker).
+///
+/// Every complete batch must be valid: a wrong CRC-32C, a magic other than 2, an unknown
+/// codec, bad offsets, a record count its data cannot hold, data that fails to
+/// decompress (or exceeds [`MAX_DECOMPRESSED_BATCH_BYTES`]) or a malformed record is a
+/// [`RecordsError`] for the whole call. On error `bytes` is left at the failing batch.
+pub fn decode_batches(bytes: &mut Bytes) -> Result<Vec<DecodedBatch>, RecordsError> {
+    let mut batches = Vec::new();
+    while let Some(batch_len) = complete_batch_len(bytes)? {
+        let batch = decode_batch(&bytes.slice(..batch_len))?;
+        let _ = bytes.split_to(batch_len);
+        batches.push(batch);
+    }
+    Ok(batches)
+}
+
+/// The header fields of one v2 batch, read before any record.
+struct BatchHeader {
+    base_offset: i64,
+    last_offset: i64,
+    partition_leader_epoch: i32,
+    producer_id: i64,
+    producer_epoch: i16,
+    base_sequence: i32,
+    attributes: i16,
+    codec: Codec,
+    first_timestamp: i64,
+    max_timestamp: i64,
+    record_count: i32,
+}
+
+/// If `bytes` starts with a whole batch, its length in bytes; `None` if the batch is cut
+/// short (or `bytes` is empty).
+fn complete_batch_len(bytes: &Bytes) -> Result<Option<usize>, RecordsError> {
+    let (Some(base_offset), Some(length)) = (
+        read_i64(bytes, BASE_OFFSET_AT),
+        read_i32(bytes, BATCH_LENGTH_AT),
+    ) else {
+        return Ok(None);
+    };
+    let invalid = RecordsError::InvalidBatchLength {
+        base_offset,
+        length,
+    };
+    let length = usize::try_from(length).map_err(|_| invalid.clone())?;
+    let total = length.saturating_add(LOG_OVERHEAD);
+    if total < BATCH_HEADER_LEN {
+        return Err(invalid);
+    }
+    Ok((bytes.len() >= total).then_some(total))
+}
+
+/// Checks and decodes one whole batch (exactly its bytes).
+fn decode_batch(batch: &Bytes) -> Result<DecodedBatch, RecordsError> {
+    let header = read_header(batch)?;
+    let base_offset = header.base_offset;
+    let payload = batch.slice(BATCH_HEADER_LEN.min(batch.len())..);
+    let data = if header.record_count == 0 && payload.is_empty() {
+        // An empty batch (compaction keeps them for producer state) has no codec data.
+        payload
+    } else {
+        compression::decompress(header.codec, &payload, MAX_DECOMPRESSED_BATCH_BYTES).map_err(
+            |e| match e {
+                DecompressError::Malformed(reason) => RecordsError::Decompress {
+                    base_offset,
+                    codec: header.codec,
+                    reason,
+                },
+                DecompressError::TooLarge(limit) => RecordsError::DecompressedTooLarge {
+                    base_offset,
+                    codec: header.codec,
+                    limit,
+                },
+            },
+        )?
+    };
+    // Refuse a count the data cannot hold before reserving room for it.
+    let count = usize::try_from(header.record_count)
+        .ok()
+        .filter(|count| {
+            count
+                .checked_mul(MIN_RECORD_LEN)
+                .is_some_and(|needed| needed <= data.len())
+        })
+        .ok_or(RecordsError::InvalidRecordCount {
+            base_offset,
+            count: header.record_count,
+            bytes: data.len(),
+        })?;
+    let records =
+        decode_records(&header, count, data).map_err(|reason| RecordsError::InvalidRecord {
+            base_offset,
+            reason,
+        })?;
+    let timestamp_type = if header.attributes & ATTR_LOG_APPEND_TIME != 0 {
+        TimestampType::LogAppendTime
+    } else {
+        TimestampType::CreateTime
+    };
+    Ok(DecodedBatch {
+        base_offset,
+        last_offset: header.last_offset,
+        partition_leader_epoch: header.partition_leader_epoch,
+        producer_id: header.producer_id,
+        producer_epoch: header.producer_epoch,
+        base_sequence: header.base_sequence,
+        is_transactional: header.attributes & ATTR_TRANSACTIONAL != 0,
+        is_control: header.attributes & ATTR_CONTROL != 0,
+        codec: header.codec,
+        timestamp_type,
+        first_timestamp: header.first_timestamp,
+        max_timestamp: header.max_timestamp,
+        records,
+    })
+}
+
+/// Decodes exactly `count` records filling all of `data` (a batch's decompressed
+/// records), with the same rules as the Java client's `DefaultRecord`: each record's
+/// fields fill its declared size, lengths are -1 (null) or non-negative, offsets stay
+/// inside the batch. Every allocation is bounded by the bytes present.
+fn decode_records(
+    header: &BatchHeader,
+    count: usize,
+    data: Bytes,
+) -> Result<Vec<ConsumerRecord>, String> {
+    let log_append = header.attributes & ATTR_LOG_APPEND_TIME != 0;
+    let last_delta = header.last_offset - header.base_offset;
+    let mut batch = Cursor(data);
+    let mut records = Vec::with_capacity(count);
+    for index in 0..count {
+        let size = batch.varint()?;
+        let size =
+            usize::try_from(size).map_err(|_| format!("record {index}: negative size {size}"))?;
+        let mut rec = Cursor(batch.take(size).ok_or_else(|| {
+            format!(
+                "record {index}: size {size} exceeds the {} bytes left",
+                batch.0.len()
+            )
+        })?);
+        let _attributes = rec.take(1).ok_or("record attributes missing")?;
+        let timestamp_delta = rec.varlong()?;
+        let offset_delta = i64::from(rec.varint()?);
+        if !(0..=last_delta).contains(&offset_delta) {
+            return Err(format!(
+                "record {index}: offset delta {offset_delta} outside the batch (last offset delta {last_delta})"
+            ));
+        }
+        let timestamp = if log_append {
+            header.max_timestamp
+        } else {
+            header
+                .first_timestamp
+                .checked_add(timestamp_delta)
+                .ok_or_else(|| {
+                    format!("record {index}: timestamp delta {timestamp_delta} overflows")
+                })?
+        };
+        let key = rec.nullable_bytes("key")?;
+        let value = rec.nullable_bytes("value")?;
+        let header_count = rec.varint()?;
+        // Each header takes at least two bytes (key length, value length).
+        let header_count = usize::try_from(header_count)
+            .ok()
+            .filter(|n| n.saturating_mul(2) <= rec.0.len())
+            .ok_or_else(|| format!("record {index}: invalid header count {header_count}"))?;
+        let mut headers = Vec::with_capacity(header_count);
+        for _ in 0..header_count {
+            let key = rec.nullable_bytes("header key")?.ok_or("null header key")?;
+            let key = String::from_utf8(key.to_vec())
+                .map_err(|_| format!("record {index}: header key is not UTF-8"))?;
+            let value = rec.nullable_bytes("header value")?;
+            headers.push(Header { key, value });
+        }
+        if !rec.0.is_empty() {
+            return Err(format!(
+                "record {index}: {} bytes left over inside its declared size {size}",
+                rec.0.len()
+            ));
+        }
+        records.push(ConsumerRecord {
+            // Cannot overflow: the header check left room for any i32 delta.
+            offset: header.base_offset + offset_delta,
+            timestamp,
+            key,
+            value,
+            headers,
+        });
+    }
+    if !batch.0.is_empty() {
+        return Err(format!(
+            "{} bytes left over after the declared {count} records",
+            batch.0.len()
+        ));
+    }
+    Ok(records)
+}
+
+/// Reads Kafka's record fields from the front of a buffer, slicing without copying.
+struct Cursor(Bytes);
+
+impl Cursor {
+    fn take(&mut self, len: usize) -> Option<Bytes> {
+        (len <= self.0.len()).then(|| self.0.split_to(len))
+    }
+
+    /// An unsigned LEB128 number of at most `max_bytes` bytes.
+    fn unsigned(&mut self, max_bytes: usize) -> Result<u64, String> {
+        let mut value = 0u64;
+        for i in 0..max_bytes {
+            let byte = *self.0.first().ok_or("varint cut short")?;
+            // `advance` only moves the start; `slice` would touch the reference count.
+            self.0.advance(1);
+            value |= u64::from(byte & 0x7f) << (7 * i);
+            if byte & 0x80 == 0 {
+                return Ok(value);
+            }
+        }
+        Err(format!("varint longer than {max_bytes} bytes"))
+    }
+
+    /// A zigzag varint (int32).
+    fn varint(&mut self) -> Result<i32, String> {
+        let raw = self.unsigned(5)?;
+        let raw = u32::try_from(raw).map_err(|_| "varint exceeds 32 bits".to_owned())?;
+        Ok((raw >> 1) as i32 ^ -((raw & 1) as i32))
+    }
+
+    /// A zigzag varlong (int64).
+    fn varlong(&mut self) -> Result<i64, String> {
+        let raw = self.unsigned(10)?;
+        Ok((raw >> 1) as i64 ^ -((raw & 1) as i64))
+    }
+
+    /// A varint length, then that many bytes; length -1 is null.
+    fn nullable_bytes(&mut self, what: &str) -> Result<Option<Bytes>, String> {
+        let len = self.varint()?;
+        if len == -1 {
+            return Ok(None);
+        }
+        let len = usize::try_from(len).map_err(|_| format!("negative {what} length {len}"))?;
+        self.take(len).map(Some).ok_or_else(|| {
+            format!(
+                "{what} length {len} exceeds the {} bytes left",
+                self.0.len()
+            )
+        })
+    }
+}
+
+/// Reads and checks the header of a whole batch (`batch` is exactly the batch's bytes,
+/// at least [`BATCH_HEADER_LEN`] long).
+fn read_header(batch: &[u8]) -> Result<BatchHeader, RecordsError> {
+    let field = |value: Option<i64>| value.unwrap_or_default();
+    let base_offset = field(read_i64(batch, BASE_OFFSET_AT));
+    let too_short = || RecordsError::InvalidBatchLength {
+        base_offset,
+        length: read_i32(batch, BATCH_LENGTH_AT).unwrap_or_default(),
+    };
+    if batch.len() < BATCH_HEADER_LEN {
+        return Err(too_short());
+    }
+    let magic = batch.get(MAGIC_AT).map_or(0, |m| *m as i8);
+    if magic != 2 {
+        return Err(RecordsError::UnsupportedMagic { base_offset, magic });
+    }
+    let stored = read_i32(batch, CRC_AT).ok_or_else(too_short)? as u32;
+    let computed = crc32c::crc32c(batch.get(ATTRIBUTES_AT..).unwrap_or_default());
+    if stored != computed {
+        return Err(RecordsError::CrcMismatch {
+            base_offset,
+            stored,
+            computed,
+        });
+    }
+    let attributes = read_i16(batch, ATTRIBUTES_AT).ok_or_else(too_short)?;
+    let codec = Codec::from_attributes(attributes).ok_or(RecordsError::UnknownCodecId {
+        base_offset,
+        id: attributes & ATTR_CODEC_MASK,
+    })?;
+    let last_offset_delta = read_i32(batch, LAST_OFFSET_DELTA_AT).ok_or_else(too_short)?;
+    // The base offset must leave room for any i32 record delta and for `next_offset`.
+    let last_offset = (base_offset >= 0 && last_offset_delta >= 0)
+        .then(|| base_offset.checked_add(i64::from(i32::MAX) + 1))
+        .flatten()
+        .map(|_| base_offset + i64::from(last_offset_delta))
+        .ok_or(RecordsError::InvalidOffsets {
+            base_offset,
+            last_offset_delta,
+        })?;
+    Ok(BatchHeader {
+        base_offset,
+        last_offset,
+        partition_leader_epoch: read_i32(batch, LEADER_EPOCH_AT).ok_or_else(too_short)?,
+        producer_id: read_i64(batch, PRODUCER_ID_AT).ok_or_else(too_short)?,
+        producer_epoch: read_i16(batch, PRODUCER_EPOCH_AT).ok_or_else(too_short)?,
+        base_sequence: read_i32(batch, BASE_SEQUENCE_AT).ok_or_else(too_short)?,
+        attributes,
+        codec,
+        first_timestamp: read_i64(batch, FIRST_TIMESTAMP_AT).ok_or_else(too_short)?,
+        max_timestamp: read_i64(batch, MAX_TIMESTAMP_AT).ok_or_else(too_short)?,
+        record_count: read_i32(batch, RECORD_COUNT_AT).ok_or_else(too_short)?,
+    })
+}
