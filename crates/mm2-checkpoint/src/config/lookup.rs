@@ -3,7 +3,8 @@
 //! flow, each connector key's parsing, and the merge of a cluster's connection
 //! keys over its clients (see `docs/configuration.md`).
 
-use std::collections::BTreeMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use super::error::ConfigError;
@@ -29,16 +30,40 @@ fn simple_class_name<'v>(value: &'v str, package: &str) -> &'v str {
 pub(super) struct Lookup<'a> {
     pub(super) props: &'a Properties,
     pub(super) providers: Providers<'a>,
+    /// Every key a setting was taken from, so the keys read by nothing here
+    /// can be listed afterwards.
+    read: RefCell<BTreeSet<String>>,
 }
 
 /// The clients of a cluster that mm2-checkpoint replaces with one connection.
 const SOURCE_CLIENTS: &[&str] = &["consumer", "admin"];
 const TARGET_CLIENTS: &[&str] = &["consumer", "producer", "admin"];
 
-impl Lookup<'_> {
+impl<'a> Lookup<'a> {
+    /// Looks keys up in `props`, resolving references with `providers`.
+    pub(super) fn new(props: &'a Properties, providers: Providers<'a>) -> Self {
+        Lookup {
+            props,
+            providers,
+            read: RefCell::default(),
+        }
+    }
+
+    /// The raw value of `key`, noted as read.
+    pub(super) fn raw(&self, key: &str) -> Option<&'a str> {
+        let value = self.props.get(key)?;
+        self.read.borrow_mut().insert(key.to_owned());
+        Some(value)
+    }
+
+    /// Whether a setting was taken from `key`.
+    pub(super) fn was_read(&self, key: &str) -> bool {
+        self.read.borrow().contains(key)
+    }
+
     /// The setting stored under exactly `key`, with providers resolved.
     pub(super) fn setting(&self, key: &str) -> Result<Option<Setting>, ConfigError> {
-        let Some(raw) = self.props.get(key) else {
+        let Some(raw) = self.raw(key) else {
             return Ok(None);
         };
         let line = self.props.line(key);
@@ -94,12 +119,10 @@ impl Lookup<'_> {
         warnings: &mut Vec<String>,
     ) -> Result<bool, ConfigError> {
         let pair_flag = self
-            .props
-            .get(&format!("{flow}.enabled"))
+            .raw(&format!("{flow}.enabled"))
             .is_some_and(java_parse_boolean);
         let heartbeats = self
-            .props
-            .get(&format!("{flow}.emit.heartbeats.enabled"))
+            .raw(&format!("{flow}.emit.heartbeats.enabled"))
             .map_or(global_heartbeats, java_parse_boolean);
         if !pair_flag && !heartbeats {
             return Ok(false);

@@ -178,6 +178,10 @@ pub struct MirrorConfig {
     /// The keys of the file that neither MirrorMaker 2 nor mm2-checkpoint reads
     /// (each also has a warning); `validate --strict` fails on them.
     pub unknown_keys: Vec<known_keys::UnknownKey>,
+    /// The keys MirrorMaker 2 reads but that have no effect on checkpointing
+    /// (`producer.acks`, `tasks.max`, the settings of disabled flows, ...), as
+    /// `key (line N)`; `validate` lists them.
+    pub no_effect_keys: Vec<String>,
 }
 
 impl MirrorConfig {
@@ -192,10 +196,7 @@ impl MirrorConfig {
 
     /// Validates parsed properties and derives the enabled flows.
     pub fn from_properties(props: &Properties, env: &dyn Environment) -> Result<Self, ConfigError> {
-        let lookup = Lookup {
-            props,
-            providers: Providers::declare(props, env)?,
-        };
+        let lookup = Lookup::new(props, Providers::declare(props, env)?);
         let clusters = lookup.clusters()?;
         let mut warnings = Vec::new();
         let unknown_keys = known_keys::unknown_keys(props.keys(), &clusters);
@@ -230,8 +231,8 @@ impl MirrorConfig {
                 ));
             }
         }
-        let global_heartbeats = props
-            .get("emit.heartbeats.enabled")
+        let global_heartbeats = lookup
+            .raw("emit.heartbeats.enabled")
             .is_none_or(java_parse_boolean);
         let mut flows = Vec::new();
         for source in &clusters {
@@ -269,11 +270,28 @@ impl MirrorConfig {
             )
             .at_line(props.line("clusters")));
         }
+        // What MM2 reads but checkpointing does not use: every key that is
+        // neither unknown nor read above (the providers' own keys are read
+        // when they are declared).
+        let no_effect_keys = props
+            .keys()
+            .filter(|k| {
+                *k != "clusters"
+                    && !k.starts_with("config.providers")
+                    && !lookup.was_read(k)
+                    && !unknown_keys.iter().any(|u| u.key == *k)
+            })
+            .map(|k| match props.line(k) {
+                Some(line) => format!("{k} (line {line})"),
+                None => k.to_string(),
+            })
+            .collect();
         Ok(Self {
             clusters,
             flows,
             warnings,
             unknown_keys,
+            no_effect_keys,
         })
     }
 }

@@ -18,6 +18,12 @@ pub fn render_effective_settings(config: &MirrorConfig) -> String {
     for flow in &config.flows {
         render_flow(&mut out, flow);
     }
+    if !config.no_effect_keys.is_empty() {
+        let _ = writeln!(out, "\nread by MirrorMaker 2, no effect on checkpointing:");
+        for key in &config.no_effect_keys {
+            let _ = writeln!(out, "  - {key}");
+        }
+    }
     if !config.warnings.is_empty() {
         let _ = writeln!(out, "\nwarnings:");
         for w in &config.warnings {

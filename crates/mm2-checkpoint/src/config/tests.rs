@@ -1375,3 +1375,42 @@ fn top_level_client_prefixed_key_is_ignored_with_a_warning() {
             .any(|w| w.contains("`consumer.security.protocol` is ignored"))
     );
 }
+
+/// `validate` lists what MM2 reads but checkpointing does not use: client and
+/// worker settings, other connectors' keys, the keys of disabled flows.
+#[test]
+fn keys_read_by_mm2_but_of_no_effect_are_listed_with_their_lines() {
+    let config = load(&with(
+        "tasks.max = 4\nB.producer.acks = all\nB->A.enabled = false\nB->A.topics = x\n\
+         emit.checkpoints.interval.seconds = 5\nreplication.factor = 1\nA.consumer.max.poll.records = 9",
+    ));
+    assert_eq!(
+        config.no_effect_keys,
+        [
+            "A.consumer.max.poll.records (line 11)",
+            "B->A.topics (line 8)",
+            "B.producer.acks (line 6)",
+            "replication.factor (line 10)",
+            "tasks.max (line 5)",
+        ]
+    );
+    let text = render_effective_settings(&config);
+    assert!(
+        text.contains(
+            "\nread by MirrorMaker 2, no effect on checkpointing:\n  - A.consumer.max.poll.records (line 11)\n"
+        ),
+        "{text}"
+    );
+}
+
+/// Every key the checkpointing reads is left off that list, the connection
+/// keys and the config providers' own keys included.
+#[test]
+fn keys_that_are_used_are_not_listed_as_of_no_effect() {
+    let config = load(&with(
+        "A->B.emit.checkpoints.interval.seconds = 5\nsecurity.protocol = PLAINTEXT\n\
+         A.security.protocol = PLAINTEXT\nemit.heartbeats.enabled = true\n\
+         source.cluster.alias = A\nreplication.policy.separator = .",
+    ));
+    assert_eq!(config.no_effect_keys, Vec::<String>::new());
+}
