@@ -20,7 +20,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, bail};
 use mm2_checkpoint::core::format::Checkpoint;
 use mm2_checkpoint::core::{CommittedOffset, TopicPartition};
-use mm2_checkpoint::driver::kafka::{ClusterClient, OffsetSpec};
+use mm2_checkpoint::driver::kafka::ClusterClient;
 
 use crate::demo::{self, PARTITIONS, SYNC_POINTS, Seed};
 use crate::kafka::{self, ClusterInfo, ClustersGuard, GuardNotes, Layout};
@@ -295,21 +295,12 @@ async fn read_checkpoints(cluster: &ClusterClient, topic: &str) -> Result<Vec<Ch
     if !cluster.topic_exists(topic).await? {
         bail!("the checkpoints topic {topic} does not exist on the target");
     }
-    let end = cluster.list_offset(topic, 0, OffsetSpec::Latest).await?;
-    let mut pos = cluster.list_offset(topic, 0, OffsetSpec::Earliest).await?;
     let mut out = Vec::new();
-    while pos < end {
-        let fetched = cluster.fetch(topic, 0, pos, 500).await?;
-        for r in fetched.records.iter().filter(|r| r.offset < end) {
-            out.push(
-                Checkpoint::decode(r.key.as_deref(), r.value.as_deref())
-                    .with_context(|| format!("decoding {topic} offset {}", r.offset))?,
-            );
-        }
-        if fetched.next_offset <= pos {
-            bail!("fetching {topic} made no progress at offset {pos}");
-        }
-        pos = fetched.next_offset;
+    for r in cluster.read_to_end(topic, 0).await? {
+        out.push(
+            Checkpoint::decode(r.key.as_deref(), r.value.as_deref())
+                .with_context(|| format!("decoding {topic} offset {}", r.offset))?,
+        );
     }
     Ok(out)
 }

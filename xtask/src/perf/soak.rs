@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use mm2_checkpoint::core::format::OffsetSync;
 use mm2_checkpoint::core::{Checkpoint, CommittedOffset, TopicPartition};
-use mm2_checkpoint::driver::kafka::{ClusterClient, OffsetSpec, OutRecord};
+use mm2_checkpoint::driver::kafka::{ClusterClient, OutRecord};
 
 use crate::kafka::{self, Layout};
 use crate::{probe, topics};
@@ -182,18 +182,12 @@ impl World {
     fn checkpoints(&self) -> Result<Vec<Checkpoint>> {
         let t = &self.target;
         let topic = checkpoints_topic();
-        let end = timeout(&self.rt, t.list_offset(&topic, 0, OffsetSpec::Latest))?;
-        let mut pos = timeout(&self.rt, t.list_offset(&topic, 0, OffsetSpec::Earliest))?;
         let mut out = Vec::new();
-        while pos < end {
-            let f = timeout(&self.rt, t.fetch(&topic, 0, pos, 200))?;
-            for r in f.records.iter().filter(|r| r.offset < end) {
-                out.push(
-                    Checkpoint::decode(r.key.as_deref(), r.value.as_deref())
-                        .map_err(|e| anyhow::anyhow!("checkpoint at {}: {e}", r.offset))?,
-                );
-            }
-            pos = f.next_offset.max(pos + 1);
+        for r in timeout(&self.rt, t.read_to_end(&topic, 0))? {
+            out.push(
+                Checkpoint::decode(r.key.as_deref(), r.value.as_deref())
+                    .map_err(|e| anyhow::anyhow!("checkpoint at {}: {e}", r.offset))?,
+            );
         }
         Ok(out)
     }

@@ -20,33 +20,7 @@ use kafka_lite::{
 use kafka_protocol::error::ResponseError;
 use tokio::sync::OnceCell;
 
-pub use kafka_lite::OffsetSpec;
-
 use crate::core::{CommittedOffset, GroupOffsets, TargetGroupState, TopicPartition};
-
-/// One record read from a partition.
-#[derive(Clone, Debug)]
-pub struct FetchedRecord {
-    /// Its offset.
-    pub offset: i64,
-    /// Its timestamp (ms).
-    pub timestamp: i64,
-    /// Key bytes (`None` = null).
-    pub key: Option<Bytes>,
-    /// Value bytes (`None` = null, a tombstone).
-    pub value: Option<Bytes>,
-}
-
-/// One fetch of one partition.
-#[derive(Clone, Debug)]
-pub struct Fetched {
-    /// Records at or after the requested offset, in order (control records left out).
-    pub records: Vec<FetchedRecord>,
-    /// The partition's high watermark.
-    pub high_watermark: i64,
-    /// Where the next fetch starts.
-    pub next_offset: i64,
-}
 
 /// A record to produce.
 #[derive(Clone, Debug)]
@@ -288,31 +262,6 @@ impl ClusterClient {
         })
     }
 
-    /// The offset `spec` names in a partition (read uncommitted), e.g.
-    /// [`OffsetSpec::Earliest`] or [`OffsetSpec::Latest`].
-    pub async fn list_offset(
-        &self,
-        topic: &str,
-        partition: i32,
-        spec: OffsetSpec,
-    ) -> Result<i64, Error> {
-        let client = self.client().await?;
-        let listed = client
-            .list_offsets(&[(topic, partition, spec)], IsolationLevel::ReadUncommitted)
-            .await;
-        // Both failures are ours, not a broker's: marked virtual.
-        let answer = listed.into_iter().next().ok_or_else(|| Error::Virtual {
-            api: "ListOffsets",
-            error: ResponseError::UnknownTopicOrPartition,
-            context: format!("{topic}-{partition}: no answer"),
-        })?;
-        answer.result?.offset.ok_or_else(|| Error::Virtual {
-            api: "ListOffsets",
-            error: ResponseError::UnknownServerError,
-            context: format!("{topic}-{partition}: no offset in the answer"),
-        })
-    }
-
     /// Opens a [`PartitionReader`] of `topic`-`partition` at `start`, reading
     /// up to the end offset it has now; each fetch waits up to `fetch_wait`.
     pub async fn open_reader(
@@ -344,37 +293,22 @@ impl ClusterClient {
         reader.follow_with_watermark(self.client().await?).await
     }
 
-    /// Fetches `topic`-`partition` from `offset`, waiting up to `max_wait_ms` for data.
-    pub async fn fetch(
+    /// Every record of `topic`-`partition` from its start to the end it had
+    /// when the read began.
+    pub async fn read_to_end(
         &self,
         topic: &str,
         partition: i32,
-        offset: i64,
-        max_wait_ms: i32,
-    ) -> Result<Fetched, Error> {
-        let options = fetch_options(Duration::from_millis(
-            u64::try_from(max_wait_ms).unwrap_or(0),
-        ));
-        let fetched = self
-            .client()
-            .await?
-            .fetch(topic, partition, offset, &options)
+    ) -> Result<Vec<ConsumerRecord>, Error> {
+        let wait = Duration::from_millis(200);
+        let mut reader = self
+            .open_reader(topic, partition, StartOffset::Earliest, wait)
             .await?;
-        Ok(Fetched {
-            records: fetched
-                .records
-                .into_iter()
-                .filter(|r| r.offset >= offset)
-                .map(|r| FetchedRecord {
-                    offset: r.offset,
-                    timestamp: r.timestamp,
-                    key: r.key,
-                    value: r.value,
-                })
-                .collect(),
-            high_watermark: fetched.high_watermark,
-            next_offset: fetched.next_offset.max(offset),
-        })
+        let mut out = Vec::new();
+        while let Some(records) = self.read(&mut reader).await? {
+            out.extend(records);
+        }
+        Ok(out)
     }
 
     /// Produces `records` to `topic`-`partition` with acks=all, uncompressed, in

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use e2e::{Cluster as TestCluster, Listener, clusters, unique_name};
 use mm2_checkpoint::core::format::OffsetSync;
 use mm2_checkpoint::core::{Checkpoint, CommittedOffset, ReplicationPolicy, TopicPartition};
-use mm2_checkpoint::driver::kafka::{ClusterClient, OffsetSpec, OutRecord};
+use mm2_checkpoint::driver::kafka::{ClusterClient, OutRecord};
 
 /// A tokio runtime for the async client calls.
 pub fn rt() -> tokio::runtime::Runtime {
@@ -363,27 +363,11 @@ pub type RawRecord = (Option<Vec<u8>>, Option<Vec<u8>>);
 
 /// Every record of partition 0 of `topic` up to its current end.
 pub fn read_all(rt: &tokio::runtime::Runtime, c: &ClusterClient, topic: &str) -> Vec<RawRecord> {
-    rt.block_on(async {
-        let end = c
-            .list_offset(topic, 0, OffsetSpec::Latest)
-            .await
-            .expect("end offset");
-        let mut pos = c
-            .list_offset(topic, 0, OffsetSpec::Earliest)
-            .await
-            .expect("start offset");
-        let mut out = Vec::new();
-        while pos < end {
-            let f = c.fetch(topic, 0, pos, 200).await.expect("fetch");
-            for r in f.records {
-                if r.offset < end {
-                    out.push((r.key.map(|b| b.to_vec()), r.value.map(|b| b.to_vec())));
-                }
-            }
-            pos = f.next_offset.max(pos);
-        }
-        out
-    })
+    rt.block_on(c.read_to_end(topic, 0))
+        .expect("read the topic to its end")
+        .into_iter()
+        .map(|r| (r.key.map(|b| b.to_vec()), r.value.map(|b| b.to_vec())))
+        .collect()
 }
 
 /// Runs the binary with `args`, failing the test after `timeout`.

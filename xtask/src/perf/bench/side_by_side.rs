@@ -9,6 +9,7 @@ use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
+use kafka_lite::{PartitionReader, StartOffset};
 use mm2_checkpoint::core::format::Checkpoint;
 use mm2_checkpoint::driver::kafka::ClusterClient;
 
@@ -93,23 +94,34 @@ impl Bench {
         let total = want.len() * flow.partitions as usize;
         let mut seen: BTreeMap<(String, i32), i64> = BTreeMap::new();
         let mut first = None;
-        let mut pos = 0i64;
+        // Opened once the topic exists, then followed from its start.
+        let mut reader: Option<PartitionReader> = None;
         loop {
             proc.alive()?;
             on_poll();
             let fetched = self
                 .rt
                 .block_on(async {
-                    tokio::time::timeout(
-                        Duration::from_secs(5),
-                        self.target.fetch(&topic, 0, pos, 100),
-                    )
+                    tokio::time::timeout(Duration::from_secs(5), async {
+                        if reader.is_none() {
+                            let wait = Duration::from_millis(100);
+                            reader = Some(
+                                self.target
+                                    .open_reader(&topic, 0, StartOffset::Earliest, wait)
+                                    .await?,
+                            );
+                        }
+                        match reader.as_mut() {
+                            Some(r) => self.target.follow(r).await.map(|(records, _)| records),
+                            None => Ok(Vec::new()),
+                        }
+                    })
                     .await
                 })
                 .ok()
                 .and_then(Result::ok);
-            if let Some(f) = fetched {
-                for r in &f.records {
+            if let Some(records) = fetched {
+                for r in &records {
                     let cp = Checkpoint::decode(r.key.as_deref(), r.value.as_deref())
                         .map_err(|e| anyhow::anyhow!("checkpoint at {topic}@{}: {e}", r.offset))?;
                     if want.contains(cp.key.group.as_str()) {
@@ -118,7 +130,6 @@ impl Bench {
                         first.get_or_insert_with(|| proc.spawned.elapsed());
                     }
                 }
-                pos = f.next_offset.max(pos);
             } else {
                 std::thread::sleep(Duration::from_millis(50));
             }
