@@ -13,6 +13,7 @@ pub mod types;
 pub use sync_store::{InitMode, OffsetSync, OffsetSyncStore, SlotLayout};
 pub use types::{OffsetTranslator, TopicPartition, Translation};
 pub mod checkpoint_store;
+pub mod consumer_offsets;
 pub mod filter;
 pub mod format;
 pub mod group_sync;
