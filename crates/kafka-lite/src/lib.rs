@@ -73,7 +73,7 @@ pub use config::{
 pub use connection::{BrokerConnection, Connector};
 pub use data::{
     FetchOptions, FetchedPartition, IsolationLevel, ListedOffset, OffsetSpec, PartitionOffset,
-    PartitionReader, ProduceOptions, StartOffset,
+    PartitionReader, PartitionRecords, ProduceOptions, StartOffset, TopicPoll, TopicReader,
 };
 pub use error::{Error, kafka_error_name};
 pub use pool::BrokerPool;

@@ -26,9 +26,14 @@ fn the_daemon_follows_new_syncs_serves_metrics_and_exits_0_on_sigterm() {
     // A new sync and a new commit arrive while running: followed, emitted.
     w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 20, 23)]);
     w.commit_source(&rt, &group, &[(0, 20)]);
-    wait_for("the second checkpoint", Duration::from_secs(60), || {
-        daemon.metric(&emitted) == Some(2.0)
-    });
+    // The commit follower may see the commit before the new sync is read:
+    // then it checkpoints 14 (through the older sync) and 23 once the sync
+    // arrives.
+    wait_for(
+        "the checkpoint of the new sync",
+        Duration::from_secs(60),
+        || w.checkpoints(&rt).last().map(|c| c.downstream_offset) == Some(23),
+    );
     let (_, body) = get(&addr, "/metrics").expect("metrics");
     let syncs_read = format!("mm2_checkpoint_offset_syncs_read_total{{flow=\"{flow}\"}}");
     assert_eq!(metric(&body, &syncs_read), Some(3.0), "{body}");
@@ -46,7 +51,8 @@ fn the_daemon_follows_new_syncs_serves_metrics_and_exits_0_on_sigterm() {
         .iter()
         .map(|c| c.downstream_offset)
         .collect();
-    assert_eq!(downs, vec![13, 23]);
+    assert!(downs == [13, 23] || downs == [13, 14, 23], "{downs:?}");
+    assert_eq!(daemon.metric(&emitted), Some(downs.len() as f64));
     assert_eq!(daemon.sigterm().code(), Some(0));
 }
 

@@ -81,14 +81,57 @@ pub(super) async fn fetch_on(
     offset: i64,
     options: &FetchOptions,
 ) -> Result<FetchedPartition, Error> {
+    let mut answers =
+        fetch_partitions_on(connection, topic, &[(partition, offset)], options).await?;
+    match answers.pop() {
+        Some((_, answer)) => answer,
+        None => Err(Error::MalformedResponse {
+            broker: connection.address().to_string(),
+            api: API,
+            version: connection.version_for::<FetchRequest>().unwrap_or(-1),
+            detail: format!("no answer for {}", partition_context(topic, partition)),
+        }),
+    }
+}
+
+/// Fetches several partitions of `topic`, each from its own offset, in one
+/// request to the broker behind `connection`, which must lead them all
+/// (what a consumer does per broker). Each partition gets up to
+/// `options.max_bytes`; the response as a whole up to that times the
+/// number of partitions. The broker answers as soon as any partition has
+/// records, or after `options.fetch_wait`.
+///
+/// Returns one answer per asked partition, in the order asked, each with its
+/// own result (as [`fetch_on`] describes); `Err` when the request as a whole
+/// failed or the response is malformed. A partition the response left out is
+/// a [`Error::MalformedResponse`] answer of its own.
+pub(super) async fn fetch_partitions_on(
+    connection: &BrokerConnection,
+    topic: &str,
+    partitions: &[(i32, i64)],
+    options: &FetchOptions,
+) -> Result<Vec<(i32, Result<FetchedPartition, Error>)>, Error> {
     let version = connection.version_for::<FetchRequest>()?;
     let wait_ms = i32::try_from(options.fetch_wait.as_millis()).unwrap_or(i32::MAX);
     let max_bytes = options.max_bytes.max(1);
+    let count = i32::try_from(partitions.len().max(1)).unwrap_or(i32::MAX);
+    let fetch_partitions = partitions
+        .iter()
+        .map(|&(partition, offset)| {
+            FetchPartition::default()
+                .with_partition(partition)
+                .with_current_leader_epoch(-1)
+                .with_fetch_offset(offset)
+                .with_last_fetched_epoch(-1)
+                .with_log_start_offset(-1)
+                .with_partition_max_bytes(max_bytes)
+        })
+        .collect();
     let request = FetchRequest::default()
         .with_replica_id((-1).into())
         .with_max_wait_ms(wait_ms)
         .with_min_bytes(1)
-        .with_max_bytes(max_bytes)
+        .with_max_bytes(max_bytes.saturating_mul(count))
         .with_isolation_level(options.isolation.to_protocol())
         // Session id 0 with epoch -1: a full fetch that opens no session.
         .with_session_id(0)
@@ -96,41 +139,46 @@ pub(super) async fn fetch_on(
         .with_topics(vec![
             FetchTopic::default()
                 .with_topic(TopicName(StrBytes::from_string(topic.to_string())))
-                .with_partitions(vec![
-                    FetchPartition::default()
-                        .with_partition(partition)
-                        .with_current_leader_epoch(-1)
-                        .with_fetch_offset(offset)
-                        .with_last_fetched_epoch(-1)
-                        .with_log_start_offset(-1)
-                        .with_partition_max_bytes(max_bytes),
-                ]),
+                .with_partitions(fetch_partitions),
         ]);
     let response = connection.send_with_version(request, version).await?;
-    let context = || format!("{} at offset {offset}", partition_context(topic, partition));
-    Error::check_code(API, response.error_code, context())?;
+    let context = |partition: i32, offset: i64| {
+        format!("{} at offset {offset}", partition_context(topic, partition))
+    };
+    if let Some(&(partition, offset)) = partitions.first() {
+        Error::check_code(API, response.error_code, context(partition, offset))?;
+    }
     let malformed = |detail: String| Error::MalformedResponse {
         broker: connection.address().to_string(),
         api: API,
         version,
         detail,
     };
-    let data = response
+    let mut by_partition: std::collections::BTreeMap<i32, PartitionData> = response
         .responses
         .into_iter()
         .filter(|t| t.topic.0.as_str() == topic)
         .flat_map(|t| t.partitions)
-        .find(|p| p.partition_index == partition)
-        .ok_or_else(|| {
-            malformed(format!(
-                "no answer for {}",
-                partition_context(topic, partition)
-            ))
-        })?;
-    Error::check_code(API, data.error_code, context())?;
-
-    read_partition(data, offset, options.isolation, max_bytes)
-        .map_err(|detail| malformed(format!("{}: {detail}", context())))
+        .map(|p| (p.partition_index, p))
+        .collect();
+    Ok(partitions
+        .iter()
+        .map(|&(partition, offset)| {
+            let answer = match by_partition.remove(&partition) {
+                None => Err(malformed(format!(
+                    "no answer for {}",
+                    partition_context(topic, partition)
+                ))),
+                Some(data) => Error::check_code(API, data.error_code, context(partition, offset))
+                    .and_then(|()| {
+                        read_partition(data, offset, options.isolation, max_bytes).map_err(
+                            |detail| malformed(format!("{}: {detail}", context(partition, offset))),
+                        )
+                    }),
+            };
+            (partition, answer)
+        })
+        .collect())
 }
 
 /// Turns one partition of a Fetch response, fetched at `offset`, into what

@@ -24,11 +24,13 @@ mod fetch;
 mod offsets;
 mod produce;
 mod reader;
+mod topic_reader;
 
 pub use fetch::{FetchOptions, FetchedPartition};
 pub use offsets::{ListedOffset, OffsetSpec, PartitionOffset};
 pub use produce::ProduceOptions;
 pub use reader::{PartitionReader, StartOffset};
+pub use topic_reader::{PartitionRecords, TopicPoll, TopicReader};
 
 use kafka_protocol::error::ResponseError;
 

@@ -53,6 +53,10 @@ const CONNECTOR_PREFIXES: &[&str] = &[
     "admin.override.",
 ];
 
+/// Connector-level keys of mm2-checkpoint's own (MM2 ignores them), read at
+/// the top level and per flow like connector keys.
+const OWN_KEYS: &[&str] = &[super::GROUP_OFFSETS_MODE_KEY, super::FOLLOW_COALESCE_KEY];
+
 /// Key names by the definition that declares them.
 struct KafkaKeys {
     mirror_maker: BTreeSet<&'static str>,
@@ -122,7 +126,9 @@ impl KafkaKeys {
     }
 
     fn is_connector_key(&self, key: &str) -> bool {
-        self.connector.contains(key) || CONNECTOR_PREFIXES.iter().any(|p| key.starts_with(p))
+        self.connector.contains(key)
+            || OWN_KEYS.contains(&key)
+            || CONNECTOR_PREFIXES.iter().any(|p| key.starts_with(p))
     }
 
     fn is_top_level(&self, key: &str) -> bool {
@@ -246,8 +252,10 @@ fn describe(known: &KafkaKeys, key: &str, clusters: &[String], flows: &[String])
     let mut add = |prefix: &str, names: &BTreeSet<&'static str>| {
         candidates.extend(names.iter().map(|n| format!("{prefix}{n}")));
     };
+    let own: BTreeSet<&'static str> = OWN_KEYS.iter().copied().collect();
     if let Some(prefix) = flows.iter().find(|p| key.starts_with(p.as_str())) {
         add(prefix, &known.connector);
+        add(prefix, &own);
     } else if let Some(alias) = clusters.iter().find(|a| key.starts_with(&format!("{a}."))) {
         let prefix = format!("{alias}.");
         for set in [
@@ -271,6 +279,7 @@ fn describe(known: &KafkaKeys, key: &str, clusters: &[String], flows: &[String])
     } else {
         add("", &known.mirror_maker);
         add("", &known.connector);
+        add("", &own);
         add("", &known.client);
     }
     unknown(closest(key, &candidates), None)

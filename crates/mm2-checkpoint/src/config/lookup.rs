@@ -11,7 +11,7 @@ use super::error::ConfigError;
 use super::properties::Properties;
 use super::providers::{Environment, Providers};
 use super::security::{ConnectionSettings, build_connection, is_connection_key};
-use super::{FilterSettings, FlowConfig, MIRROR_PACKAGE, Setting};
+use super::{FilterSettings, FlowConfig, GroupOffsetsMode, MIRROR_PACKAGE, Setting};
 use crate::core::filter::{
     DEFAULT_GROUPS, DEFAULT_GROUPS_EXCLUDE, DEFAULT_TOPICS, DEFAULT_TOPICS_EXCLUDE,
 };
@@ -192,6 +192,20 @@ impl<'a> Lookup<'a> {
             None => 100,
             Some(s) => parse_i64(&s)?,
         };
+        let group_offsets_mode = match get(super::GROUP_OFFSETS_MODE_KEY)? {
+            None => GroupOffsetsMode::default(),
+            Some(s) => match s.value.trim() {
+                "auto" => GroupOffsetsMode::Auto,
+                "follow" => GroupOffsetsMode::Follow,
+                "poll" => GroupOffsetsMode::Poll,
+                other => {
+                    return Err(s.error(format!(
+                        "`{other}` is not valid; use `auto`, `follow` or `poll`"
+                    )));
+                }
+            },
+        };
+        let follow_coalesce = millis(get(super::FOLLOW_COALESCE_KEY)?, 200)?;
         let checkpoints_topic_replication_factor =
             match get("checkpoints.topic.replication.factor")? {
                 None => 3,
@@ -306,6 +320,8 @@ impl<'a> Lookup<'a> {
             consumer_poll_timeout,
             admin_timeout,
             offset_lag_max,
+            group_offsets_mode,
+            follow_coalesce,
             origins,
         })
     }

@@ -72,6 +72,37 @@ impl Setting {
     }
 }
 
+/// The key choosing how a flow learns the source groups' commits (ours: MM2
+/// ignores it).
+pub const GROUP_OFFSETS_MODE_KEY: &str = "mm2-checkpoint.group.offsets.mode";
+
+/// The key of the commit follower's coalescing window (ours).
+pub const FOLLOW_COALESCE_KEY: &str = "mm2-checkpoint.group.offsets.coalesce.ms";
+
+/// How a flow learns the source groups' committed offsets
+/// (docs/commit-follower.md section 4).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GroupOffsetsMode {
+    /// Follow `__consumer_offsets` where the principal may read it, else poll.
+    #[default]
+    Auto,
+    /// Follow `__consumer_offsets`; a flow that cannot read it fails.
+    Follow,
+    /// Ask for every group's offsets once per emission interval, as MM2 does.
+    Poll,
+}
+
+impl GroupOffsetsMode {
+    /// The setting's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GroupOffsetsMode::Auto => "auto",
+            GroupOffsetsMode::Follow => "follow",
+            GroupOffsetsMode::Poll => "poll",
+        }
+    }
+}
+
 /// The raw topic and group filter lists of one flow (compiled by the core).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FilterSettings {
@@ -125,6 +156,12 @@ pub struct FlowConfig {
     pub admin_timeout: Duration,
     /// `offset.lag.max` (default 100). Informational: the source side uses it.
     pub offset_lag_max: i64,
+    /// `mm2-checkpoint.group.offsets.mode` (ours; default `auto`): how the source
+    /// groups' commits are learnt (docs/commit-follower.md section 4).
+    pub group_offsets_mode: GroupOffsetsMode,
+    /// `mm2-checkpoint.group.offsets.coalesce.ms` (ours; default 200): how long
+    /// the commit follower gathers commits before emitting their checkpoints.
+    pub follow_coalesce: Duration,
     /// Where each setting came from: logical key → `file key (line N)` or `default`.
     /// Connection keys are listed as `source.<key>` and `target.<key>`.
     pub origins: BTreeMap<String, String>,

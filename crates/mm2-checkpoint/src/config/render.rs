@@ -117,6 +117,16 @@ fn render_flow(out: &mut String, flow: &FlowConfig) {
     );
     line(out, "admin.timeout.ms", millis(flow.admin_timeout));
     line(out, "offset.lag.max", flow.offset_lag_max.to_string());
+    line(
+        out,
+        super::GROUP_OFFSETS_MODE_KEY,
+        flow.group_offsets_mode.as_str().to_string(),
+    );
+    line(
+        out,
+        super::FOLLOW_COALESCE_KEY,
+        millis(flow.follow_coalesce),
+    );
     let _ = writeln!(
         out,
         "  offset-syncs topic = {} on {}",

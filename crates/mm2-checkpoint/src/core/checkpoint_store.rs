@@ -24,8 +24,20 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::filter::GroupFilter;
 use super::format::{Checkpoint, CheckpointKey, DecodeError};
 use super::types::TopicPartition;
+
+/// Which groups a store is for.
+#[derive(Clone, Debug, Default)]
+enum Assignment {
+    /// A fixed list (`task.assigned.groups`, the polling mode's discovery).
+    #[default]
+    Listed,
+    /// Every group a filter accepts (the commit follower learns groups as they
+    /// commit, so the store restores them all up front).
+    Filter(GroupFilter),
+}
 
 /// The part of a checkpoint the store keeps.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -88,6 +100,7 @@ impl RestoreStats {
 /// task is assigned.
 #[derive(Clone, Debug, Default)]
 pub struct CheckpointStore {
+    assignment: Assignment,
     assigned: BTreeSet<String>,
     last: BTreeMap<String, BTreeMap<TopicPartition, StoredCheckpoint>>,
     restore_stats: RestoreStats,
@@ -103,9 +116,34 @@ impl CheckpointStore {
         }
     }
 
+    /// An empty store for every group `filter` accepts (the commit follower's,
+    /// docs/commit-follower.md section 2). Its assigned groups are the groups
+    /// named by [`assign`](Self::assign) or holding a checkpoint.
+    pub fn for_filter(filter: GroupFilter) -> Self {
+        CheckpointStore {
+            assignment: Assignment::Filter(filter),
+            ..CheckpointStore::default()
+        }
+    }
+
+    /// Adds `group` to the assigned groups of a store made by
+    /// [`for_filter`](Self::for_filter), if the filter accepts it; a listed
+    /// store's assignment is fixed and this does nothing.
+    pub fn assign(&mut self, group: &str) {
+        if let Assignment::Filter(f) = &self.assignment
+            && f.should_replicate_group(group)
+            && !self.assigned.contains(group)
+        {
+            self.assigned.insert(group.to_owned());
+        }
+    }
+
     /// Whether `group` is assigned to this task.
     pub fn is_assigned(&self, group: &str) -> bool {
-        self.assigned.contains(group)
+        match &self.assignment {
+            Assignment::Listed => self.assigned.contains(group),
+            Assignment::Filter(f) => f.should_replicate_group(group),
+        }
     }
 
     /// The assigned groups, sorted.
@@ -137,6 +175,9 @@ impl CheckpointStore {
             return RestoreOutcome::NotAssigned;
         }
         self.restore_stats.restored += 1;
+        if matches!(self.assignment, Assignment::Filter(_)) {
+            self.assigned.insert(cp.key.group.clone());
+        }
         self.record(&cp);
         RestoreOutcome::Restored
     }

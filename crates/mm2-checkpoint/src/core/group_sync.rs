@@ -165,31 +165,56 @@ pub fn plan_group_sync(store: &CheckpointStore, refresh: &TargetRefresh) -> Grou
                 .insert(group.to_owned(), GroupSyncDecision::NothingToDo);
         }
     }
-    for (group, checkpoints) in store.groups() {
-        // Offsets we could write: every checkpoint with a valid downstream offset.
-        let wanted: BTreeMap<&TopicPartition, CommittedOffset> = checkpoints
-            .iter()
-            .filter(|(_, cp)| cp.downstream_offset >= 0)
-            .map(|(tp, cp)| {
-                let offset = CommittedOffset {
-                    offset: cp.downstream_offset,
-                    metadata: cp.metadata.clone(),
-                };
-                (tp, offset)
-            })
-            .collect();
-        let outcome = if wanted.is_empty() {
-            GroupSyncDecision::NothingToDo
-        } else {
-            let target = match refresh {
-                TargetRefresh::Failed => None,
-                TargetRefresh::Done(groups) => groups.get(group),
-            };
-            decide(wanted, target)
-        };
-        plan.decisions.insert(group.to_owned(), outcome);
+    for (group, _) in store.groups() {
+        plan.decisions
+            .insert(group.to_owned(), decide_group(store, group, refresh));
     }
     plan
+}
+
+/// [`plan_group_sync`] for `groups` only (the groups whose checkpoints the
+/// commit follower just emitted), with the same rules.
+pub fn plan_group_sync_for<'a>(
+    store: &CheckpointStore,
+    groups: impl IntoIterator<Item = &'a str>,
+    refresh: &TargetRefresh,
+) -> GroupSyncPlan {
+    let decisions = groups
+        .into_iter()
+        .map(|group| (group.to_owned(), decide_group(store, group, refresh)))
+        .collect();
+    GroupSyncPlan { decisions }
+}
+
+/// The decision for one group from its checkpoints and the refresh.
+fn decide_group(
+    store: &CheckpointStore,
+    group: &str,
+    refresh: &TargetRefresh,
+) -> GroupSyncDecision {
+    let Some(checkpoints) = store.group(group) else {
+        return GroupSyncDecision::NothingToDo;
+    };
+    // Offsets we could write: every checkpoint with a valid downstream offset.
+    let wanted: BTreeMap<&TopicPartition, CommittedOffset> = checkpoints
+        .iter()
+        .filter(|(_, cp)| cp.downstream_offset >= 0)
+        .map(|(tp, cp)| {
+            let offset = CommittedOffset {
+                offset: cp.downstream_offset,
+                metadata: cp.metadata.clone(),
+            };
+            (tp, offset)
+        })
+        .collect();
+    if wanted.is_empty() {
+        return GroupSyncDecision::NothingToDo;
+    }
+    let target = match refresh {
+        TargetRefresh::Failed => None,
+        TargetRefresh::Done(groups) => groups.get(group),
+    };
+    decide(wanted, target)
 }
 
 fn decide(

@@ -15,6 +15,7 @@ pub use types::{OffsetTranslator, TopicPartition, Translation};
 pub mod checkpoint_store;
 pub mod consumer_offsets;
 pub mod filter;
+pub mod followed_offsets;
 pub mod format;
 pub mod group_sync;
 pub mod policy;
@@ -22,10 +23,11 @@ pub mod round;
 
 pub use checkpoint_store::{CheckpointStore, RestoreOutcome, RestoreStats, StoredCheckpoint};
 pub use filter::{FilterError, GroupFilter, TopicFilter};
+pub use followed_offsets::{Applied, FollowedOffsets};
 pub use format::{Checkpoint, CheckpointKey, DecodeError, EncodeError};
 pub use group_sync::{
     GroupCommit, GroupSyncDecision, GroupSyncPlan, TargetGroup, TargetGroupState, TargetRefresh,
-    plan_group_sync,
+    plan_group_sync, plan_group_sync_for,
 };
 pub use policy::{Flow, OffsetSyncsLocation, ReplicationPolicy};
 pub use round::{CheckpointRound, CommittedOffset, GroupOffsets, RoundPlan, SkipReason};

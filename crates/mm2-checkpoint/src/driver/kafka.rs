@@ -15,7 +15,8 @@ use kafka_lite::kafka_error_name;
 use kafka_lite::records::{Codec, ConsumerRecord, ProducerRecord};
 use kafka_lite::{
     Client, ConnectionConfig, CreateTopicOutcome, Error, FetchOptions, GroupState, IsolationLevel,
-    OffsetToCommit, PartitionReader, ProduceOptions, RetryPolicy, StartOffset,
+    OffsetToCommit, PartitionReader, ProduceOptions, RetryPolicy, StartOffset, TopicPoll,
+    TopicReader,
 };
 use kafka_protocol::error::ResponseError;
 use tokio::sync::OnceCell;
@@ -275,6 +276,24 @@ impl ClusterClient {
             .await?
             .partition_reader(topic, partition, start, fetch_options(fetch_wait))
             .await
+    }
+
+    /// Opens a [`TopicReader`] on every partition of `topic` at `start`.
+    pub async fn topic_reader(
+        &self,
+        topic: &str,
+        start: StartOffset,
+        options: FetchOptions,
+    ) -> Result<TopicReader, Error> {
+        self.client()
+            .await?
+            .topic_reader(topic, start, options)
+            .await
+    }
+
+    /// One fetch per leader of `reader`'s partitions (see [`TopicReader::poll`]).
+    pub async fn poll_topic(&self, reader: &mut TopicReader) -> Result<TopicPoll, Error> {
+        reader.poll(self.client().await?).await
     }
 
     /// The next records of `reader` before its end; `None` once it is reached.

@@ -1,5 +1,6 @@
 //! `run`: one task per flow, each a single loop over its timers.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use tokio::time::{Instant, sleep_until};
@@ -9,6 +10,7 @@ use crate::metrics::Metrics;
 
 use crate::shutdown::ShutdownSignal;
 
+use super::flow::follow::CommitFollower;
 use super::flow::{FlowContext, FlowState, StepError};
 use super::{DriverError, RunOptions, check_cpu};
 
@@ -140,11 +142,20 @@ async fn run_once(ctx: &FlowContext, shutdown: &ShutdownSignal) -> Result<(), St
 /// flight (a produce or commit) finishes first.
 async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
     let mut backoff = FailureBackoff::new(Duration::from_secs(30));
-    let mut state: FlowState = loop {
-        match ctx.start().await {
-            Ok(state) => {
+    let (mut follower, mut state): (Option<CommitFollower>, FlowState) = loop {
+        let started = async {
+            let follower = ctx.open_follower().await?;
+            let state = ctx.start_with(follower.as_ref().map(|f| &f.view)).await?;
+            Ok::<_, StepError>((follower, state))
+        };
+        let started = tokio::select! {
+            _ = shutdown.triggered() => return,
+            r = started => r,
+        };
+        match started {
+            Ok(started) => {
                 ctx.set_clusters_ok(true, "");
-                break state;
+                break started;
             }
             Err(e) => {
                 ctx.set_clusters_ok(false, &e.to_string());
@@ -171,13 +182,45 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
     let mut next_refresh = after(refresh_every);
     let mut next_poll = after(poll_every);
     let mut sync_backoff = FailureBackoff::new(sync_every);
+    // The follower's coalescing window: when the first unemitted change came.
+    let mut first_change: Option<Instant> = None;
+    let mut first_round = true;
+    let mut follow_backoff = FailureBackoff::new(Duration::from_secs(10));
     loop {
         let mut next = next_emit.min(next_poll);
         if ctx.cfg.sync_group_offsets_enabled {
             next = next.min(next_sync);
         }
-        if ctx.cfg.refresh_groups_enabled {
+        // The follower knows the groups as they commit; discovery is for polling.
+        if ctx.cfg.refresh_groups_enabled && follower.is_none() {
             next = next.min(next_refresh);
+        }
+        if let Some(t0) = first_change {
+            next = next.min(t0 + ctx.cfg.follow_coalesce);
+        }
+        if let Some(f) = follower.as_mut()
+            && Instant::now() < next
+        {
+            let r = tokio::select! {
+                _ = shutdown.triggered() => return,
+                r = ctx.follow_step(f) => r,
+            };
+            match r {
+                Ok(_) => follow_backoff.succeeded(),
+                Err(e) => {
+                    let wait = follow_backoff.failed();
+                    tracing::warn!(flow = %ctx.name, error = %e, retry_in_ms = wait.as_millis() as u64, "following the group commits failed; retrying");
+                    ctx.set_clusters_ok(false, &e.to_string());
+                    tokio::select! {
+                        _ = shutdown.triggered() => return,
+                        _ = tokio::time::sleep(wait) => {}
+                    }
+                }
+            }
+            if first_change.is_none() && f.view.has_changes() {
+                first_change = Some(Instant::now());
+            }
+            continue;
         }
         tokio::select! {
             _ = shutdown.triggered() => return,
@@ -190,8 +233,17 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
                 ctx.set_clusters_ok(false, &e.to_string());
             }
             next_poll = after(poll_every);
+            if state.synced.as_ref().is_some_and(|s| !s.is_empty()) {
+                first_change.get_or_insert(now);
+            }
         }
-        if ctx.cfg.refresh_groups_enabled && now >= next_refresh {
+        if let Some(f) = follower.as_mut()
+            && first_change.is_some_and(|t0| now >= t0 + ctx.cfg.follow_coalesce)
+        {
+            first_change = None;
+            emit_followed(ctx, f, &mut state).await;
+        }
+        if ctx.cfg.refresh_groups_enabled && follower.is_none() && now >= next_refresh {
             match ctx.refresh_groups(&mut state).await {
                 Ok(()) => next_refresh = after(refresh_every),
                 Err(e) => {
@@ -201,6 +253,10 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
             }
         }
         if now >= next_emit {
+            if let Some(f) = follower.as_ref() {
+                // The safety net: every group the follower knows, by OffsetFetch.
+                state.groups = f.view.groups().keys().cloned().collect();
+            }
             // Catch up with the offset syncs before translating.
             let r = match ctx.poll_syncs(&mut state).await {
                 Ok(_) => ctx.emit_round(&mut state).await,
@@ -210,6 +266,12 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
                 Ok(summary) => {
                     backoff.succeeded();
                     ctx.set_clusters_ok(true, "");
+                    if follower.is_some() && !first_round && summary.emitted > 0 {
+                        ctx.metrics
+                            .follower_corrections(&ctx.name, summary.emitted as u64);
+                        tracing::info!(flow = %ctx.name, emitted = summary.emitted, "the periodic round emitted checkpoints the commit follower had not (yet) emitted");
+                    }
+                    first_round = false;
                     tracing::info!(flow = %ctx.name, emitted = summary.emitted, skipped = summary.skipped, "emission round done");
                     next_emit = after(emit_every);
                 }
@@ -238,6 +300,44 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
                 }
             }
         }
+    }
+}
+
+/// Emits the checkpoints of the groups the follower saw change (and of the
+/// groups whose partitions got new offset syncs), then syncs those groups on
+/// the target if enabled. A failure marks the groups changed again, so the
+/// next window retries them; the periodic round covers them too.
+async fn emit_followed(ctx: &FlowContext, f: &mut CommitFollower, state: &mut FlowState) {
+    if let Some(synced) = state.synced.as_mut() {
+        let synced = std::mem::take(synced);
+        f.view.partitions_synced(&synced);
+    }
+    let changed = f.view.take_changed();
+    if changed.is_empty() {
+        return;
+    }
+    let names: BTreeSet<String> = changed.keys().cloned().collect();
+    for g in &names {
+        state.checkpoints.assign(g);
+    }
+    match ctx
+        .emit_offsets(state, changed, Instant::now().into_std(), false)
+        .await
+    {
+        Ok(summary) => {
+            tracing::debug!(flow = %ctx.name, groups = names.len(), emitted = summary.emitted, "emitted the checkpoints of followed commits");
+        }
+        Err(e) => {
+            f.view.mark_changed(&names);
+            tracing::warn!(flow = %ctx.name, error = %e, "producing the checkpoints of followed commits failed; retrying");
+            ctx.set_clusters_ok(false, &e.to_string());
+            return;
+        }
+    }
+    if ctx.cfg.sync_group_offsets_enabled
+        && let Err(e) = ctx.sync_some_groups(&state.checkpoints, Some(&names)).await
+    {
+        tracing::warn!(flow = %ctx.name, error = %e, "syncing the target groups of followed commits failed; the periodic group sync retries");
     }
 }
 

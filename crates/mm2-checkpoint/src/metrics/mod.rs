@@ -16,6 +16,7 @@
 //! pure-Rust client): it handles text-format escaping, both the Prometheus 0.0.4
 //! and OpenMetrics formats, and lock-free counters.
 
+mod follower;
 mod readiness;
 mod server;
 
@@ -125,6 +126,8 @@ pub enum TopicKind {
     OffsetSyncs,
     /// `<source>.checkpoints.internal`.
     Checkpoints,
+    /// The source's `__consumer_offsets` (the commit follower).
+    ConsumerOffsets,
 }
 
 impl TopicKind {
@@ -133,6 +136,7 @@ impl TopicKind {
         match self {
             TopicKind::OffsetSyncs => "offset_syncs",
             TopicKind::Checkpoints => "checkpoints",
+            TopicKind::ConsumerOffsets => "consumer_offsets",
         }
     }
 
@@ -141,6 +145,7 @@ impl TopicKind {
         match self {
             TopicKind::OffsetSyncs => "offset-syncs",
             TopicKind::Checkpoints => "checkpoints",
+            TopicKind::ConsumerOffsets => "__consumer_offsets",
         }
     }
 }
@@ -271,6 +276,7 @@ struct Inner {
     request_errors: Family<RequestErrorLabels, Counter>,
     records_skipped: Family<SkippedLabels, Counter>,
     initial_read_progress: Family<TopicLabels, RatioGauge>,
+    follower: follower::FollowerMetrics,
     readiness: Readiness,
 }
 
@@ -348,6 +354,7 @@ impl Metrics {
             "Share (0 to 1) of an internal topic read at startup",
             initial_read_progress.clone(),
         );
+        let follower = follower::FollowerMetrics::register(&mut registry);
         let ready = Gauge::<i64>::default();
         registry.register(
             "ready",
@@ -379,6 +386,7 @@ impl Metrics {
                 request_errors,
                 records_skipped,
                 initial_read_progress,
+                follower,
                 readiness: Readiness::with_gauge(ready),
             }),
         }

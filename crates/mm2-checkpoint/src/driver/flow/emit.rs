@@ -42,6 +42,19 @@ impl<C: FlowCluster> FlowContext<C> {
                 }
             }
         }
+        self.emit_offsets(state, groups, started, true).await
+    }
+
+    /// Plans checkpoints for `groups` (their committed offsets, from OffsetFetch
+    /// or the commit follower) and produces them. `whole` says whether `groups`
+    /// is every group of the flow, so the skip gauges describe the whole flow.
+    pub async fn emit_offsets(
+        &self,
+        state: &mut FlowState,
+        groups: BTreeMap<String, GroupOffsets>,
+        started: Instant,
+        whole: bool,
+    ) -> Result<RoundSummary, StepError> {
         let round = CheckpointRound {
             flow: &self.flow,
             policy: &self.policy,
@@ -51,6 +64,16 @@ impl<C: FlowCluster> FlowContext<C> {
         // The plan owns what it needs; free the OffsetFetch answers (~1 MB at
         // 10,000 group-partitions) before producing.
         drop(groups);
+        if !whole {
+            let summary = RoundSummary {
+                emitted: plan.checkpoints.len(),
+                skipped: plan.skipped.len(),
+            };
+            if !plan.checkpoints.is_empty() {
+                self.produce_checkpoints(state, &plan.checkpoints).await?;
+            }
+            return Ok(summary);
+        }
         let counts = plan.skip_counts();
         for (reason, n) in [
             (UntranslatableReason::NotReady, counts.not_ready),

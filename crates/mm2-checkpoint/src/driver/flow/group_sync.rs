@@ -7,7 +7,7 @@ use kafka_lite::Error;
 
 use crate::core::{
     CheckpointStore, GroupSyncDecision, GroupSyncPlan, TargetGroup, TargetGroupState,
-    TargetRefresh, plan_group_sync,
+    TargetRefresh, plan_group_sync, plan_group_sync_for,
 };
 use crate::metrics;
 
@@ -17,19 +17,36 @@ use super::{FlowCluster, FlowContext, StepCause, StepError, SyncSummary};
 impl<C: FlowCluster> FlowContext<C> {
     /// One target group sync.
     pub async fn sync_groups(&self, store: &CheckpointStore) -> Result<SyncSummary, StepError> {
+        self.sync_some_groups(store, None).await
+    }
+
+    /// A target group sync of `only` these groups (all of the store's when
+    /// `None`), with the same rules: the commit follower's sync of the groups
+    /// it just checkpointed.
+    pub async fn sync_some_groups(
+        &self,
+        store: &CheckpointStore,
+        only: Option<&BTreeSet<String>>,
+    ) -> Result<SyncSummary, StepError> {
         let t = &self.target;
-        let groups: Vec<String> = store
-            .assigned_groups()
-            .map(str::to_owned)
-            .chain(store.groups().map(|(g, _)| g.to_owned()))
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect();
+        let groups: Vec<String> = match only {
+            Some(only) => only.iter().cloned().collect(),
+            None => store
+                .assigned_groups()
+                .map(str::to_owned)
+                .chain(store.groups().map(|(g, _)| g.to_owned()))
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect(),
+        };
         let (refresh, failed) = match self.refresh_target(&groups).await {
             Ok(groups) => (TargetRefresh::Done(groups), None),
             Err(e) => (TargetRefresh::Failed, Some(e)),
         };
-        let plan = plan_group_sync(store, &refresh);
+        let plan = match only {
+            Some(only) => plan_group_sync_for(store, only.iter().map(String::as_str), &refresh),
+            None => plan_group_sync(store, &refresh),
+        };
         let mut summary = SyncSummary::default();
         carry_out_group_sync(t, plan, |group, result| {
             let m = match result {

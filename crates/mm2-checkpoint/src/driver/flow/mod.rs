@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use kafka_lite::Error;
 use kafka_protocol::error::ResponseError;
 
-use crate::config::FlowConfig;
+use crate::config::{FlowConfig, GroupOffsetsMode};
 use crate::core::policy::ClusterSide;
 use crate::core::{
     CheckpointStore, Flow, GroupFilter, OffsetSyncStore, ReplicationPolicy, TopicFilter,
@@ -28,6 +28,7 @@ use super::kafka::{ClusterClient, error_label};
 
 pub mod cluster;
 pub mod emit;
+pub mod follow;
 pub mod group_sync;
 pub mod startup;
 pub mod syncs;
@@ -142,6 +143,10 @@ pub struct FlowContext<C = ClusterClient> {
     pub checkpoints_topic: String,
     /// Metrics.
     pub metrics: Metrics,
+    /// The commit follower's own connections to the source (so its
+    /// long-polling fetches never queue the flow's other requests); `None`
+    /// when the flow polls or runs on test clusters.
+    pub commits_client: Option<ClusterClient>,
     /// (group, operation) pairs already warned about as refused by an ACL.
     denied: std::sync::Mutex<BTreeSet<(String, &'static str)>>,
     _connections: Vec<Connection>,
@@ -176,7 +181,26 @@ impl FlowContext<ClusterClient> {
             target_conn.config.clone(),
         )
         .map_err(|e| SetupError::Client(cfg.target.alias.clone(), e))?;
-        FlowContext::with_clusters(cfg, metrics, source, target, vec![source_conn, target_conn])
+        let commits_client = match cfg.group_offsets_mode {
+            GroupOffsetsMode::Poll => None,
+            GroupOffsetsMode::Auto | GroupOffsetsMode::Follow => Some(
+                ClusterClient::new(
+                    &cfg.source.alias,
+                    source_conn.bootstrap.clone(),
+                    source_conn.config.clone(),
+                )
+                .map_err(|e| SetupError::Client(cfg.source.alias.clone(), e))?,
+            ),
+        };
+        let mut ctx = FlowContext::with_clusters(
+            cfg,
+            metrics,
+            source,
+            target,
+            vec![source_conn, target_conn],
+        )?;
+        ctx.commits_client = commits_client;
+        Ok(ctx)
     }
 }
 
@@ -217,6 +241,7 @@ impl<C: FlowCluster> FlowContext<C> {
             target,
             syncs_cluster,
             metrics,
+            commits_client: None,
             denied: std::sync::Mutex::new(BTreeSet::new()),
             _connections: connections,
         })
@@ -274,6 +299,9 @@ pub struct FlowState {
     pub checkpoints: CheckpointStore,
     /// The groups this flow checkpoints.
     pub groups: Vec<String>,
+    /// With the commit follower: the upstream partitions new offset syncs
+    /// arrived for since the follower last looked (`None` when polling).
+    pub synced: Option<BTreeSet<crate::core::TopicPartition>>,
     logged: BTreeSet<&'static str>,
 }
 

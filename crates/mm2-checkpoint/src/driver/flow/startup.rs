@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use kafka_lite::Error;
 use kafka_protocol::error::ResponseError;
 
-use crate::core::{CheckpointStore, InitMode, OffsetSyncStore};
+use crate::core::{CheckpointStore, FollowedOffsets, InitMode, OffsetSyncStore};
 use crate::metrics::TopicKind;
 
 use super::super::kafka::{CreateOutcome, error_label};
@@ -16,15 +16,38 @@ use super::{FlowCluster, FlowContext, FlowState, StepCause, StepError, is_group_
 impl<C: FlowCluster> FlowContext<C> {
     /// Startup: topic, groups, restore, initial read of the offset syncs.
     pub async fn start(&self) -> Result<FlowState, StepError> {
+        self.start_with(None).await
+    }
+
+    /// [`start`](Self::start); with `followed` (the commit follower's view,
+    /// read to its end) the groups are the view's and the checkpoint store
+    /// is restored for every group the filter accepts, since the follower
+    /// learns new groups as they commit (docs/commit-follower.md section 2).
+    pub async fn start_with(
+        &self,
+        followed: Option<&FollowedOffsets>,
+    ) -> Result<FlowState, StepError> {
         let readiness = self.metrics.readiness();
         readiness.set_not_ready(
             self.ready_condition(),
             "the offset-syncs topic has not been read to its end",
         );
         self.ensure_checkpoints_topic().await?;
-        let groups = self.discover_groups().await?;
-        tracing::info!(flow = %self.name, groups = groups.len(), "discovered consumer groups");
-        let (checkpoints, restored) = self.restore_checkpoints(&groups).await;
+        let (groups, store) = match followed {
+            None => {
+                let groups = self.discover_groups().await?;
+                tracing::info!(flow = %self.name, groups = groups.len(), "discovered consumer groups");
+                let store = CheckpointStore::new(groups.iter().cloned());
+                (groups, store)
+            }
+            Some(view) => {
+                let groups: Vec<String> = view.groups().keys().cloned().collect();
+                let mut store = CheckpointStore::for_filter(self.group_filter.clone());
+                groups.iter().for_each(|g| store.assign(g));
+                (groups, store)
+            }
+        };
+        let (checkpoints, restored) = self.restore_into(store).await;
         let mode = if restored {
             InitMode::LoadAllHistory
         } else {
@@ -35,6 +58,7 @@ impl<C: FlowCluster> FlowContext<C> {
             syncs_pos: 0,
             checkpoints,
             groups,
+            synced: followed.map(|_| BTreeSet::new()),
             logged: BTreeSet::new(),
         };
         let c = &self.syncs_cluster;
@@ -195,7 +219,14 @@ impl<C: FlowCluster> FlowContext<C> {
     /// Restores a checkpoint store for `groups` from the checkpoints topic.
     /// Returns the store and whether the read succeeded.
     pub async fn restore_checkpoints(&self, groups: &[String]) -> (CheckpointStore, bool) {
-        let mut store = CheckpointStore::new(groups.iter().cloned());
+        self.restore_into(CheckpointStore::new(groups.iter().cloned()))
+            .await
+    }
+
+    /// Restores the empty `store` from the checkpoints topic. Returns it and
+    /// whether the read succeeded (an empty store like it when not).
+    pub async fn restore_into(&self, mut store: CheckpointStore) -> (CheckpointStore, bool) {
+        let empty = store.clone();
         let mut logged = BTreeSet::new();
         let metrics = self.metrics.clone();
         let name = self.name.clone();
@@ -234,7 +265,7 @@ impl<C: FlowCluster> FlowContext<C> {
                     flow = %self.name, error = %e,
                     "cannot read the checkpoints topic; offset syncs will be read in must-read-to-end mode"
                 );
-                (CheckpointStore::new(groups.iter().cloned()), false)
+                (empty, false)
             }
         }
     }

@@ -8,7 +8,7 @@ use kafka_lite::records::ConsumerRecord;
 use kafka_lite::{PartitionReader, StartOffset};
 
 use crate::core::format::OffsetSync as OffsetSyncRecord;
-use crate::core::{DecodeError, InitMode, OffsetSyncStore};
+use crate::core::{DecodeError, InitMode, OffsetSyncStore, TopicPartition};
 use crate::metrics::{self, Metrics, TopicKind};
 
 use super::super::kafka::fetch_options;
@@ -89,8 +89,13 @@ impl<C: FlowCluster> FlowContext<C> {
                 r => self.step(c, "Fetch", r)?,
             };
             for rec in &records {
-                if self.apply_sync_record(&mut state.syncs, &mut state.logged, rec, true) {
+                if let Some(tp) =
+                    self.apply_sync_record(&mut state.syncs, &mut state.logged, rec, true)
+                {
                     applied += 1;
+                    if let Some(synced) = &mut state.synced {
+                        synced.insert(tp);
+                    }
                 }
             }
             let advanced = reader.position() > pos;
@@ -108,21 +113,21 @@ impl<C: FlowCluster> FlowContext<C> {
     /// Decodes one record of the offset-syncs topic into `syncs`; an
     /// undecodable one is counted and warned about once per kind. With
     /// `following` (reading what was appended after the initial read), an
-    /// upstream offset going backwards is warned about. Returns whether a
-    /// sync was applied.
+    /// upstream offset going backwards is warned about. Returns the partition
+    /// of the sync applied, if one was.
     fn apply_sync_record(
         &self,
         syncs: &mut OffsetSyncStore,
         logged: &mut BTreeSet<&'static str>,
         rec: &ConsumerRecord,
         following: bool,
-    ) -> bool {
+    ) -> Option<TopicPartition> {
         let s = match OffsetSyncRecord::decode(rec.key.as_deref(), rec.value.as_deref()) {
             Ok(s) => s,
             Err(e) => {
                 let kind = TopicKind::OffsetSyncs;
                 note_skipped(&self.metrics, &self.name, kind, &e, rec.offset, logged);
-                return false;
+                return None;
             }
         };
         let tp = &s.topic_partition;
@@ -146,7 +151,7 @@ impl<C: FlowCluster> FlowContext<C> {
             s.upstream_offset,
             s.downstream_offset,
         );
-        true
+        Some(s.topic_partition)
     }
 
     /// The offset-syncs topic went backwards (its end is below our position):
@@ -174,7 +179,7 @@ impl<C: FlowCluster> FlowContext<C> {
                 &self.syncs_topic,
                 TopicKind::OffsetSyncs,
                 |rec| {
-                    if self.apply_sync_record(syncs, logged, rec, false) {
+                    if self.apply_sync_record(syncs, logged, rec, false).is_some() {
                         applied += 1;
                     }
                 },

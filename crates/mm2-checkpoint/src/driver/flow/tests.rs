@@ -290,6 +290,7 @@ fn state(checkpoints: CheckpointStore) -> FlowState {
         syncs_pos: 0,
         checkpoints,
         groups: vec!["g".to_owned()],
+        synced: None,
         logged: BTreeSet::new(),
     }
 }

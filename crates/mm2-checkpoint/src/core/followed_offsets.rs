@@ -1,0 +1,326 @@
+//! The source groups' committed offsets as the commit follower learns them from
+//! `__consumer_offsets` (docs/commit-follower.md section 2).
+//!
+//! Facts in: decoded records, in log order per partition of `__consumer_offsets`
+//! (the driver reads it read_committed, so a transactional commit arrives only
+//! once committed, and never if aborted). Out: each group's committed offsets in
+//! the shape an emission round takes ([`GroupOffsets`]), and which groups changed
+//! since the driver last asked.
+//!
+//! Only groups the group filter accepts and partitions of topics the topic filter
+//! accepts are kept, so memory follows what is checkpointed, not the cluster's
+//! group count. A group whose classic metadata names a protocol type other than
+//! `consumer` (Kafka Connect workers, for example) is left out, as ListGroups
+//! would leave it out of the polling mode's discovery.
+//!
+//! The latest record per group and partition wins, as in the coordinator: a
+//! commit replaces the previous one, a tombstone (expiry, offset deletion, group
+//! deletion) removes it. A group metadata tombstone removes nothing by itself:
+//! the coordinator tombstones each offset of a deleted group, and a classic group
+//! converted to a KIP-848 group loses its metadata record but keeps its offsets.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use super::consumer_offsets::OffsetsRecord;
+use super::filter::{GroupFilter, TopicFilter};
+use super::round::{CommittedOffset, GroupOffsets};
+use super::types::TopicPartition;
+
+/// What [`FollowedOffsets::apply`] did with one record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Applied {
+    /// A commit was stored, or a stored one replaced by a different one.
+    Committed,
+    /// The same commit as the one stored (nothing changed).
+    Unchanged,
+    /// A stored commit was removed by a tombstone.
+    Removed,
+    /// The record concerns a group or topic the filters leave out, or a group that
+    /// is not a consumer group; or it is a tombstone for nothing stored.
+    Ignored,
+    /// Group metadata: the group's protocol type was noted.
+    GroupMetadata,
+    /// A record type that carries no committed offset.
+    Other,
+}
+
+/// The committed offsets of the groups a flow checkpoints, as followed from
+/// `__consumer_offsets`.
+#[derive(Clone, Debug)]
+pub struct FollowedOffsets {
+    group_filter: GroupFilter,
+    topic_filter: TopicFilter,
+    groups: BTreeMap<String, GroupOffsets>,
+    /// Groups whose classic metadata names a protocol type other than `consumer`.
+    not_consumer: BTreeSet<String>,
+    /// Groups changed since [`FollowedOffsets::take_changed`].
+    changed: BTreeSet<String>,
+    /// The groups with a commit on each upstream partition, to find the groups an
+    /// offset sync concerns.
+    by_partition: HashMap<TopicPartition, BTreeSet<String>>,
+}
+
+impl FollowedOffsets {
+    /// An empty view keeping what `group_filter` and `topic_filter` accept.
+    pub fn new(group_filter: GroupFilter, topic_filter: TopicFilter) -> Self {
+        FollowedOffsets {
+            group_filter,
+            topic_filter,
+            groups: BTreeMap::new(),
+            not_consumer: BTreeSet::new(),
+            changed: BTreeSet::new(),
+            by_partition: HashMap::new(),
+        }
+    }
+
+    /// Applies one decoded record.
+    pub fn apply(&mut self, record: OffsetsRecord) -> Applied {
+        match record {
+            OffsetsRecord::Other { .. } => Applied::Other,
+            OffsetsRecord::GroupMetadata { group, value } => {
+                match value {
+                    Some(v) if !v.protocol_type.is_empty() && v.protocol_type != "consumer" => {
+                        if self.not_consumer.insert(group.clone()) {
+                            self.remove_group(&group);
+                        }
+                    }
+                    _ => {
+                        self.not_consumer.remove(&group);
+                    }
+                }
+                Applied::GroupMetadata
+            }
+            OffsetsRecord::OffsetCommit {
+                group,
+                topic_partition,
+                value,
+            } => {
+                if self.not_consumer.contains(&group)
+                    || !self.group_filter.should_replicate_group(&group)
+                    || !self
+                        .topic_filter
+                        .should_replicate_topic(&topic_partition.topic)
+                {
+                    return Applied::Ignored;
+                }
+                match value {
+                    Some(v) => {
+                        let commit = CommittedOffset {
+                            offset: v.offset,
+                            metadata: v.metadata,
+                        };
+                        // Kafka's OffsetFetch answers -1 as "no offset"; the round
+                        // takes that as `None` (a null offset).
+                        let commit = (commit.offset >= 0).then_some(commit);
+                        let offsets = self.groups.entry(group.clone()).or_default();
+                        if offsets.get(&topic_partition) == Some(&commit) {
+                            return Applied::Unchanged;
+                        }
+                        offsets.insert(topic_partition.clone(), commit);
+                        self.by_partition
+                            .entry(topic_partition)
+                            .or_default()
+                            .insert(group.clone());
+                        self.changed.insert(group);
+                        Applied::Committed
+                    }
+                    None => {
+                        let Some(offsets) = self.groups.get_mut(&group) else {
+                            return Applied::Ignored;
+                        };
+                        if offsets.remove(&topic_partition).is_none() {
+                            return Applied::Ignored;
+                        }
+                        if offsets.is_empty() {
+                            self.groups.remove(&group);
+                        }
+                        if let Some(gs) = self.by_partition.get_mut(&topic_partition) {
+                            gs.remove(&group);
+                            if gs.is_empty() {
+                                self.by_partition.remove(&topic_partition);
+                            }
+                        }
+                        self.changed.insert(group);
+                        Applied::Removed
+                    }
+                }
+            }
+        }
+    }
+
+    fn remove_group(&mut self, group: &str) {
+        if let Some(offsets) = self.groups.remove(group) {
+            for tp in offsets.keys() {
+                if let Some(gs) = self.by_partition.get_mut(tp) {
+                    gs.remove(group);
+                    if gs.is_empty() {
+                        self.by_partition.remove(tp);
+                    }
+                }
+            }
+            self.changed.insert(group.to_owned());
+        }
+    }
+
+    /// Marks the groups with a commit on any of `partitions` (upstream) as
+    /// changed: new offset syncs for a partition can change their translation.
+    pub fn partitions_synced<'a>(
+        &mut self,
+        partitions: impl IntoIterator<Item = &'a TopicPartition>,
+    ) {
+        for tp in partitions {
+            if let Some(groups) = self.by_partition.get(tp) {
+                self.changed.extend(groups.iter().cloned());
+            }
+        }
+    }
+
+    /// Marks `groups` as changed again (their checkpoints could not be
+    /// produced, so the next emission tries them again).
+    pub fn mark_changed<'a>(&mut self, groups: impl IntoIterator<Item = &'a String>) {
+        self.changed.extend(groups.into_iter().cloned());
+    }
+
+    /// Whether any group changed since the last [`take_changed`](Self::take_changed).
+    pub fn has_changes(&self) -> bool {
+        !self.changed.is_empty()
+    }
+
+    /// The offsets of the groups that changed since the last call (a group whose
+    /// offsets are all gone is left out: it has nothing to checkpoint), and
+    /// forgets the changes.
+    pub fn take_changed(&mut self) -> BTreeMap<String, GroupOffsets> {
+        let changed = std::mem::take(&mut self.changed);
+        changed
+            .into_iter()
+            .filter_map(|g| self.groups.get(&g).map(|o| (g, o.clone())))
+            .collect()
+    }
+
+    /// Every group kept, with its committed offsets.
+    pub fn groups(&self) -> &BTreeMap<String, GroupOffsets> {
+        &self.groups
+    }
+
+    /// Number of group-partitions kept.
+    pub fn partition_count(&self) -> usize {
+        self.groups.values().map(BTreeMap::len).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::consumer_offsets::{GroupMetadataValue, OffsetCommitValue};
+
+    fn view() -> FollowedOffsets {
+        FollowedOffsets::new(
+            GroupFilter::new(None, Some("ignored.*")).unwrap(),
+            TopicFilter::new(None, Some("__.*")).unwrap(),
+        )
+    }
+
+    fn commit(group: &str, topic: &str, p: i32, offset: Option<i64>) -> OffsetsRecord {
+        OffsetsRecord::OffsetCommit {
+            group: group.into(),
+            topic_partition: TopicPartition::new(topic, p),
+            value: offset.map(|offset| OffsetCommitValue {
+                offset,
+                leader_epoch: None,
+                metadata: String::new(),
+                commit_timestamp: 0,
+                expire_timestamp: None,
+            }),
+        }
+    }
+
+    fn metadata(group: &str, protocol_type: Option<&str>) -> OffsetsRecord {
+        OffsetsRecord::GroupMetadata {
+            group: group.into(),
+            value: protocol_type.map(|t| GroupMetadataValue {
+                protocol_type: t.into(),
+                generation: 1,
+            }),
+        }
+    }
+
+    #[test]
+    fn the_latest_commit_wins_and_a_tombstone_removes_it() {
+        let mut v = view();
+        assert_eq!(v.apply(commit("g", "t", 0, Some(5))), Applied::Committed);
+        assert_eq!(v.apply(commit("g", "t", 0, Some(9))), Applied::Committed);
+        assert_eq!(v.apply(commit("g", "t", 0, Some(9))), Applied::Unchanged);
+        let changed = v.take_changed();
+        assert_eq!(
+            changed["g"][&TopicPartition::new("t", 0)],
+            Some(CommittedOffset::new(9, ""))
+        );
+        assert!(!v.has_changes());
+        assert_eq!(v.apply(commit("g", "t", 0, None)), Applied::Removed);
+        assert!(v.has_changes());
+        assert!(
+            v.take_changed().is_empty(),
+            "a group with nothing left has nothing to emit"
+        );
+        assert!(v.groups().is_empty());
+        assert_eq!(v.apply(commit("g", "t", 0, None)), Applied::Ignored);
+    }
+
+    #[test]
+    fn filters_bound_what_is_kept() {
+        let mut v = view();
+        assert_eq!(
+            v.apply(commit("ignored-1", "t", 0, Some(1))),
+            Applied::Ignored
+        );
+        assert_eq!(
+            v.apply(commit("g", "__internal", 0, Some(1))),
+            Applied::Ignored
+        );
+        assert_eq!(v.partition_count(), 0);
+    }
+
+    #[test]
+    fn groups_that_are_not_consumer_groups_are_left_out() {
+        let mut v = view();
+        v.apply(commit("w", "t", 0, Some(1)));
+        v.take_changed();
+        assert_eq!(
+            v.apply(metadata("w", Some("connect"))),
+            Applied::GroupMetadata
+        );
+        assert!(v.groups().is_empty());
+        assert_eq!(v.apply(commit("w", "t", 0, Some(2))), Applied::Ignored);
+        // A consumer group of the same name later (deleted and re-created).
+        v.apply(metadata("w", None));
+        assert_eq!(v.apply(commit("w", "t", 0, Some(3))), Applied::Committed);
+        v.apply(metadata("w", Some("consumer")));
+        assert_eq!(v.partition_count(), 1);
+    }
+
+    #[test]
+    fn a_metadata_tombstone_keeps_the_offsets() {
+        let mut v = view();
+        v.apply(commit("g", "t", 0, Some(4)));
+        v.apply(metadata("g", None));
+        assert_eq!(v.partition_count(), 1);
+    }
+
+    #[test]
+    fn new_syncs_mark_the_groups_of_their_partitions() {
+        let mut v = view();
+        v.apply(commit("a", "t", 0, Some(1)));
+        v.apply(commit("b", "t", 1, Some(1)));
+        v.take_changed();
+        v.partitions_synced([&TopicPartition::new("t", 1), &TopicPartition::new("x", 0)]);
+        let changed: Vec<String> = v.take_changed().into_keys().collect();
+        assert_eq!(changed, ["b"]);
+    }
+
+    #[test]
+    fn a_negative_offset_is_a_null_offset() {
+        let mut v = view();
+        v.apply(commit("g", "t", 0, Some(-1)));
+        assert_eq!(v.groups()["g"][&TopicPartition::new("t", 0)], None);
+    }
+}

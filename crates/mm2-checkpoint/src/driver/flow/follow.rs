@@ -1,0 +1,221 @@
+//! The commit follower (docs/commit-follower.md sections 2 to 4): reads the
+//! source's `__consumer_offsets` read_committed, replays it to its end before
+//! anything is emitted, then hands each batch of commits to the core's
+//! [`FollowedOffsets`]; the run loop turns what changed into checkpoints.
+//! Every decision stays the core's: which records count, what a commit
+//! means, what to emit.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use kafka_lite::{Error, FetchOptions, IsolationLevel, StartOffset, TopicReader};
+use kafka_protocol::error::ResponseError;
+
+use crate::config::GroupOffsetsMode;
+use crate::core::consumer_offsets::{self, OffsetsDecodeError};
+use crate::core::{Applied, FollowedOffsets};
+use crate::metrics::{RecordSkipReason, TopicKind};
+
+use super::super::kafka::ClusterClient;
+use super::{FlowContext, StepCause, StepError};
+
+/// The topic the follower reads.
+pub const CONSUMER_OFFSETS: &str = "__consumer_offsets";
+
+/// How long a follower fetch waits for new commits. Short, so a commit is
+/// seen soon and the run loop's timers stay on time.
+const FOLLOW_WAIT: Duration = Duration::from_millis(100);
+
+/// A flow's reader of `__consumer_offsets` and what it learnt.
+pub struct CommitFollower {
+    client: ClusterClient,
+    reader: TopicReader,
+    /// The committed offsets of the flow's groups.
+    pub view: FollowedOffsets,
+    logged: BTreeSet<&'static str>,
+}
+
+/// Why the follower does not run.
+enum Unavailable {
+    /// The principal may not read `__consumer_offsets`.
+    Denied(Error),
+    /// The source has no `__consumer_offsets` yet (no group ever committed).
+    Missing(Error),
+}
+
+impl FlowContext<ClusterClient> {
+    /// Opens the follower and replays `__consumer_offsets` to its end, as
+    /// the flow's mode asks: `Ok(None)` means the flow polls (mode `poll`, or
+    /// `auto` where the topic cannot be read, with one WARN naming the ACL).
+    /// In mode `follow` a topic that cannot be read is an error.
+    pub async fn open_follower(&self) -> Result<Option<CommitFollower>, StepError> {
+        let mode = self.cfg.group_offsets_mode;
+        let Some(client) = self.commits_client.clone() else {
+            self.metrics.set_group_offsets_mode(&self.name, false);
+            return Ok(None);
+        };
+        let options = FetchOptions {
+            max_bytes: 4 * 1024 * 1024,
+            fetch_wait: FOLLOW_WAIT,
+            isolation: IsolationLevel::ReadCommitted,
+        };
+        let opened = match client
+            .topic_reader(CONSUMER_OFFSETS, StartOffset::Earliest, options)
+            .await
+        {
+            Ok(reader) => Ok(reader),
+            Err(e) => Err(match e.kafka_error() {
+                Some(ResponseError::TopicAuthorizationFailed) => Unavailable::Denied(e),
+                Some(ResponseError::UnknownTopicOrPartition) => Unavailable::Missing(e),
+                _ => return Err(self.follower_error("ListOffsets", e)),
+            }),
+        };
+        let reader = match (opened, mode) {
+            (Ok(reader), _) => reader,
+            (Err(why), GroupOffsetsMode::Follow) => {
+                let e = match why {
+                    Unavailable::Denied(e) | Unavailable::Missing(e) => e,
+                };
+                return Err(self.follower_error("ListOffsets", e));
+            }
+            (Err(why), _) => {
+                match why {
+                    Unavailable::Denied(e) => tracing::warn!(
+                        flow = %self.name, cluster = self.source.alias(), error = %e,
+                        "cannot read {CONSUMER_OFFSETS} on cluster {}: the principal lacks Describe and \
+                         Read on Topic:{CONSUMER_OFFSETS}; polling the groups' offsets every \
+                         emit.checkpoints.interval.seconds instead (grant both to follow commits \
+                         as they happen; see docs/commit-follower.md)",
+                        self.source.alias()
+                    ),
+                    Unavailable::Missing(e) => tracing::info!(
+                        flow = %self.name, cluster = self.source.alias(), error = %e,
+                        "cluster {} has no {CONSUMER_OFFSETS} yet (no group has committed); polling \
+                         the groups' offsets",
+                        self.source.alias()
+                    ),
+                }
+                self.metrics.set_group_offsets_mode(&self.name, false);
+                return Ok(None);
+            }
+        };
+        let mut follower = CommitFollower {
+            client,
+            reader,
+            view: FollowedOffsets::new(self.group_filter.clone(), self.topic_filter.clone()),
+            logged: BTreeSet::new(),
+        };
+        self.replay(&mut follower).await?;
+        self.metrics.set_group_offsets_mode(&self.name, true);
+        Ok(Some(follower))
+    }
+
+    /// Reads `__consumer_offsets` to the end captured when the follower
+    /// opened, logging progress every 5 s.
+    async fn replay(&self, f: &mut CommitFollower) -> Result<(), StepError> {
+        let began = Instant::now();
+        let mut last_log = Instant::now();
+        let total = f.reader.remaining().max(1);
+        let mut records = 0u64;
+        while !f.reader.is_caught_up() {
+            records += self.follow_step(f).await? as u64;
+            let done = total.saturating_sub(f.reader.remaining()) as f64 / total as f64;
+            self.metrics
+                .set_initial_read_progress(&self.name, CONSUMER_OFFSETS, done);
+            if last_log.elapsed() >= Duration::from_secs(5) {
+                last_log = Instant::now();
+                tracing::info!(
+                    flow = %self.name, topic = CONSUMER_OFFSETS, records,
+                    remaining = f.reader.remaining(), "reading the {CONSUMER_OFFSETS} topic"
+                );
+            }
+        }
+        self.metrics
+            .set_initial_read_progress(&self.name, CONSUMER_OFFSETS, 1.0);
+        f.view.take_changed();
+        tracing::info!(
+            flow = %self.name, topic = CONSUMER_OFFSETS, records,
+            partitions = f.reader.partitions().count(), groups = f.view.groups().len(),
+            group_partitions = f.view.partition_count(),
+            elapsed_ms = began.elapsed().as_millis() as u64,
+            "read the {CONSUMER_OFFSETS} topic to its end; following commits"
+        );
+        Ok(())
+    }
+
+    /// One fetch of every partition of `__consumer_offsets` (waiting up to
+    /// 100 ms for new commits), applied to the follower's view. Returns the
+    /// number of records read.
+    pub async fn follow_step(&self, f: &mut CommitFollower) -> Result<usize, StepError> {
+        let client = f.client.clone();
+        let polled = client
+            .poll_topic(&mut f.reader)
+            .await
+            .map_err(|e| self.follower_error("Fetch", e))?;
+        if let Some((partition, e)) = polled.failed.into_iter().next() {
+            return Err(StepError {
+                cluster: self.source.alias().to_owned(),
+                op: "Fetch",
+                error: StepCause::Driver {
+                    what: format!("cannot read {CONSUMER_OFFSETS} partition {partition}"),
+                    cause: Some(Box::new(e)),
+                },
+            });
+        }
+        let mut read = 0usize;
+        let mut changed = 0u64;
+        for part in polled.records {
+            for rec in part.records {
+                read += 1;
+                match consumer_offsets::decode(rec.key.as_deref(), rec.value.as_deref()) {
+                    Ok(record) => {
+                        if matches!(f.view.apply(record), Applied::Committed | Applied::Removed) {
+                            changed += 1;
+                        }
+                    }
+                    Err(e) => self.note_offsets_skipped(f, part.partition, rec.offset, &e),
+                }
+            }
+        }
+        if changed > 0 {
+            self.metrics.followed_commits(&self.name, changed);
+        }
+        Ok(read)
+    }
+
+    fn note_offsets_skipped(
+        &self,
+        f: &mut CommitFollower,
+        partition: i32,
+        offset: i64,
+        e: &OffsetsDecodeError,
+    ) {
+        let (reason, label) = match e {
+            OffsetsDecodeError::UnsupportedValueVersion { .. } => {
+                (RecordSkipReason::UnknownVersion, "unknown_version")
+            }
+            _ => (RecordSkipReason::Corrupt, "corrupt"),
+        };
+        self.metrics
+            .record_skipped(&self.name, TopicKind::ConsumerOffsets, reason);
+        if f.logged.insert(label) {
+            tracing::warn!(
+                flow = %self.name, topic = CONSUMER_OFFSETS, partition, offset, error = %e,
+                "skipping a {label} record (logged once per kind; see records_skipped_total)"
+            );
+        }
+    }
+
+    fn follower_error(&self, op: &'static str, e: Error) -> StepError {
+        self.step::<()>(&self.source, op, Err(e))
+            .err()
+            .unwrap_or_else(|| StepError {
+                cluster: self.source.alias().to_owned(),
+                op,
+                error: StepCause::Driver {
+                    what: "the commit follower failed".into(),
+                    cause: None,
+                },
+            })
+    }
+}

@@ -1,0 +1,123 @@
+//! The commit follower end to end (docs/commit-follower.md): with an emission
+//! interval of an hour, only the follower can checkpoint a commit made after
+//! the first round, so each checkpoint seen here came from
+//! `__consumer_offsets`.
+
+mod common;
+mod fault_support;
+
+use std::time::Duration;
+
+use common::{World, rt};
+use fault_support::{Daemon, wait_for};
+
+/// The settings of these tests: the periodic round and sync run once at the
+/// start, then only after an hour.
+const SLOW_ROUNDS: &str = "emit.checkpoints.interval.seconds = 3600\n\
+     sync.group.offsets.interval.seconds = 3600";
+
+fn mode_metric(w: &World, mode: &str) -> String {
+    format!(
+        "mm2_checkpoint_group_offsets_mode{{flow=\"{}->{}\",mode=\"{mode}\"}}",
+        w.s, w.t
+    )
+}
+
+#[test]
+fn a_commit_is_checkpointed_and_synced_without_waiting_for_the_round() {
+    let rt = rt();
+    let w = World::new(&rt, "follow", 2);
+    let group = w.seed(&rt, &[(0, 0, 3), (0, 10, 13), (1, 0, 5)], &[(0, 10)]);
+    let config = w.properties(
+        &group,
+        &format!("{SLOW_ROUNDS}\nsync.group.offsets.enabled = true"),
+    );
+    let daemon = Daemon::start(&config, &w.dir.join("daemon.log"));
+    wait_for(
+        "the first round's checkpoint",
+        Duration::from_secs(60),
+        || w.checkpoints(&rt).len() == 1,
+    );
+    assert_eq!(daemon.metric(&mode_metric(&w, "follow")), Some(1.0));
+    assert_eq!(daemon.metric(&mode_metric(&w, "poll")), Some(0.0));
+
+    // A new commit, and a new sync with a commit on another partition.
+    w.commit_source(&rt, &group, &[(0, 12)]);
+    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(1, 7, 40)]);
+    w.commit_source(&rt, &group, &[(1, 7)]);
+    wait_for("the followed checkpoints", Duration::from_secs(20), || {
+        let latest = fault_support::latest(&w.checkpoints(&rt));
+        latest.get(&(group.clone(), 0)) == Some(&(12, 14))
+            && latest.get(&(group.clone(), 1)) == Some(&(7, 40))
+    });
+    wait_for("the followed group sync", Duration::from_secs(20), || {
+        w.target_offsets(&rt, &group) == [(0, 14), (1, 40)].into()
+    });
+    // Nothing the core would not have emitted: each checkpoint is a
+    // translation of a commit, in order, per partition. The commit on
+    // partition 1 may be seen before the new sync is read: then it is first
+    // translated through the older sync (1, 0, 5) and again once the sync
+    // arrives, which the follower notices without a new commit.
+    let got: Vec<_> = w.checkpoints(&rt).iter().map(common::tuple).collect();
+    let remote = w.remote_topic();
+    let mut want = vec![
+        (group.clone(), remote.clone(), 0, 10, 13),
+        (group.clone(), remote.clone(), 0, 12, 14),
+        (group.clone(), remote.clone(), 1, 7, 6),
+        (group.clone(), remote, 1, 7, 40),
+    ];
+    if got.len() == 3 {
+        want.remove(2);
+    }
+    assert_eq!(got, want);
+    let corrections = format!(
+        "mm2_checkpoint_follower_corrections_total{{flow=\"{}->{}\"}}",
+        w.s, w.t
+    );
+    assert_eq!(daemon.metric(&corrections).unwrap_or(0.0), 0.0);
+    assert_eq!(daemon.sigterm().code(), Some(0));
+}
+
+#[test]
+fn a_new_group_is_followed_from_its_first_commit() {
+    let rt = rt();
+    let w = World::new(&rt, "follownew", 1);
+    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 0, 3), (0, 10, 13)]);
+    let group = format!("g-{}", w.topic);
+    let config = w.properties(&format!("{group}.*"), SLOW_ROUNDS);
+    let daemon = Daemon::start(&config, &w.dir.join("daemon.log"));
+    wait_for("readiness", Duration::from_secs(60), || {
+        daemon.ready() == Some(200)
+    });
+    // Neither group existed at startup.
+    let late = format!("{group}-late");
+    w.commit_source(&rt, &late, &[(0, 10)]);
+    wait_for(
+        "the new group's checkpoint",
+        Duration::from_secs(20),
+        || !w.checkpoints(&rt).is_empty(),
+    );
+    let got: Vec<_> = w.checkpoints(&rt).iter().map(common::tuple).collect();
+    assert_eq!(got, vec![(late, w.remote_topic(), 0, 10, 13)]);
+    assert_eq!(daemon.sigterm().code(), Some(0));
+}
+
+#[test]
+fn poll_mode_does_not_follow() {
+    let rt = rt();
+    let w = World::new(&rt, "followpoll", 1);
+    let group = w.seed(&rt, &[(0, 0, 3), (0, 10, 13)], &[(0, 10)]);
+    let config = w.properties(
+        &group,
+        &format!("{SLOW_ROUNDS}\nmm2-checkpoint.group.offsets.mode = poll"),
+    );
+    let daemon = Daemon::start(&config, &w.dir.join("daemon.log"));
+    wait_for(
+        "the first round's checkpoint",
+        Duration::from_secs(60),
+        || w.checkpoints(&rt).len() == 1,
+    );
+    assert_eq!(daemon.metric(&mode_metric(&w, "poll")), Some(1.0));
+    assert_eq!(daemon.metric(&mode_metric(&w, "follow")), Some(0.0));
+    assert_eq!(daemon.sigterm().code(), Some(0));
+}
