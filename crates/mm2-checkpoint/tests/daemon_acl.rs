@@ -8,6 +8,7 @@
 //! Setup (topics, offset syncs, the source group's commit) runs as `admin`.
 
 mod common;
+mod fault_support;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -187,6 +188,30 @@ impl SecureWorld {
         }
     }
 
+    /// Adds (or removes) the source principal's Describe and Read on
+    /// `__consumer_offsets`, the commit follower's grant.
+    fn consumer_offsets_acl(&self, add: bool) {
+        let c = secure();
+        let users = c.acl_users.as_ref().expect("secure cluster has ACL users");
+        let who = format!("User:{}", users.mm2_source.user);
+        let mut cmd = Command::new(&clusters().kafka_run_class);
+        cmd.arg("org.apache.kafka.tools.AclCommand")
+            .arg("--bootstrap-server")
+            .arg(c.bootstrap.get(Listener::SaslPlaintext))
+            .arg("--command-config")
+            .arg(&c.client_configs["sasl_admin"])
+            .args([if add { "--add" } else { "--remove" }, "--force"])
+            .args(["--allow-principal", &who, "--topic", "__consumer_offsets"])
+            .args(["--operation", "Describe", "--operation", "Read"]);
+        let out = cmd.output().expect("run kafka-acls");
+        assert!(
+            out.status.success(),
+            "kafka-acls failed on __consumer_offsets:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// An mm2.properties: the source alias logs in as `mm2-source`, the target
     /// alias as `mm2-target`, both over SASL_PLAINTEXT SCRAM-SHA-512.
     fn properties(&self, sync: bool) -> PathBuf {
@@ -312,4 +337,47 @@ fn without_describe_on_the_source_group_a_warning_names_the_group_and_the_acl() 
     );
     assert_eq!(stderr.matches(&warning).count(), 1, "{stderr}");
     assert!(w.checkpoints(&rt).is_empty());
+}
+
+/// The commit follower's grant: without Describe and Read on
+/// `__consumer_offsets` the daemon polls, says which ACL is missing and
+/// reports the mode; with them it follows. One test, as the grant is the
+/// same principal's for every flow on the cluster.
+#[test]
+fn without_read_on_consumer_offsets_the_daemon_polls_and_names_the_acl() {
+    use fault_support::{Daemon, wait_for};
+    use std::time::Duration;
+    let rt = rt();
+    let w = SecureWorld::new(&rt, "acl_follow");
+    w.grant(&ALL);
+    w.consumer_offsets_acl(false);
+    let mode = |m: &str| {
+        format!(
+            "mm2_checkpoint_group_offsets_mode{{flow=\"{}->{}\",mode=\"{m}\"}}",
+            w.s, w.t
+        )
+    };
+    let config = w.properties(false);
+    let daemon = Daemon::start(&config, &w.dir.join("polling.log"));
+    wait_for("the polled checkpoint", Duration::from_secs(60), || {
+        !w.checkpoints(&rt).is_empty()
+    });
+    assert_eq!(daemon.metric(&mode("poll")), Some(1.0));
+    let log = daemon.log_text();
+    let warning = "the principal lacks Describe and Read on Topic:__consumer_offsets";
+    assert_eq!(log.matches(warning).count(), 1, "{log}");
+    assert_eq!(daemon.sigterm().code(), Some(0));
+
+    w.consumer_offsets_acl(true);
+    let daemon = Daemon::start(&config, &w.dir.join("following.log"));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        wait_for("following", Duration::from_secs(60), || {
+            daemon.metric(&mode("follow")) == Some(1.0)
+        });
+    }));
+    w.consumer_offsets_acl(false);
+    if let Err(e) = r {
+        std::panic::resume_unwind(e);
+    }
+    assert_eq!(daemon.sigterm().code(), Some(0));
 }

@@ -305,9 +305,18 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
 
 /// Emits the checkpoints of the groups the follower saw change (and of the
 /// groups whose partitions got new offset syncs), then syncs those groups on
-/// the target if enabled. A failure marks the groups changed again, so the
-/// next window retries them; the periodic round covers them too.
+/// the target if enabled. A failure to read the syncs leaves the changes for
+/// the next window; a failed produce marks the groups changed again; the
+/// periodic round covers them too.
 async fn emit_followed(ctx: &FlowContext, f: &mut CommitFollower, state: &mut FlowState) {
+    // Catch up with the offset syncs first, as a polled round does: a sync
+    // written before a commit must translate it (after an upstream rewind,
+    // a commit translated by the older syncs would land far too low).
+    if let Err(e) = ctx.poll_syncs(state).await {
+        tracing::warn!(flow = %ctx.name, error = %e, "reading new offset syncs failed; emitting the followed commits later");
+        ctx.set_clusters_ok(false, &e.to_string());
+        return;
+    }
     if let Some(synced) = state.synced.as_mut() {
         let synced = std::mem::take(synced);
         f.view.partitions_synced(&synced);
