@@ -186,6 +186,7 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
     let mut first_change: Option<Instant> = None;
     let mut first_round = true;
     let mut follow_backoff = FailureBackoff::new(Duration::from_secs(10));
+    let mut follow_failures = 0u32;
     loop {
         let mut next = next_emit.min(next_poll);
         if ctx.cfg.sync_group_offsets_enabled {
@@ -206,8 +207,12 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
                 r = ctx.follow_step(f) => r,
             };
             match r {
-                Ok(_) => follow_backoff.succeeded(),
+                Ok(_) => {
+                    follow_failures = 0;
+                    follow_backoff.succeeded();
+                }
                 Err(e) => {
+                    follow_failures += 1;
                     let wait = follow_backoff.failed();
                     tracing::warn!(flow = %ctx.name, error = %e, retry_in_ms = wait.as_millis() as u64, "following the group commits failed; retrying");
                     ctx.set_clusters_ok(false, &e.to_string());
@@ -217,7 +222,16 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
                     }
                 }
             }
-            if first_change.is_none() && f.view.has_changes() {
+            if follow_failures >= REOPEN_AFTER_FAILURES {
+                // Something a retry does not cure (a partition's log moved
+                // away from our position, the topic recreated): read it
+                // again from its start into a fresh view.
+                follow_failures = 0;
+                reopen_follower(ctx, &mut follower, &mut state).await;
+            } else if let Some(f) = follower.as_ref()
+                && first_change.is_none()
+                && f.view.has_changes()
+            {
                 first_change = Some(Instant::now());
             }
             continue;
@@ -299,6 +313,36 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
                     next_sync = after(wait);
                 }
             }
+        }
+    }
+}
+
+/// Consecutive failures of the follower after which it is opened again.
+const REOPEN_AFTER_FAILURES: u32 = 5;
+
+/// Opens the follower again and replays `__consumer_offsets` from its start.
+/// Every group it then knows counts as changed, so the next window emits
+/// whatever moved meanwhile (the monotonicity rule drops the rest). If it
+/// cannot be opened (mode `auto` without the grant any more), the flow polls.
+async fn reopen_follower(
+    ctx: &FlowContext,
+    follower: &mut Option<CommitFollower>,
+    state: &mut FlowState,
+) {
+    tracing::warn!(flow = %ctx.name, "the commit follower keeps failing; reading __consumer_offsets again from its start");
+    match ctx.open_follower().await {
+        Ok(Some(mut f)) => {
+            let groups: Vec<String> = f.view.groups().keys().cloned().collect();
+            f.view.mark_changed(&groups);
+            state.groups = groups;
+            *follower = Some(f);
+        }
+        Ok(None) => {
+            *follower = None;
+            state.synced = None;
+        }
+        Err(e) => {
+            tracing::warn!(flow = %ctx.name, error = %e, "reopening the commit follower failed; retrying later");
         }
     }
 }
