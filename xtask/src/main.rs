@@ -87,7 +87,7 @@ commands:
                     build and run each cargo-fuzz target (all by default) for
                     N seconds (default 60) after replaying its regressions;
                     fails on any crash (needs nightly and cargo-fuzz)
-  soak [--seconds N]
+  soak [--seconds N] [--mode follow|poll]
                     fault soak on its own clusters (target/kafka-soak/): kill -9
                     and restart each broker, SIGSTOP the target, while a daemon
                     runs; checks checkpoints and readiness (default 300 s)

@@ -1,6 +1,11 @@
-//! `cargo xtask soak [--seconds N]`: broker faults under a running daemon, on
-//! the soak's own pair of clusters (`target/kafka-soak/`, never the shared
-//! test clusters).
+//! `cargo xtask soak [--seconds N] [--mode follow|poll]`: broker faults under
+//! a running daemon, on the soak's own pair of clusters (`target/kafka-soak/`,
+//! never the shared test clusters).
+//!
+//! In mode `follow` (the default) the daemon follows `__consumer_offsets` and
+//! its periodic round runs only once an hour, so every checkpoint after the
+//! first round, recoveries included, comes from the commit follower. In mode
+//! `poll` it polls every second, as MirrorMaker 2 does at its lowest setting.
 //!
 //! Cycles until the time is up (at least one full cycle): SIGKILL + restart of
 //! the source broker, of the target broker, then SIGSTOP of the target broker
@@ -35,11 +40,27 @@ const RECOVERY: Duration = Duration::from_secs(120);
 
 /// Entry point.
 pub fn run(root: &Path, args: &[&str]) -> Result<ExitCode> {
-    let seconds = match args {
-        [] => 300,
-        ["--seconds", n] => n.parse().with_context(|| format!("--seconds {n:?}"))?,
-        _ => bail!("usage: cargo xtask soak [--seconds N]"),
-    };
+    let usage = "usage: cargo xtask soak [--seconds N] [--mode follow|poll]";
+    let mut seconds = 300;
+    let mut follow = true;
+    let mut rest = args;
+    while !rest.is_empty() {
+        match rest {
+            ["--seconds", n, tail @ ..] => {
+                seconds = n.parse().with_context(|| format!("--seconds {n:?}"))?;
+                rest = tail;
+            }
+            ["--mode", m, tail @ ..] => {
+                follow = match *m {
+                    "follow" => true,
+                    "poll" => false,
+                    _ => bail!("{usage}"),
+                };
+                rest = tail;
+            }
+            _ => bail!("{usage}"),
+        }
+    }
     let layout = Layout::at(root.join("target").join("kafka-soak"));
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = Command::new(cargo)
@@ -52,7 +73,7 @@ pub fn run(root: &Path, args: &[&str]) -> Result<ExitCode> {
     }
     let bin = root.join("target").join("debug").join("mm2-checkpoint");
     kafka::up(&layout)?;
-    let result = soak(&layout, &bin, Duration::from_secs(seconds));
+    let result = soak(&layout, &bin, Duration::from_secs(seconds), follow);
     // Whatever happened, no broker stays stopped or running.
     let _ = kafka::pause_broker(&layout, "target", false);
     if let Err(e) = kafka::down(&layout) {
@@ -236,7 +257,7 @@ fn step_until(
     }
 }
 
-fn soak(layout: &Layout, bin: &Path, duration: Duration) -> Result<String> {
+fn soak(layout: &Layout, bin: &Path, duration: Duration, follow: bool) -> Result<String> {
     let file = kafka::read_clusters_file(layout)?;
     let boot = |name: &str| -> Result<String> {
         Ok(file
@@ -294,9 +315,14 @@ fn soak(layout: &Layout, bin: &Path, duration: Duration) -> Result<String> {
              target.bootstrap.servers = {tb}\n\
              source->target.enabled = true\n\
              groups = soak-.*\n\
-             emit.checkpoints.interval.seconds = 1\n\
+             {mode}\n\
              admin.timeout.ms = {}\n",
-            REQUEST_TIMEOUT.as_millis()
+            REQUEST_TIMEOUT.as_millis(),
+            mode = if follow {
+                "mm2-checkpoint.group.offsets.mode = follow\nemit.checkpoints.interval.seconds = 3600"
+            } else {
+                "mm2-checkpoint.group.offsets.mode = poll\nemit.checkpoints.interval.seconds = 1"
+            },
         ),
     )?;
     let log = dir.join("daemon.log");

@@ -187,6 +187,7 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
     let mut first_round = true;
     let mut follow_backoff = FailureBackoff::new(Duration::from_secs(10));
     let mut follow_failures = 0u32;
+    let mut health = FollowHealth::default();
     loop {
         let mut next = next_emit.min(next_poll);
         if ctx.cfg.sync_group_offsets_enabled {
@@ -210,12 +211,15 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
                 Ok(_) => {
                     follow_failures = 0;
                     follow_backoff.succeeded();
+                    health.follow = None;
+                    health.report(ctx);
                 }
                 Err(e) => {
                     follow_failures += 1;
                     let wait = follow_backoff.failed();
                     tracing::warn!(flow = %ctx.name, error = %e, retry_in_ms = wait.as_millis() as u64, "following the group commits failed; retrying");
-                    ctx.set_clusters_ok(false, &e.to_string());
+                    health.follow = Some(e.to_string());
+                    health.report(ctx);
                     tokio::select! {
                         _ = shutdown.triggered() => return,
                         _ = tokio::time::sleep(wait) => {}
@@ -242,9 +246,17 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
         }
         let now = Instant::now();
         if now >= next_poll {
-            if let Err(e) = ctx.poll_syncs(&mut state).await {
-                tracing::warn!(flow = %ctx.name, error = %e, "reading new offset syncs failed");
-                ctx.set_clusters_ok(false, &e.to_string());
+            match ctx.poll_syncs(&mut state).await {
+                Err(e) => {
+                    tracing::warn!(flow = %ctx.name, error = %e, "reading new offset syncs failed");
+                    health.syncs = Some(e.to_string());
+                    ctx.set_clusters_ok(false, &e.to_string());
+                }
+                Ok(_) if follower.is_some() => {
+                    health.syncs = None;
+                    health.report(ctx);
+                }
+                Ok(_) => {}
             }
             next_poll = after(poll_every);
             if state.synced.as_ref().is_some_and(|s| !s.is_empty()) {
@@ -255,7 +267,8 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
             && first_change.is_some_and(|t0| now >= t0 + ctx.cfg.follow_coalesce)
         {
             first_change = None;
-            emit_followed(ctx, f, &mut state).await;
+            health.emit = emit_followed(ctx, f, &mut state).await.err();
+            health.report(ctx);
         }
         if ctx.cfg.refresh_groups_enabled && follower.is_none() && now >= next_refresh {
             match ctx.refresh_groups(&mut state).await {
@@ -280,6 +293,7 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
                 Ok(summary) => {
                     backoff.succeeded();
                     ctx.set_clusters_ok(true, "");
+                    health = FollowHealth::default();
                     if follower.is_some() && !first_round && summary.emitted > 0 {
                         ctx.metrics
                             .follower_corrections(&ctx.name, summary.emitted as u64);
@@ -313,6 +327,29 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
                     next_sync = after(wait);
                 }
             }
+        }
+    }
+}
+
+/// What the follower's last steps found, for readiness while following: the
+/// clusters count as reachable when following, reading the offset syncs and
+/// producing the followed checkpoints last succeeded.
+#[derive(Default)]
+struct FollowHealth {
+    follow: Option<String>,
+    syncs: Option<String>,
+    emit: Option<String>,
+}
+
+impl FollowHealth {
+    fn report(&self, ctx: &FlowContext) {
+        match [&self.follow, &self.syncs, &self.emit]
+            .into_iter()
+            .flatten()
+            .next()
+        {
+            None => ctx.set_clusters_ok(true, ""),
+            Some(e) => ctx.set_clusters_ok(false, e),
         }
     }
 }
@@ -352,14 +389,17 @@ async fn reopen_follower(
 /// the target if enabled. A failure to read the syncs leaves the changes for
 /// the next window; a failed produce marks the groups changed again; the
 /// periodic round covers them too.
-async fn emit_followed(ctx: &FlowContext, f: &mut CommitFollower, state: &mut FlowState) {
+async fn emit_followed(
+    ctx: &FlowContext,
+    f: &mut CommitFollower,
+    state: &mut FlowState,
+) -> Result<(), String> {
     // Catch up with the offset syncs first, as a polled round does: a sync
     // written before a commit must translate it (after an upstream rewind,
     // a commit translated by the older syncs would land far too low).
     if let Err(e) = ctx.poll_syncs(state).await {
         tracing::warn!(flow = %ctx.name, error = %e, "reading new offset syncs failed; emitting the followed commits later");
-        ctx.set_clusters_ok(false, &e.to_string());
-        return;
+        return Err(e.to_string());
     }
     if let Some(synced) = state.synced.as_mut() {
         let synced = std::mem::take(synced);
@@ -367,7 +407,7 @@ async fn emit_followed(ctx: &FlowContext, f: &mut CommitFollower, state: &mut Fl
     }
     let changed = f.view.take_changed();
     if changed.is_empty() {
-        return;
+        return Ok(());
     }
     let names: BTreeSet<String> = changed.keys().cloned().collect();
     for g in &names {
@@ -383,8 +423,7 @@ async fn emit_followed(ctx: &FlowContext, f: &mut CommitFollower, state: &mut Fl
         Err(e) => {
             f.view.mark_changed(&names);
             tracing::warn!(flow = %ctx.name, error = %e, "producing the checkpoints of followed commits failed; retrying");
-            ctx.set_clusters_ok(false, &e.to_string());
-            return;
+            return Err(e.to_string());
         }
     }
     if ctx.cfg.sync_group_offsets_enabled
@@ -392,6 +431,7 @@ async fn emit_followed(ctx: &FlowContext, f: &mut CommitFollower, state: &mut Fl
     {
         tracing::warn!(flow = %ctx.name, error = %e, "syncing the target groups of followed commits failed; the periodic group sync retries");
     }
+    Ok(())
 }
 
 #[cfg(test)]
