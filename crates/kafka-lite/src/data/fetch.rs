@@ -96,10 +96,11 @@ pub(super) async fn fetch_on(
 
 /// Fetches several partitions of `topic`, each from its own offset, in one
 /// request to the broker behind `connection`, which must lead them all
-/// (what a consumer does per broker). Each partition gets up to
-/// `options.max_bytes`; the response as a whole up to that times the
-/// number of partitions. The broker answers as soon as any partition has
-/// records, or after `options.fetch_wait`.
+/// (what a consumer does per broker). Each partition, and the response as a
+/// whole, gets up to `options.max_bytes` (the broker fills the partitions in
+/// the order asked, so a caller that asks repeatedly should rotate them). The
+/// broker answers as soon as any partition has records, or after
+/// `options.fetch_wait`.
 ///
 /// Returns one answer per asked partition, in the order asked, each with its
 /// own result (as [`fetch_on`] describes); `Err` when the request as a whole
@@ -114,7 +115,6 @@ pub(super) async fn fetch_partitions_on(
     let version = connection.version_for::<FetchRequest>()?;
     let wait_ms = i32::try_from(options.fetch_wait.as_millis()).unwrap_or(i32::MAX);
     let max_bytes = options.max_bytes.max(1);
-    let count = i32::try_from(partitions.len().max(1)).unwrap_or(i32::MAX);
     let fetch_partitions = partitions
         .iter()
         .map(|&(partition, offset)| {
@@ -131,7 +131,7 @@ pub(super) async fn fetch_partitions_on(
         .with_replica_id((-1).into())
         .with_max_wait_ms(wait_ms)
         .with_min_bytes(1)
-        .with_max_bytes(max_bytes.saturating_mul(count))
+        .with_max_bytes(max_bytes)
         .with_isolation_level(options.isolation.to_protocol())
         // Session id 0 with epoch -1: a full fetch that opens no session.
         .with_session_id(0)

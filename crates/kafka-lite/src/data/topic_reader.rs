@@ -44,6 +44,7 @@ pub struct TopicReader {
     topic: String,
     options: FetchOptions,
     readers: BTreeMap<i32, PartitionReader>,
+    turn: usize,
 }
 
 impl Client {
@@ -104,6 +105,7 @@ impl Client {
             topic: topic.to_owned(),
             options,
             readers,
+            turn: 0,
         })
     }
 }
@@ -150,6 +152,14 @@ impl TopicReader {
             .filter(|r| !catching_up || !r.is_caught_up())
             .map(|r| (r.partition(), r.position()))
             .collect();
+        // The broker fills a response in the order asked: start elsewhere
+        // each time, so one busy partition cannot starve the others.
+        let mut wanted = wanted;
+        if !wanted.is_empty() {
+            let turn = self.turn % wanted.len();
+            wanted.rotate_left(turn);
+            self.turn = self.turn.wrapping_add(1);
+        }
         let asked = wanted.len();
         let mut by_leader: BTreeMap<String, (crate::BrokerInfo, Vec<(i32, i64)>)> = BTreeMap::new();
         let mut failures: Vec<Error> = Vec::new();
