@@ -9,7 +9,9 @@
 //         deleteConsumerGroupOffsets: removes the group's commits of those
 //         partitions (the group must not be subscribed to their topics).
 //   delete-group <group>
-//         deleteConsumerGroups: deletes the (empty) group and all its commits.
+//         deleteConsumerGroups: deletes the group and all its commits (retried
+//         for up to 30 s while the broker reports it non-empty, as right after
+//         its last member left).
 //
 // Prints nothing; a failure (including a per-partition error) is an exception
 // and exit 1.
@@ -19,10 +21,12 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ExecutionException;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.GroupNotEmptyException;
 
 public class GroupAdmin {
     public static void main(String[] args) throws Exception {
@@ -52,7 +56,23 @@ public class GroupAdmin {
                     }
                     admin.deleteConsumerGroupOffsets(group, partitions).all().get();
                 }
-                case "delete-group" -> admin.deleteConsumerGroups(List.of(group)).all().get();
+                case "delete-group" -> {
+                    // A member that just left may not be gone yet: retry while the
+                    // broker still reports the group as non-empty.
+                    long deadline = System.currentTimeMillis() + 30_000;
+                    while (true) {
+                        try {
+                            admin.deleteConsumerGroups(List.of(group)).all().get();
+                            break;
+                        } catch (ExecutionException e) {
+                            if (!(e.getCause() instanceof GroupNotEmptyException)
+                                    || System.currentTimeMillis() > deadline) {
+                                throw e;
+                            }
+                            Thread.sleep(200);
+                        }
+                    }
+                }
                 default -> throw new IllegalArgumentException("unknown command `" + args[1] + "`: want alter, delete-offsets or delete-group");
             }
         }
