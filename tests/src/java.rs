@@ -442,7 +442,9 @@ impl JavaHelpers {
         self.run("GroupAdmin", &args).map(drop)
     }
 
-    /// Admin `deleteConsumerGroups`: deletes the empty `group` and its commits.
+    /// Admin `deleteConsumerGroups`: deletes `group` and its commits, retrying
+    /// for up to 30 s while the broker reports it non-empty (as right after
+    /// its last member left).
     pub fn delete_group(&self, bootstrap: &str, group: &str) -> Result<(), JavaError> {
         self.run("GroupAdmin", &[bootstrap, "delete-group", group])
             .map(drop)
