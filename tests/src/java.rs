@@ -161,6 +161,35 @@ pub struct GroupOffset {
     pub metadata: String,
 }
 
+/// One transaction of [`JavaHelpers::txn_offsets`]: what happens to it after
+/// its `sendOffsetsToTransaction`, and the offsets it sends (each `metadata`
+/// must not contain a comma).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TxnStep {
+    /// Commit the transaction.
+    Commit(Vec<GroupOffset>),
+    /// Abort the transaction.
+    Abort(Vec<GroupOffset>),
+    /// Leave the transaction open and halt the producer; the broker aborts it
+    /// after the transaction timeout (60 s). Only as the last step.
+    Open(Vec<GroupOffset>),
+}
+
+impl TxnStep {
+    fn as_arg(&self) -> String {
+        let (kind, offsets) = match self {
+            Self::Commit(o) => ("commit", o),
+            Self::Abort(o) => ("abort", o),
+            Self::Open(o) => ("open", o),
+        };
+        let specs: Vec<String> = offsets
+            .iter()
+            .map(|o| format!("{}:{}={}:{}", o.topic, o.partition, o.offset, o.metadata))
+            .collect();
+        format!("{kind}:{}", specs.join(","))
+    }
+}
+
 /// One offset-sync record, decoded by MM2's `OffsetSync.deserializeRecord`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OffsetSyncRecord {
@@ -354,6 +383,73 @@ impl JavaHelpers {
         self.run("CommitOffsets", &args).map(drop)
     }
 
+    /// Commits offsets for `group` in transactions of a transactional producer
+    /// with id `transactional_id` (`tests/java/TxnOffsets.java`): per step,
+    /// `beginTransaction`, one record to partition 0 of `output_topic` if
+    /// given, `sendOffsetsToTransaction(offsets, new ConsumerGroupMetadata(group))`,
+    /// then commit, abort or (for [`TxnStep::Open`], last) halt with the
+    /// transaction open. `group` must have no active members.
+    pub fn txn_offsets(
+        &self,
+        bootstrap: &str,
+        group: &str,
+        transactional_id: &str,
+        output_topic: Option<&str>,
+        steps: &[TxnStep],
+    ) -> Result<(), JavaError> {
+        let steps: Vec<String> = steps.iter().map(TxnStep::as_arg).collect();
+        let mut args = vec![
+            bootstrap,
+            group,
+            transactional_id,
+            output_topic.unwrap_or("-"),
+        ];
+        args.extend(steps.iter().map(String::as_str));
+        self.run("TxnOffsets", &args).map(drop)
+    }
+
+    /// Admin `alterConsumerGroupOffsets`: commits `offsets` for `group`
+    /// without membership (the group must have no active members).
+    pub fn alter_group_offsets(
+        &self,
+        bootstrap: &str,
+        group: &str,
+        offsets: &[GroupOffset],
+    ) -> Result<(), JavaError> {
+        let specs: Vec<String> = offsets
+            .iter()
+            .map(|o| format!("{}:{}={}:{}", o.topic, o.partition, o.offset, o.metadata))
+            .collect();
+        let mut args = vec![bootstrap, "alter", group];
+        args.extend(specs.iter().map(String::as_str));
+        self.run("GroupAdmin", &args).map(drop)
+    }
+
+    /// Admin `deleteConsumerGroupOffsets`: removes `group`'s commits of
+    /// `partitions` (topic, partition).
+    pub fn delete_group_offsets(
+        &self,
+        bootstrap: &str,
+        group: &str,
+        partitions: &[(&str, i32)],
+    ) -> Result<(), JavaError> {
+        let specs: Vec<String> = partitions
+            .iter()
+            .map(|(topic, partition)| format!("{topic}:{partition}"))
+            .collect();
+        let mut args = vec![bootstrap, "delete-offsets", group];
+        args.extend(specs.iter().map(String::as_str));
+        self.run("GroupAdmin", &args).map(drop)
+    }
+
+    /// Admin `deleteConsumerGroups`: deletes `group` and its commits, retrying
+    /// for up to 30 s while the broker reports it non-empty (as right after
+    /// its last member left).
+    pub fn delete_group(&self, bootstrap: &str, group: &str) -> Result<(), JavaError> {
+        self.run("GroupAdmin", &[bootstrap, "delete-group", group])
+            .map(drop)
+    }
+
     /// The committed offsets of `group`, sorted (Admin `listConsumerGroupOffsets`).
     pub fn group_offsets(
         &self,
@@ -503,6 +599,18 @@ mod tests {
         })
         .expect_err("second line is malformed");
         assert!(err.to_string().contains("t zero 1 2"), "{err}");
+    }
+
+    #[test]
+    fn a_txn_step_is_one_comma_separated_argument() {
+        let offset = |partition, offset, metadata: &str| GroupOffset {
+            topic: "t".into(),
+            partition,
+            offset,
+            metadata: metadata.into(),
+        };
+        let step = TxnStep::Abort(vec![offset(0, 5, ""), offset(1, 7, "m:x")]);
+        assert_eq!(step.as_arg(), "abort:t:0=5:,t:1=7:m:x");
     }
 
     #[test]

@@ -5,8 +5,10 @@
 //! [`FUZZ_CRATES`] that have one; each is its own Cargo workspace, built with
 //! `cargo +nightly fuzz` (libFuzzer with AddressSanitizer). Before fuzzing,
 //! every file under the project's `regressions/` is replayed against each of
-//! its targets. Any crash, leak, timeout or out-of-memory fails the command;
-//! libFuzzer writes the input to `fuzz/artifacts/<target>/`.
+//! its targets. A target with a `seeds/<target>/` directory starts from those
+//! seeds as well as from its `corpus/<target>/`. Any crash, leak, timeout or
+//! out-of-memory fails the command; libFuzzer writes the input to
+//! `fuzz/artifacts/<target>/`.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -241,7 +243,18 @@ fn fuzz_one(root: &Path, target: &Target, seconds: u64) -> Result<Outcome> {
         log.display()
     );
     let started = Instant::now();
-    let status = libfuzzer(target, &log)
+    let mut command = libfuzzer(target, &log);
+    // Seeds (`fuzz/seeds/<target>/`, checked in) are read as a second corpus
+    // directory; new inputs go to the first, `fuzz/corpus/<target>/` (ignored).
+    let fuzz_dir = target.crate_dir.join("fuzz");
+    let seeds = fuzz_dir.join("seeds").join(&target.name);
+    if seeds.is_dir() {
+        let corpus = fuzz_dir.join("corpus").join(&target.name);
+        std::fs::create_dir_all(&corpus)
+            .with_context(|| format!("creating {}", corpus.display()))?;
+        command.arg(&corpus).arg(&seeds);
+    }
+    let status = command
         .args([
             "--".to_string(),
             format!("-max_total_time={seconds}"),

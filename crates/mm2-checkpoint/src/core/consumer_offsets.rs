@@ -189,7 +189,9 @@ pub fn decode(
             if partition < 0 {
                 return Err(OffsetsDecodeError::NegativePartition { partition });
             }
-            let value = value.map(decode_offset_commit_value).transpose()?;
+            let value = value
+                .map(|v| decode_offset_commit_value(record_type, v))
+                .transpose()?;
             Ok(OffsetsRecord::OffsetCommit {
                 group,
                 topic_partition: TopicPartition::new(topic, partition),
@@ -208,12 +210,18 @@ pub fn decode(
     }
 }
 
-fn decode_offset_commit_value(bytes: &[u8]) -> Result<OffsetCommitValue, OffsetsDecodeError> {
+/// The value of an offset commit record of type `record_type` (0 or 1, which
+/// Kafka 4.1 calls `LegacyOffsetCommitValue` and `OffsetCommitValue`; type 0
+/// was only ever written with value version 0, whose layout both share).
+fn decode_offset_commit_value(
+    record_type: i16,
+    bytes: &[u8],
+) -> Result<OffsetCommitValue, OffsetsDecodeError> {
     let mut v = Reader::new(bytes, RecordPart::Value);
     let version = v.i16("version")?;
     if !(0..=MAX_OFFSET_COMMIT_VALUE_VERSION).contains(&version) {
         return Err(OffsetsDecodeError::UnsupportedValueVersion {
-            record_type: 1,
+            record_type,
             version,
         });
     }
@@ -236,6 +244,9 @@ fn decode_offset_commit_value(bytes: &[u8]) -> Result<OffsetCommitValue, Offsets
         None
     };
     if flexible {
+        // Kafka 4.1 defines tag 0, the topic id (a 16-byte UUID), which 4.1.1
+        // does not write yet (tests/data/consumer_offsets/); the follower needs
+        // none of the tagged fields.
         v.skip_tagged_fields()?;
     }
     v.finish()?;
@@ -457,6 +468,38 @@ mod tests {
         assert_eq!(
             (c.offset, c.leader_epoch, c.metadata.as_str()),
             (10, Some(-1), "hi")
+        );
+    }
+
+    #[test]
+    fn the_topic_id_tag_of_kafka_4_1_is_skipped() {
+        let mut v = 4i16.to_be_bytes().to_vec();
+        v.extend_from_slice(&10i64.to_be_bytes());
+        v.extend_from_slice(&(-1i32).to_be_bytes());
+        v.push(1); // empty compact string
+        v.extend_from_slice(&5i64.to_be_bytes());
+        v.extend_from_slice(&[1, 0, 16]); // one tagged field: tag 0, 16 bytes
+        v.extend_from_slice(&[0x5a; 16]);
+        let key = commit_key("g", "t", 0);
+        let OffsetsRecord::OffsetCommit { value: Some(c), .. } =
+            decode(Some(&key), Some(&v)).unwrap()
+        else {
+            panic!("not a commit")
+        };
+        assert_eq!((c.offset, c.metadata.as_str()), (10, ""));
+    }
+
+    #[test]
+    fn an_unknown_value_version_names_the_record_type_of_its_key() {
+        let mut key = commit_key("g", "t", 0);
+        key[..2].copy_from_slice(&0i16.to_be_bytes());
+        let v = 5i16.to_be_bytes();
+        assert_eq!(
+            decode(Some(&key), Some(&v)),
+            Err(OffsetsDecodeError::UnsupportedValueVersion {
+                record_type: 0,
+                version: 5
+            })
         );
     }
 
