@@ -77,4 +77,7 @@ pub use data::{
 };
 pub use error::{Error, kafka_error_name};
 pub use pool::BrokerPool;
-pub use tls::{CRYPTO_PROVIDER_NAME, crypto_provider, graviola_cpu_support};
+pub use tls::{
+    CRYPTO_PROVIDER_NAME, ClientIdentityCheck, ClientIdentityError, check_client_identity,
+    crypto_provider, graviola_cpu_support,
+};

@@ -97,6 +97,68 @@ pub fn crypto_provider() -> Result<Arc<CryptoProvider>, Error> {
     }
 }
 
+/// How a client certificate chain and a private key fit together, as far as
+/// the crypto provider of this build can tell (see [`check_client_identity`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientIdentityCheck {
+    /// The key's public half is the one in the first (end-entity) certificate.
+    Matches,
+    /// The key loads, but the provider cannot derive its public half, so the
+    /// pair could not be compared; the TLS handshake will tell.
+    Unknown,
+}
+
+/// Why a client certificate chain and private key cannot be used together.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum ClientIdentityError {
+    /// The chain holds no certificate.
+    #[error("the certificate chain is empty")]
+    NoCertificate,
+    /// The crypto provider cannot load the key (unsupported type, bad encoding).
+    #[error("the private key is unusable: {0}")]
+    UnusableKey(String),
+    /// The end-entity certificate cannot be parsed.
+    #[error("the first certificate of the chain is unusable: {0}")]
+    BadCertificate(String),
+    /// The key belongs to another certificate.
+    #[error(
+        "the private key does not belong to the first certificate of the chain (their public keys differ)"
+    )]
+    KeyMismatch,
+    /// This build's crypto provider cannot run here (see [`crypto_provider`]).
+    #[error("{0}")]
+    Provider(Error),
+}
+
+/// Checks, without connecting, that `key` is usable by this build's crypto
+/// provider and belongs to the first certificate of `chain`: the same check
+/// rustls makes when the client certificate is installed, run early so that a
+/// configuration can be validated before any network I/O. Messages never
+/// contain key material.
+pub fn check_client_identity(
+    chain: &[CertificateDer<'static>],
+    key: &PrivateKeyDer<'static>,
+) -> Result<ClientIdentityCheck, ClientIdentityError> {
+    if chain.is_empty() {
+        return Err(ClientIdentityError::NoCertificate);
+    }
+    let provider = crypto_provider().map_err(ClientIdentityError::Provider)?;
+    let signing_key = provider
+        .key_provider
+        .load_private_key(key.clone_key())
+        .map_err(|e| ClientIdentityError::UnusableKey(e.to_string()))?;
+    match rustls::sign::CertifiedKey::new(chain.to_vec(), signing_key).keys_match() {
+        Ok(()) => Ok(ClientIdentityCheck::Matches),
+        Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::Unknown)) => {
+            Ok(ClientIdentityCheck::Unknown)
+        }
+        Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch)) => {
+            Err(ClientIdentityError::KeyMismatch)
+        }
+        Err(e) => Err(ClientIdentityError::BadCertificate(e.to_string())),
+    }
+}
+
 /// Builds the rustls client configuration for `tls`, reading its PEM files.
 pub(crate) fn client_config(tls: &TlsConfig) -> Result<Arc<ClientConfig>, Error> {
     let provider = crypto_provider()?;

@@ -36,8 +36,8 @@ pub use providers::{Environment, ProcessEnvironment};
 pub use render::render_effective_settings;
 pub use secret::Secret;
 pub use security::{
-    BrokerAddress, ClientIdentity, ClusterConnection, PemSource, SaslCredentials, SaslMechanism,
-    SecurityProtocol, TlsMaterial, TlsSettings, TrustRoots,
+    BrokerAddress, ClientIdentity, ClusterConnection, EXPIRY_WARNING, KeyOrigin, PemSource,
+    SaslCredentials, SaslMechanism, SecurityProtocol, TlsMaterial, TlsSettings, TrustRoots,
 };
 
 use crate::core::policy::ClusterSide;

@@ -935,7 +935,10 @@ fn pem_trust_store_file_is_read_and_parsed() {
         tls.trust,
         TrustRoots::Pem {
             source: PemSource::File("/etc/kafka/ca.pem".into()),
-            key: "B.ssl.truststore.location".into()
+            key: KeyOrigin {
+                key: "B.ssl.truststore.location".into(),
+                line: Some(7)
+            }
         }
     );
     assert_eq!(tls.load(&tls_env()).unwrap().roots.len(), 1);
@@ -1052,6 +1055,142 @@ fn inline_key_store_needs_chain_and_key() {
         "B.ssl.keystore.type = PEM\nB.ssl.keystore.key = {key}"
     )));
     assert_eq!(e.key(), Some("B.ssl.keystore.certificate.chain"));
+}
+
+/// A P-256 key that belongs to no certificate of these tests.
+const OTHER_KEY: &str = "-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgzPT90dXZ+H6RRwZY
+g4KFuGyuBY1Zl0ZQusJKEaj1SoOhRANCAASftYCRO9AM56m45F4fN1HXkdevncJN
+mhzBXulwnhe/filqvvfh1IYblbkszRgs0WWQooF+pBeTLLYawKV8OK2Y
+-----END PRIVATE KEY-----
+";
+
+#[test]
+fn a_key_that_belongs_to_another_certificate_is_an_error_naming_key_and_line() {
+    let key = OTHER_KEY.replace('\n', "\\n");
+    let chain = TEST_CERT.replace('\n', "\\n");
+    let e = error(&ssl(&format!(
+        "B.ssl.keystore.type = PEM\nB.ssl.keystore.certificate.chain = {chain}\nB.ssl.keystore.key = {key}"
+    )));
+    assert_eq!(e.key(), Some("B.ssl.keystore.key"), "{e}");
+    assert!(e.line().is_some(), "{e}");
+    assert!(e.message().contains("does not belong"), "{e}");
+    assert!(e.message().contains("CN=mm2-checkpoint test"), "{e}");
+    for secret_line in OTHER_KEY.lines().filter(|l| !l.starts_with("-----")) {
+        assert!(!e.to_string().contains(secret_line), "{e}");
+    }
+
+    // The same mismatch in one file names the location key.
+    let env = tls_env().with_file("/etc/kafka/wrong.pem", &format!("{OTHER_KEY}{TEST_CERT}"));
+    let e = error_with(
+        &ssl("B.ssl.keystore.type = PEM\nB.ssl.keystore.location = /etc/kafka/wrong.pem"),
+        &env,
+    );
+    assert_eq!(e.key(), Some("B.ssl.keystore.location"), "{e}");
+    assert!(e.message().contains("does not belong"), "{e}");
+}
+
+#[test]
+fn a_certificate_with_a_garbage_body_is_an_error_naming_key_and_line() {
+    // Valid PEM and base64, but not DER: passed the old shape-only check.
+    let garbage = "-----BEGIN CERTIFICATE-----\\nAAECAwQFBgcICQ==\\n-----END CERTIFICATE-----";
+    let e = error(&ssl(&format!(
+        "B.ssl.truststore.type = PEM\nB.ssl.truststore.certificates = {garbage}"
+    )));
+    assert_eq!(e.key(), Some("B.ssl.truststore.certificates"), "{e}");
+    assert!(e.line().is_some(), "{e}");
+    assert!(
+        e.message().contains("certificate 1 of 1") && e.message().contains("not a valid X.509"),
+        "{e}"
+    );
+
+    // The second certificate of a chain file is checked too.
+    let env = tls_env().with_file(
+        "/etc/kafka/chain.pem",
+        &format!(
+            "{TEST_CERT}-----BEGIN CERTIFICATE-----\nAAECAwQFBgcICQ==\n-----END CERTIFICATE-----\n"
+        ),
+    );
+    let e = error_with(
+        &ssl("B.ssl.truststore.type = PEM\nB.ssl.truststore.location = /etc/kafka/chain.pem"),
+        &env,
+    );
+    assert!(e.message().contains("certificate 2 of 2"), "{e}");
+}
+
+#[test]
+fn a_private_key_with_a_garbage_body_is_an_error() {
+    let env = tls_env().with_file(
+        "/etc/kafka/badkey.pem",
+        &format!(
+            "-----BEGIN PRIVATE KEY-----\nAAECAwQFBgcICQ==\n-----END PRIVATE KEY-----\n{TEST_CERT}"
+        ),
+    );
+    let e = error_with(
+        &ssl("B.ssl.keystore.type = PEM\nB.ssl.keystore.location = /etc/kafka/badkey.pem"),
+        &env,
+    );
+    assert_eq!(e.key(), Some("B.ssl.keystore.location"), "{e}");
+    assert!(e.message().contains("cannot be used"), "{e}");
+    assert!(!e.to_string().contains("AAECAwQFBgcICQ"), "{e}");
+}
+
+#[test]
+fn certificates_outside_their_validity_are_warnings_with_key_line_and_subject() {
+    use std::time::{Duration, SystemTime};
+    // The test certificate is valid from 2026-12-02 12:22:18 UTC for 100 years.
+    let not_before = SystemTime::UNIX_EPOCH + Duration::from_secs(1_796_214_138);
+    let not_after = SystemTime::UNIX_EPOCH + Duration::from_secs(4_949_814_138);
+    let text = ssl(
+        "B.ssl.truststore.type = PEM\nB.ssl.truststore.location = /etc/kafka/ca.pem\n\
+         B.ssl.keystore.type = PEM\nB.ssl.keystore.location = /etc/kafka/client.pem",
+    );
+    let tls = tls_of(&text);
+    let material = tls.load(&tls_env()).unwrap();
+    let at = |now| tls.warnings("B", &material, now);
+
+    assert!(at(not_before + Duration::from_secs(3600)).is_empty());
+    assert!(at(not_after - EXPIRY_WARNING - Duration::from_secs(1)).is_empty());
+
+    let early = at(not_before - Duration::from_secs(60));
+    assert_eq!(early.len(), 2, "{early:?}");
+    assert!(
+        early[0].contains("`B.ssl.truststore.location`"),
+        "{early:?}"
+    );
+    assert!(early[1].contains("`B.ssl.keystore.location`"), "{early:?}");
+    assert!(early.iter().all(|w| w.contains("(line ")
+        && w.contains("subject `CN=mm2-checkpoint test`")
+        && w.contains("is not valid before 2026-12-02T12:22:18Z")));
+
+    let soon = at(not_after - Duration::from_secs(10 * 86_400 + 60));
+    assert!(
+        soon[0].contains("expires on 2126-11-08T12:22:18Z (in 10 days)"),
+        "{soon:?}"
+    );
+
+    let expired = at(not_after + Duration::from_secs(1));
+    assert_eq!(expired.len(), 2, "{expired:?}");
+    assert!(
+        expired[0].contains("EXPIRED on 2126-11-08T12:22:18Z"),
+        "{expired:?}"
+    );
+}
+
+#[test]
+fn certificate_warnings_reach_the_config_warnings() {
+    // Loading the config runs the same checks at the real time: the test
+    // certificate is valid now, so nothing is added.
+    let config = load_with(
+        &ssl("B.ssl.truststore.type = PEM\nB.ssl.truststore.location = /etc/kafka/ca.pem"),
+        &tls_env(),
+    )
+    .unwrap();
+    assert!(
+        !config.warnings.iter().any(|w| w.contains("certificate")),
+        "{:?}",
+        config.warnings
+    );
 }
 
 #[test]

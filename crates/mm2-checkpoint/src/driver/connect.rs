@@ -108,7 +108,9 @@ pub fn connection(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::security::{ClientIdentity, SaslCredentials, SecurityProtocol, TlsSettings};
+    use crate::config::security::{
+        ClientIdentity, KeyOrigin, SaslCredentials, SecurityProtocol, TlsSettings,
+    };
     use crate::config::{BrokerAddress, Secret};
 
     fn cluster() -> ClusterConnection {
@@ -160,12 +162,16 @@ mod tests {
     fn inline_pem_is_passed_in_memory_and_file_pem_as_a_path() {
         let mut a = cluster();
         a.security_protocol = SecurityProtocol::Ssl;
-        // Only parsed as PEM here (no TLS handshake), so any base64 body will do.
-        let ca = "-----BEGIN CERTIFICATE-----\nAAECAwQF\n-----END CERTIFICATE-----\n".to_string();
+        // Parsed and checked here, but no TLS handshake.
+        let ca = include_str!("../../tests/data/test_cert.pem").to_string();
+        let body_line = ca.lines().nth(1).unwrap().to_string();
         a.tls = Some(TlsSettings {
             trust: TrustRoots::Pem {
                 source: PemSource::Inline(Secret::new(ca.clone())),
-                key: "ssl.truststore.certificates".into(),
+                key: KeyOrigin {
+                    key: "ssl.truststore.certificates".into(),
+                    line: None,
+                },
             },
             identity: None::<ClientIdentity>,
             verify_hostname: false,
@@ -175,7 +181,7 @@ mod tests {
         assert!(!tls.verify_hostname);
         assert_eq!(tls.ca_pem_file, None);
         assert_eq!(tls.ca_pem.as_ref().unwrap().expose(), ca.as_bytes());
-        assert!(!format!("{c:?}").contains("AAECAwQF"));
+        assert!(!format!("{c:?}").contains(&body_line));
 
         let dir = std::env::temp_dir().join(format!("mm2-connect-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -184,7 +190,10 @@ mod tests {
         a.tls = Some(TlsSettings {
             trust: TrustRoots::Pem {
                 source: PemSource::File(path.clone()),
-                key: "ssl.truststore.location".into(),
+                key: KeyOrigin {
+                    key: "ssl.truststore.location".into(),
+                    line: None,
+                },
             },
             identity: None::<ClientIdentity>,
             verify_hostname: true,

@@ -31,7 +31,9 @@ use super::providers::Environment;
 use sasl::build_sasl;
 pub use sasl::{SaslCredentials, SaslMechanism};
 use tls::build_tls;
-pub use tls::{ClientIdentity, PemSource, TlsMaterial, TlsSettings, TrustRoots};
+pub use tls::{
+    ClientIdentity, EXPIRY_WARNING, KeyOrigin, PemSource, TlsMaterial, TlsSettings, TrustRoots,
+};
 
 /// Whether `key` (without any alias or client prefix) is a client-connection key:
 /// one that MM2 copies into every client of a cluster.
@@ -197,8 +199,10 @@ pub(crate) fn build_connection(
         None
     };
     if let Some(tls) = &tls {
-        // Validate files now, so `validate` reports them; the result is dropped.
-        tls.load(env)?;
+        // Check the material now, so `validate` and start-up report it before
+        // any network I/O; the material itself is loaded again when connecting.
+        let material = tls.load(env)?;
+        warnings.extend(tls.warnings(alias, &material, std::time::SystemTime::now()));
     }
 
     let sasl = if security_protocol.uses_sasl() {

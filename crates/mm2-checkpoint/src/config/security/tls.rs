@@ -1,12 +1,21 @@
 //! TLS settings of a cluster connection: trust roots and client identity from
-//! PEM files or inline PEM, read and parsed while the configuration is validated.
+//! PEM files or inline PEM, read and checked while the configuration is
+//! validated: every certificate must be X.509, the private key must be usable
+//! and belong to the first certificate of its chain (errors), and certificates
+//! outside their validity period are reported (warnings). See
+//! docs/configuration.md, "Certificates and keys are checked".
 
 use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use x509_cert::Certificate;
+use x509_cert::der::Decode;
 
 use rustls_pki_types::pem::{self, PemObject};
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
 use super::Keys;
+use crate::config::Setting;
 use crate::config::error::ConfigError;
 use crate::config::providers::Environment;
 use crate::config::secret::Secret;
@@ -21,17 +30,21 @@ pub enum PemSource {
 }
 
 impl PemSource {
-    fn read(&self, env: &dyn Environment, key: &str) -> Result<Vec<u8>, ConfigError> {
+    fn read(&self, env: &dyn Environment, key: &KeyOrigin) -> Result<Vec<u8>, ConfigError> {
         match self {
-            Self::File(path) => env.read_file(path).map_err(|e| {
-                ConfigError::for_key(key, format!("cannot read `{}`: {e}", path.display()))
-            }),
+            Self::File(path) => env
+                .read_file(path)
+                .map_err(|e| key.error(format!("cannot read `{}`: {e}", path.display()))),
             Self::Inline(text) => Ok(text.expose().as_bytes().to_vec()),
         }
     }
 
     /// Reads the PEM text and puts each section into canonical line layout.
-    fn read_normalized(&self, env: &dyn Environment, key: &str) -> Result<Vec<u8>, ConfigError> {
+    fn read_normalized(
+        &self,
+        env: &dyn Environment,
+        key: &KeyOrigin,
+    ) -> Result<Vec<u8>, ConfigError> {
         let bytes = self.read(env, key)?;
         Ok(normalize_pem(&String::from_utf8_lossy(&bytes)).into_bytes())
     }
@@ -40,6 +53,37 @@ impl PemSource {
         match self {
             Self::File(path) => format!("PEM file {}", path.display()),
             Self::Inline(_) => "inline PEM".to_string(),
+        }
+    }
+}
+
+/// A config key and the line of `mm2.properties` it was read from, so that a
+/// problem found in the material it names points back at the file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyOrigin {
+    /// The key as written in the file, e.g. `B.ssl.truststore.location`.
+    pub key: String,
+    /// Its 1-based line, if it came from the file.
+    pub line: Option<usize>,
+}
+
+impl KeyOrigin {
+    fn of(setting: &Setting) -> Self {
+        Self {
+            key: setting.origin.clone(),
+            line: setting.line,
+        }
+    }
+
+    fn error(&self, message: impl Into<String>) -> ConfigError {
+        ConfigError::for_key(self.key.as_str(), message).at_line(self.line)
+    }
+
+    /// `` `key` (line N) `` for warnings.
+    fn describe(&self) -> String {
+        match self.line {
+            Some(line) => format!("`{}` (line {line})", self.key),
+            None => format!("`{}`", self.key),
         }
     }
 }
@@ -55,7 +99,7 @@ pub enum TrustRoots {
         /// The certificates.
         source: PemSource,
         /// The config key they came from, for error messages.
-        key: String,
+        key: KeyOrigin,
     },
 }
 
@@ -66,8 +110,11 @@ pub struct ClientIdentity {
     pub certificate_chain: PemSource,
     /// The unencrypted private key.
     pub private_key: PemSource,
-    /// The config key they came from, for error messages.
-    pub key: String,
+    /// The config key the chain came from, for error messages.
+    pub chain_key: KeyOrigin,
+    /// The config key the private key came from (the same key as `chain_key`
+    /// when one file holds both).
+    pub key: KeyOrigin,
 }
 
 /// TLS settings for one cluster.
@@ -90,12 +137,17 @@ pub struct TlsMaterial {
     pub roots: Vec<CertificateDer<'static>>,
     /// Client certificate chain and private key, if configured.
     pub identity: Option<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)>,
+    /// Why the private key could not be compared with its certificate, when
+    /// this build's crypto provider could not tell (reported as a warning).
+    pub key_not_compared: Option<String>,
 }
 
 impl TlsSettings {
-    /// Reads and parses the PEM files and inline PEM text.
+    /// Reads and parses the PEM files and inline PEM text, parses every
+    /// certificate as X.509 and checks that the private key is usable and
+    /// belongs to the first certificate of its chain.
     ///
-    /// Errors name the config key; they never contain key material.
+    /// Errors name the config key and line; they never contain key material.
     pub fn load(&self, env: &dyn Environment) -> Result<TlsMaterial, ConfigError> {
         let roots = match &self.trust {
             TrustRoots::Default => Vec::new(),
@@ -104,36 +156,164 @@ impl TlsSettings {
                 certificates(&bytes, key, source)?
             }
         };
+        let mut key_not_compared = None;
         let identity = match &self.identity {
             None => None,
             Some(id) => {
-                let chain_bytes = id.certificate_chain.read_normalized(env, &id.key)?;
-                let chain = certificates(&chain_bytes, &id.key, &id.certificate_chain)?;
+                let chain_bytes = id.certificate_chain.read_normalized(env, &id.chain_key)?;
+                let chain = certificates(&chain_bytes, &id.chain_key, &id.certificate_chain)?;
                 let key_bytes = id.private_key.read(env, &id.key)?;
                 if contains(&key_bytes, b"ENCRYPTED PRIVATE KEY")
                     || contains(&key_bytes, b"Proc-Type: 4,ENCRYPTED")
                 {
-                    return Err(ConfigError::for_key(
-                        id.key.as_str(),
+                    return Err(id.key.error(
                         "the private key is encrypted, which mm2-checkpoint does not support; \
                          decrypt it (`openssl pkcs8 -topk8 -nocrypt`) and protect the file instead",
                     ));
                 }
                 let key_bytes = normalize_pem(&String::from_utf8_lossy(&key_bytes)).into_bytes();
                 let key = PrivateKeyDer::from_pem_slice(&key_bytes).map_err(|e| {
-                    ConfigError::for_key(
-                        id.key.as_str(),
-                        format!(
-                            "no usable private key in {}: {}",
-                            id.private_key.describe(),
-                            pem_problem(&e, "PRIVATE KEY")
-                        ),
-                    )
+                    id.key.error(format!(
+                        "no usable private key in {}: {}",
+                        id.private_key.describe(),
+                        pem_problem(&e, "PRIVATE KEY")
+                    ))
                 })?;
+                key_not_compared = check_key_belongs_to_chain(id, &chain, &key)?;
                 Some((chain, key))
             }
         };
-        Ok(TlsMaterial { roots, identity })
+        Ok(TlsMaterial {
+            roots,
+            identity,
+            key_not_compared,
+        })
+    }
+
+    /// Warnings about `material` (loaded from these settings) at time `now`:
+    /// certificates not yet valid, expired or expiring within
+    /// [`EXPIRY_WARNING`], and a key that could not be compared with its
+    /// certificate. Each names the config key and line and the certificate's
+    /// subject; a TLS handshake with an expired certificate fails, so these are
+    /// worth fixing before they stop the daemon.
+    pub fn warnings(&self, alias: &str, material: &TlsMaterial, now: SystemTime) -> Vec<String> {
+        let mut out = Vec::new();
+        if let TrustRoots::Pem { source, key } = &self.trust {
+            validity_warnings(alias, key, source, &material.roots, now, &mut out);
+        }
+        if let (Some(id), Some((chain, _))) = (&self.identity, &material.identity) {
+            validity_warnings(
+                alias,
+                &id.chain_key,
+                &id.certificate_chain,
+                chain,
+                now,
+                &mut out,
+            );
+            if let Some(why) = &material.key_not_compared {
+                out.push(format!(
+                    "cluster `{alias}`: {}: the private key was not compared with its \
+                     certificate ({why}); the TLS handshake will tell",
+                    id.key.describe()
+                ));
+            }
+        }
+        out
+    }
+}
+
+/// How long before a certificate's end of validity `validate` and start-up
+/// warn about it.
+pub const EXPIRY_WARNING: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// Runs the crypto provider's own check that `key` is usable and belongs to
+/// `chain`'s first certificate. `Ok(Some(why))` when the provider could not
+/// compare them (the handshake will then tell).
+fn check_key_belongs_to_chain(
+    id: &ClientIdentity,
+    chain: &[CertificateDer<'static>],
+    key: &PrivateKeyDer<'static>,
+) -> Result<Option<String>, ConfigError> {
+    use kafka_lite::{ClientIdentityCheck, ClientIdentityError};
+    match kafka_lite::check_client_identity(chain, key) {
+        Ok(ClientIdentityCheck::Matches) => Ok(None),
+        Ok(ClientIdentityCheck::Unknown) => Ok(Some(
+            "the crypto provider cannot derive the key's public half".to_string(),
+        )),
+        Err(ClientIdentityError::Provider(e)) => Ok(Some(e.to_string())),
+        Err(ClientIdentityError::KeyMismatch) => Err(id.key.error(format!(
+            "the private key in {} does not belong to the first certificate in {} ({}); \
+             the key and the certificate must be a pair",
+            id.private_key.describe(),
+            id.certificate_chain.describe(),
+            first_subject(chain)
+        ))),
+        Err(ClientIdentityError::UnusableKey(why)) => Err(id.key.error(format!(
+            "the private key in {} cannot be used: {why} (RSA, ECDSA P-256/P-384 and \
+             Ed25519 keys in PKCS#8, PKCS#1 or SEC1 form are supported)",
+            id.private_key.describe()
+        ))),
+        Err(e) => Err(id.chain_key.error(format!(
+            "the certificate chain in {} cannot be used: {e}",
+            id.certificate_chain.describe()
+        ))),
+    }
+}
+
+/// `subject CN=...` of the first certificate, for messages.
+fn first_subject(chain: &[CertificateDer<'static>]) -> String {
+    chain
+        .first()
+        .and_then(|c| Certificate::from_der(c.as_ref()).ok())
+        .map_or_else(
+            || "unknown subject".to_string(),
+            |c| format!("subject `{}`", c.tbs_certificate().subject()),
+        )
+}
+
+/// Appends a warning for each certificate of `certs` (from `source`, named by
+/// `key`) that is not valid at `now` or stops being valid within
+/// [`EXPIRY_WARNING`]. The certificates were parsed by [`certificates`]; one
+/// that no longer parses is skipped.
+fn validity_warnings(
+    alias: &str,
+    key: &KeyOrigin,
+    source: &PemSource,
+    certs: &[CertificateDer<'static>],
+    now: SystemTime,
+    out: &mut Vec<String>,
+) {
+    let total = certs.len();
+    for (i, der) in certs.iter().enumerate() {
+        let Ok(cert) = Certificate::from_der(der.as_ref()) else {
+            continue;
+        };
+        let validity = cert.tbs_certificate().validity();
+        let not_before = SystemTime::UNIX_EPOCH + validity.not_before.to_unix_duration();
+        let not_after = SystemTime::UNIX_EPOCH + validity.not_after.to_unix_duration();
+        let which = format!(
+            "certificate {} of {total} in {} (subject `{}`)",
+            i + 1,
+            source.describe(),
+            cert.tbs_certificate().subject()
+        );
+        let problem = if now < not_before {
+            format!("is not valid before {}", validity.not_before)
+        } else if now > not_after {
+            format!(
+                "EXPIRED on {}; TLS handshakes that present or rely on it fail",
+                validity.not_after
+            )
+        } else if not_after.duration_since(now).unwrap_or_default() < EXPIRY_WARNING {
+            let days = not_after.duration_since(now).unwrap_or_default().as_secs() / 86_400;
+            format!("expires on {} (in {days} days)", validity.not_after)
+        } else {
+            continue;
+        };
+        out.push(format!(
+            "cluster `{alias}`: {}: {which} {problem}",
+            key.describe()
+        ));
     }
 }
 
@@ -179,26 +359,33 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 
 fn certificates(
     bytes: &[u8],
-    key: &str,
+    key: &KeyOrigin,
     source: &PemSource,
 ) -> Result<Vec<CertificateDer<'static>>, ConfigError> {
     let certs = CertificateDer::pem_slice_iter(bytes)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| {
-            ConfigError::for_key(
-                key,
-                format!(
-                    "invalid PEM in {}: {}",
-                    source.describe(),
-                    pem_problem(&e, "CERTIFICATE")
-                ),
-            )
+            key.error(format!(
+                "invalid PEM in {}: {}",
+                source.describe(),
+                pem_problem(&e, "CERTIFICATE")
+            ))
         })?;
     if certs.is_empty() {
-        return Err(ConfigError::for_key(
-            key,
-            format!("no `BEGIN CERTIFICATE` section in {}", source.describe()),
-        ));
+        return Err(key.error(format!(
+            "no `BEGIN CERTIFICATE` section in {}",
+            source.describe()
+        )));
+    }
+    let total = certs.len();
+    for (i, cert) in certs.iter().enumerate() {
+        if let Err(e) = Certificate::from_der(cert.as_ref()) {
+            return Err(key.error(format!(
+                "certificate {} of {total} in {} is not a valid X.509 certificate ({e})",
+                i + 1,
+                source.describe()
+            )));
+        }
     }
     Ok(certs)
 }
@@ -272,11 +459,11 @@ pub(super) fn build_tls(
             match (location, inline) {
                 (Some(loc), None) => TrustRoots::Pem {
                     source: PemSource::File(PathBuf::from(loc.value.trim())),
-                    key: loc.origin.clone(),
+                    key: KeyOrigin::of(loc),
                 },
                 (None, Some(certs)) => TrustRoots::Pem {
                     source: PemSource::Inline(Secret::new(certs.value.clone())),
-                    key: certs.origin.clone(),
+                    key: KeyOrigin::of(certs),
                 },
                 (Some(_), Some(certs)) => {
                     return Err(certs.error(
@@ -320,13 +507,15 @@ pub(super) fn build_tls(
                     Some(ClientIdentity {
                         certificate_chain: PemSource::File(path.clone()),
                         private_key: PemSource::File(path),
-                        key: loc.origin.clone(),
+                        chain_key: KeyOrigin::of(loc),
+                        key: KeyOrigin::of(loc),
                     })
                 }
                 (None, Some(chain), Some(key)) => Some(ClientIdentity {
                     certificate_chain: PemSource::Inline(Secret::new(chain.value.clone())),
                     private_key: PemSource::Inline(Secret::new(key.value.clone())),
-                    key: key.origin.clone(),
+                    chain_key: KeyOrigin::of(chain),
+                    key: KeyOrigin::of(key),
                 }),
                 (Some(loc), _, _) => {
                     return Err(loc.error(
