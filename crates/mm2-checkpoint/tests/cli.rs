@@ -471,11 +471,11 @@ const BAD_CONFIGS: &[BadConfig] = &[
         whole: false,
     },
     BadConfig {
-        name: "pkcs12-truststore",
+        name: "pkcs12-truststore-that-does-not-exist",
         lines: "A.security.protocol = SSL\nA.ssl.truststore.type = PKCS12\n\
-                A.ssl.truststore.location = /etc/kafka/truststore.p12\n\
+                A.ssl.truststore.location = /etc/kafka/no-such-truststore.p12\n\
                 A.ssl.truststore.password = tbl-pw-Vh93\n",
-        key: "A.ssl.truststore.type",
+        key: "A.ssl.truststore.location",
         whole: false,
     },
     BadConfig {

@@ -168,6 +168,7 @@ fn render_cluster(out: &mut String, role: &str, c: &ClusterConnection, flow: &Fl
         let describe = |s: &PemSource| match s {
             PemSource::File(p) => format!("PEM file {}", p.display()),
             PemSource::Inline(_) => "inline PEM [redacted]".to_string(),
+            PemSource::Pkcs12 { path, .. } => format!("PKCS12 store {}", path.display()),
         };
         let trust = match &tls.trust {
             TrustRoots::Default => "default root certificates".to_string(),

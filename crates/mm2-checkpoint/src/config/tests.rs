@@ -3,6 +3,8 @@
 use super::providers::tests::FakeEnvironment;
 use super::*;
 use crate::core::filter::{DEFAULT_GROUPS_EXCLUDE, DEFAULT_TOPICS_EXCLUDE};
+use rustls_pki_types::PrivateKeyDer;
+use rustls_pki_types::pem::PemObject;
 
 /// Two clusters, flow A->B enabled.
 const BASE: &str = "clusters = A, B\n\
@@ -985,11 +987,11 @@ fn trust_store_without_certificates_is_an_error() {
 }
 
 #[test]
-fn jks_trust_store_is_an_error_saying_to_convert_to_pem() {
+fn jks_trust_store_is_an_error_saying_to_convert_to_pkcs12() {
     assert_rejected(
         &ssl("B.ssl.truststore.type = JKS\nB.ssl.truststore.location = /etc/kafka/ca.jks"),
         "B.ssl.truststore.type",
-        &["PEM", "JKS"],
+        &["PKCS12", "JKS", "keytool -importkeystore"],
     );
 }
 
@@ -1003,11 +1005,71 @@ fn trust_store_type_defaults_to_jks_like_kafka() {
 }
 
 #[test]
-fn pkcs12_trust_store_is_an_error() {
-    let e = error(&ssl(
-        "B.ssl.truststore.type = PKCS12\nB.ssl.truststore.location = /etc/kafka/ca.p12",
-    ));
-    assert!(e.message().contains("PKCS12"), "{e}");
+fn pkcs12_stores_need_their_password() {
+    assert_rejected(
+        &ssl("B.ssl.truststore.type = PKCS12\nB.ssl.truststore.location = /etc/kafka/ca.p12"),
+        "B.ssl.truststore.password",
+        &["PKCS12"],
+    );
+    assert_rejected(
+        &ssl("B.ssl.keystore.type = PKCS12\nB.ssl.keystore.location = /etc/kafka/client.p12"),
+        "B.ssl.keystore.password",
+        &["PKCS12"],
+    );
+}
+
+#[test]
+fn pkcs12_stores_are_described_and_their_passwords_kept_secret() {
+    let text = ssl(
+        "B.ssl.truststore.type = PKCS12\nB.ssl.truststore.location = /etc/kafka/ca.p12\n\
+         B.ssl.truststore.password = trust-Pw-91\n\
+         B.ssl.keystore.type = PKCS12\nB.ssl.keystore.location = /etc/kafka/client.p12\n\
+         B.ssl.keystore.password = key-Pw-92\nB.ssl.key.password = key-Pw-92",
+    );
+    let config = MirrorConfig::from_properties(
+        &Properties::parse(&text).unwrap(),
+        &tls_env().with_file("/etc/kafka/ca.p12", "not a store"),
+    );
+    // The fake file is no PKCS12 store: the error names the key and says so.
+    let e = config.unwrap_err();
+    assert_eq!(e.key(), Some("B.ssl.truststore.location"), "{e}");
+    assert!(e.message().contains("not a PKCS12 store"), "{e}");
+    assert!(!e.to_string().contains("trust-Pw-91"), "{e}");
+}
+
+#[test]
+fn a_pkcs12_key_password_other_than_the_store_password_is_an_error() {
+    assert_rejected(
+        &ssl(
+            "B.ssl.keystore.type = PKCS12\nB.ssl.keystore.location = /etc/kafka/client.p12\n\
+             B.ssl.keystore.password = a\nB.ssl.key.password = b",
+        ),
+        "B.ssl.key.password",
+        &["one password"],
+    );
+}
+
+#[test]
+fn pem_chain_and_key_values_without_pem_text_are_file_paths() {
+    let env = tls_env()
+        .with_file("/etc/user/user.crt", TEST_CERT)
+        .with_file("/etc/user/user.key", TEST_KEY);
+    let config = load_with(
+        &ssl(
+            "B.ssl.keystore.type = PEM\nB.ssl.keystore.certificate.chain = /etc/user/user.crt\n\
+             B.ssl.keystore.key = /etc/user/user.key",
+        ),
+        &env,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let tls = config.flows[0].target.tls.clone().unwrap();
+    let id = tls.identity.as_ref().unwrap();
+    assert_eq!(
+        id.certificate_chain,
+        PemSource::File("/etc/user/user.crt".into())
+    );
+    assert_eq!(id.private_key, PemSource::File("/etc/user/user.key".into()));
+    assert!(tls.load(&env).unwrap().identity.is_some());
 }
 
 #[test]
@@ -1193,28 +1255,64 @@ fn certificate_warnings_reach_the_config_warnings() {
     );
 }
 
-#[test]
-fn encrypted_private_key_is_an_error() {
-    let env = tls_env().with_file(
+/// TEST_KEY encrypted with `openssl pkcs8 -topk8 -v2 aes-256-cbc`, password
+/// `test-key-pw`.
+const TEST_KEY_ENCRYPTED: &str = "-----BEGIN ENCRYPTED PRIVATE KEY-----
+MIHsMFcGCSqGSIb3DQEFDTBKMCkGCSqGSIb3DQEFDDAcBAi+yMh52PcDFAICCAAw
+DAYIKoZIhvcNAgkFADAdBglghkgBZQMEASoEEJUFr1INg4FH6StvPcNel4QEgZA7
+E/Hlfmh8DCccBgIE05LvqbvVFBgrNSYPcmYuZtlNh7SwZy8tGCNztCJxjvnUA/e0
+KggeSOCvkS/DpKAluJUBRDg03S3lpFm/soI8OKp13/UmPBGS4R4vArxRNk8OKehd
+RYVpjO7KPSHu7c+l1HcrYvUM4y6NdIydDSBE1cneMvjcYyvFffGWimA/7HpoaTE=
+-----END ENCRYPTED PRIVATE KEY-----
+";
+
+fn encrypted_env() -> FakeEnvironment {
+    tls_env().with_file(
         "/etc/kafka/enc.pem",
-        &format!("-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n{TEST_CERT}"),
-    );
-    let e = error_with(
-        &ssl("B.ssl.keystore.type = PEM\nB.ssl.keystore.location = /etc/kafka/enc.pem"),
-        &env,
-    );
-    assert_eq!(e.key(), Some("B.ssl.keystore.location"));
-    assert!(e.message().contains("encrypted"), "{e}");
+        &format!("{TEST_KEY_ENCRYPTED}{TEST_CERT}"),
+    )
+}
+
+const ENCRYPTED_STORE: &str =
+    "B.ssl.keystore.type = PEM\nB.ssl.keystore.location = /etc/kafka/enc.pem";
+
+#[test]
+fn an_encrypted_pkcs8_key_is_opened_with_the_key_password() {
+    let text = ssl(&format!(
+        "{ENCRYPTED_STORE}\nB.ssl.key.password = test-key-pw"
+    ));
+    let config = load_with(&text, &encrypted_env()).unwrap_or_else(|e| panic!("{e}"));
+    let tls = config.flows[0].target.tls.clone().unwrap();
+    assert!(!tls.identity.as_ref().unwrap().is_plain_pem());
+    let (_, key) = tls.load(&encrypted_env()).unwrap().identity.unwrap();
+    let plain = PrivateKeyDer::from_pem_slice(TEST_KEY.as_bytes()).unwrap();
+    assert_eq!(key.secret_der(), plain.secret_der());
+    assert!(!format!("{tls:?}").contains("test-key-pw"));
 }
 
 #[test]
-fn key_password_is_an_error() {
+fn an_encrypted_key_without_or_with_a_wrong_password_is_an_error() {
+    let e = error_with(&ssl(ENCRYPTED_STORE), &encrypted_env());
+    assert_eq!(e.key(), Some("B.ssl.keystore.location"));
+    assert!(e.message().contains("set ssl.key.password"), "{e}");
+
+    let e = error_with(
+        &ssl(&format!("{ENCRYPTED_STORE}\nB.ssl.key.password = wrong-pw")),
+        &encrypted_env(),
+    );
+    assert_eq!(e.key(), Some("B.ssl.key.password"), "{e}");
+    assert!(e.message().contains("password is wrong"), "{e}");
+    assert!(!e.to_string().contains("wrong-pw"), "{e}");
+}
+
+#[test]
+fn a_key_password_for_a_key_that_is_not_encrypted_is_an_error() {
     assert_rejected_with_tls(
         &ssl(
             "B.ssl.keystore.type = PEM\nB.ssl.keystore.location = /etc/kafka/client.pem\nB.ssl.key.password = pw",
         ),
         "B.ssl.key.password",
-        &[],
+        &["not encrypted"],
     );
 }
 

@@ -11,7 +11,9 @@ use kafka_lite::{
     ClientCertConfig, ConnectionConfig, Pem, PemBytes, SaslConfig, SaslMechanismKind, TlsConfig,
 };
 
-use crate::config::security::{PemSource, SaslMechanism, TrustRoots};
+use crate::config::security::{
+    PemSource, SaslMechanism, TrustRoots, certificates_pem, private_key_pem,
+};
 use crate::config::{ClusterConnection, ProcessEnvironment};
 
 /// A cluster's bootstrap list and connection settings, ready for kafka-lite.
@@ -58,25 +60,41 @@ pub fn connection(
     let tls = match &cluster.tls {
         None => None,
         Some(settings) => {
-            let pem = |source: &PemSource| match source {
-                PemSource::File(path) => Pem::File(path.clone()),
-                PemSource::Inline(text) => Pem::Bytes(PemBytes::from(text.expose())),
-            };
-            let (ca_pem_file, ca_pem) = match &settings.trust {
-                TrustRoots::Default => (None, None),
-                TrustRoots::Pem { source, .. } => match pem(source) {
-                    Pem::File(path) => (Some(path), None),
-                    Pem::Bytes(bytes) => (None, Some(bytes)),
-                },
-            };
-            let client_cert = settings.identity.as_ref().map(|id| ClientCertConfig {
-                cert: pem(&id.certificate_chain),
-                key: pem(&id.private_key),
-            });
-            // Parse the PEM once here too, so config errors name the config key.
-            settings
+            // Parse and check the material here too, so config errors name the
+            // config key; stores and encrypted keys are handed over decoded.
+            let material = settings
                 .load(&ProcessEnvironment)
                 .map_err(|e| err(e.to_string()))?;
+            let (ca_pem_file, ca_pem) = match &settings.trust {
+                TrustRoots::Default => (None, None),
+                TrustRoots::Pem { source, .. } => match source {
+                    PemSource::File(path) => (Some(path.clone()), None),
+                    PemSource::Inline(text) => (None, Some(PemBytes::from(text.expose()))),
+                    PemSource::Pkcs12 { .. } => (
+                        None,
+                        Some(PemBytes::from(certificates_pem(&material.roots).expose())),
+                    ),
+                },
+            };
+            let client_cert = match (&settings.identity, &material.identity) {
+                (Some(id), _) if id.is_plain_pem() => {
+                    let pem = |source: &PemSource| match source {
+                        PemSource::Inline(text) => Pem::Bytes(PemBytes::from(text.expose())),
+                        PemSource::File(path) | PemSource::Pkcs12 { path, .. } => {
+                            Pem::File(path.clone())
+                        }
+                    };
+                    Some(ClientCertConfig {
+                        cert: pem(&id.certificate_chain),
+                        key: pem(&id.private_key),
+                    })
+                }
+                (Some(_), Some((chain, key))) => Some(ClientCertConfig {
+                    cert: Pem::Bytes(PemBytes::from(certificates_pem(chain).expose())),
+                    key: Pem::Bytes(PemBytes::from(private_key_pem(key).expose())),
+                }),
+                _ => None,
+            };
             Some(TlsConfig {
                 ca_pem_file,
                 ca_pem,

@@ -19,6 +19,7 @@
 //! first connection.
 
 mod sasl;
+mod stores;
 mod tls;
 
 use std::collections::BTreeMap;
@@ -30,6 +31,7 @@ use super::providers::Environment;
 
 use sasl::build_sasl;
 pub use sasl::{SaslCredentials, SaslMechanism};
+pub use stores::{certificates_pem, private_key_pem};
 use tls::build_tls;
 pub use tls::{
     ClientIdentity, EXPIRY_WARNING, KeyOrigin, PemSource, TlsMaterial, TlsSettings, TrustRoots,

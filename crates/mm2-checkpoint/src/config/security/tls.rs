@@ -14,19 +14,30 @@ use x509_cert::der::Decode;
 use rustls_pki_types::pem::{self, PemObject};
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
-use super::Keys;
+use super::{Keys, stores};
 use crate::config::Setting;
 use crate::config::error::ConfigError;
 use crate::config::providers::Environment;
 use crate::config::secret::Secret;
 
-/// Where PEM text comes from: a file, or the config value itself.
+/// Where certificates or a key come from: a PEM file, PEM text in the config
+/// value itself, or a PKCS12 store.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PemSource {
     /// A PEM file on the local file system.
     File(PathBuf),
     /// PEM text given inline in the config (redacted in `Debug`: it may be a key).
     Inline(Secret),
+    /// A PKCS12 store (`ssl.*.type=PKCS12`) and its password; decoded into
+    /// DER by [`TlsSettings::load`].
+    Pkcs12 {
+        /// The store file.
+        path: PathBuf,
+        /// Its password (redacted in `Debug`).
+        password: Secret,
+        /// The key the password was set by.
+        password_key: KeyOrigin,
+    },
 }
 
 impl PemSource {
@@ -36,6 +47,9 @@ impl PemSource {
                 .read_file(path)
                 .map_err(|e| key.error(format!("cannot read `{}`: {e}", path.display()))),
             Self::Inline(text) => Ok(text.expose().as_bytes().to_vec()),
+            Self::Pkcs12 { path, .. } => {
+                Err(key.error(format!("PKCS12 store {} is not PEM text", path.display())))
+            }
         }
     }
 
@@ -53,6 +67,7 @@ impl PemSource {
         match self {
             Self::File(path) => format!("PEM file {}", path.display()),
             Self::Inline(_) => "inline PEM".to_string(),
+            Self::Pkcs12 { path, .. } => format!("PKCS12 store {}", path.display()),
         }
     }
 }
@@ -75,7 +90,7 @@ impl KeyOrigin {
         }
     }
 
-    fn error(&self, message: impl Into<String>) -> ConfigError {
+    pub(super) fn error(&self, message: impl Into<String>) -> ConfigError {
         ConfigError::for_key(self.key.as_str(), message).at_line(self.line)
     }
 
@@ -115,6 +130,18 @@ pub struct ClientIdentity {
     /// The config key the private key came from (the same key as `chain_key`
     /// when one file holds both).
     pub key: KeyOrigin,
+    /// `ssl.key.password` and where it was set: opens an encrypted PEM key.
+    pub key_password: Option<(Secret, KeyOrigin)>,
+}
+
+impl ClientIdentity {
+    /// Whether the TLS library can be given the files or inline PEM as they
+    /// are; otherwise it gets the decoded material ([`TlsMaterial`]).
+    pub fn is_plain_pem(&self) -> bool {
+        self.key_password.is_none()
+            && !matches!(self.certificate_chain, PemSource::Pkcs12 { .. })
+            && !matches!(self.private_key, PemSource::Pkcs12 { .. })
+    }
 }
 
 /// TLS settings for one cluster.
@@ -151,6 +178,25 @@ impl TlsSettings {
     pub fn load(&self, env: &dyn Environment) -> Result<TlsMaterial, ConfigError> {
         let roots = match &self.trust {
             TrustRoots::Default => Vec::new(),
+            TrustRoots::Pem {
+                source:
+                    source @ PemSource::Pkcs12 {
+                        path,
+                        password,
+                        password_key,
+                    },
+                key,
+            } => {
+                let store = stores::Pkcs12Store {
+                    path,
+                    password,
+                    key,
+                    password_key,
+                };
+                let certs = stores::pkcs12_trusted_certificates(env, &store)?;
+                check_x509(&certs, key, source)?;
+                certs
+            }
             TrustRoots::Pem { source, key } => {
                 let bytes = source.read_normalized(env, key)?;
                 certificates(&bytes, key, source)?
@@ -160,25 +206,24 @@ impl TlsSettings {
         let identity = match &self.identity {
             None => None,
             Some(id) => {
-                let chain_bytes = id.certificate_chain.read_normalized(env, &id.chain_key)?;
-                let chain = certificates(&chain_bytes, &id.chain_key, &id.certificate_chain)?;
-                let key_bytes = id.private_key.read(env, &id.key)?;
-                if contains(&key_bytes, b"ENCRYPTED PRIVATE KEY")
-                    || contains(&key_bytes, b"Proc-Type: 4,ENCRYPTED")
-                {
-                    return Err(id.key.error(
-                        "the private key is encrypted, which mm2-checkpoint does not support; \
-                         decrypt it (`openssl pkcs8 -topk8 -nocrypt`) and protect the file instead",
-                    ));
-                }
-                let key_bytes = normalize_pem(&String::from_utf8_lossy(&key_bytes)).into_bytes();
-                let key = PrivateKeyDer::from_pem_slice(&key_bytes).map_err(|e| {
-                    id.key.error(format!(
-                        "no usable private key in {}: {}",
-                        id.private_key.describe(),
-                        pem_problem(&e, "PRIVATE KEY")
-                    ))
-                })?;
+                let (chain, key) = match &id.certificate_chain {
+                    source @ PemSource::Pkcs12 {
+                        path,
+                        password,
+                        password_key,
+                    } => {
+                        let store = stores::Pkcs12Store {
+                            path,
+                            password,
+                            key: &id.chain_key,
+                            password_key,
+                        };
+                        let (chain, key) = stores::pkcs12_key_chain(env, &store)?;
+                        check_x509(&chain, &id.chain_key, source)?;
+                        (chain, key)
+                    }
+                    _ => pem_key_chain(id, env)?,
+                };
                 key_not_compared = check_key_belongs_to_chain(id, &chain, &key)?;
                 Some((chain, key))
             }
@@ -225,6 +270,71 @@ impl TlsSettings {
 /// How long before a certificate's end of validity `validate` and start-up
 /// warn about it.
 pub const EXPIRY_WARNING: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// The certificate chain and private key of a PEM identity, decrypting an
+/// encrypted PKCS#8 key with `ssl.key.password`.
+fn pem_key_chain(
+    id: &ClientIdentity,
+    env: &dyn Environment,
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), ConfigError> {
+    let chain_bytes = id.certificate_chain.read_normalized(env, &id.chain_key)?;
+    let chain = certificates(&chain_bytes, &id.chain_key, &id.certificate_chain)?;
+    let key_bytes = id.private_key.read(env, &id.key)?;
+    if contains(&key_bytes, b"Proc-Type: 4,ENCRYPTED") {
+        return Err(id.key.error(
+            "the private key is encrypted in OpenSSL's legacy format (`Proc-Type: 4,ENCRYPTED`), \
+             which mm2-checkpoint does not read; convert it to encrypted PKCS#8 with \
+             `openssl pkcs8 -topk8 -v2 aes-256-cbc` and keep ssl.key.password",
+        ));
+    }
+    let key_bytes = normalize_pem(&String::from_utf8_lossy(&key_bytes)).into_bytes();
+    let encrypted = encrypted_key_section(&key_bytes, &id.key)?;
+    let key = match (encrypted, &id.key_password) {
+        (Some(section), Some((password, password_key))) => {
+            stores::decrypt_pkcs8(&section, password, &id.key, password_key)?
+        }
+        (Some(_), None) => {
+            return Err(id.key.error(
+                "the private key is encrypted (`BEGIN ENCRYPTED PRIVATE KEY`): set \
+                 ssl.key.password to its password",
+            ));
+        }
+        (None, Some((_, password_key))) => {
+            return Err(password_key.error(format!(
+                "is set, but the private key in {} is not encrypted (Kafka refuses this too); \
+                 remove ssl.key.password or encrypt the key",
+                id.private_key.describe()
+            )));
+        }
+        (None, None) => PrivateKeyDer::from_pem_slice(&key_bytes).map_err(|e| {
+            id.key.error(format!(
+                "no usable private key in {}: {}",
+                id.private_key.describe(),
+                pem_problem(&e, "PRIVATE KEY")
+            ))
+        })?,
+    };
+    Ok((chain, key))
+}
+
+/// The base64-decoded body of the `ENCRYPTED PRIVATE KEY` section of
+/// `text` (already in [`normalize_pem`]'s layout), if there is one.
+fn encrypted_key_section(text: &[u8], key: &KeyOrigin) -> Result<Option<Vec<u8>>, ConfigError> {
+    use base64::Engine as _;
+    const BEGIN: &str = "-----BEGIN ENCRYPTED PRIVATE KEY-----\n";
+    let text = String::from_utf8_lossy(text);
+    let Some(start) = text.find(BEGIN) else {
+        return Ok(None);
+    };
+    let body = text[start + BEGIN.len()..]
+        .lines()
+        .next()
+        .unwrap_or_default();
+    base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .map(Some)
+        .map_err(|_| key.error("the ENCRYPTED PRIVATE KEY section is not valid base64"))
+}
 
 /// Runs the crypto provider's own check that `key` is usable and belongs to
 /// `chain`'s first certificate. `Ok(Some(why))` when the provider could not
@@ -377,6 +487,16 @@ fn certificates(
             source.describe()
         )));
     }
+    check_x509(&certs, key, source)?;
+    Ok(certs)
+}
+
+/// Fails, naming `key`, on the first of `certs` that is not X.509.
+fn check_x509(
+    certs: &[CertificateDer<'static>],
+    key: &KeyOrigin,
+    source: &PemSource,
+) -> Result<(), ConfigError> {
     let total = certs.len();
     for (i, cert) in certs.iter().enumerate() {
         if let Err(e) = Certificate::from_der(cert.as_ref()) {
@@ -387,7 +507,7 @@ fn certificates(
             )));
         }
     }
-    Ok(certs)
+    Ok(())
 }
 
 /// Describes a PEM error without quoting file content.
@@ -402,17 +522,21 @@ fn pem_problem(e: &pem::Error, wanted: &str) -> String {
     }
 }
 
-/// Fails unless the store type key `type_key` is `PEM` (Kafka's default is
-/// JKS, so an absent key fails too), telling how to convert the store.
-fn require_pem(
-    keys: &Keys<'_>,
-    type_key: &str,
-    what: &str,
-    how_to_convert: &str,
-) -> Result<(), ConfigError> {
+/// The key and trust store formats mm2-checkpoint reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StoreType {
+    Pem,
+    Pkcs12,
+}
+
+/// The store type set by `type_key` (Kafka's default is JKS, so an absent key
+/// means JKS), or an error telling how to convert what we cannot read.
+fn store_type(keys: &Keys<'_>, type_key: &str, what: &str) -> Result<StoreType, ConfigError> {
     let store_type = keys.get(type_key).map(|s| s.value.trim());
-    if store_type.is_some_and(|t| t.eq_ignore_ascii_case("PEM")) {
-        return Ok(());
+    match store_type {
+        Some(t) if t.eq_ignore_ascii_case("PEM") => return Ok(StoreType::Pem),
+        Some(t) if t.eq_ignore_ascii_case("PKCS12") => return Ok(StoreType::Pkcs12),
+        _ => {}
     }
     let t = store_type.unwrap_or("JKS");
     let shown = if store_type.is_none() {
@@ -422,8 +546,24 @@ fn require_pem(
     };
     Err(keys.error(
         type_key,
-        format!("{what} type {t}{shown} is not supported; {how_to_convert}"),
+        format!(
+            "{what} type {t}{shown} is not supported; PKCS12 and PEM are. Convert a JKS store \
+             with `keytool -importkeystore -srckeystore <store.jks> -destkeystore <store.p12> \
+             -deststoretype PKCS12` and set {type_key}=PKCS12"
+        ),
     ))
+}
+
+/// The password of a PKCS12 store and its key (required: the store's
+/// integrity check and its encryption are keyed by it).
+fn store_password(keys: &Keys<'_>, password_key: &str) -> Result<(Secret, KeyOrigin), ConfigError> {
+    match keys.get(password_key) {
+        Some(s) => Ok((Secret::new(s.value.clone()), KeyOrigin::of(s))),
+        None => Err(ConfigError::for_key(
+            keys.missing(password_key),
+            "is required for a PKCS12 store",
+        )),
+    }
 }
 
 pub(super) fn build_tls(
@@ -433,112 +573,11 @@ pub(super) fn build_tls(
     if let Some(s) = keys.get("ssl.engine.factory.class") {
         return Err(s.error(
             "custom SSL engine factories are not supported by mm2-checkpoint; configure PEM \
-             trust and key stores instead",
+             or PKCS12 trust and key stores instead",
         ));
     }
-
-    let trust = {
-        let location = keys.get("ssl.truststore.location");
-        let inline = keys.get("ssl.truststore.certificates");
-        if location.is_none() && inline.is_none() {
-            TrustRoots::Default
-        } else {
-            require_pem(
-                keys,
-                "ssl.truststore.type",
-                "trust store",
-                "convert the trust store to PEM (e.g. `keytool -exportcert -rfc -alias <ca> \
-                 -keystore <store> > ca.pem`, or `openssl pkcs12 -in <store.p12> -nokeys -out \
-                 ca.pem`) and set ssl.truststore.type=PEM with ssl.truststore.location=ca.pem",
-            )?;
-            if let Some(s) = keys.get("ssl.truststore.password") {
-                return Err(s.error(
-                    "a trust store password cannot be used with PEM trust stores; remove it",
-                ));
-            }
-            match (location, inline) {
-                (Some(loc), None) => TrustRoots::Pem {
-                    source: PemSource::File(PathBuf::from(loc.value.trim())),
-                    key: KeyOrigin::of(loc),
-                },
-                (None, Some(certs)) => TrustRoots::Pem {
-                    source: PemSource::Inline(Secret::new(certs.value.clone())),
-                    key: KeyOrigin::of(certs),
-                },
-                (Some(_), Some(certs)) => {
-                    return Err(certs.error(
-                        "set either ssl.truststore.location or ssl.truststore.certificates, not both",
-                    ));
-                }
-                (None, None) => TrustRoots::Default,
-            }
-        }
-    };
-
-    let identity = {
-        let location = keys.get("ssl.keystore.location");
-        let chain = keys.get("ssl.keystore.certificate.chain");
-        let key = keys.get("ssl.keystore.key");
-        if location.is_none() && chain.is_none() && key.is_none() {
-            None
-        } else {
-            require_pem(
-                keys,
-                "ssl.keystore.type",
-                "key store",
-                "convert it to one PEM file holding the unencrypted private key and the \
-                 certificate chain (e.g. `openssl pkcs12 -in <store.p12> -nodes -out client.pem`) \
-                 and set ssl.keystore.type=PEM with ssl.keystore.location=client.pem",
-            )?;
-            if let Some(s) = keys.get("ssl.keystore.password") {
-                return Err(s.error(
-                    "a key store password cannot be used with PEM key stores (Kafka refuses it too); remove it",
-                ));
-            }
-            if let Some(s) = keys.get("ssl.key.password") {
-                return Err(s.error(
-                    "encrypted private keys are not supported by mm2-checkpoint; decrypt the key \
-                     (`openssl pkcs8 -topk8 -nocrypt`) and remove ssl.key.password",
-                ));
-            }
-            match (location, chain, key) {
-                (Some(loc), None, None) => {
-                    let path = PathBuf::from(loc.value.trim());
-                    Some(ClientIdentity {
-                        certificate_chain: PemSource::File(path.clone()),
-                        private_key: PemSource::File(path),
-                        chain_key: KeyOrigin::of(loc),
-                        key: KeyOrigin::of(loc),
-                    })
-                }
-                (None, Some(chain), Some(key)) => Some(ClientIdentity {
-                    certificate_chain: PemSource::Inline(Secret::new(chain.value.clone())),
-                    private_key: PemSource::Inline(Secret::new(key.value.clone())),
-                    chain_key: KeyOrigin::of(chain),
-                    key: KeyOrigin::of(key),
-                }),
-                (Some(loc), _, _) => {
-                    return Err(loc.error(
-                        "set either ssl.keystore.location or ssl.keystore.certificate.chain with \
-                         ssl.keystore.key, not both",
-                    ));
-                }
-                (None, Some(_), None) => {
-                    return Err(keys.error(
-                        "ssl.keystore.key",
-                        "is required when ssl.keystore.certificate.chain is set",
-                    ));
-                }
-                (None, _, _) => {
-                    return Err(keys.error(
-                        "ssl.keystore.certificate.chain",
-                        "is required when ssl.keystore.key is set",
-                    ));
-                }
-            }
-        }
-    };
-
+    let trust = build_trust(keys)?;
+    let identity = build_identity(keys)?;
     let verify_hostname = match keys.raw("ssl.endpoint.identification.algorithm") {
         None => true,
         Some(s) if s.value.trim().is_empty() => {
@@ -563,4 +602,149 @@ pub(super) fn build_tls(
         identity,
         verify_hostname,
     })
+}
+
+fn build_trust(keys: &Keys<'_>) -> Result<TrustRoots, ConfigError> {
+    let location = keys.get("ssl.truststore.location");
+    let inline = keys.get("ssl.truststore.certificates");
+    if location.is_none() && inline.is_none() {
+        return Ok(TrustRoots::Default);
+    }
+    let kind = store_type(keys, "ssl.truststore.type", "trust store")?;
+    match (location, inline) {
+        (Some(_), Some(certs)) => Err(certs
+            .error("set either ssl.truststore.location or ssl.truststore.certificates, not both")),
+        (Some(loc), None) if kind == StoreType::Pkcs12 => {
+            let (password, password_key) = store_password(keys, "ssl.truststore.password")?;
+            Ok(TrustRoots::Pem {
+                source: PemSource::Pkcs12 {
+                    path: PathBuf::from(loc.value.trim()),
+                    password,
+                    password_key,
+                },
+                key: KeyOrigin::of(loc),
+            })
+        }
+        (None, Some(certs)) if kind == StoreType::Pkcs12 => Err(certs.error(
+            "inline certificates are PEM: set ssl.truststore.type=PEM, or give the PKCS12 \
+             store as ssl.truststore.location",
+        )),
+        (location, inline) => {
+            if let Some(s) = keys.get("ssl.truststore.password") {
+                return Err(s.error(
+                    "a trust store password cannot be used with PEM trust stores; remove it",
+                ));
+            }
+            Ok(match (location, inline) {
+                (Some(loc), _) => TrustRoots::Pem {
+                    source: PemSource::File(PathBuf::from(loc.value.trim())),
+                    key: KeyOrigin::of(loc),
+                },
+                (None, Some(certs)) => TrustRoots::Pem {
+                    source: PemSource::Inline(Secret::new(certs.value.clone())),
+                    key: KeyOrigin::of(certs),
+                },
+                (None, None) => TrustRoots::Default,
+            })
+        }
+    }
+}
+
+fn build_identity(keys: &Keys<'_>) -> Result<Option<ClientIdentity>, ConfigError> {
+    let location = keys.get("ssl.keystore.location");
+    let chain = keys.get("ssl.keystore.certificate.chain");
+    let key = keys.get("ssl.keystore.key");
+    if location.is_none() && chain.is_none() && key.is_none() {
+        return Ok(None);
+    }
+    let kind = store_type(keys, "ssl.keystore.type", "key store")?;
+    let key_password = keys
+        .get("ssl.key.password")
+        .map(|s| (Secret::new(s.value.clone()), KeyOrigin::of(s)));
+    if kind == StoreType::Pkcs12 {
+        let Some(loc) = location else {
+            return Err(keys.error(
+                "ssl.keystore.location",
+                "is required for a PKCS12 key store (ssl.keystore.certificate.chain and \
+                 ssl.keystore.key are PEM)",
+            ));
+        };
+        if let Some(s) = chain.or(key) {
+            return Err(s.error("is PEM: it cannot be combined with a PKCS12 key store"));
+        }
+        let (password, password_key) = store_password(keys, "ssl.keystore.password")?;
+        // keytool writes PKCS12 stores with one password for the store and its
+        // keys, and refuses a different key password; so do we.
+        if let Some((key_pw, origin)) = &key_password
+            && key_pw.expose() != password.expose()
+        {
+            return Err(origin.error(
+                "differs from ssl.keystore.password; a PKCS12 store has one password for \
+                 the store and its key (keytool enforces this), so remove ssl.key.password \
+                 or set it to the store password",
+            ));
+        }
+        let source = PemSource::Pkcs12 {
+            path: PathBuf::from(loc.value.trim()),
+            password,
+            password_key,
+        };
+        return Ok(Some(ClientIdentity {
+            certificate_chain: source.clone(),
+            private_key: source,
+            chain_key: KeyOrigin::of(loc),
+            key: KeyOrigin::of(loc),
+            key_password: None,
+        }));
+    }
+    if let Some(s) = keys.get("ssl.keystore.password") {
+        return Err(s.error(
+            "a key store password cannot be used with PEM key stores (Kafka refuses it too); \
+             remove it (an encrypted private key takes ssl.key.password)",
+        ));
+    }
+    match (location, chain, key) {
+        (Some(loc), None, None) => {
+            let path = PathBuf::from(loc.value.trim());
+            Ok(Some(ClientIdentity {
+                certificate_chain: PemSource::File(path.clone()),
+                private_key: PemSource::File(path),
+                chain_key: KeyOrigin::of(loc),
+                key: KeyOrigin::of(loc),
+                key_password,
+            }))
+        }
+        (None, Some(chain), Some(key)) => Ok(Some(ClientIdentity {
+            certificate_chain: pem_value(chain),
+            private_key: pem_value(key),
+            chain_key: KeyOrigin::of(chain),
+            key: KeyOrigin::of(key),
+            key_password,
+        })),
+        (Some(loc), _, _) => Err(loc.error(
+            "set either ssl.keystore.location or ssl.keystore.certificate.chain with \
+             ssl.keystore.key, not both",
+        )),
+        (None, Some(_), None) => Err(keys.error(
+            "ssl.keystore.key",
+            "is required when ssl.keystore.certificate.chain is set",
+        )),
+        (None, _, _) => Err(keys.error(
+            "ssl.keystore.certificate.chain",
+            "is required when ssl.keystore.key is set",
+        )),
+    }
+}
+
+/// `ssl.keystore.certificate.chain` and `ssl.keystore.key` hold PEM text
+/// (KIP-651). A value without a PEM BEGIN line is taken as the path of a PEM
+/// file, so that separately mounted `user.crt` and `user.key` files (a
+/// Strimzi KafkaUser secret) can be used without joining them.
+fn pem_value(setting: &Setting) -> PemSource {
+    let value = setting.value.trim();
+    if value.contains("-----BEGIN ") {
+        PemSource::Inline(Secret::new(setting.value.clone()))
+    } else {
+        PemSource::File(PathBuf::from(value))
+    }
 }

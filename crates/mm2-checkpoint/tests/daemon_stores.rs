@@ -1,0 +1,333 @@
+//! Key and trust stores as MM2 estates hold them, against the target
+//! cluster's real mTLS listener: PKCS12 stores written by the JDK's own
+//! `keytool`, legacy PKCS12 (3DES/RC2, SHA-1) from `openssl pkcs12 -legacy`,
+//! and an encrypted PKCS#8 key opened with `ssl.key.password`. `run --once`
+//! must write the checkpoint through them; wrong passwords and a store without
+//! a key must fail at `validate` (exit 2) naming the key, with no secret in
+//! the output.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use common::{World, mm2, rt, run_once};
+use e2e::{Listener, clusters};
+
+const STORE_PASSWORD: &str = "store-Pw-7731";
+const KEY_PASSWORD: &str = "key-Pw-5520";
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// Runs a store tool, failing the test with its output if it fails.
+fn tool(program: &str, args: &[&str]) {
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("run {program}: {e}"));
+    assert!(
+        out.status.success(),
+        "{program} {args:?} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The stores of one test, made from the target cluster's test CA and client
+/// certificate.
+struct Stores {
+    /// keytool PKCS12 trust store with the CA as a trusted entry.
+    truststore: PathBuf,
+    /// keytool PKCS12 key store (JDK defaults: PBES2/AES-256, HMAC-SHA256).
+    keystore: PathBuf,
+    /// `openssl pkcs12 -legacy` key store (3DES/RC2, SHA-1 MAC).
+    legacy_keystore: PathBuf,
+    /// PEM: the encrypted client key, then the chain.
+    encrypted_pem: PathBuf,
+}
+
+fn make_stores(dir: &Path) -> Stores {
+    let tls = &clusters().target().tls;
+    let (ca, cert, key) = (
+        s(&tls.ca_pem),
+        s(&tls.client_cert_pem),
+        s(&tls.client_key_pem),
+    );
+    let p = |name: &str| dir.join(name);
+    let truststore = p("truststore.p12");
+    tool(
+        "keytool",
+        &[
+            "-importcert",
+            "-noprompt",
+            "-storetype",
+            "PKCS12",
+            "-alias",
+            "ca",
+            "-file",
+            ca,
+            "-keystore",
+            s(&truststore),
+            "-storepass",
+            STORE_PASSWORD,
+        ],
+    );
+    // keytool cannot import a PEM key: openssl makes a first store, keytool
+    // rewrites it with the JDK's own algorithms.
+    let openssl_store = p("openssl.p12");
+    let pass = format!("pass:{STORE_PASSWORD}");
+    tool(
+        "openssl",
+        &[
+            "pkcs12",
+            "-export",
+            "-in",
+            cert,
+            "-inkey",
+            key,
+            "-certfile",
+            ca,
+            "-name",
+            "client",
+            "-out",
+            s(&openssl_store),
+            "-passout",
+            &pass,
+        ],
+    );
+    let keystore = p("keystore.p12");
+    tool(
+        "keytool",
+        &[
+            "-importkeystore",
+            "-noprompt",
+            "-srckeystore",
+            s(&openssl_store),
+            "-srcstoretype",
+            "PKCS12",
+            "-srcstorepass",
+            STORE_PASSWORD,
+            "-destkeystore",
+            s(&keystore),
+            "-deststoretype",
+            "PKCS12",
+            "-deststorepass",
+            STORE_PASSWORD,
+        ],
+    );
+    let legacy_keystore = p("legacy.p12");
+    tool(
+        "openssl",
+        &[
+            "pkcs12",
+            "-export",
+            "-legacy",
+            "-in",
+            cert,
+            "-inkey",
+            key,
+            "-name",
+            "client",
+            "-out",
+            s(&legacy_keystore),
+            "-passout",
+            &pass,
+        ],
+    );
+    let encrypted_key = p("client-encrypted.key");
+    tool(
+        "openssl",
+        &[
+            "pkcs8",
+            "-topk8",
+            "-v2",
+            "aes-256-cbc",
+            "-in",
+            key,
+            "-out",
+            s(&encrypted_key),
+            "-passout",
+            &format!("pass:{KEY_PASSWORD}"),
+        ],
+    );
+    let encrypted_pem = p("client-encrypted.pem");
+    let mut pem = std::fs::read_to_string(&encrypted_key).expect("encrypted key");
+    pem.push_str(&std::fs::read_to_string(cert).expect("client cert"));
+    std::fs::write(&encrypted_pem, pem).expect("write encrypted PEM");
+    Stores {
+        truststore,
+        keystore,
+        legacy_keystore,
+        encrypted_pem,
+    }
+}
+
+/// A config whose target `t` is reached over mTLS with `tls` lines.
+fn config(w: &World, group: &str, name: &str, tls: &str) -> PathBuf {
+    let c = clusters();
+    let text = format!(
+        "clusters = {s}, {t}\n\
+         {s}.bootstrap.servers = {sb}\n\
+         {t}.bootstrap.servers = {tb}\n\
+         {t}.security.protocol = SSL\n\
+         {tls}\n\
+         {s}->{t}.enabled = true\n\
+         groups = {group}\n\
+         admin.timeout.ms = 20000\n",
+        s = w.s,
+        t = w.t,
+        sb = c.source().bootstrap.get(Listener::Plaintext),
+        tb = c.target().bootstrap.get(Listener::Mtls),
+        tls = tls.replace("{t}", &w.t),
+    );
+    let path = w.dir.join(name);
+    std::fs::write(&path, text).expect("write config");
+    path
+}
+
+fn assert_no_secret(out: &std::process::Output) {
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for secret in [STORE_PASSWORD, KEY_PASSWORD] {
+        assert!(!all.contains(secret), "a password was printed:\n{all}");
+    }
+}
+
+#[test]
+fn pkcs12_and_encrypted_pem_stores_write_checkpoints_over_mtls() {
+    let rt = rt();
+    let w = World::new(&rt, "stores", 1);
+    let stores = make_stores(&w.dir);
+    let trust_p12 = format!(
+        "{{t}}.ssl.truststore.type = PKCS12\n\
+         {{t}}.ssl.truststore.location = {}\n\
+         {{t}}.ssl.truststore.password = {STORE_PASSWORD}",
+        s(&stores.truststore)
+    );
+    let keystore = |path: &Path| {
+        format!(
+            "{{t}}.ssl.keystore.type = PKCS12\n\
+             {{t}}.ssl.keystore.location = {}\n\
+             {{t}}.ssl.keystore.password = {STORE_PASSWORD}",
+            s(path)
+        )
+    };
+    let encrypted = format!(
+        "{{t}}.ssl.keystore.type = PEM\n\
+         {{t}}.ssl.keystore.location = {}\n\
+         {{t}}.ssl.key.password = {KEY_PASSWORD}",
+        s(&stores.encrypted_pem)
+    );
+    let cases = [
+        ("keytool", keystore(&stores.keystore)),
+        ("legacy", keystore(&stores.legacy_keystore)),
+        ("encrypted-pem", encrypted),
+    ];
+    // Each case commits further, so each run is seen to have reached the
+    // target through its own store by writing the next checkpoint.
+    for (i, (name, identity)) in cases.iter().enumerate() {
+        let upstream = 10 * (i as i64 + 1);
+        let group = w.seed(&rt, &[(0, upstream, upstream + 3)], &[(0, upstream)]);
+        let cfg = config(
+            &w,
+            &group,
+            &format!("{name}.properties"),
+            &format!("{trust_p12}\n{identity}"),
+        );
+        let validated = mm2(&["validate", s(&cfg)], Duration::from_secs(30));
+        assert_eq!(
+            validated.status.code(),
+            Some(0),
+            "{name}: {}",
+            String::from_utf8_lossy(&validated.stderr)
+        );
+        assert!(
+            String::from_utf8_lossy(&validated.stdout).contains("PKCS12 store"),
+            "{name}: validate does not describe the store"
+        );
+        assert_no_secret(&validated);
+        let out = run_once(&cfg);
+        assert_no_secret(&out);
+        let latest = w.checkpoints(&rt).last().map(common::tuple);
+        assert_eq!(
+            latest,
+            Some((group.clone(), w.remote_topic(), 0, upstream, upstream + 3)),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn wrong_passwords_and_a_store_without_a_key_fail_validate_naming_the_key() {
+    let rt = rt();
+    let w = World::new(&rt, "stores-bad", 1);
+    let stores = make_stores(&w.dir);
+    let cases = [
+        (
+            "wrong-store-password",
+            format!(
+                "{{t}}.ssl.keystore.type = PKCS12\n\
+                 {{t}}.ssl.keystore.location = {}\n\
+                 {{t}}.ssl.keystore.password = not-{STORE_PASSWORD}",
+                s(&stores.keystore)
+            ),
+            "ssl.keystore.password",
+            "is wrong",
+        ),
+        (
+            "wrong-key-password",
+            format!(
+                "{{t}}.ssl.keystore.type = PEM\n\
+                 {{t}}.ssl.keystore.location = {}\n\
+                 {{t}}.ssl.key.password = not-{KEY_PASSWORD}",
+                s(&stores.encrypted_pem)
+            ),
+            "ssl.key.password",
+            "password is wrong",
+        ),
+        (
+            "trust-store-as-key-store",
+            format!(
+                "{{t}}.ssl.keystore.type = PKCS12\n\
+                 {{t}}.ssl.keystore.location = {}\n\
+                 {{t}}.ssl.keystore.password = {STORE_PASSWORD}",
+                s(&stores.truststore)
+            ),
+            "ssl.keystore.location",
+            "holds no private key",
+        ),
+        (
+            "key-store-as-trust-store",
+            format!(
+                "{{t}}.ssl.truststore.type = PKCS12\n\
+                 {{t}}.ssl.truststore.location = {}\n\
+                 {{t}}.ssl.truststore.password = {STORE_PASSWORD}",
+                s(&stores.keystore)
+            ),
+            "ssl.truststore.location",
+            "no trusted certificate entry",
+        ),
+    ];
+    for (name, tls, key, says) in cases {
+        let cfg = config(&w, "unused", &format!("{name}.properties"), &tls);
+        for args in [
+            vec!["validate", s(&cfg)],
+            vec!["run", "--once", "--config", s(&cfg)],
+        ] {
+            let out = mm2(&args, Duration::from_secs(30));
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{name} {args:?}: {stderr}");
+            assert!(
+                stderr.contains(&format!("{}.{key}", w.t)) && stderr.contains(says),
+                "{name} {args:?}: {stderr}"
+            );
+            assert_no_secret(&out);
+        }
+    }
+}
