@@ -1,17 +1,21 @@
-//! Kafka config providers: `${env:NAME}` and `${file:/path/to/file.properties:key}`.
+//! Kafka config providers: `${env:NAME}`, `${file:/path/to/file.properties:key}`
+//! and `${dir:/path/to/directory:file}`.
 //!
 //! Operators keep passwords out of `mm2.properties` by declaring providers
 //!
 //! ```properties
-//! config.providers = env,file
+//! config.providers = env,file,dir
 //! config.providers.env.class = org.apache.kafka.common.config.provider.EnvVarConfigProvider
 //! config.providers.file.class = org.apache.kafka.common.config.provider.FileConfigProvider
+//! config.providers.dir.class = org.apache.kafka.common.config.provider.DirectoryConfigProvider
 //! ```
 //!
 //! and writing references in values. A reference has Kafka's `ConfigTransformer`
 //! shape: `${provider:key}` or `${provider:path:key}`, where nothing inside the
 //! braces is `}`. Provider names are the user's choice; the class decides what a
-//! name does. Only the two classes above are supported.
+//! name does. Only the three classes above are supported. The directory
+//! provider is what Kubernetes secret mounts are read with: the key is a file
+//! name in the directory, the value that file's whole content.
 //!
 //! Differences from Kafka, all in the direction of failing loudly: a reference to an
 //! undeclared provider, a missing environment variable, file or key is an error
@@ -26,6 +30,7 @@ use std::path::{Component, Path, PathBuf};
 
 use super::error::ConfigError;
 use super::properties::Properties;
+use crate::core::filter::WholeNamePattern;
 
 const ENV_PROVIDER_CLASS: &str = "org.apache.kafka.common.config.provider.EnvVarConfigProvider";
 const FILE_PROVIDER_CLASS: &str = "org.apache.kafka.common.config.provider.FileConfigProvider";
@@ -56,10 +61,16 @@ impl Environment for ProcessEnvironment {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 enum Provider {
-    Env,
+    /// Environment variables, those matching `allowlist.pattern` if it is set.
+    Env {
+        allowlist: Option<(WholeNamePattern, String)>,
+    },
+    /// Keys of a properties file.
     File { allowed_paths: Option<Vec<PathBuf>> },
+    /// Files of a directory: the key is a file name, the value its content.
+    Directory { allowed_paths: Option<Vec<PathBuf>> },
 }
 
 /// The declared providers plus a cache of the files already read.
@@ -85,49 +96,51 @@ impl<'e> Providers<'e> {
                         class_key.clone(),
                         format!(
                             "config.providers lists `{name}` but its class is not set; use \
-                             {ENV_PROVIDER_CLASS} or {FILE_PROVIDER_CLASS}"
+                             {ENV_PROVIDER_CLASS}, {FILE_PROVIDER_CLASS} or \
+                             {DIRECTORY_PROVIDER_CLASS}"
                         ),
                     )
                     .at_line(line)
                 })?;
+                let allowed_paths = || {
+                    let param = format!("config.providers.{name}.param.allowed.paths");
+                    match props.get(&param) {
+                        None => Ok(None),
+                        Some(v) => parse_allowed_paths(v).map(Some).map_err(|m| {
+                            ConfigError::for_key(param.clone(), m).at_line(props.line(&param))
+                        }),
+                    }
+                };
                 let provider = match class {
                     ENV_PROVIDER_CLASS => {
                         let param = format!("config.providers.{name}.param.allowlist.pattern");
-                        if props.contains(&param) {
-                            return Err(ConfigError::for_key(
-                                param.clone(),
-                                "the environment provider's allowlist.pattern is not supported \
-                                 by mm2-checkpoint; remove it (every reference must name an \
-                                 existing variable)",
-                            )
-                            .at_line(props.line(&param)));
-                        }
-                        Provider::Env
-                    }
-                    FILE_PROVIDER_CLASS => {
-                        let param = format!("config.providers.{name}.param.allowed.paths");
-                        let allowed_paths = match props.get(&param) {
+                        let allowlist = match props.get(&param) {
                             None => None,
-                            Some(v) => Some(parse_allowed_paths(v).map_err(|m| {
-                                ConfigError::for_key(param.clone(), m).at_line(props.line(&param))
-                            })?),
+                            Some(pattern) => Some((
+                                WholeNamePattern::new("allowlist.pattern", pattern).map_err(
+                                    |e| {
+                                        ConfigError::for_key(param.clone(), e.to_string())
+                                            .at_line(props.line(&param))
+                                    },
+                                )?,
+                                param.clone(),
+                            )),
                         };
-                        Provider::File { allowed_paths }
+                        Provider::Env { allowlist }
                     }
-                    DIRECTORY_PROVIDER_CLASS => {
-                        return Err(ConfigError::for_key(
-                            class_key.clone(),
-                            "DirectoryConfigProvider is not supported by mm2-checkpoint; use \
-                             FileConfigProvider with a properties file",
-                        )
-                        .at_line(line));
-                    }
+                    FILE_PROVIDER_CLASS => Provider::File {
+                        allowed_paths: allowed_paths()?,
+                    },
+                    DIRECTORY_PROVIDER_CLASS => Provider::Directory {
+                        allowed_paths: allowed_paths()?,
+                    },
                     other => {
                         return Err(ConfigError::for_key(
                             class_key.clone(),
                             format!(
                                 "config provider class `{other}` is not supported; only \
-                                 {ENV_PROVIDER_CLASS} and {FILE_PROVIDER_CLASS} are"
+                                 {ENV_PROVIDER_CLASS}, {FILE_PROVIDER_CLASS} and \
+                                 {DIRECTORY_PROVIDER_CLASS} are"
                             ),
                         )
                         .at_line(line));
@@ -182,16 +195,36 @@ impl<'e> Providers<'e> {
                          config.providers.{provider}.class=...)"
                     )));
                 }
-                Some(Provider::Env) => {
+                Some(Provider::Env { allowlist }) => {
                     if path.is_some_and(|p| !p.is_empty()) {
                         return Err(err(format!(
                             "`${{{provider}:...}}` is an environment-variable reference and takes \
                              no path; write `${{{provider}:VARIABLE}}`"
                         )));
                     }
+                    if let Some((pattern, param)) = allowlist
+                        && !pattern.matches(name)
+                    {
+                        return Err(err(format!(
+                            "environment variable `{name}` is not allowed by {param}"
+                        )));
+                    }
                     self.env
                         .var(name)
                         .ok_or_else(|| err(format!("environment variable `{name}` is not set")))?
+                }
+                Some(Provider::Directory { allowed_paths }) => {
+                    let dir = match path {
+                        Some(p) if !p.is_empty() => p,
+                        _ => {
+                            return Err(err(format!(
+                                "directory reference `${{{provider}:{name}}}` needs a directory: \
+                                 write `${{{provider}:/path/to/directory:{name}}}`"
+                            )));
+                        }
+                    };
+                    self.directory_value(Path::new(dir), name, allowed_paths.as_deref())
+                        .map_err(err)?
                 }
                 Some(Provider::File { allowed_paths }) => {
                     let path = match path {
@@ -214,21 +247,45 @@ impl<'e> Providers<'e> {
         Ok(out)
     }
 
+    /// The content of file `name` directly inside `dir`, as Kafka's
+    /// DirectoryConfigProvider gives it: the whole file, as UTF-8.
+    fn directory_value(
+        &self,
+        dir: &Path,
+        name: &str,
+        allowed: Option<&[PathBuf]>,
+    ) -> Result<String, String> {
+        check_allowed(dir, allowed)?;
+        // Only files directly in the directory are keys (Kafka lists the
+        // directory's regular files); a name with a separator or `..` is not.
+        if name.is_empty() || name == "." || name == ".." || name.contains('/') {
+            return Err(format!(
+                "`{name}` is not a file name in directory `{}`",
+                dir.display()
+            ));
+        }
+        let path = dir.join(name);
+        let bytes = self.env.read_file(&path).map_err(|e| {
+            format!(
+                "cannot read `{name}` in config provider directory `{}`: {e}",
+                dir.display()
+            )
+        })?;
+        String::from_utf8(bytes).map_err(|_| {
+            format!(
+                "`{name}` in config provider directory `{}` is not UTF-8 text",
+                dir.display()
+            )
+        })
+    }
+
     fn file_value(
         &self,
         path: &Path,
         name: &str,
         allowed: Option<&[PathBuf]>,
     ) -> Result<String, String> {
-        if let Some(allowed) = allowed {
-            let normal = normalize(path);
-            if !allowed.iter().any(|a| normal.starts_with(a)) {
-                return Err(format!(
-                    "file `{}` is outside the provider's allowed.paths",
-                    path.display()
-                ));
-            }
-        }
+        check_allowed(path, allowed)?;
         let mut files = self.files.borrow_mut();
         if !files.contains_key(path) {
             let bytes = self.env.read_file(path).map_err(|e| {
@@ -256,6 +313,20 @@ impl<'e> Providers<'e> {
                 )
             })
     }
+}
+
+/// Fails unless `path` is inside one of the provider's `allowed.paths`.
+fn check_allowed(path: &Path, allowed: Option<&[PathBuf]>) -> Result<(), String> {
+    if let Some(allowed) = allowed {
+        let normal = normalize(path);
+        if !allowed.iter().any(|a| normal.starts_with(a)) {
+            return Err(format!(
+                "`{}` is outside the provider's allowed.paths",
+                path.display()
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn parse_allowed_paths(value: &str) -> Result<Vec<PathBuf>, String> {
@@ -440,18 +511,68 @@ pub(crate) mod tests {
         assert!(e.message().contains("com.example.Vault"));
     }
 
+    const DECLARE_DIR: &str = "config.providers = dir\n\
+        config.providers.dir.class = org.apache.kafka.common.config.provider.DirectoryConfigProvider\n";
+
     #[test]
-    fn directory_provider_is_rejected() {
-        let props = "config.providers = dir\n\
-            config.providers.dir.class = org.apache.kafka.common.config.provider.DirectoryConfigProvider\n";
-        assert!(resolve(props, &FakeEnvironment::default(), "x").is_err());
+    fn directory_reference_is_the_whole_file_in_the_directory() {
+        // A Kubernetes secret mount: one file per key, content as is.
+        let env = FakeEnvironment::default()
+            .with_file("/etc/secret/password", "s3cret\n")
+            .with_file("/etc/secret/user", "alice");
+        assert_eq!(
+            resolve(
+                DECLARE_DIR,
+                &env,
+                "${dir:/etc/secret:user}/${dir:/etc/secret:password}"
+            )
+            .unwrap(),
+            "alice/s3cret\n"
+        );
     }
 
     #[test]
-    fn env_allowlist_pattern_is_rejected() {
+    fn directory_reference_errors_name_the_key_and_never_leave_the_directory() {
+        let env = FakeEnvironment::default().with_file("/etc/other", "x");
+        for value in [
+            "${dir:/etc/secret:missing}",
+            "${dir:/etc/secret:../other}",
+            "${dir:/etc/secret:..}",
+            "${dir:user}",
+        ] {
+            let e = resolve(DECLARE_DIR, &env, value).unwrap_err();
+            assert_eq!(e.key(), Some("some.key"), "{value}: {e}");
+        }
+        let allowed =
+            format!("{DECLARE_DIR}config.providers.dir.param.allowed.paths = /etc/secret\n");
+        let env = FakeEnvironment::default().with_file("/etc/private/user", "x");
+        let e = resolve(&allowed, &env, "${dir:/etc/private:user}").unwrap_err();
+        assert!(e.message().contains("allowed.paths"), "{e}");
+    }
+
+    #[test]
+    fn env_allowlist_pattern_limits_the_variables_like_kafka() {
+        // Strimzi renders this; Kafka matches the whole variable name.
         let props =
             format!("{DECLARE_BOTH}config.providers.env.param.allowlist.pattern = ^KAFKA_.*\n");
-        let e = resolve(&props, &FakeEnvironment::default(), "x").unwrap_err();
+        let env = FakeEnvironment::default()
+            .with_var("KAFKA_PASSWORD", "pw")
+            .with_var("HOME", "/root")
+            .with_var("MY_KAFKA_X", "x");
+        assert_eq!(
+            resolve(&props, &env, "${env:KAFKA_PASSWORD}").unwrap(),
+            "pw"
+        );
+        for refused in ["${env:HOME}", "${env:MY_KAFKA_X}"] {
+            let e = resolve(&props, &env, refused).unwrap_err();
+            assert!(
+                e.message()
+                    .contains("not allowed by config.providers.env.param.allowlist.pattern"),
+                "{e}"
+            );
+        }
+        let bad = format!("{DECLARE_BOTH}config.providers.env.param.allowlist.pattern = (\n");
+        let e = resolve(&bad, &env, "x").unwrap_err();
         assert_eq!(
             e.key(),
             Some("config.providers.env.param.allowlist.pattern")

@@ -483,6 +483,37 @@ impl NameList {
     }
 }
 
+/// One Java regular expression (not a comma-separated list) that must match
+/// a whole name, as Java's `Matcher.matches()` does; e.g. the environment
+/// config provider's `allowlist.pattern`.
+#[derive(Clone, Debug)]
+pub struct WholeNamePattern(Regex);
+
+impl WholeNamePattern {
+    /// Compiles `pattern`, read from config key `key`.
+    pub fn new(key: &'static str, pattern: &str) -> Result<Self, FilterError> {
+        let error = |reason| FilterError {
+            key,
+            value: pattern.to_owned(),
+            reason,
+        };
+        let translated = translate(pattern).map_err(error)?;
+        Regex::new(&format!(r"\A(?:{translated})\z"))
+            .map(Self)
+            .map_err(|e| {
+                error(FilterErrorReason::Invalid {
+                    message: e.to_string(),
+                    split_at_comma: false,
+                })
+            })
+    }
+
+    /// Whether the whole of `name` matches.
+    pub fn matches(&self, name: &str) -> bool {
+        self.0.is_match(name)
+    }
+}
+
 /// An include list and an exclude list; exclude wins.
 #[derive(Clone, Debug)]
 struct IncludeExclude {
