@@ -422,10 +422,10 @@ fn soak(layout: &Layout, bin: &Path, duration: Duration, follow: bool) -> Result
     for c in &cps {
         let key = (c.key.group.clone(), c.key.topic_partition.partition);
         let now = (c.upstream_offset, c.downstream_offset);
-        if let Some(prev) = last.get(&key) {
-            if now.0 < prev.0 || now.1 < prev.1 {
-                rewinds += 1;
-            }
+        if let Some(prev) = last.get(&key)
+            && (now.0 < prev.0 || now.1 < prev.1)
+        {
+            rewinds += 1;
         }
         let ceiling = w.syncs.get(&key.1).and_then(|s| {
             s.iter()

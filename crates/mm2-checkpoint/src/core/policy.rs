@@ -337,10 +337,10 @@ impl ReplicationPolicy {
     /// *all* hops, so `T.X.topic7` becomes `topic7` (a different topic on `T`, or
     /// one that does not exist) and can collide with the checkpoint for `T.topic7`.
     pub fn checkpoint_topic(&self, flow: &Flow, topic: &str) -> String {
-        if self.topic_source(topic) == Some(flow.target.as_str()) {
-            if let Some(up) = self.upstream_topic(topic) {
-                return up.to_owned();
-            }
+        if self.topic_source(topic) == Some(flow.target.as_str())
+            && let Some(up) = self.upstream_topic(topic)
+        {
+            return up.to_owned();
         }
         self.format_remote_topic(&flow.source, topic)
     }
