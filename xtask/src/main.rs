@@ -82,7 +82,9 @@ commands:
                     start-to-ready time and idle RSS, for the x86_64 binary
   image [--variant default|ring] [--check]
                     FROM-scratch OCI image layout target/dist/oci/ and its tar;
-                    --check validates it with skopeo and umoci
+                    --check validates it with skopeo and umoci, then runs the
+                    image's own entrypoint and command in its unpacked rootfs
+                    against the test clusters until /readyz answers 200
   fuzz [--seconds N] [TARGET...]
                     build and run each cargo-fuzz target (all by default) for
                     N seconds (default 60) after replaying its regressions;
