@@ -17,6 +17,7 @@
 
 mod certs;
 mod demo;
+mod deploy;
 mod dist;
 mod fuzz;
 mod kafka;
@@ -85,6 +86,9 @@ commands:
                     --check validates it with skopeo and umoci, then runs the
                     image's own entrypoint and command in its unpacked rootfs
                     against the test clusters until /readyz answers 200
+  check-deploy      check the Dockerfile against the image, deploy/kubernetes/
+                    with kubernetes-validate --strict (PyPI) and the systemd unit
+                    with systemd-analyze verify
   fuzz [--seconds N] [TARGET...]
                     build and run each cargo-fuzz target (all by default) for
                     N seconds (default 60) after replaying its regressions;
@@ -226,6 +230,10 @@ fn run(args: &[String]) -> Result<ExitCode> {
         }
         ["image", rest @ ..] => {
             oci::image(&workspace_root(), rest)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        ["check-deploy", rest @ ..] => {
+            deploy::check_deploy(&workspace_root(), rest)?;
             Ok(ExitCode::SUCCESS)
         }
         ["fuzz", rest @ ..] => fuzz::run(&workspace_root(), rest),
