@@ -473,6 +473,14 @@ mod tests {
     }
 
     #[test]
+    fn the_dockerfile_in_docs_deploy_md_runs_what_the_image_runs() {
+        let doc = include_str!("../../docs/deploy.md");
+        let (_, rest) = doc.split_once("```dockerfile\n").unwrap();
+        let (block, _) = rest.split_once("```").unwrap();
+        check_dockerfile(block).unwrap();
+    }
+
+    #[test]
     fn a_dockerfile_without_the_metrics_endpoint_is_refused() {
         let old =
             include_str!("../../Dockerfile").replace(r#", "--metrics-addr", "0.0.0.0:9464"]"#, "]");
