@@ -363,10 +363,10 @@ const READY_TIMEOUT: Duration = Duration::from_secs(90);
 /// How long the daemon gets to exit after SIGTERM before it is killed.
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The value after `flag` in `argv`.
-fn flag_value<'a>(argv: &'a [String], flag: &str) -> Option<&'a str> {
-    let at = argv.iter().position(|a| a == flag)?;
-    argv.get(at + 1).map(String::as_str)
+/// Where the value after `flag` is in `argv`.
+fn flag_value(argv: &[String], flag: &str) -> Option<usize> {
+    let at = argv.iter().position(|a| a == flag)? + 1;
+    (at < argv.len()).then_some(at)
 }
 
 /// Runs an image's own `argv` (its OCI `Entrypoint` followed by its `Cmd`) in
@@ -381,14 +381,15 @@ fn flag_value<'a>(argv: &'a [String], flag: &str) -> Option<&'a str> {
 pub fn image_ready(workspace: &Path, rootfs: &Path, argv: &[String], log: &Path) -> Result<()> {
     let shown = argv.join(" ");
     let config = flag_value(argv, "--config")
-        .with_context(|| format!("the image's arguments `{shown}` give no --config"))?
-        .to_owned();
-    let metrics = flag_value(argv, "--metrics-addr").with_context(|| {
+        .map(|at| argv[at].clone())
+        .with_context(|| format!("the image's arguments `{shown}` give no --config"))?;
+    let metrics_at = flag_value(argv, "--metrics-addr").with_context(|| {
         format!(
             "the image's arguments `{shown}` give no --metrics-addr: nothing would answer \
              the probes"
         )
     })?;
+    let metrics = &argv[metrics_at];
     let wanted: std::net::SocketAddr = metrics
         .parse()
         .with_context(|| format!("--metrics-addr {metrics:?} in the image's arguments"))?;
@@ -399,11 +400,10 @@ pub fn image_ready(workspace: &Path, rootfs: &Path, argv: &[String], log: &Path)
             let free = std::net::TcpListener::bind((wanted.ip(), 0))?
                 .local_addr()?
                 .port();
-            let at = argv.iter().position(|a| a == "--metrics-addr").unwrap_or(0) + 1;
-            argv[at] = std::net::SocketAddr::new(wanted.ip(), free).to_string();
+            argv[metrics_at] = std::net::SocketAddr::new(wanted.ip(), free).to_string();
             eprintln!(
                 "xtask: {wanted} is taken on this machine ({e}); the image's daemon gets {} instead",
-                argv[at]
+                argv[metrics_at]
             );
             free
         }
@@ -643,6 +643,16 @@ mod tests {
             stdout: stdout.as_bytes().to_vec(),
             stderr: stderr.as_bytes().to_vec(),
         }
+    }
+
+    #[test]
+    fn flag_values_are_found_after_their_flag() {
+        let argv: Vec<String> = ["/mm2-checkpoint", "run", "--config", "/c", "--metrics-addr"]
+            .map(str::to_owned)
+            .to_vec();
+        assert_eq!(flag_value(&argv, "--config"), Some(3));
+        assert_eq!(flag_value(&argv, "--metrics-addr"), None);
+        assert_eq!(flag_value(&argv, "--once"), None);
     }
 
     #[test]
