@@ -7,7 +7,9 @@
 //!   --strict` (PyPI; it bundles the Kubernetes JSON schemas and needs no
 //!   network) for each of [`KUBERNETES_VERSIONS`]; `kustomization.yaml` lists
 //!   exactly the manifests other than the Secret example; the Deployment runs
-//!   the image's default arguments and probes the port they serve.
+//!   the image's default arguments and probes the port they serve; the
+//!   Secret example's `mm2.properties` passes `mm2-checkpoint validate
+//!   --strict`.
 //! * `deploy/systemd/mm2-checkpoint.service`: `systemd-analyze verify`
 //!   (Debian `systemd`) in a scratch root, with no diagnostics at all (it
 //!   exits 0 on unknown keys and bad values, and only warns); its
@@ -255,6 +257,51 @@ fn check_kubernetes(dir: &Path, scratch: &Path) -> Result<()> {
     eprintln!(
         "xtask: the Deployment runs the image's default arguments, probes /readyz and /healthz \
          on port {METRICS_PORT} and mounts the Secret's mm2.properties at {CONFIG_PATH}"
+    );
+    validate_secret_example(one_of(&resources, "Secret")?, scratch)?;
+    Ok(())
+}
+
+/// `mm2-checkpoint validate --strict` on the Secret example's
+/// `mm2.properties`, with the Secret's files written to a scratch directory
+/// that stands in for the mount point (the config's paths are rewritten to
+/// it) and a freshly made CA in place of the `ca.pem` placeholder.
+fn validate_secret_example(secret: &Value, scratch: &Path) -> Result<()> {
+    let (mount, config_file) = CONFIG_PATH.rsplit_once('/').context("CONFIG_PATH")?;
+    let dir = scratch.join("secret");
+    fs::create_dir_all(&dir)?;
+    let dir_str = dir.to_str().context("a non-UTF-8 path")?;
+    let files = secret["stringData"]
+        .as_object()
+        .context("the Secret example has no stringData")?;
+    for (name, value) in files {
+        let text = value
+            .as_str()
+            .context("a stringData value is not a string")?;
+        fs::write(dir.join(name), text.replace(mount, dir_str))?;
+    }
+    if files.contains_key("ca.pem") {
+        let pki = crate::certs::generate(&scratch.join("pki"))?;
+        fs::copy(&pki.ca_pem, dir.join("ca.pem"))?;
+    }
+    let config = dir.join(config_file);
+    let out = Command::new(crate::dist::artefact::cargo())
+        .current_dir(scratch)
+        .args([
+            "run", "--quiet", "-p", BINARY, "--", "validate", "--strict", "--config",
+        ])
+        .arg(&config)
+        .output()
+        .context("running `cargo run -p mm2-checkpoint -- validate`")?;
+    ensure!(
+        out.status.success(),
+        "{SECRET_EXAMPLE}: `mm2-checkpoint validate --strict` refuses its {config_file} \
+         ({}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    eprintln!(
+        "xtask: {SECRET_EXAMPLE}: its {config_file} passes `mm2-checkpoint validate --strict`"
     );
     Ok(())
 }
