@@ -26,7 +26,10 @@ LABEL org.opencontainers.image.title="mm2-checkpoint" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.licenses="Apache-2.0"
 
+# The default arguments serve /metrics, /healthz and /readyz on port 9464,
+# which the manifests in deploy/kubernetes/ probe. `cargo xtask check-deploy`
+# checks these four lines against the image `cargo xtask image` writes.
 USER 65532:65532
 EXPOSE 9464
 ENTRYPOINT ["/mm2-checkpoint"]
-CMD ["run", "--config", "/etc/mm2-checkpoint/mm2.properties"]
+CMD ["run", "--config", "/etc/mm2-checkpoint/mm2.properties", "--metrics-addr", "0.0.0.0:9464"]

@@ -17,6 +17,7 @@
 
 mod certs;
 mod demo;
+mod deploy;
 mod dist;
 mod fuzz;
 mod kafka;
@@ -82,7 +83,12 @@ commands:
                     start-to-ready time and idle RSS, for the x86_64 binary
   image [--variant default|ring] [--check]
                     FROM-scratch OCI image layout target/dist/oci/ and its tar;
-                    --check validates it with skopeo and umoci
+                    --check validates it with skopeo and umoci, then runs the
+                    image's own entrypoint and command in its unpacked rootfs
+                    against the test clusters until /readyz answers 200
+  check-deploy      check the Dockerfile against the image, deploy/kubernetes/
+                    with kubernetes-validate --strict (PyPI) and the systemd unit
+                    with systemd-analyze verify
   fuzz [--seconds N] [TARGET...]
                     build and run each cargo-fuzz target (all by default) for
                     N seconds (default 60) after replaying its regressions;
@@ -224,6 +230,10 @@ fn run(args: &[String]) -> Result<ExitCode> {
         }
         ["image", rest @ ..] => {
             oci::image(&workspace_root(), rest)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        ["check-deploy", rest @ ..] => {
+            deploy::check_deploy(&workspace_root(), rest)?;
             Ok(ExitCode::SUCCESS)
         }
         ["fuzz", rest @ ..] => fuzz::run(&workspace_root(), rest),

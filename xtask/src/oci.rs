@@ -2,8 +2,8 @@
 //!
 //! The image is one layer holding exactly `/mm2-checkpoint` (mode 0755,
 //! owned by root), and a config that runs it as user 65532:65532 with
-//! `ENTRYPOINT ["/mm2-checkpoint"]` and
-//! `CMD ["run", "--config", "/etc/mm2-checkpoint/mm2.properties"]`. Everything
+//! `ENTRYPOINT ["/mm2-checkpoint"]` and [`RUN_ARGS`] as `CMD` (`run --config
+//! /etc/mm2-checkpoint/mm2.properties --metrics-addr 0.0.0.0:9464`). Everything
 //! is written here, byte for byte and deterministically (sorted tar entries,
 //! mtime 0, uid/gid 0, no gzip timestamp, sorted JSON keys), so the same
 //! binaries always give the same digests:
@@ -19,7 +19,9 @@
 //! With both binaries present the `latest` and `<version>` tags point at an
 //! image index for linux/amd64 and linux/arm64; `<version>-amd64` and
 //! `<version>-arm64` point at the single-platform manifests. `--check`
-//! validates the result with `skopeo` and `umoci` (Debian packages).
+//! validates the result with `skopeo` and `umoci` (Debian packages), then
+//! runs the image's own entrypoint and command from its OCI config in the
+//! unpacked rootfs against the test clusters until `/readyz` answers 200.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -32,7 +34,8 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::dist::artefact::{self, Arch, BINARY, Package, RUN_AS, Variant};
+use crate::dist::artefact::{self, Arch, BINARY, METRICS_PORT, Package, RUN_ARGS, RUN_AS, Variant};
+use crate::dist::test::image_ready;
 
 const MEDIA_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 const MEDIA_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
@@ -40,10 +43,6 @@ const MEDIA_CONFIG: &str = "application/vnd.oci.image.config.v1+json";
 const MEDIA_LAYER_GZIP: &str = "application/vnd.oci.image.layer.v1.tar+gzip";
 const REF_NAME: &str = "org.opencontainers.image.ref.name";
 
-/// Where the config file is expected inside the container.
-const CONFIG_PATH: &str = "/etc/mm2-checkpoint/mm2.properties";
-/// The metrics and health port (`/metrics`, `/healthz`, `/readyz`).
-const METRICS_PORT: &str = "9464/tcp";
 /// The fixed creation time: the image depends only on its inputs.
 const CREATED: &str = "1970-01-01T00:00:00Z";
 
@@ -153,7 +152,7 @@ pub fn image(root: &Path, args: &[&str]) -> Result<()> {
     );
 
     if options.check {
-        check(&package, &layout, &archive, &binaries)?;
+        check(root, &package, &layout, &archive, &binaries)?;
     }
     Ok(())
 }
@@ -291,9 +290,9 @@ fn config_json(arch: Arch, diff_id: &str, labels: &BTreeMap<String, String>) -> 
         "config": {
             "User": RUN_AS,
             "Entrypoint": [format!("/{BINARY}")],
-            "Cmd": ["run", "--config", CONFIG_PATH],
+            "Cmd": RUN_ARGS,
             "WorkingDir": "/",
-            "ExposedPorts": { METRICS_PORT: {} },
+            "ExposedPorts": { format!("{METRICS_PORT}/tcp"): {} },
             "Labels": labels,
         },
         "rootfs": { "type": "layers", "diff_ids": [diff_id] },
@@ -424,7 +423,12 @@ fn parse_json(text: &str, what: &str) -> Result<Value> {
 /// every blob (verifying digests); `umoci` unpacks each platform's rootfs,
 /// which must hold exactly `/mm2-checkpoint`, mode 0755, byte-identical to the
 /// dist binary, and a runtime config with the right user and arguments.
+/// Then the platform this machine runs natively is started as the image
+/// would be: its `Entrypoint` and `Cmd` as `skopeo` read them from its
+/// config, in its unpacked rootfs, against the test clusters, until
+/// `/readyz` answers 200 ([`image_ready`]).
 fn check(
+    root: &Path,
     package: &Package,
     layout: &Path,
     archive: &Path,
@@ -450,8 +454,9 @@ fn check(
         );
     }
 
-    let expected_cmd = json!(["run", "--config", CONFIG_PATH]);
+    let expected_cmd = json!(RUN_ARGS);
     let expected_entrypoint = json!([format!("/{BINARY}")]);
+    let mut ran_native = false;
     for (arch, binary) in binaries {
         for reference in [latest.clone(), format!("oci-archive:{tar}:latest")] {
             let inspect = parse_json(
@@ -501,10 +506,36 @@ fn check(
                 arch.oci()
             );
         }
-        unpack_and_check(package, layout, *arch, binary)?;
+        let bundle = unpack_and_check(package, layout, *arch, binary)?;
         eprintln!(
             "xtask: image check linux/{}: skopeo inspect (layout and archive), umoci unpack: ok",
             arch.oci()
+        );
+        if arch.emulator().is_none() {
+            let strings = |v: &Value| -> Vec<String> {
+                v.as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|s| s.as_str().map(str::to_owned))
+                    .collect()
+            };
+            let mut argv = strings(&c["Entrypoint"]);
+            argv.extend(strings(&c["Cmd"]));
+            image_ready(
+                root,
+                &bundle.join("rootfs"),
+                &argv,
+                &layout.with_file_name(format!("image-ready-{}.log", arch.oci())),
+            )?;
+            ran_native = true;
+        }
+        fs::remove_dir_all(&bundle)?;
+    }
+    if !ran_native {
+        bail!(
+            "the image has no platform this machine runs natively ({}), so its arguments \
+             could not be run: build that binary with `cargo xtask dist`",
+            std::env::consts::ARCH
         );
     }
 
@@ -526,8 +557,14 @@ fn check(
     Ok(())
 }
 
-/// `umoci unpack` one platform and check its rootfs and runtime config.
-fn unpack_and_check(package: &Package, layout: &Path, arch: Arch, binary: &[u8]) -> Result<()> {
+/// `umoci unpack` one platform and check its rootfs and runtime config;
+/// returns the bundle directory (the caller removes it).
+fn unpack_and_check(
+    package: &Package,
+    layout: &Path,
+    arch: Arch,
+    binary: &[u8],
+) -> Result<PathBuf> {
     let bundle = layout.with_file_name(format!("umoci-bundle-{}", arch.oci()));
     if bundle.exists() {
         fs::remove_dir_all(&bundle)?;
@@ -577,7 +614,9 @@ fn unpack_and_check(package: &Package, layout: &Path, arch: Arch, binary: &[u8])
         "config.json",
     )?;
     let process = &runtime["process"];
-    let expected_args = json!([format!("/{BINARY}"), "run", "--config", CONFIG_PATH]);
+    let mut expected_args = vec![format!("/{BINARY}")];
+    expected_args.extend(RUN_ARGS.map(str::to_owned));
+    let expected_args = json!(expected_args);
     if process["user"]["uid"] != 65532 || process["user"]["gid"] != 65532 {
         bail!(
             "umoci: the runtime user is {}, expected 65532:65532",
@@ -590,8 +629,7 @@ fn unpack_and_check(package: &Package, layout: &Path, arch: Arch, binary: &[u8])
             process["args"]
         );
     }
-    fs::remove_dir_all(&bundle)?;
-    Ok(())
+    Ok(bundle)
 }
 
 #[cfg(test)]
@@ -641,6 +679,8 @@ mod tests {
         assert_eq!(config["rootfs"]["diff_ids"], json!(["sha256:abc"]));
         assert_eq!(config["config"]["User"], "65532:65532");
         assert_eq!(config["config"]["Entrypoint"], json!(["/mm2-checkpoint"]));
+        assert_eq!(config["config"]["Cmd"], json!(RUN_ARGS));
+        assert_eq!(config["config"]["ExposedPorts"], json!({ "9464/tcp": {} }));
         assert_eq!(
             config["config"]["Labels"]["org.opencontainers.image.version"],
             "9.9.9"

@@ -208,6 +208,27 @@ pub fn cargo() -> std::ffi::OsString {
 /// The user the image runs as; the empty-root runs use it too.
 pub const RUN_AS: &str = "65532:65532";
 
+/// Where the image, the Kubernetes manifests and the systemd unit in
+/// `deploy/` expect the config file.
+pub const CONFIG_PATH: &str = "/etc/mm2-checkpoint/mm2.properties";
+
+/// The metrics and health port (`/metrics`, `/healthz`, `/readyz`) that the
+/// image exposes and the shipped manifests probe.
+pub const METRICS_PORT: u16 = 9464;
+
+/// The arguments the shipped artefacts run the binary with: the image's
+/// `Cmd` (`cargo xtask image` writes it, the `Dockerfile`'s `CMD` is checked
+/// against it) and the systemd unit's `ExecStart=` after the program. They
+/// start the metrics endpoint on [`METRICS_PORT`] of every interface, which
+/// the Kubernetes probes need (docs/deploy.md).
+pub const RUN_ARGS: [&str; 5] = [
+    "run",
+    "--config",
+    CONFIG_PATH,
+    "--metrics-addr",
+    "0.0.0.0:9464",
+];
+
 /// `command -v`, without a shell.
 pub fn which(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
@@ -383,6 +404,17 @@ pub fn recorded_sha256(package: &Package, name: &str) -> Result<Option<String>> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_run_arguments_serve_metrics_on_the_metrics_port() {
+        let at = RUN_ARGS
+            .iter()
+            .position(|a| *a == "--metrics-addr")
+            .unwrap();
+        assert_eq!(RUN_ARGS[at + 1], format!("0.0.0.0:{METRICS_PORT}"));
+        let at = RUN_ARGS.iter().position(|a| *a == "--config").unwrap();
+        assert_eq!(RUN_ARGS[at + 1], CONFIG_PATH);
+    }
 
     #[test]
     fn interp_header_is_found_in_readelf_output() {

@@ -53,14 +53,16 @@ impl Protocol {
     }
 }
 
-/// The test clusters, started by [`Testbed::up`] if they were not running
-/// and stopped again on drop only in that case (a [`ClustersGuard`]), with a
-/// client for each: where the rounds are seeded and checked. (Not a
-/// `Cluster`: that name is the driver's client and `e2e`'s test cluster.)
+/// The test clusters, with a client for each: where the rounds are seeded
+/// and checked. Those of `$MM2_CLUSTERS_FILE` if it is set (never started or
+/// stopped here), else this worktree's, started by [`Testbed::up`] if they
+/// were not running and stopped again on drop only in that case (a
+/// [`ClustersGuard`]). (Not a `Cluster`: that name is the driver's client and
+/// `e2e`'s test cluster.)
 pub struct Testbed {
     /// Declared first: stops the clusters (if started here) before the
     /// clients and runtime go.
-    _clusters: ClustersGuard,
+    _clusters: Option<ClustersGuard>,
     source: ClusterInfo,
     target: ClusterInfo,
     source_client: ClusterClient,
@@ -71,16 +73,33 @@ pub struct Testbed {
 impl Testbed {
     /// Brings the clusters up (if needed) and connects to both over PLAINTEXT.
     pub fn up(layout: &Layout) -> Result<Testbed> {
-        let clusters = ClustersGuard::up(
-            layout,
-            GuardNotes {
-                prefix: "xtask",
-                leaving: Some("leaving the clusters running (they were up before dist-test)"),
-                timed: false,
-            },
-        )?;
-        // From here on, a failure drops `clusters`, which stops what it started.
-        let file = kafka::read_clusters_file(layout)?;
+        let (clusters, file) = match std::env::var_os("MM2_CLUSTERS_FILE") {
+            Some(path) => {
+                let path = std::path::PathBuf::from(path);
+                let text = fs::read_to_string(&path)
+                    .with_context(|| format!("reading $MM2_CLUSTERS_FILE {}", path.display()))?;
+                let file: kafka::ClustersFile = serde_json::from_str(&text)
+                    .with_context(|| format!("parsing {}", path.display()))?;
+                eprintln!("xtask: using the clusters of {}", path.display());
+                (None, file)
+            }
+            None => {
+                let clusters = ClustersGuard::up(
+                    layout,
+                    GuardNotes {
+                        prefix: "xtask",
+                        leaving: Some(
+                            "leaving the clusters running (they were up before this command)",
+                        ),
+                        timed: false,
+                    },
+                )?;
+                // From here on, a failure drops `clusters`, which stops what
+                // it started.
+                let file = kafka::read_clusters_file(layout)?;
+                (Some(clusters), file)
+            }
+        };
         let get = |name: &str| -> Result<ClusterInfo> {
             file.clusters
                 .get(name)
@@ -189,13 +208,35 @@ impl Testbed {
     /// Writes the round's config (and for TLS the CA) into `root`, readable by
     /// the unprivileged user the binary runs as.
     pub fn install(&self, root: &Path, round: &Round, protocol: Protocol) -> Result<()> {
+        self.install_at(root, CONFIG_IN_ROOT, round, protocol)
+    }
+
+    /// Like [`Testbed::install`], with the config at `config` (an absolute
+    /// path inside `root`; missing directories are made, mode 0755).
+    pub fn install_at(
+        &self,
+        root: &Path,
+        config: &str,
+        round: &Round,
+        protocol: Protocol,
+    ) -> Result<()> {
         let write = |name: &str, bytes: &[u8]| -> Result<()> {
             let path = root.join(name.trim_start_matches('/'));
+            if let Some(dir) = path.parent() {
+                for dir in dir
+                    .ancestors()
+                    .take_while(|d| d.starts_with(root) && *d != root)
+                {
+                    fs::create_dir_all(dir)
+                        .with_context(|| format!("creating {}", dir.display()))?;
+                    fs::set_permissions(dir, fs::Permissions::from_mode(0o755))?;
+                }
+            }
             fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
             fs::set_permissions(&path, fs::Permissions::from_mode(0o644))?;
             Ok(())
         };
-        write(CONFIG_IN_ROOT, self.properties(round, protocol).as_bytes())?;
+        write(config, self.properties(round, protocol).as_bytes())?;
         let ca = fs::read(self.ca_pem())
             .with_context(|| format!("reading {}", self.ca_pem().display()))?;
         write(CA_IN_ROOT, &ca)

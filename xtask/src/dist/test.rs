@@ -89,7 +89,7 @@ fn make_root(dir: &Path, files: &[RootFile]) -> Result<()> {
 }
 
 /// How a program is started inside a root directory.
-enum Jail {
+pub enum Jail {
     /// We are root: `chroot --userspec=65532:65532`, as the image runs.
     Chroot,
     /// Not root: a user namespace with `unshare --map-root-user --root`.
@@ -97,7 +97,8 @@ enum Jail {
 }
 
 impl Jail {
-    fn detect() -> Jail {
+    /// `Chroot` as root, else `Unshare`.
+    pub fn detect() -> Jail {
         let uid = Command::new("id")
             .arg("-u")
             .output()
@@ -110,7 +111,8 @@ impl Jail {
         }
     }
 
-    fn launcher(&self) -> &'static str {
+    /// The launcher's program name.
+    pub fn launcher(&self) -> &'static str {
         match self {
             Jail::Chroot => "chroot",
             Jail::Unshare => "unshare",
@@ -132,27 +134,31 @@ impl Jail {
         args: &[&str],
         timeout: Duration,
     ) -> Result<Output> {
+        let mut argv = Vec::new();
+        if let Some(emulator) = emulator {
+            argv.push(format!("/{emulator}"));
+            argv.extend(emulator_args.iter().map(|a| a.to_string()));
+        }
+        argv.push(format!("/{BINARY}"));
+        argv.extend(args.iter().map(|a| a.to_string()));
+        output_within(self.command(root, &argv)?, timeout)
+            .with_context(|| format!("running `{}`", self.launcher()))
+    }
+
+    /// The command that runs `argv` (program path inside `root` first) in
+    /// `root` as [`RUN_AS`], with an empty environment.
+    pub fn command(&self, root: &Path, argv: &[String]) -> Result<Command> {
         // Resolved here: the child's environment is cleared below, and a
         // cleared PATH would also hide the launcher itself.
         let launcher = which(self.launcher())
             .with_context(|| format!("`{}` is not on PATH", self.launcher()))?;
-        let mut cmd = match self {
-            Jail::Chroot => {
-                let mut cmd = Command::new(&launcher);
-                cmd.arg(format!("--userspec={RUN_AS}")).arg(root);
-                cmd
-            }
-            Jail::Unshare => {
-                let mut cmd = Command::new(&launcher);
-                cmd.args(["--user", "--map-root-user", "--root"]).arg(root);
-                cmd
-            }
+        let mut cmd = Command::new(&launcher);
+        match self {
+            Jail::Chroot => cmd.arg(format!("--userspec={RUN_AS}")).arg(root),
+            Jail::Unshare => cmd.args(["--user", "--map-root-user", "--root"]).arg(root),
         };
-        if let Some(emulator) = emulator {
-            cmd.arg(format!("/{emulator}")).args(emulator_args);
-        }
-        cmd.arg(format!("/{BINARY}")).args(args).env_clear();
-        output_within(cmd, timeout).with_context(|| format!("running `{}`", self.launcher()))
+        cmd.args(argv).env_clear();
+        Ok(cmd)
     }
 }
 
@@ -350,6 +356,151 @@ fn daemon_round(
     Ok(())
 }
 
+/// How long the image's daemon may take to answer `/readyz` with 200, and
+/// then to write its first checkpoints.
+const READY_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// How long the daemon gets to exit after SIGTERM before it is killed.
+const STOP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Where the value after `flag` is in `argv`.
+fn flag_value(argv: &[String], flag: &str) -> Option<usize> {
+    let at = argv.iter().position(|a| a == flag)? + 1;
+    (at < argv.len()).then_some(at)
+}
+
+/// Runs an image's own `argv` (its OCI `Entrypoint` followed by its `Cmd`) in
+/// `rootfs`, the unpacked image, as [`RUN_AS`] against the test clusters (of
+/// `$MM2_CLUSTERS_FILE`, or this worktree's, started if needed). A freshly
+/// seeded round's config is written to the path the arguments give after
+/// `--config`. The daemon must answer `/readyz` with 200 on the address
+/// given after `--metrics-addr` and then write the round's checkpoints; it
+/// is stopped with SIGTERM afterwards. If that port is already taken on this
+/// machine, a free one is put in its place (and said). Its output goes to
+/// `log`.
+pub fn image_ready(workspace: &Path, rootfs: &Path, argv: &[String], log: &Path) -> Result<()> {
+    let shown = argv.join(" ");
+    let config = flag_value(argv, "--config")
+        .map(|at| argv[at].clone())
+        .with_context(|| format!("the image's arguments `{shown}` give no --config"))?;
+    let metrics_at = flag_value(argv, "--metrics-addr").with_context(|| {
+        format!(
+            "the image's arguments `{shown}` give no --metrics-addr: nothing would answer \
+             the probes"
+        )
+    })?;
+    let metrics = &argv[metrics_at];
+    let wanted: std::net::SocketAddr = metrics
+        .parse()
+        .with_context(|| format!("--metrics-addr {metrics:?} in the image's arguments"))?;
+    let mut argv = argv.to_vec();
+    let port = match std::net::TcpListener::bind(wanted) {
+        Ok(_) => wanted.port(),
+        Err(e) => {
+            let free = std::net::TcpListener::bind((wanted.ip(), 0))?
+                .local_addr()?
+                .port();
+            argv[metrics_at] = std::net::SocketAddr::new(wanted.ip(), free).to_string();
+            eprintln!(
+                "xtask: {wanted} is taken on this machine ({e}); the image's daemon gets {} instead",
+                argv[metrics_at]
+            );
+            free
+        }
+    };
+    let host = if wanted.ip().is_unspecified() {
+        "127.0.0.1".to_owned()
+    } else {
+        wanted.ip().to_string()
+    };
+    let probe_addr = std::net::SocketAddr::new(host.parse()?, port).to_string();
+
+    let clusters = Testbed::up(&crate::kafka::Layout::new(workspace))?;
+    let round = clusters.prepare("image")?;
+    clusters.install_at(rootfs, &config, &round, Protocol::Plaintext)?;
+    let jail = Jail::detect();
+    let mut cmd = jail.command(rootfs, &argv)?;
+    let out = fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
+    cmd.stdout(out.try_clone()?).stderr(out);
+    let started = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("starting `{}` in {}", argv.join(" "), rootfs.display()))?;
+    let how = format!(
+        "the image's `{}` in its unpacked rootfs via {} as {RUN_AS}",
+        argv.join(" "),
+        jail.launcher()
+    );
+    let log_text = || fs::read_to_string(log).unwrap_or_default();
+
+    let result = (|| -> Result<(Duration, Duration)> {
+        let ready = loop {
+            if let Some(status) = child.try_wait()? {
+                bail!(
+                    "{how} exited ({status}) before /readyz answered 200: {}",
+                    log_text()
+                );
+            }
+            if crate::probe::http_status(&probe_addr, "/readyz") == Some(200) {
+                break started.elapsed();
+            }
+            if started.elapsed() > READY_TIMEOUT {
+                bail!(
+                    "{how}: /readyz on {probe_addr} did not answer 200 within {}s \
+                     (last: {:?}): {}",
+                    READY_TIMEOUT.as_secs(),
+                    crate::probe::http_get(&probe_addr, "/readyz"),
+                    log_text()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        let checkpoints = loop {
+            match clusters.verify(&round) {
+                Ok(()) => break started.elapsed(),
+                Err(e) if started.elapsed() > ready + READY_TIMEOUT => {
+                    return Err(e.context(format!("{how} was ready, but")));
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(500)),
+            }
+        };
+        Ok((ready, checkpoints))
+    })();
+
+    // Stop it whatever happened: SIGTERM, then SIGKILL.
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let stop = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if stop.elapsed() > STOP_TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let (ready, checkpoints) = result?;
+    eprintln!(
+        "xtask: {how}: /readyz 200 on {probe_addr} after {:.1}s, checkpoints for {} verified \
+         after {:.1}s; {}",
+        ready.as_secs_f64(),
+        round.group,
+        checkpoints.as_secs_f64(),
+        match status {
+            Some(status) => format!("after SIGTERM: {status}"),
+            None => format!(
+                "still running {}s after SIGTERM; killed",
+                STOP_TIMEOUT.as_secs()
+            ),
+        }
+    );
+    Ok(())
+}
+
 /// The x86_64 emulator, used to run x86_64 binaries on an older CPU model.
 const QEMU_X86_64: &str = "qemu-x86_64-static";
 
@@ -492,6 +643,16 @@ mod tests {
             stdout: stdout.as_bytes().to_vec(),
             stderr: stderr.as_bytes().to_vec(),
         }
+    }
+
+    #[test]
+    fn flag_values_are_found_after_their_flag() {
+        let argv: Vec<String> = ["/mm2-checkpoint", "run", "--config", "/c", "--metrics-addr"]
+            .map(str::to_owned)
+            .to_vec();
+        assert_eq!(flag_value(&argv, "--config"), Some(3));
+        assert_eq!(flag_value(&argv, "--metrics-addr"), None);
+        assert_eq!(flag_value(&argv, "--once"), None);
     }
 
     #[test]
