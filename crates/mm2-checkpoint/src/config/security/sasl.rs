@@ -42,6 +42,12 @@ pub struct SaslCredentials {
     pub password: Secret,
 }
 
+/// Why GSSAPI is refused, and what to use instead.
+const GSSAPI_REFUSAL: &str = "mm2-checkpoint does not support Kerberos and will not: it \
+    needs a Kerberos library (MIT krb5 or Heimdal, both C), which the static, C-free binary \
+    cannot carry. Give this client a SCRAM-SHA-512 or SCRAM-SHA-256 identity (or PLAIN over \
+    SASL_SSL, or a client certificate over SSL) and set sasl.mechanism accordingly";
+
 pub(super) fn build_sasl(keys: &Keys<'_>) -> Result<SaslCredentials, ConfigError> {
     for handler in [
         "sasl.login.callback.handler.class",
@@ -63,16 +69,24 @@ pub(super) fn build_sasl(keys: &Keys<'_>) -> Result<SaslCredentials, ConfigError
         None => {
             return Err(ConfigError::for_key(
                 keys.missing("sasl.mechanism"),
-                "is not set, and Kafka's default (GSSAPI/Kerberos) is not supported by \
-                 mm2-checkpoint; set it to SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN",
+                format!(
+                    "is not set, so MirrorMaker 2 would use Kafka's default, GSSAPI (Kerberos); \
+                     {GSSAPI_REFUSAL}"
+                ),
             ));
         }
-        Some(m @ ("GSSAPI" | "OAUTHBEARER")) => {
+        Some("GSSAPI") => {
+            return Err(keys.error(
+                "sasl.mechanism",
+                format!("GSSAPI (Kerberos): {GSSAPI_REFUSAL}"),
+            ));
+        }
+        Some(m @ "OAUTHBEARER") => {
             return Err(keys.error(
                 "sasl.mechanism",
                 format!(
-                    "{m} is not supported by mm2-checkpoint; use SCRAM-SHA-512, SCRAM-SHA-256 or \
-                     PLAIN (over SASL_SSL)"
+                    "{m} is not supported by mm2-checkpoint yet; use SCRAM-SHA-512, SCRAM-SHA-256 \
+                     or PLAIN (over SASL_SSL), or mutual TLS"
                 ),
             ));
         }
