@@ -2,11 +2,13 @@
 //! groups, read from the checkpoints topic on the target; `--apply` commits it
 //! to the target groups through the core's group-sync decision.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use crate::config::MirrorConfig;
-use crate::core::{CheckpointStore, GroupSyncDecision, TargetRefresh, plan_group_sync};
+use crate::core::{
+    CheckpointStore, GroupFilter, GroupSyncDecision, TargetRefresh, plan_group_sync,
+};
 use crate::metrics::{Metrics, TopicKind};
 use crate::shutdown::ShutdownSignal;
 
@@ -46,7 +48,11 @@ pub(super) async fn translate(
     }
     let metrics = Metrics::new(env!("CARGO_PKG_VERSION"), "n/a");
     let ctx = FlowContext::new(flow, metrics).map_err(|e| DriverError::Setup(e.to_string()))?;
-    let mut store = CheckpointStore::new(options.groups.iter().cloned());
+    // Selecting by filter needs every group's checkpoints first.
+    let mut store = match &options.matching {
+        Some(_) => CheckpointStore::for_filter(every_group()?),
+        None => CheckpointStore::new(options.groups.iter().cloned()),
+    };
     let read = ctx
         .read_to_end(
             &ctx.target,
@@ -59,8 +65,29 @@ pub(super) async fn translate(
         .await
         .map_err(|e| DriverError::Translate(format!("reading {}: {e}", ctx.checkpoints_topic)))?;
     let _ = read;
+    let mut groups: BTreeSet<String> = options.groups.iter().cloned().collect();
+    if let Some(filter) = &options.matching {
+        groups.extend(
+            store
+                .groups()
+                .map(|(g, _)| g)
+                .filter(|g| filter.should_replicate_group(g))
+                .map(str::to_owned),
+        );
+        // From here on (and for --apply) the store holds the selected groups only.
+        let picked: Vec<_> = store
+            .checkpoints()
+            .filter(|cp| groups.contains(&cp.key.group))
+            .collect();
+        store = CheckpointStore::new(groups.iter().cloned());
+        store.on_produced(&picked);
+    }
+    let groups: Vec<String> = groups.into_iter().collect();
+    if groups.is_empty() {
+        tracing::warn!(topic = %ctx.checkpoints_topic, "no group selected: no checkpointed group matches");
+    }
     let mut rows = Vec::new();
-    for group in &options.groups {
+    for group in &groups {
         if let Some(cps) = store.group(group) {
             for (tp, cp) in cps {
                 rows.push(Row {
@@ -75,13 +102,13 @@ pub(super) async fn translate(
     }
     let mut report = TranslateReport::default();
     let applied = if options.apply {
-        let Ok(groups) = ctx.refresh_target(&options.groups).await else {
+        let Ok(described) = ctx.refresh_target(&groups).await else {
             return Err(DriverError::Translate(format!(
                 "cluster {}: the target groups could not be described; nothing committed",
                 ctx.target.alias()
             )));
         };
-        let refresh = TargetRefresh::Done(groups);
+        let refresh = TargetRefresh::Done(described);
         let plan = plan_group_sync(&store, &refresh);
         let mut results = BTreeMap::new();
         carry_out_group_sync(&ctx.target, plan, |group, result| {
@@ -135,7 +162,7 @@ pub(super) async fn translate(
     };
     let output = Output {
         flow: &ctx.name,
-        groups: &options.groups,
+        groups: &groups,
         rows: &rows,
         applied: applied.as_ref(),
     };
@@ -143,8 +170,13 @@ pub(super) async fn translate(
         TranslateFormat::Table => output.table(),
         TranslateFormat::Json => output.json(),
     };
-    print!("{out}");
+    crate::console::out(&out);
     Ok(report)
+}
+
+/// A filter accepting every group name.
+fn every_group() -> Result<GroupFilter, DriverError> {
+    GroupFilter::new(Some(".*"), Some("")).map_err(|e| DriverError::Setup(e.to_string()))
 }
 
 /// What `translate` prints: the requested groups, their translated
