@@ -1,5 +1,8 @@
 //! Black-box tests of the `mm2-checkpoint` binary: arguments, exit codes and
-//! what it prints. None of them needs a broker.
+//! what it prints. None of them needs a broker (those that do are in
+//! cli_brokers.rs).
+
+mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -672,89 +675,7 @@ fn mistyped_log_level_exits_2_at_once_naming_value_and_accepted_forms() {
     assert!(stderr.contains("did you mean `warn`?"), "{stderr}");
 }
 
-/// A child whose stderr lines are collected by a thread, so a test can wait
-/// for a line and then signal the process.
-struct Daemon {
-    child: std::process::Child,
-    lines: std::sync::mpsc::Receiver<String>,
-    seen: Vec<String>,
-}
-
-impl Daemon {
-    fn spawn(cmd: &mut Command) -> Daemon {
-        use std::io::BufRead;
-        let mut child = cmd
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("spawn mm2-checkpoint");
-        let stderr = child.stderr.take().expect("stderr");
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stderr)
-                .lines()
-                .map_while(Result::ok)
-            {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Daemon {
-            child,
-            lines,
-            seen: Vec::new(),
-        }
-    }
-
-    /// Waits (at most 60 s) for a stderr line containing `text`.
-    fn wait_for(&mut self, text: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
-            match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    self.seen.push(line.clone());
-                    if line.contains(text) {
-                        return line;
-                    }
-                }
-                Err(_) => break,
-            }
-        }
-        let _ = self.child.kill();
-        panic!("no line with `{text}`:\n{}", self.seen.join("\n"));
-    }
-
-    /// Sends SIGTERM and waits for the exit: (code, time from signal to exit,
-    /// the rest of stderr).
-    fn terminate(mut self) -> (Option<i32>, Duration, String) {
-        let pid = self.child.id().to_string();
-        let sent = Instant::now();
-        let status = Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .expect("run kill");
-        assert!(status.success());
-        let code = loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                break status.code();
-            }
-            if sent.elapsed() > Duration::from_secs(30) {
-                let _ = self.child.kill();
-                panic!("still running 30 s after SIGTERM");
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        };
-        let took = sent.elapsed();
-        // The reader thread ends with the pipe.
-        let rest: Vec<String> = self.lines.iter().collect();
-        self.seen.extend(rest);
-        (code, took, self.seen.join("\n"))
-    }
-}
-
-/// The bound the tests assert; the goal of 1 s is measured (and printed).
-const SIGTERM_BOUND: Duration = Duration::from_secs(5);
+use common::SIGTERM_BOUND;
 
 /// A TCP port that accepts connections and never answers: a request sent
 /// there waits for its timeout.
@@ -770,7 +691,7 @@ fn silent_port() -> (std::net::TcpListener, String) {
 fn sigterm_during_startup_retries_ends_the_daemon_with_0() {
     let dir = TempDir::new("sigterm-retry");
     let config = config_with(&dir, "");
-    let mut daemon = Daemon::spawn(&mut mm2(&["run", path(&config)]));
+    let mut daemon = common::Daemon::spawn(&mut mm2(&["run", path(&config)]));
     daemon.wait_for("cannot reach cluster");
     let (code, took, stderr) = daemon.terminate();
     eprintln!("SIGTERM to exit during connection retries: {took:?}");
@@ -791,7 +712,7 @@ fn sigterm_with_a_request_in_flight_ends_the_daemon_with_0() {
              A->B.enabled = true\n"
         ),
     );
-    let mut daemon = Daemon::spawn(&mut mm2(&["run", path(&config)]));
+    let mut daemon = common::Daemon::spawn(&mut mm2(&["run", path(&config)]));
     daemon.wait_for("mm2-checkpoint starting");
     std::thread::sleep(Duration::from_millis(500));
     let (code, took, stderr) = daemon.terminate();
@@ -810,7 +731,7 @@ fn sigterm_before_once_or_translate_finished_exits_1() {
         &["run", "--once", path(&config)][..],
         &["translate", path(&config), "--flow", "A->B", "--group", "g"],
     ] {
-        let mut daemon = Daemon::spawn(&mut mm2(args));
+        let mut daemon = common::Daemon::spawn(&mut mm2(args));
         daemon.wait_for("cannot reach cluster");
         let (code, took, stderr) = daemon.terminate();
         eprintln!("SIGTERM to exit of {}: {took:?}", args[0]);
