@@ -169,7 +169,8 @@ fn translate_selects_groups_by_regex_all_groups_and_file() {
     assert_eq!(json_groups(&out), [billing.as_str()]);
     let out = translate(&config, &w, &["--all-groups", "--format", "json"]);
     assert_eq!(json_groups(&out), [audit.clone(), billing.clone()]);
-    // A named group without checkpoints is listed beside the matching ones.
+    // A named group without checkpoints is listed too: named groups first, in
+    // the order given, then the matching ones.
     let none = format!("none-{}", w.topic);
     let out = translate(
         &config,
@@ -183,7 +184,7 @@ fn translate_selects_groups_by_regex_all_groups_and_file() {
             "json",
         ],
     );
-    assert_eq!(json_groups(&out), [audit.clone(), none]);
+    assert_eq!(json_groups(&out), [none, audit.clone()]);
 
     let file = w.dir.join("groups.txt");
     std::fs::write(&file, format!("# failover set\n\n  {audit}  \n")).expect("groups file");

@@ -65,24 +65,31 @@ pub(super) async fn translate(
         .await
         .map_err(|e| DriverError::Translate(format!("reading {}: {e}", ctx.checkpoints_topic)))?;
     let _ = read;
-    let mut groups: BTreeSet<String> = options.groups.iter().cloned().collect();
+    // Named groups in the order given (once each), then the matching ones, sorted.
+    let mut selected: BTreeSet<String> = BTreeSet::new();
+    let mut groups: Vec<String> = Vec::new();
+    for g in &options.groups {
+        if selected.insert(g.clone()) {
+            groups.push(g.clone());
+        }
+    }
     if let Some(filter) = &options.matching {
-        groups.extend(
-            store
-                .groups()
-                .map(|(g, _)| g)
-                .filter(|g| filter.should_replicate_group(g))
-                .map(str::to_owned),
-        );
+        let matched: Vec<String> = store
+            .groups()
+            .map(|(g, _)| g)
+            .filter(|g| filter.should_replicate_group(g) && !selected.contains(*g))
+            .map(str::to_owned)
+            .collect();
+        selected.extend(matched.iter().cloned());
+        groups.extend(matched);
         // From here on (and for --apply) the store holds the selected groups only.
         let picked: Vec<_> = store
             .checkpoints()
-            .filter(|cp| groups.contains(&cp.key.group))
+            .filter(|cp| selected.contains(&cp.key.group))
             .collect();
         store = CheckpointStore::new(groups.iter().cloned());
         store.on_produced(&picked);
     }
-    let groups: Vec<String> = groups.into_iter().collect();
     if groups.is_empty() {
         tracing::warn!(topic = %ctx.checkpoints_topic, "no group selected: no checkpointed group matches");
     }
