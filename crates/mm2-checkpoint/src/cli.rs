@@ -29,8 +29,9 @@ static LONG_VERSION: LazyLock<String> = LazyLock::new(|| {
 
 const EXIT_CODES: &str = "\
 Exit codes:
-  0  success
-  1  runtime failure (a broker or the network failed, or a second signal cut shutdown short)
+  0  success (run: also when stopped by SIGTERM or SIGINT)
+  1  runtime failure (a broker or the network failed, a signal stopped run --once or
+     translate before it finished, or a second signal cut shutdown short)
   2  usage or configuration error (detected before any network I/O)
   3  translate --apply: at least one requested group was not committed (each is named on stderr)";
 

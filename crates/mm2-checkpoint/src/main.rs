@@ -5,8 +5,10 @@
 //! touch the network. So every usage or configuration error exits with code 2
 //! before any connection is attempted.
 //!
-//! Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error,
-//! 3 `translate --apply` could not commit every requested group.
+//! Exit codes: 0 success (for `run`, also stopped by a signal), 1 runtime
+//! failure (or a signal stopped `run --once` or `translate` before it
+//! finished), 2 usage or configuration error, 3 `translate --apply` could not
+//! commit every requested group (docs/operations.md, "Exit codes").
 
 mod cli;
 

@@ -27,7 +27,7 @@ struct Row<'a> {
 pub(super) async fn translate(
     config: MirrorConfig,
     options: TranslateOptions,
-    _shutdown: ShutdownSignal,
+    shutdown: ShutdownSignal,
 ) -> Result<TranslateReport, DriverError> {
     check_cpu(&config)?;
     let Some(flow) = config.flows.into_iter().find(|f| f.name() == options.flow) else {
@@ -53,18 +53,26 @@ pub(super) async fn translate(
         Some(_) => CheckpointStore::for_filter(every_group()?),
         None => CheckpointStore::new(options.groups.iter().cloned()),
     };
-    let read = ctx
-        .read_to_end(
-            &ctx.target,
-            &ctx.checkpoints_topic,
-            TopicKind::Checkpoints,
-            |rec| {
-                store.restore_record(rec.key.as_deref(), rec.value.as_deref());
-            },
-        )
-        .await
-        .map_err(|e| DriverError::Translate(format!("reading {}: {e}", ctx.checkpoints_topic)))?;
-    let _ = read;
+    let read = ctx.read_to_end(
+        &ctx.target,
+        &ctx.checkpoints_topic,
+        TopicKind::Checkpoints,
+        |rec| {
+            store.restore_record(rec.key.as_deref(), rec.value.as_deref());
+        },
+    );
+    // Reading changes nothing, so a signal stops it at once (the binary gives
+    // the commits of --apply a grace period instead).
+    tokio::select! {
+        reason = shutdown.triggered() => {
+            return Err(DriverError::Interrupted(reason.to_string()));
+        }
+        r = read => {
+            r.map_err(|e| {
+                DriverError::Translate(format!("reading {}: {e}", ctx.checkpoints_topic))
+            })?;
+        }
+    }
     // Named groups in the order given (once each), then the matching ones, sorted.
     let mut selected: BTreeSet<String> = BTreeSet::new();
     let mut groups: Vec<String> = Vec::new();
