@@ -29,6 +29,8 @@ pub struct ConnectionConfig {
     pub tls: Option<TlsConfig>,
     /// SASL settings; `None` means no authentication.
     pub sasl: Option<SaslConfig>,
+    /// What log lines call the cluster (an alias, say); empty for nothing.
+    pub cluster_name: String,
 }
 
 impl Default for ConnectionConfig {
@@ -40,6 +42,7 @@ impl Default for ConnectionConfig {
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
             tls: None,
             sasl: None,
+            cluster_name: String::new(),
         }
     }
 }

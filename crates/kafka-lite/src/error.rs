@@ -228,6 +228,20 @@ impl Error {
         }
     }
 
+    /// Whether the broker could not be reached or stopped answering: a
+    /// refused or failed connection, a connect or request timeout, a closed
+    /// connection. These are the retriable errors an operator should see
+    /// while they last.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(
+            self,
+            Error::Io { .. }
+                | Error::ConnectTimeout { .. }
+                | Error::RequestTimeout { .. }
+                | Error::ConnectionClosed { .. }
+        )
+    }
+
     /// Whether the error says the consumer group is in use, so an admin
     /// offset commit (no member id, generation -1) was refused:
     /// UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS,
@@ -329,11 +343,16 @@ fn fmt_range(range: &Option<VersionRange>) -> String {
     }
 }
 
-/// A plaintext client reading a TLS record sees its header (content type
-/// 0x15 alert or 0x16 handshake, version 0x03xx) as a huge frame length.
+/// What a frame length that is really the start of another protocol's
+/// answer means: a plaintext client reading a TLS record sees its header
+/// (content type 0x15 alert or 0x16 handshake, version 0x03xx); a Kafka
+/// client talking to a web server sees `HTTP` (1213486160).
 fn tls_hint(size: i64) -> &'static str {
     if matches!(size >> 16, 0x1503 | 0x1603) {
         " (these bytes look like TLS: is this an SSL listener? configure TLS)"
+    } else if size == i64::from(u32::from_be_bytes(*b"HTTP")) {
+        " (these bytes are `HTTP`: an HTTP server answered, not a Kafka broker; check the \
+         address and port)"
     } else {
         ""
     }
@@ -391,6 +410,33 @@ mod tests {
         assert!(made_up.is_virtual());
         assert!(!sent.is_virtual());
         assert!(made_up.clone().is_virtual());
+    }
+
+    #[test]
+    fn a_frame_length_that_is_http_or_tls_says_so() {
+        let frame = |size: i64| Error::FrameTooLarge {
+            broker: "b:80".into(),
+            size,
+            max: 1 << 20,
+        };
+        let http = frame(i64::from(u32::from_be_bytes(*b"HTTP"))).to_string();
+        assert!(http.contains("frame of 1213486160 bytes"), "{http}");
+        assert!(http.contains("an HTTP server answered"), "{http}");
+        let tls = frame(0x1603_0100).to_string();
+        assert!(tls.contains("look like TLS"), "{tls}");
+        let other = frame(0x7fff_0000).to_string();
+        assert!(!other.contains('('), "{other}");
+    }
+
+    #[test]
+    fn unreachable_errors_are_the_connection_level_ones() {
+        let io = Error::Io {
+            broker: "b".into(),
+            source: Arc::new(std::io::Error::from(std::io::ErrorKind::ConnectionRefused)),
+        };
+        assert!(io.is_unreachable());
+        let kafka = Error::check_code("Metadata", 16, "").unwrap_err();
+        assert!(kafka.is_retriable() && !kafka.is_unreachable());
     }
 
     #[test]

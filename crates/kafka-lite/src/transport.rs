@@ -114,7 +114,9 @@ fn tls_error(address: &str, error: io::Error) -> Error {
             broker: address.to_string(),
             detail: format!(
                 "broker closed the connection during the TLS handshake ({error}); \
-                 is this a TLS listener, and does it require a client certificate?"
+                 is this a TLS listener? A plaintext Kafka listener closes a TLS handshake \
+                 like this (use security.protocol PLAINTEXT or SASL_PLAINTEXT for it), and \
+                 so does a TLS listener that requires a client certificate"
             ),
         }
     } else {

@@ -513,9 +513,11 @@ async fn client_bootstrap_against_a_garbage_broker_fails_with_a_clear_error_with
         "{:?}",
         started.elapsed()
     );
-    // "HTTP" read as a length prefix is 1.2 GB: rejected before allocation.
+    // "HTTP" read as a length prefix is 1.2 GB: rejected before allocation,
+    // and the error says what answered.
     assert!(matches!(err, Error::FrameTooLarge { .. }), "{err:?}");
     assert!(err.to_string().contains(&broker.address), "{err}");
+    assert!(err.to_string().contains("an HTTP server answered"), "{err}");
 }
 
 // ---- SASL against a lying broker ------------------------------------------

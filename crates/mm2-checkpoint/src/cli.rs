@@ -1,8 +1,11 @@
 //! The command line: subcommands, options, `--help` and `--version`.
 //!
-//! Parsing uses `clap`'s derive API: three subcommands with their own options,
-//! generated `--help`, "did you mean" suggestions and exit code 2 on usage
-//! errors come for free. Colour output is left out to keep the binary small.
+//! Parsing uses `clap`'s derive API: subcommands with their own options,
+//! generated `--help` (and `help SUBCOMMAND`), "did you mean" suggestions and
+//! exit code 2 on usage errors come for free. Shell completions (`completions
+//! SHELL`, `clap_complete`) and the man page (`man`, `clap_mangen`) are
+//! generated from this same definition, so they cannot drift from it. Colour
+//! output is left out to keep the binary small.
 
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
@@ -26,8 +29,9 @@ static LONG_VERSION: LazyLock<String> = LazyLock::new(|| {
 
 const EXIT_CODES: &str = "\
 Exit codes:
-  0  success
-  1  runtime failure (a broker or the network failed, or a second signal cut shutdown short)
+  0  success (run: also when stopped by SIGTERM or SIGINT)
+  1  runtime failure (a broker or the network failed, a signal stopped run --once or
+     translate before it finished, or a second signal cut shutdown short)
   2  usage or configuration error (detected before any network I/O)
   3  translate --apply: at least one requested group was not committed (each is named on stderr)";
 
@@ -38,8 +42,7 @@ Exit codes:
     name = "mm2-checkpoint",
     version,
     long_version = LONG_VERSION.as_str(),
-    after_help = EXIT_CODES,
-    disable_help_subcommand = true
+    after_help = EXIT_CODES
 )]
 pub struct Cli {
     /// What to do.
@@ -59,6 +62,66 @@ pub enum Command {
     /// Translate the committed offsets of consumer groups across one flow, and
     /// optionally commit them on the target.
     Translate(TranslateArgs),
+    /// Print a shell completion script for bash, zsh, fish, elvish or
+    /// powershell, e.g. `mm2-checkpoint completions bash > /etc/bash_completion.d/mm2-checkpoint`.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff), e.g. `mm2-checkpoint man > mm2-checkpoint.1`.
+    Man,
+}
+
+/// Options of `completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum, value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+/// The completion script for `shell`, generated from the command definition.
+pub fn completions(shell: clap_complete::Shell) -> Vec<u8> {
+    use clap::CommandFactory;
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "mm2-checkpoint", &mut out);
+    out
+}
+
+/// The man page in roff, generated from the command definition: the usual
+/// sections of the top-level command, then one section per subcommand with
+/// its synopsis, description and options, then the exit codes.
+pub fn man_page() -> std::io::Result<Vec<u8>> {
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    let mut out = Vec::new();
+    let man = clap_mangen::Man::new(cmd.clone());
+    man.render_title(&mut out)?;
+    man.render_name_section(&mut out)?;
+    man.render_synopsis_section(&mut out)?;
+    man.render_description_section(&mut out)?;
+    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+        let name = format!("mm2-checkpoint {}", sub.get_name());
+        let page = clap_mangen::Man::new(sub.clone().bin_name(name.clone()));
+        let mut section = Vec::new();
+        page.render_synopsis_section(&mut section)?;
+        page.render_description_section(&mut section)?;
+        page.render_options_section(&mut section)?;
+        push_section(&mut out, &name.to_uppercase(), &section);
+    }
+    let mut section = Vec::new();
+    man.render_extra_section(&mut section)?;
+    push_section(&mut out, "EXIT STATUS", &section);
+    man.render_version_section(&mut out)?;
+    Ok(out)
+}
+
+/// Appends rendered roff under the heading `heading`, in place of the
+/// `.SH` headings it came with.
+fn push_section(out: &mut Vec<u8>, heading: &str, roff: &[u8]) {
+    out.extend_from_slice(format!(".SH \"{heading}\"\n").as_bytes());
+    let text = String::from_utf8_lossy(roff);
+    for line in text.lines().filter(|l| !l.starts_with(".SH ")) {
+        out.extend_from_slice(line.as_bytes());
+        out.push(b'\n');
+    }
 }
 
 /// The configuration file, given as `--config FILE` or as the first argument.
@@ -98,7 +161,7 @@ pub struct LogArgs {
     /// Log line format (logs go to stderr).
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t = LogFormatArg::Text)]
     pub log_format: LogFormatArg,
-    /// Log filter: a level (error, warn, info, debug, trace) or RUST_LOG-style
+    /// Log filter: a level (off, error, warn, info, debug, trace) or RUST_LOG-style
     /// directives such as `info,kafka_lite=debug` [default: $MM2_LOG, else info]
     #[arg(long, value_name = "LEVEL")]
     pub log_level: Option<String>,
@@ -157,8 +220,10 @@ impl From<TranslateFormatArg> for TranslateFormat {
     }
 }
 
-/// Options of `translate`.
+/// Options of `translate`. The groups are the union of `--group`,
+/// `--groups-file` and `--group-regex`/`--all-groups`; at least one is needed.
 #[derive(Debug, Args)]
+#[group(id = "selection", required = true, multiple = true)]
 pub struct TranslateArgs {
     /// The configuration file.
     #[command(flatten)]
@@ -167,8 +232,20 @@ pub struct TranslateArgs {
     #[arg(long, value_name = "SOURCE->TARGET")]
     pub flow: String,
     /// A consumer group of the source cluster; repeat for more groups.
-    #[arg(long = "group", value_name = "GROUP", required = true)]
+    #[arg(long = "group", value_name = "GROUP", group = "selection")]
     pub groups: Vec<String>,
+    /// Read group names from FILE, one per line (`-` for stdin); blank lines
+    /// and lines starting with `#` are skipped.
+    #[arg(long, value_name = "FILE", group = "selection")]
+    pub groups_file: Option<PathBuf>,
+    /// Also every group with checkpoints in the checkpoints topic whose whole
+    /// name matches REGEX (Java syntax, a comma-separated list like MM2's
+    /// `groups` key).
+    #[arg(long, value_name = "REGEX", group = "selection")]
+    pub group_regex: Option<String>,
+    /// Every group with checkpoints in the checkpoints topic.
+    #[arg(long, group = "selection")]
+    pub all_groups: bool,
     /// Output format on stdout.
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t = TranslateFormatArg::Table)]
     pub format: TranslateFormatArg,
@@ -306,6 +383,50 @@ mod tests {
         assert_eq!(t.groups, ["g1", "g2"]);
         assert_eq!(t.format, TranslateFormatArg::Json);
         assert!(t.apply);
+    }
+
+    #[test]
+    fn translate_selects_groups_by_file_regex_or_all_and_combines_them() {
+        let cli = parse(&[
+            "translate",
+            "m",
+            "--flow",
+            "A->B",
+            "--groups-file",
+            "-",
+            "--group-regex",
+            "app-.*",
+            "--group",
+            "g1",
+        ])
+        .expect("parses");
+        let Command::Translate(t) = cli.command else {
+            panic!("not translate");
+        };
+        assert_eq!(t.groups_file.as_deref(), Some(Path::new("-")));
+        assert_eq!(t.group_regex.as_deref(), Some("app-.*"));
+        assert_eq!(t.groups, ["g1"]);
+        assert!(!t.all_groups);
+        let Command::Translate(t) = parse(&["translate", "m", "--flow", "A->B", "--all-groups"])
+            .expect("parses")
+            .command
+        else {
+            panic!("not translate");
+        };
+        assert!(t.all_groups && t.groups.is_empty());
+    }
+
+    #[test]
+    fn completions_and_man_parse() {
+        let Command::Completions(c) = parse(&["completions", "zsh"]).expect("parses").command
+        else {
+            panic!("not completions");
+        };
+        assert_eq!(c.shell, clap_complete::Shell::Zsh);
+        assert!(matches!(
+            parse(&["man"]).expect("parses").command,
+            Command::Man
+        ));
     }
 
     #[test]

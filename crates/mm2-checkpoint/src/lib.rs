@@ -5,6 +5,7 @@
 //! round. A thin driver runs it on `kafka-lite`.
 
 pub mod config;
+pub mod console;
 pub mod core;
 pub mod driver;
 pub mod logging;

@@ -58,8 +58,8 @@ impl fmt::Display for LoggingError {
                 reason,
             } => write!(
                 f,
-                "{source}: `{directives}` is not a valid log filter ({reason}); use a level \
-                 (error, warn, info, debug, trace) or directives such as \
+                "{source}: `{directives}` is not a valid log filter: {reason}; use a level \
+                 (off, error, warn, info, debug, trace) or directives such as \
                  `info,kafka_lite=debug`"
             ),
             LoggingError::AlreadyInstalled => f.write_str("a log subscriber is already installed"),
@@ -81,13 +81,42 @@ pub fn filter(cli: Option<&str>, env: Option<&str>) -> Result<EnvFilter, Logging
         (None, Some(d)) => (LOG_ENV, d),
         (None, None) => ("default", DEFAULT_DIRECTIVES),
     };
+    let invalid = |reason: String| LoggingError::InvalidFilter {
+        source,
+        directives: directives.to_string(),
+        reason,
+    };
+    check_bare_levels(directives).map_err(invalid)?;
     EnvFilter::builder()
         .parse(directives)
-        .map_err(|e| LoggingError::InvalidFilter {
-            source,
-            directives: directives.to_string(),
-            reason: e.to_string(),
-        })
+        .map_err(|e| invalid(e.to_string()))
+}
+
+/// The level names a directive without `=` may be.
+const LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
+
+/// Refuses a directive that is neither a level nor `TARGET=LEVEL`. `EnvFilter`
+/// reads a bare word such as `warning` as a target name enabled at every
+/// level, so a mistyped level would silently drop every event.
+fn check_bare_levels(directives: &str) -> Result<(), String> {
+    for directive in directives.split(',').map(str::trim) {
+        if directive.is_empty() || directive.contains(['=', '[']) {
+            continue;
+        }
+        if LEVELS.iter().any(|l| l.eq_ignore_ascii_case(directive)) {
+            continue;
+        }
+        let lower = directive.to_ascii_lowercase();
+        let hint = LEVELS
+            .iter()
+            .find(|l| lower.starts_with(*l) || (lower.len() >= 3 && l.starts_with(&lower)))
+            .map(|l| format!("; did you mean `{l}`?"))
+            .unwrap_or_default();
+        return Err(format!(
+            "`{directive}` is not a level{hint} (a target needs a level: `{directive}=debug`)"
+        ));
+    }
+    Ok(())
 }
 
 /// The subscriber writing events that pass `filter` to `writer` in `format`.
@@ -102,7 +131,10 @@ where
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(writer)
-        .with_target(true);
+        .with_target(true)
+        // A failed write (stderr closed) is dropped: reporting it would
+        // `eprintln!`, which panics on the same closed stderr.
+        .log_internal_errors(false);
     match format {
         LogFormat::Text => Box::new(builder.finish()),
         LogFormat::Json => Box::new(
@@ -243,6 +275,31 @@ mod tests {
             f.max_level_hint(),
             Some(tracing::level_filters::LevelFilter::INFO)
         );
+    }
+
+    #[test]
+    fn a_word_that_is_not_a_level_is_refused_with_a_hint() {
+        for (given, hint) in [
+            ("warning", Some("warn")),
+            ("bogus", None),
+            ("info,Debugging", Some("debug")),
+        ] {
+            let e = filter(Some(given), None).expect_err(given).to_string();
+            assert!(e.starts_with("--log-level: "), "{e}");
+            assert!(e.contains("error, warn, info, debug, trace"), "{e}");
+            match hint {
+                Some(h) => assert!(e.contains(&format!("did you mean `{h}`?")), "{e}"),
+                None => assert!(!e.contains("did you mean"), "{e}"),
+            }
+        }
+        for ok in [
+            "WARN",
+            "off",
+            "info,kafka_lite=debug",
+            "mm2_checkpoint[flow]=trace",
+        ] {
+            filter(Some(ok), None).unwrap_or_else(|e| panic!("{ok}: {e}"));
+        }
     }
 
     #[test]

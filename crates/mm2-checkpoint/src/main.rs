@@ -5,8 +5,10 @@
 //! touch the network. So every usage or configuration error exits with code 2
 //! before any connection is attempted.
 //!
-//! Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error,
-//! 3 `translate --apply` could not commit every requested group.
+//! Exit codes: 0 success (for `run`, also stopped by a signal), 1 runtime
+//! failure (or a signal stopped `run --once` or `translate` before it
+//! finished), 2 usage or configuration error, 3 `translate --apply` could not
+//! commit every requested group (docs/operations.md, "Exit codes").
 
 mod cli;
 
@@ -17,10 +19,11 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use mm2_checkpoint::config::{ConfigError, MirrorConfig, ProcessEnvironment};
+use mm2_checkpoint::core::GroupFilter;
 use mm2_checkpoint::driver::{self, RunOptions, TranslateOptions};
-use mm2_checkpoint::logging;
 use mm2_checkpoint::metrics::{Metrics, MetricsServer};
 use mm2_checkpoint::shutdown::{self, ShutdownReason, ShutdownSignal};
+use mm2_checkpoint::{console, logging};
 
 use cli::{Cli, Command, ConfigFile, LogArgs, RunArgs, TranslateArgs, ValidateArgs};
 
@@ -44,6 +47,16 @@ fn main() -> ExitCode {
         Command::Validate(args) => validate(&args),
         Command::Run(args) => run(args),
         Command::Translate(args) => translate(args),
+        Command::Completions(args) => {
+            console::out_bytes(&cli::completions(args.shell));
+            Ok(())
+        }
+        Command::Man => cli::man_page()
+            .map(|page| console::out_bytes(&page))
+            .map_err(|e| {
+                console::err_line(&format!("error: cannot render the man page: {e}"));
+                EXIT_FAILURE
+            }),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -53,17 +66,14 @@ fn main() -> ExitCode {
 
 fn validate(args: &ValidateArgs) -> Result<(), u8> {
     let config = load_config(&args.config)?;
-    print!(
-        "{}",
-        mm2_checkpoint::config::render_effective_settings(&config)
-    );
+    console::out(&mm2_checkpoint::config::render_effective_settings(&config));
     if args.strict && !config.unknown_keys.is_empty() {
         let keys: Vec<&str> = config.unknown_keys.iter().map(|u| u.key.as_str()).collect();
-        eprintln!(
+        console::err_line(&format!(
             "error: --strict: {} key(s) that nothing reads: {}",
             keys.len(),
             keys.join(", ")
-        );
+        ));
         return Err(EXIT_USAGE);
     }
     Ok(())
@@ -78,7 +88,7 @@ fn run(args: RunArgs) -> Result<(), u8> {
     start_logging(&args.log, filter)?;
     log_startup(&config);
     let runtime = build_runtime()?;
-    runtime.block_on(async move {
+    let outcome = runtime.block_on(async move {
         let shutdown = install_signals()?;
         let metrics = Metrics::new(cli::VERSION, cli::TLS_PROVIDER);
         let server = match &args.metrics_addr {
@@ -86,7 +96,16 @@ fn run(args: RunArgs) -> Result<(), u8> {
             None => None,
         };
         let options = RunOptions { once: args.once };
-        let result = driver::run(config, options, shutdown.clone(), metrics).await;
+        let result = until_shutdown(
+            driver::run(config, options, shutdown.clone(), metrics),
+            &shutdown,
+        )
+        .await
+        .unwrap_or_else(|reason| match args.once {
+            // The daemon stops at a signal; `--once` did not finish its round.
+            false => Ok(()),
+            true => Err(driver::DriverError::Interrupted(reason.to_string())),
+        });
         let reason = shutdown.reason();
         shutdown.trigger(ShutdownReason::Requested);
         if let Some(server) = server {
@@ -105,7 +124,9 @@ fn run(args: RunArgs) -> Result<(), u8> {
                 Err(EXIT_FAILURE)
             }
         }
-    })
+    });
+    stop_runtime(runtime);
+    outcome
 }
 
 fn translate(args: TranslateArgs) -> Result<(), u8> {
@@ -122,35 +143,81 @@ fn translate(args: TranslateArgs) -> Result<(), u8> {
     if args.groups.iter().any(|g| g.is_empty()) {
         return Err(usage("--group: a group name cannot be empty"));
     }
+    let mut groups = args.groups.clone();
+    if let Some(file) = &args.groups_file {
+        groups.extend(read_groups_file(file)?);
+    }
+    let matching = match (&args.group_regex, args.all_groups) {
+        (_, true) => Some(".*"),
+        (Some(regex), false) => Some(regex.as_str()),
+        (None, false) => None,
+    };
+    let matching = matching
+        .map(|regex| {
+            GroupFilter::new(Some(regex), Some(""))
+                .map_err(|e| usage(&format!("--group-regex (read like MM2's `groups`): {e}")))
+        })
+        .transpose()?;
     start_logging(&args.log, filter)?;
     let runtime = build_runtime()?;
-    runtime.block_on(async move {
+    let outcome = runtime.block_on(async move {
         let shutdown = install_signals()?;
         let options = TranslateOptions {
             flow: args.flow,
-            groups: args.groups,
+            groups,
+            matching,
             format: args.format.into(),
             apply: args.apply,
         };
-        let report = driver::translate(config, options, shutdown)
-            .await
-            .map_err(|e| {
-                tracing::error!(error = %e, "translate failed");
-                EXIT_FAILURE
-            })?;
+        let report = until_shutdown(
+            driver::translate(config, options, shutdown.clone()),
+            &shutdown,
+        )
+        .await
+        .unwrap_or_else(|reason| Err(driver::DriverError::Interrupted(reason.to_string())))
+        .map_err(|e| {
+            tracing::error!(error = %e, "translate failed");
+            EXIT_FAILURE
+        })?;
         if report.not_applied.is_empty() {
             return Ok(());
         }
         for (group, why) in &report.not_applied {
-            eprintln!("error: --apply: group {group} was not committed: {why}");
+            console::err_line(&format!(
+                "error: --apply: group {group} was not committed: {why}"
+            ));
         }
         Err(EXIT_NOT_APPLIED)
-    })
+    });
+    stop_runtime(runtime);
+    outcome
+}
+
+/// The group names of `--groups-file` (`-` is stdin): one per line, blank
+/// lines and `#` comments skipped, surrounding blanks trimmed.
+fn read_groups_file(file: &Path) -> Result<Vec<String>, u8> {
+    let text = if file == Path::new("-") {
+        std::io::read_to_string(std::io::stdin())
+    } else {
+        std::fs::read_to_string(file)
+    }
+    .map_err(|e| {
+        usage(&format!(
+            "--groups-file: cannot read {}: {e}",
+            file.display()
+        ))
+    })?;
+    Ok(text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect())
 }
 
 /// Prints a usage error and returns its exit code.
 fn usage(message: &str) -> u8 {
-    eprintln!("error: {message}");
+    console::err_line(&format!("error: {message}"));
     EXIT_USAGE
 }
 
@@ -159,7 +226,7 @@ fn load_config(file: &ConfigFile) -> Result<MirrorConfig, u8> {
         return Err(usage("give the configuration file with --config FILE"));
     };
     load_config_file(path).map_err(|e| {
-        eprintln!("{}", describe_config_error(&e));
+        console::err_line(&describe_config_error(&e));
         EXIT_USAGE
     })
 }
@@ -189,7 +256,7 @@ fn log_filter(log: &LogArgs) -> Result<tracing_subscriber::EnvFilter, u8> {
 
 fn start_logging(log: &LogArgs, filter: tracing_subscriber::EnvFilter) -> Result<(), u8> {
     logging::init(log.log_format.into(), filter).map_err(|e| {
-        eprintln!("error: {e}");
+        console::err_line(&format!("error: {e}"));
         EXIT_FAILURE
     })
 }
@@ -223,6 +290,43 @@ fn log_startup(config: &MirrorConfig) {
              from a trusted CA can impersonate these brokers"
         );
     }
+}
+
+/// How long an operation in flight (a produce, a commit) may go on after
+/// SIGTERM or SIGINT before it is abandoned. Abandoning is safe: a request the
+/// broker did not get changes nothing, and one it got stands (a checkpoint
+/// is written again by the next run); see docs/operations.md, "Stopping".
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Runs `work` to its end, or, once `shutdown` fires, for at most
+/// [`SHUTDOWN_GRACE`] more; then drops it (aborting the tasks it owns) and
+/// returns the signal's reason.
+async fn until_shutdown<T>(
+    work: impl std::future::Future<Output = T>,
+    shutdown: &ShutdownSignal,
+) -> Result<T, ShutdownReason> {
+    tokio::pin!(work);
+    let reason = tokio::select! {
+        done = &mut work => return Ok(done),
+        reason = shutdown.triggered() => reason,
+    };
+    match tokio::time::timeout(SHUTDOWN_GRACE, work).await {
+        Ok(done) => Ok(done),
+        Err(_) => {
+            tracing::warn!(
+                signal = %reason,
+                "work still in flight {} ms after the signal was abandoned",
+                SHUTDOWN_GRACE.as_millis()
+            );
+            Err(reason)
+        }
+    }
+}
+
+/// Ends the runtime without waiting for blocking work (a DNS lookup) that
+/// cannot be cancelled.
+fn stop_runtime(runtime: tokio::runtime::Runtime) {
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
 }
 
 fn build_runtime() -> Result<tokio::runtime::Runtime, u8> {

@@ -1,5 +1,8 @@
 //! Black-box tests of the `mm2-checkpoint` binary: arguments, exit codes and
-//! what it prints. None of them needs a broker.
+//! what it prints. None of them needs a broker (those that do are in
+//! cli_brokers.rs).
+
+mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -626,4 +629,307 @@ fn file_provider_reference_to_a_missing_key_exits_2_naming_the_key_without_the_f
         !stderr.contains(TABLE_PASSWORD),
         "secret file content leaked: {stderr}"
     );
+}
+
+// ---- Behaviour an operator trips over (issue 15) ----
+
+/// A mistyped level exits 2 at once, naming the value and the accepted forms,
+/// from the option and from the environment alike.
+#[test]
+fn mistyped_log_level_exits_2_at_once_naming_value_and_accepted_forms() {
+    let dir = TempDir::new("log-typo");
+    let config = config_with(&dir, "");
+    for (flag, env, source, value) in [
+        (Some("warning"), None, "--log-level", "warning"),
+        (Some("bogus"), None, "--log-level", "bogus"),
+        (None, Some("bogus"), "MM2_LOG", "bogus"),
+    ] {
+        let mut cmd = mm2(&["run", path(&config)]);
+        if let Some(level) = flag {
+            cmd.args(["--log-level", level]);
+        }
+        if let Some(level) = env {
+            cmd.env("MM2_LOG", level);
+        }
+        let started = Instant::now();
+        let (code, _, stderr) = run(&mut cmd);
+        assert_eq!(code, Some(2), "{source} {value}: {stderr}");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "took {:?}",
+            started.elapsed()
+        );
+        assert!(
+            stderr.starts_with(&format!(
+                "error: {source}: `{value}` is not a valid log filter"
+            )),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains("(off, error, warn, info, debug, trace)")
+                && stderr.contains("info,kafka_lite=debug"),
+            "{stderr}"
+        );
+    }
+    let (_, _, stderr) = run(&mut mm2(&["run", path(&config), "--log-level", "warning"]));
+    assert!(stderr.contains("did you mean `warn`?"), "{stderr}");
+}
+
+use common::SIGTERM_BOUND;
+
+/// A TCP port that accepts connections and never answers: a request sent
+/// there waits for its timeout.
+fn silent_port() -> (std::net::TcpListener, String) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    (listener, addr)
+}
+
+/// Start-up and retries against a refused port: SIGTERM ends the daemon
+/// (exit 0) within the bound.
+#[test]
+fn sigterm_during_startup_retries_ends_the_daemon_with_0() {
+    let dir = TempDir::new("sigterm-retry");
+    let config = config_with(&dir, "");
+    let mut daemon = common::Daemon::spawn(&mut mm2(&["run", path(&config)]));
+    daemon.wait_for("cannot reach cluster");
+    let (code, took, stderr) = daemon.terminate();
+    eprintln!("SIGTERM to exit during connection retries: {took:?}");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(took < SIGTERM_BOUND, "took {took:?}");
+}
+
+/// A broker that accepts and never answers holds a request in flight for its
+/// whole timeout: SIGTERM still ends the daemon within the bound.
+#[test]
+fn sigterm_with_a_request_in_flight_ends_the_daemon_with_0() {
+    let dir = TempDir::new("sigterm-silent");
+    let (_listener, addr) = silent_port();
+    let config = dir.write(
+        "mm2.properties",
+        &format!(
+            "clusters = A, B\nA.bootstrap.servers = {addr}\nB.bootstrap.servers = {addr}\n\
+             A->B.enabled = true\n"
+        ),
+    );
+    let mut daemon = common::Daemon::spawn(&mut mm2(&["run", path(&config)]));
+    daemon.wait_for("mm2-checkpoint starting");
+    std::thread::sleep(Duration::from_millis(500));
+    let (code, took, stderr) = daemon.terminate();
+    eprintln!("SIGTERM to exit with a request in flight: {took:?}");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(took < SIGTERM_BOUND, "took {took:?}");
+}
+
+/// `run --once` and `translate` stopped by SIGTERM before they finished exit
+/// 1 and say so.
+#[test]
+fn sigterm_before_once_or_translate_finished_exits_1() {
+    let dir = TempDir::new("sigterm-once");
+    let config = config_with(&dir, "");
+    for args in [
+        &["run", "--once", path(&config)][..],
+        &["translate", path(&config), "--flow", "A->B", "--group", "g"],
+    ] {
+        let mut daemon = common::Daemon::spawn(&mut mm2(args));
+        daemon.wait_for("cannot reach cluster");
+        let (code, took, stderr) = daemon.terminate();
+        eprintln!("SIGTERM to exit of {}: {took:?}", args[0]);
+        assert_eq!(code, Some(1), "{args:?}: {stderr}");
+        assert!(took < SIGTERM_BOUND, "{args:?} took {took:?}");
+        assert!(stderr.contains("interrupted by SIGTERM"), "{stderr}");
+    }
+}
+
+/// Each retry against a refused port is a WARN naming the cluster, the
+/// address, the cause and the deadline; for `run --once` and `translate`.
+#[test]
+fn retries_against_a_refused_port_are_warned_with_cluster_address_cause_and_deadline() {
+    let dir = TempDir::new("retry-warn");
+    let config = config_with(&dir, "admin.timeout.ms = 2000");
+    // `run` reaches both clusters of the flow, `translate` only the target.
+    for (args, clusters) in [
+        (&["run", "--once", path(&config)][..], &["A", "B"][..]),
+        (
+            &["translate", path(&config), "--flow", "A->B", "--group", "g"],
+            &["B"],
+        ),
+    ] {
+        let (code, _, stderr) = run(&mut mm2(args));
+        assert_eq!(code, Some(1), "{args:?}: {stderr}");
+        let warns: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.contains("WARN") && l.contains("cannot reach cluster"))
+            .collect();
+        assert!(warns.len() >= 2, "{args:?}: one WARN per retry:\n{stderr}");
+        for line in warns {
+            assert!(
+                clusters
+                    .iter()
+                    .any(|c| line.contains(&format!("cannot reach cluster {c}: ")))
+                    && line.contains("127.0.0.1:1")
+                    && line.contains("Connection refused")
+                    && line.contains("until the deadline in "),
+                "{line}"
+            );
+        }
+    }
+}
+
+/// A tiny HTTP server on the port: the error says an HTTP server answered.
+#[test]
+fn an_http_server_instead_of_a_broker_is_named_as_such() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut buf = [0u8; 1024];
+            let _ = stream.read(&mut buf);
+            let _ = stream.write_all(
+                b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            );
+        }
+    });
+    let dir = TempDir::new("http-port");
+    let config = dir.write(
+        "mm2.properties",
+        &format!(
+            "clusters = A, B\nA.bootstrap.servers = {addr}\nB.bootstrap.servers = {addr}\n\
+             A->B.enabled = true\nadmin.timeout.ms = 2000\n"
+        ),
+    );
+    let (code, _, stderr) = run(&mut mm2(&[
+        "translate",
+        path(&config),
+        "--flow",
+        "A->B",
+        "--group",
+        "g",
+    ]));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("broker {addr}"))
+            && stderr.contains("an HTTP server answered, not a Kafka broker"),
+        "{stderr}"
+    );
+}
+
+/// stdout or stderr closed by the reader (`validate | head -1`,
+/// `run ... 2>&1 | head -1`): the output is lost, the exit code is the
+/// command's, never an abort.
+#[test]
+fn a_closed_stdout_or_stderr_does_not_crash() {
+    let dir = TempDir::new("closed-pipe");
+    let config = config_with(&dir, "admin.timeout.ms = 1500");
+    let closed = || {
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader);
+        writer
+    };
+    let status = mm2(&["validate", path(&config)])
+        .stdout(closed())
+        .status()
+        .expect("run validate");
+    assert_eq!(status.code(), Some(0), "validate: {status:?}");
+    let status = mm2(&["run", "--once", path(&config)])
+        .stderr(closed())
+        .status()
+        .expect("run --once");
+    assert_eq!(status.code(), Some(1), "run --once: {status:?}");
+    let status = mm2(&["man"]).stdout(closed()).status().expect("man");
+    assert_eq!(status.code(), Some(0), "man: {status:?}");
+}
+
+#[test]
+fn help_subcommand_prints_a_subcommands_help() {
+    let (code, stdout, _) = run(&mut mm2(&["help", "translate"]));
+    assert_eq!(code, Some(0));
+    assert!(
+        stdout.contains("Usage: mm2-checkpoint translate") && stdout.contains("--all-groups"),
+        "{stdout}"
+    );
+}
+
+/// Completion scripts come from the command definition: every subcommand
+/// and option is in them; bash's parses.
+#[test]
+fn completions_cover_every_subcommand_and_option() {
+    for shell in ["bash", "zsh", "fish"] {
+        let (code, stdout, stderr) = run(&mut mm2(&["completions", shell]));
+        assert_eq!(code, Some(0), "{shell}: {stderr}");
+        for word in [
+            "translate",
+            "validate",
+            "completions",
+            "all-groups",
+            "log-level",
+        ] {
+            assert!(stdout.contains(word), "{shell}: {word} missing");
+        }
+    }
+    let (_, script, _) = run(&mut mm2(&["completions", "bash"]));
+    let dir = TempDir::new("completions");
+    let file = dir.write("mm2-checkpoint.bash", &script);
+    let status = Command::new("bash")
+        .args(["-n", path(&file)])
+        .status()
+        .expect("bash -n");
+    assert!(status.success(), "bash rejects the script");
+    let (code, _, stderr) = run(&mut mm2(&["completions", "tcsh"]));
+    assert_eq!(code, Some(2), "{stderr}");
+}
+
+/// The man page: a roff page with every subcommand's options and the exit codes.
+#[test]
+fn man_page_documents_every_subcommand_and_the_exit_codes() {
+    let (code, page, _) = run(&mut mm2(&["man"]));
+    assert_eq!(code, Some(0));
+    assert!(
+        page.starts_with(".ie \\n(.g .ds Aq") || page.contains(".TH mm2-checkpoint 1"),
+        "{page}"
+    );
+    for section in [
+        "MM2-CHECKPOINT VALIDATE",
+        "MM2-CHECKPOINT RUN",
+        "MM2-CHECKPOINT TRANSLATE",
+        "EXIT STATUS",
+    ] {
+        assert!(
+            page.contains(&format!(".SH \"{section}\"")),
+            "{section} missing"
+        );
+    }
+    assert!(page.contains("group\\-regex"), "--group-regex missing");
+    assert!(
+        page.contains("translate \\-\\-apply"),
+        "exit code 3 missing"
+    );
+}
+
+/// `--groups-file` that cannot be read, or a `--group-regex` the Java-compatible
+/// filter refuses, exits 2 before any network I/O; no selection at all too.
+#[test]
+fn translate_group_selection_errors_exit_2() {
+    let dir = TempDir::new("translate-select");
+    let config = config_with(&dir, "");
+    let base = ["translate", path(&config), "--flow", "A->B"];
+    let missing = dir.0.join("nope.txt");
+    for (extra, expect) in [
+        (
+            vec!["--groups-file", path(&missing)],
+            "--groups-file: cannot read",
+        ),
+        (vec!["--group-regex", "(?<=a)b"], "--group-regex"),
+        (vec![], "required"),
+    ] {
+        let mut args = base.to_vec();
+        args.extend(extra);
+        let started = Instant::now();
+        let (code, _, stderr) = run(&mut mm2(&args));
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expect), "{args:?}: {stderr}");
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
 }

@@ -140,3 +140,87 @@ fn translate_apply_exits_3_naming_each_group_it_did_not_commit() {
     assert_eq!(w.target_offsets(&rt, &fresh), [(0, 13)].into());
     assert_eq!(w.target_offsets(&rt, &ahead), [(0, 50)].into());
 }
+
+/// The groups of a JSON answer, in order.
+fn json_groups(out: &std::process::Output) -> Vec<String> {
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON output");
+    doc["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .map(|g| g["group"].as_str().expect("group name").to_string())
+        .collect()
+}
+
+/// `--group-regex` (Java syntax, whole name) and `--all-groups` pick groups
+/// from the checkpoints topic, `--groups-file` reads names from a file or
+/// stdin; `--apply` commits exactly the selected groups.
+#[test]
+fn translate_selects_groups_by_regex_all_groups_and_file() {
+    let rt = rt();
+    let w = World::new(&rt, "trselect", 1);
+    let billing = w.seed(&rt, &[(0, 0, 3), (0, 10, 13)], &[(0, 10)]);
+    let audit = format!("audit-{}", w.topic);
+    w.commit_source(&rt, &audit, &[(0, 10)]);
+    let config = w.properties(&format!("{billing},{audit}"), "");
+    run_once(&config);
+
+    let out = translate(&config, &w, &["--group-regex", "g-.*", "--format", "json"]);
+    assert_eq!(json_groups(&out), [billing.as_str()]);
+    let out = translate(&config, &w, &["--all-groups", "--format", "json"]);
+    assert_eq!(json_groups(&out), [audit.clone(), billing.clone()]);
+    // A named group without checkpoints is listed too: named groups first, in
+    // the order given, then the matching ones.
+    let none = format!("none-{}", w.topic);
+    let out = translate(
+        &config,
+        &w,
+        &[
+            "--group-regex",
+            "audit-.*",
+            "--group",
+            &none,
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(json_groups(&out), [none, audit.clone()]);
+
+    let file = w.dir.join("groups.txt");
+    std::fs::write(&file, format!("# failover set\n\n  {audit}  \n")).expect("groups file");
+    let out = translate(
+        &config,
+        &w,
+        &["--groups-file", file.to_str().unwrap(), "--format", "json"],
+    );
+    assert_eq!(json_groups(&out), [audit.as_str()]);
+
+    let flow = format!("{}->{}", w.s, w.t);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_mm2-checkpoint"))
+        .args(["translate", config.to_str().unwrap(), "--flow", &flow])
+        .args(["--groups-file", "-", "--format", "json"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn translate");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin");
+        writeln!(stdin, "{billing}").expect("write stdin");
+    }
+    let out = child.wait_with_output().expect("translate output");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(json_groups(&out), [billing.as_str()]);
+
+    translate(&config, &w, &["--group-regex", "audit-.*", "--apply"]);
+    assert_eq!(w.target_offsets(&rt, &audit), [(0, 13)].into());
+    assert!(
+        w.target_offsets(&rt, &billing).is_empty(),
+        "a group the regex does not select was committed"
+    );
+}

@@ -59,12 +59,30 @@ impl Client {
                     return Err(error);
                 }
             }
-            tracing::debug!(
-                operation = what,
-                attempt = backoff.attempts() + 1,
-                error = %error,
-                "retrying"
-            );
+            if error.is_unreachable() {
+                // A broker that cannot be reached is what an operator must
+                // hear about at once, with when we give up.
+                let name = &self.inner.pool.connector().config().cluster_name;
+                let cluster = match name.as_str() {
+                    "" => "the cluster".to_string(),
+                    name => format!("cluster {name}"),
+                };
+                tracing::warn!(
+                    cluster = %name,
+                    operation = what,
+                    attempt = backoff.attempts() + 1,
+                    gives_up_in_ms = backoff.remaining().as_millis() as u64,
+                    "cannot reach {cluster}: {error}; retrying {what} until the deadline in {:.1} s",
+                    backoff.remaining().as_secs_f64()
+                );
+            } else {
+                tracing::debug!(
+                    operation = what,
+                    attempt = backoff.attempts() + 1,
+                    error = %error,
+                    "retrying"
+                );
+            }
             if !backoff.wait().await {
                 tracing::debug!(operation = what, error = %error, "giving up: deadline passed");
                 return Err(error);

@@ -118,6 +118,7 @@ pub fn connection(
         request_timeout,
         tls,
         sasl,
+        cluster_name: cluster.alias.clone(),
         ..ConnectionConfig::default()
     };
     Ok(Connection { bootstrap, config })

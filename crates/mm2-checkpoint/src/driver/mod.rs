@@ -41,12 +41,15 @@ pub enum TranslateFormat {
 }
 
 /// What `mm2-checkpoint translate` asks for.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct TranslateOptions {
     /// The flow, `S->T`; the binary has checked that it is an enabled flow of the config.
     pub flow: String,
-    /// Consumer groups of the source cluster to translate (at least one).
+    /// Consumer groups of the source cluster to translate, by name.
     pub groups: Vec<String>,
+    /// Also every group with checkpoints in the checkpoints topic that this
+    /// filter accepts (`--group-regex`, or every group for `--all-groups`).
+    pub matching: Option<crate::core::GroupFilter>,
     /// How to print the result on stdout.
     pub format: TranslateFormat,
     /// `--apply`: also commit the translated offsets to the target groups.
@@ -80,6 +83,8 @@ pub enum DriverError {
     Translate(String),
     /// A flow task panicked or was cancelled.
     Task(String),
+    /// A signal (named) stopped `run --once` or `translate` before it finished.
+    Interrupted(String),
 }
 
 impl fmt::Display for DriverError {
@@ -92,6 +97,9 @@ impl fmt::Display for DriverError {
             }
             DriverError::Translate(e) => write!(f, "{e}"),
             DriverError::Task(e) => write!(f, "a flow task failed: {e}"),
+            DriverError::Interrupted(signal) => {
+                write!(f, "interrupted by {signal} before finishing")
+            }
         }
     }
 }

@@ -11,7 +11,7 @@ use crate::metrics::Metrics;
 use crate::shutdown::ShutdownSignal;
 
 use super::flow::follow::CommitFollower;
-use super::flow::{FlowContext, FlowState, StepError};
+use super::flow::{FlowContext, FlowState, StepCause, StepError};
 use super::{DriverError, RunOptions, check_cpu};
 
 /// `now + d`, saturating far in the future for absurdly long configured intervals.
@@ -110,14 +110,28 @@ async fn run_once(ctx: &FlowContext, shutdown: &ShutdownSignal) -> Result<(), St
     let deadline = after(ctx.cfg.admin_timeout);
     let mut backoff = FailureBackoff::new(Duration::from_secs(5));
     let mut state = loop {
-        match ctx.start().await {
+        let started = tokio::select! {
+            reason = shutdown.triggered() => return Err(StepError {
+                cluster: ctx.source.alias().to_owned(),
+                op: "startup",
+                error: StepCause::Driver { what: format!("interrupted by {reason}"), cause: None },
+            }),
+            r = ctx.start() => r,
+        };
+        match started {
             Ok(state) => break state,
             Err(e) => {
                 let wait = backoff.failed();
                 if after(wait) >= deadline || shutdown.is_triggered() {
                     return Err(e);
                 }
-                tracing::warn!(flow = %ctx.name, error = %e, retry_in_ms = wait.as_millis() as u64, "startup failed; retrying");
+                let left = deadline.saturating_duration_since(Instant::now());
+                tracing::warn!(
+                    flow = %ctx.name, error = %e, retry_in_ms = wait.as_millis() as u64,
+                    gives_up_in_ms = left.as_millis() as u64,
+                    "startup failed; retrying until admin.timeout.ms ({} s) runs out in {:.1} s",
+                    ctx.cfg.admin_timeout.as_secs(), left.as_secs_f64()
+                );
                 tokio::select! {
                     _ = shutdown.triggered() => return Err(e),
                     _ = tokio::time::sleep(wait) => {}

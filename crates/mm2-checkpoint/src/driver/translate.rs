@@ -2,11 +2,13 @@
 //! groups, read from the checkpoints topic on the target; `--apply` commits it
 //! to the target groups through the core's group-sync decision.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use crate::config::MirrorConfig;
-use crate::core::{CheckpointStore, GroupSyncDecision, TargetRefresh, plan_group_sync};
+use crate::core::{
+    CheckpointStore, GroupFilter, GroupSyncDecision, TargetRefresh, plan_group_sync,
+};
 use crate::metrics::{Metrics, TopicKind};
 use crate::shutdown::ShutdownSignal;
 
@@ -25,7 +27,7 @@ struct Row<'a> {
 pub(super) async fn translate(
     config: MirrorConfig,
     options: TranslateOptions,
-    _shutdown: ShutdownSignal,
+    shutdown: ShutdownSignal,
 ) -> Result<TranslateReport, DriverError> {
     check_cpu(&config)?;
     let Some(flow) = config.flows.into_iter().find(|f| f.name() == options.flow) else {
@@ -46,21 +48,61 @@ pub(super) async fn translate(
     }
     let metrics = Metrics::new(env!("CARGO_PKG_VERSION"), "n/a");
     let ctx = FlowContext::new(flow, metrics).map_err(|e| DriverError::Setup(e.to_string()))?;
-    let mut store = CheckpointStore::new(options.groups.iter().cloned());
-    let read = ctx
-        .read_to_end(
-            &ctx.target,
-            &ctx.checkpoints_topic,
-            TopicKind::Checkpoints,
-            |rec| {
-                store.restore_record(rec.key.as_deref(), rec.value.as_deref());
-            },
-        )
-        .await
-        .map_err(|e| DriverError::Translate(format!("reading {}: {e}", ctx.checkpoints_topic)))?;
-    let _ = read;
+    // Selecting by filter needs every group's checkpoints first.
+    let mut store = match &options.matching {
+        Some(_) => CheckpointStore::for_filter(every_group()?),
+        None => CheckpointStore::new(options.groups.iter().cloned()),
+    };
+    let read = ctx.read_to_end(
+        &ctx.target,
+        &ctx.checkpoints_topic,
+        TopicKind::Checkpoints,
+        |rec| {
+            store.restore_record(rec.key.as_deref(), rec.value.as_deref());
+        },
+    );
+    // Reading changes nothing, so a signal stops it at once (the binary gives
+    // the commits of --apply a grace period instead).
+    tokio::select! {
+        reason = shutdown.triggered() => {
+            return Err(DriverError::Interrupted(reason.to_string()));
+        }
+        r = read => {
+            r.map_err(|e| {
+                DriverError::Translate(format!("reading {}: {e}", ctx.checkpoints_topic))
+            })?;
+        }
+    }
+    // Named groups in the order given (once each), then the matching ones, sorted.
+    let mut selected: BTreeSet<String> = BTreeSet::new();
+    let mut groups: Vec<String> = Vec::new();
+    for g in &options.groups {
+        if selected.insert(g.clone()) {
+            groups.push(g.clone());
+        }
+    }
+    if let Some(filter) = &options.matching {
+        let matched: Vec<String> = store
+            .groups()
+            .map(|(g, _)| g)
+            .filter(|g| filter.should_replicate_group(g) && !selected.contains(*g))
+            .map(str::to_owned)
+            .collect();
+        selected.extend(matched.iter().cloned());
+        groups.extend(matched);
+        // From here on (and for --apply) the store holds the selected groups only.
+        let picked: Vec<_> = store
+            .checkpoints()
+            .filter(|cp| selected.contains(&cp.key.group))
+            .collect();
+        store = CheckpointStore::new(groups.iter().cloned());
+        store.on_produced(&picked);
+    }
+    if groups.is_empty() {
+        tracing::warn!(topic = %ctx.checkpoints_topic, "no group selected: no checkpointed group matches");
+    }
     let mut rows = Vec::new();
-    for group in &options.groups {
+    for group in &groups {
         if let Some(cps) = store.group(group) {
             for (tp, cp) in cps {
                 rows.push(Row {
@@ -75,13 +117,13 @@ pub(super) async fn translate(
     }
     let mut report = TranslateReport::default();
     let applied = if options.apply {
-        let Ok(groups) = ctx.refresh_target(&options.groups).await else {
+        let Ok(described) = ctx.refresh_target(&groups).await else {
             return Err(DriverError::Translate(format!(
                 "cluster {}: the target groups could not be described; nothing committed",
                 ctx.target.alias()
             )));
         };
-        let refresh = TargetRefresh::Done(groups);
+        let refresh = TargetRefresh::Done(described);
         let plan = plan_group_sync(&store, &refresh);
         let mut results = BTreeMap::new();
         carry_out_group_sync(&ctx.target, plan, |group, result| {
@@ -135,7 +177,7 @@ pub(super) async fn translate(
     };
     let output = Output {
         flow: &ctx.name,
-        groups: &options.groups,
+        groups: &groups,
         rows: &rows,
         applied: applied.as_ref(),
     };
@@ -143,8 +185,13 @@ pub(super) async fn translate(
         TranslateFormat::Table => output.table(),
         TranslateFormat::Json => output.json(),
     };
-    print!("{out}");
+    crate::console::out(&out);
     Ok(report)
+}
+
+/// A filter accepting every group name.
+fn every_group() -> Result<GroupFilter, DriverError> {
+    GroupFilter::new(Some(".*"), Some("")).map_err(|e| DriverError::Setup(e.to_string()))
 }
 
 /// What `translate` prints: the requested groups, their translated

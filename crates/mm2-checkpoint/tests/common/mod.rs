@@ -425,3 +425,88 @@ pub fn run_once(config: &std::path::Path) -> Output {
     );
     out
 }
+
+/// The bound the SIGTERM tests assert; the goal of 1 s is measured (and
+/// printed with `--nocapture`), not asserted.
+pub const SIGTERM_BOUND: Duration = Duration::from_secs(5);
+
+/// A child whose stderr lines are collected by a thread, so a test can wait
+/// for a line and then signal the process.
+pub struct Daemon {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Daemon {
+    pub fn spawn(cmd: &mut Command) -> Daemon {
+        use std::io::BufRead;
+        let mut child = cmd
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn mm2-checkpoint");
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Daemon {
+            child,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits (at most 60 s) for a stderr line containing `text`.
+    pub fn wait_for(&mut self, text: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if line.contains(text) {
+                        return line;
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        let _ = self.child.kill();
+        panic!("no line with `{text}`:\n{}", self.seen.join("\n"));
+    }
+
+    /// Sends SIGTERM and waits for the exit: (code, time from signal to exit,
+    /// the rest of stderr).
+    pub fn terminate(mut self) -> (Option<i32>, Duration, String) {
+        let pid = self.child.id().to_string();
+        let sent = Instant::now();
+        let status = Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("run kill");
+        assert!(status.success());
+        let code = loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                break status.code();
+            }
+            if sent.elapsed() > Duration::from_secs(30) {
+                let _ = self.child.kill();
+                panic!("still running 30 s after SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let took = sent.elapsed();
+        // The reader thread ends with the pipe.
+        let rest: Vec<String> = self.lines.iter().collect();
+        self.seen.extend(rest);
+        (code, took, self.seen.join("\n"))
+    }
+}
