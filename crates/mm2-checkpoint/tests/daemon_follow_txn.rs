@@ -34,8 +34,9 @@ const HOLD: Duration = Duration::from_secs(3);
 
 /// A group of a membership protocol goes through, in order: a Java consumer
 /// of that protocol commits 5 and leaves; a transaction commits 10; a
-/// transaction commits 40 and aborts, and the next one commits 20; a
-/// transaction commits 30 and stays open for [`HOLD`], then commits. After
+/// transaction commits 40 and aborts, nothing happens for [`HOLD`], and the
+/// next transaction commits 20; a transaction commits 30 and stays open for
+/// [`HOLD`], then commits. After
 /// each step the checkpoints and the (idle) target group are exactly the
 /// translation of the offsets committed so far: 40 is never seen, and 30
 /// only once its transaction committed; no checkpoint skips data.
@@ -102,6 +103,22 @@ fn transactional_commits_are_followed_only_once_committed(name: &str, mode: Comm
         fault_support::assert_sound(&w.checkpoints(&rt), &fault_support::by_partition(SYNCS));
     };
 
+    // Checks for [`HOLD`] that nothing more is checkpointed or synced than
+    // `want`, the checkpoints so far.
+    let unchanged = |what: &str, want: &[i64]| {
+        let synced = w.target_offsets(&rt, &group);
+        let until = std::time::Instant::now() + HOLD;
+        while std::time::Instant::now() < until {
+            assert_eq!(upstream(), want, "a checkpoint of {what}");
+            assert_eq!(
+                w.target_offsets(&rt, &group),
+                synced,
+                "a target commit of {what}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+
     // The group is created by a member of the protocol under test, which
     // then leaves: transactions commit into an empty group of that kind.
     sync(5);
@@ -120,38 +137,33 @@ fn transactional_commits_are_followed_only_once_committed(name: &str, mode: Comm
     .expect("a committed transaction");
     expect("the committed transaction's checkpoint", &[5, 10]);
 
-    // The aborted offsets come first in the log; the committed ones after
-    // them can only be seen once the follower has read past the abort.
+    // An aborted transaction emits nothing, neither while nothing follows it
+    // nor once a committed one does.
+    java.txn_offsets(
+        bootstrap,
+        &group,
+        &txn_id,
+        Some(&w.topic),
+        &[TxnStep::Abort(offsets(40))],
+    )
+    .expect("an aborted transaction");
+    unchanged("an aborted transaction", &[5, 10]);
     sync(20);
     java.txn_offsets(
         bootstrap,
         &group,
         &txn_id,
         Some(&w.topic),
-        &[TxnStep::Abort(offsets(40)), TxnStep::Commit(offsets(20))],
+        &[TxnStep::Commit(offsets(20))],
     )
-    .expect("an aborted then a committed transaction");
+    .expect("a committed transaction after an aborted one");
     expect("the checkpoint after an aborted transaction", &[5, 10, 20]);
 
     sync(30);
     let held = java
         .hold_txn_offsets(bootstrap, &group, &txn_id, Some(&w.topic), offsets(30))
         .expect("an open transaction");
-    let synced = w.target_offsets(&rt, &group);
-    let until = std::time::Instant::now() + HOLD;
-    while std::time::Instant::now() < until {
-        assert_eq!(
-            upstream(),
-            [5, 10, 20],
-            "a checkpoint of a transaction that is still open"
-        );
-        assert_eq!(
-            w.target_offsets(&rt, &group),
-            synced,
-            "a target commit of a transaction that is still open"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    unchanged("a transaction that is still open", &[5, 10, 20]);
     held.commit().expect("committing the open transaction");
     expect(
         "the checkpoint of the transaction once committed",
