@@ -26,19 +26,27 @@ const SLOW_ROUNDS: &str = "emit.checkpoints.interval.seconds = 3600\n\
 /// upstream offset, so it is the newest sync when that commit is translated
 /// (the sync store thins older syncs out, as MM2's does) and every
 /// checkpoint here is exactly `(u, u + 3)`.
-const SYNCS: &[(i32, i64, i64)] = &[(0, 0, 3), (0, 5, 8), (0, 10, 13), (0, 20, 23), (0, 30, 33)];
+const SYNCS: &[(i32, i64, i64)] = &[
+    (0, 0, 3),
+    (0, 5, 8),
+    (0, 10, 13),
+    (0, 20, 23),
+    (0, 30, 33),
+    (0, 35, 38),
+];
 
 /// How long an open transaction is watched for anything emitted too early:
 /// many coalescing windows (200 ms) and follower fetches (100 ms).
-const HOLD: Duration = Duration::from_secs(3);
+const HOLD: Duration = Duration::from_secs(2);
 
 /// A group of a membership protocol goes through, in order: a Java consumer
 /// of that protocol commits 5 and leaves; a transaction commits 10; a
 /// transaction commits 40 and aborts, nothing happens for [`HOLD`], and the
 /// next transaction commits 20; a transaction commits 30 and stays open for
-/// [`HOLD`], then commits. After
+/// [`HOLD`], then commits; a transaction commits 40 and stays open while a
+/// plain commit of 35 is made, then commits. After
 /// each step the checkpoints and the (idle) target group are exactly the
-/// translation of the offsets committed so far: 40 is never seen, and 30
+/// translation of what the coordinator holds: 40 is never checkpointed, 30
 /// only once its transaction committed; no checkpoint skips data.
 fn transactional_commits_are_followed_only_once_committed(name: &str, mode: CommitMode) {
     let rt = rt();
@@ -170,12 +178,37 @@ fn transactional_commits_are_followed_only_once_committed(name: &str, mode: Comm
         &[5, 10, 20, 30],
     );
 
+    // A plain commit made while a transaction of the same group is open
+    // comes after the transaction's offsets in the log: once the transaction
+    // commits, the coordinator keeps the plain commit (the later record),
+    // and so must the follower. Until then the open transaction holds the
+    // plain commit back too.
+    sync(35);
+    let held = java
+        .hold_txn_offsets(bootstrap, &group, &txn_id, Some(&w.topic), offsets(40))
+        .expect("an open transaction");
+    w.commit_source(&rt, &group, &[(0, 35)]);
+    unchanged("commits behind an open transaction", &[5, 10, 20, 30]);
+    held.commit().expect("committing the open transaction");
+    expect(
+        "the checkpoint of the later plain commit",
+        &[5, 10, 20, 30, 35],
+    );
+    let coordinator = java
+        .group_offsets(bootstrap, &group)
+        .expect("the group's offsets");
+    assert_eq!(
+        coordinator.iter().map(|o| o.offset).collect::<Vec<_>>(),
+        [35],
+        "the coordinator's offset"
+    );
+
     let metadata: Vec<String> = w
         .checkpoints(&rt)
         .iter()
         .map(|c| c.metadata.clone())
         .collect();
-    assert_eq!(metadata[1..], ["txn-10", "txn-20", "txn-30"]);
+    assert_eq!(metadata[1..], ["txn-10", "txn-20", "txn-30", "md-35"]);
     let flow = format!("{{flow=\"{}->{}\"}}", w.s, w.t);
     assert_eq!(
         daemon
@@ -183,11 +216,11 @@ fn transactional_commits_are_followed_only_once_committed(name: &str, mode: Comm
             .unwrap_or(0.0),
         0.0
     );
-    // The member's commit, then three committed transactions: the aborted
-    // one is never read.
+    // The member's commit, three committed transactions, then the last
+    // transaction's and the plain commit: the aborted one is never read.
     assert_eq!(
         daemon.metric(&format!("mm2_checkpoint_followed_commits_total{flow}")),
-        Some(4.0)
+        Some(6.0)
     );
     assert_eq!(daemon.sigterm().code(), Some(0));
 }
