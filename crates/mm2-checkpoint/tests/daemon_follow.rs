@@ -9,12 +9,7 @@ mod fault_support;
 use std::time::Duration;
 
 use common::{World, rt};
-use fault_support::{Daemon, wait_for};
-
-/// The settings of these tests: the periodic round and sync run once at the
-/// start, then only after an hour.
-const SLOW_ROUNDS: &str = "emit.checkpoints.interval.seconds = 3600\n\
-     sync.group.offsets.interval.seconds = 3600";
+use fault_support::{Daemon, SLOW_ROUNDS, wait_for};
 
 fn mode_metric(w: &World, mode: &str) -> String {
     format!(

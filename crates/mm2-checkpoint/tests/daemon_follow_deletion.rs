@@ -16,7 +16,7 @@ use std::time::Duration;
 use common::{World, rt};
 use e2e::java::helpers;
 use e2e::{Listener, clusters};
-use fault_support::{Daemon, wait_for};
+use fault_support::{Daemon, SLOW_ROUNDS, wait_for};
 
 /// Checkpoints of a world: (partition, upstream, downstream), in log order.
 fn checkpoints(rt: &tokio::runtime::Runtime, w: &World) -> Vec<(i32, i64, i64)> {
@@ -56,22 +56,23 @@ fn deleted_offsets_and_groups_leave_no_stale_state() {
     let daemons: Vec<Daemon> = [
         (
             &follow,
-            "mm2-checkpoint.group.offsets.mode = follow\n\
-             emit.checkpoints.interval.seconds = 3600\n\
-             sync.group.offsets.interval.seconds = 3600\n\
-             sync.group.offsets.enabled = true",
+            format!(
+                "mm2-checkpoint.group.offsets.mode = follow\n{SLOW_ROUNDS}\n\
+                 sync.group.offsets.enabled = true"
+            ),
         ),
         (
             &poll,
             "mm2-checkpoint.group.offsets.mode = poll\n\
              refresh.groups.interval.seconds = 1\n\
-             sync.group.offsets.enabled = true",
+             sync.group.offsets.enabled = true"
+                .to_owned(),
         ),
     ]
     .into_iter()
     .map(|(w, settings)| {
         w.write_syncs(&rt, &w.source, &w.syncs_topic(), &initial);
-        let config = w.properties(&group(w), settings);
+        let config = w.properties(&group(w), &settings);
         let d = Daemon::start(&config, &w.dir.join("daemon.log"));
         wait_for("readiness", Duration::from_secs(60), || {
             d.ready() == Some(200)

@@ -14,12 +14,7 @@ use std::time::Duration;
 use common::{World, rt};
 use e2e::java::{CommitMode, GroupOffset, TxnStep, helpers};
 use e2e::{Listener, clusters, unique_name};
-use fault_support::{Daemon, wait_for};
-
-/// The periodic round and sync run once at the start, then only after an hour.
-const SLOW_ROUNDS: &str = "emit.checkpoints.interval.seconds = 3600\n\
-     sync.group.offsets.interval.seconds = 3600\n\
-     sync.group.offsets.enabled = true";
+use fault_support::{Daemon, SLOW_ROUNDS, wait_for};
 
 /// Offset syncs of partition 0, (upstream, downstream): upstream `u` is
 /// downstream `u + 3`. Each is written just before the commit of its
@@ -61,7 +56,10 @@ fn transactional_commits_are_followed_only_once_committed(name: &str, mode: Comm
     };
     sync(0);
     let group = format!("g-{}", w.topic);
-    let config = w.properties(&group, SLOW_ROUNDS);
+    let config = w.properties(
+        &group,
+        &format!("{SLOW_ROUNDS}\nsync.group.offsets.enabled = true"),
+    );
     let daemon = Daemon::start(&config, &w.dir.join("daemon.log"));
     wait_for("readiness", Duration::from_secs(60), || {
         daemon.ready() == Some(200)

@@ -15,6 +15,12 @@ use mm2_checkpoint::core::Checkpoint;
 
 use crate::common::World;
 
+/// Settings under which only the commit follower acts after startup
+/// (docs/commit-follower.md): the periodic round and group sync run once at
+/// the start, then only after an hour.
+pub const SLOW_ROUNDS: &str = "emit.checkpoints.interval.seconds = 3600\n\
+     sync.group.offsets.interval.seconds = 3600";
+
 /// A running `mm2-checkpoint run` daemon; killed (SIGKILL) on drop.
 pub struct Daemon {
     /// The child process.
