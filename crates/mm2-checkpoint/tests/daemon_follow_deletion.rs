@@ -14,7 +14,7 @@ mod fault_support;
 use std::time::Duration;
 
 use common::{World, rt};
-use e2e::java::helpers;
+use e2e::java::{CommitMode, GroupOffset, helpers};
 use e2e::{Listener, clusters};
 use fault_support::{Daemon, SLOW_ROUNDS, wait_for};
 
@@ -72,6 +72,7 @@ fn deleted_offsets_and_groups_leave_no_stale_state() {
     .into_iter()
     .map(|(w, settings)| {
         w.write_syncs(&rt, &w.source, &w.syncs_topic(), &initial);
+        fault_support::ensure_consumer_offsets(&rt, w);
         let config = w.properties(&group(w), &settings);
         let d = Daemon::start(&config, &w.dir.join("daemon.log"));
         wait_for("readiness", Duration::from_secs(60), || {
@@ -198,4 +199,71 @@ fn deleted_offsets_and_groups_leave_no_stale_state() {
     for d in daemons {
         assert_eq!(d.sigterm().code(), Some(0));
     }
+}
+
+/// A group created by a member of `mode`'s protocol commits 30 and leaves,
+/// then is deleted: its coordinator writes, next to the offset tombstone, the
+/// tombstones of its protocol's own records (group metadata for a classic
+/// group, records of types 3 and up for a KIP-848 group), which the follower
+/// reads past. A group of the same name then commits 20 without membership:
+/// checkpointed as an upstream rewind, and the target group is not rewound.
+fn a_deleted_member_group_is_followed_when_recreated(name: &str, mode: CommitMode) {
+    let rt = rt();
+    let w = World::new(&rt, name, 1);
+    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 0, 3), (0, 30, 33)]);
+    let group = format!("g-{}", w.topic);
+    let config = w.properties(
+        &group,
+        &format!(
+            "mm2-checkpoint.group.offsets.mode = follow\n{SLOW_ROUNDS}\n\
+             sync.group.offsets.enabled = true"
+        ),
+    );
+    fault_support::ensure_consumer_offsets(&rt, &w);
+    let daemon = Daemon::start(&config, &w.dir.join("daemon.log"));
+    wait_for("readiness", Duration::from_secs(60), || {
+        daemon.ready() == Some(200)
+    });
+    let flow = format!("{{flow=\"{}->{}\"}}", w.s, w.t);
+    let followed = || {
+        daemon
+            .metric(&format!("mm2_checkpoint_followed_commits_total{flow}"))
+            .unwrap_or(0.0)
+    };
+    let java = helpers();
+    let bootstrap = clusters().source().bootstrap.get(Listener::Plaintext);
+    let expect = |what: &str, want: &[(i32, i64, i64)]| {
+        wait_for(what, Duration::from_secs(20), || {
+            checkpoints(&rt, &w) == want && w.target_offsets(&rt, &group) == [(0, 33)].into()
+        });
+    };
+
+    let offsets = [GroupOffset {
+        topic: w.topic.clone(),
+        partition: 0,
+        offset: 30,
+        metadata: String::new(),
+    }];
+    java.commit_offsets(bootstrap, &group, mode, &offsets)
+        .expect("a member's commit");
+    expect("the member's commit", &[(0, 30, 33)]);
+    java.delete_group(bootstrap, &group)
+        .expect("deleteConsumerGroups");
+    wait_for("the offset tombstone", Duration::from_secs(20), || {
+        followed() >= 2.0
+    });
+    w.commit_source(&rt, &group, &[(0, 20)]);
+    expect("the re-created group's commit", &[(0, 30, 33), (0, 20, 4)]);
+    assert_eq!(followed(), 3.0, "the commit, its tombstone, the new commit");
+    assert_eq!(daemon.sigterm().code(), Some(0));
+}
+
+#[test]
+fn a_deleted_classic_group_is_followed_when_recreated() {
+    a_deleted_member_group_is_followed_when_recreated("delclassic", CommitMode::Classic);
+}
+
+#[test]
+fn a_deleted_kip848_group_is_followed_when_recreated() {
+    a_deleted_member_group_is_followed_when_recreated("delkip848", CommitMode::Consumer);
 }

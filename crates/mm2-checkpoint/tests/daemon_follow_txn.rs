@@ -60,10 +60,15 @@ fn transactional_commits_are_followed_only_once_committed(name: &str, mode: Comm
         &group,
         &format!("{SLOW_ROUNDS}\nsync.group.offsets.enabled = true"),
     );
+    fault_support::ensure_consumer_offsets(&rt, &w);
     let daemon = Daemon::start(&config, &w.dir.join("daemon.log"));
     wait_for("readiness", Duration::from_secs(60), || {
         daemon.ready() == Some(200)
     });
+    assert_eq!(
+        daemon.metric(&fault_support::mode_metric(&w, "follow")),
+        Some(1.0)
+    );
     let java = helpers();
     let bootstrap = clusters().source().bootstrap.get(Listener::Plaintext);
     let offsets = |offset: i64| {
