@@ -17,12 +17,21 @@
 //           broker aborts the transaction after transaction.timeout.ms (60 s);
 //           until then the __consumer_offsets partition of the group has its
 //           last stable offset held back at the transaction's first record.
+//   hold    the same up to sendOffsetsToTransaction, then flush, print `held`
+//           on stdout and wait for a line on stdin: `commit` commits the
+//           transaction, anything else (or the end of stdin) aborts it; then
+//           the next step runs. The transaction is open (and the group's
+//           __consumer_offsets partition held back) while it waits.
 //
 // The group metadata carries no generation or member id, so the group must
 // have no active members (a fresh group, or one whose members left). Prints
-// nothing; a failure is an exception and exit 1. Exit 0 after `commit` and
-// `abort` steps means the broker acknowledged every transaction.
+// nothing but the `held` lines; a failure is an exception and exit 1. Exit 0
+// after `commit`, `abort` and `hold` steps means the broker acknowledged every
+// transaction.
 
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Properties;
@@ -38,7 +47,7 @@ import org.apache.kafka.common.serialization.StringSerializer;
 public class TxnOffsets {
     public static void main(String[] args) throws Exception {
         if (args.length < 5) {
-            System.err.println("usage: TxnOffsets <bootstrap> <group> <transactional-id> <output-topic|-> <commit|abort|open>:<topic>:<partition>=<offset>[:<metadata>],...");
+            System.err.println("usage: TxnOffsets <bootstrap> <group> <transactional-id> <output-topic|-> <commit|abort|open|hold>:<topic>:<partition>=<offset>[:<metadata>],...");
             System.exit(2);
         }
         String group = args[1];
@@ -49,12 +58,13 @@ public class TxnOffsets {
         props.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
         props.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
         props.put(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, "60000");
+        BufferedReader stdin = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         try (KafkaProducer<String, String> producer = new KafkaProducer<>(props)) {
             producer.initTransactions();
             for (int i = 4; i < args.length; i++) {
                 int colon = args[i].indexOf(':');
                 if (colon < 0) {
-                    throw new IllegalArgumentException("bad step `" + args[i] + "`: want <commit|abort|open>:<offsets>");
+                    throw new IllegalArgumentException("bad step `" + args[i] + "`: want <commit|abort|open|hold>:<offsets>");
                 }
                 String kind = args[i].substring(0, colon);
                 Map<TopicPartition, OffsetAndMetadata> offsets = parseOffsets(args[i].substring(colon + 1));
@@ -71,6 +81,17 @@ public class TxnOffsets {
                         // No close(): it would abort the transaction.
                         System.out.flush();
                         Runtime.getRuntime().halt(0);
+                    }
+                    case "hold" -> {
+                        producer.flush();
+                        System.out.println("held");
+                        System.out.flush();
+                        String line = stdin.readLine();
+                        if ("commit".equals(line)) {
+                            producer.commitTransaction();
+                        } else {
+                            producer.abortTransaction();
+                        }
                     }
                     default -> throw new IllegalArgumentException("unknown step kind `" + kind + "` in `" + args[i] + "`");
                 }

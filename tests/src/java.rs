@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -187,6 +187,87 @@ impl TxnStep {
             .map(|o| format!("{}:{}={}:{}", o.topic, o.partition, o.offset, o.metadata))
             .collect();
         format!("{kind}:{}", specs.join(","))
+    }
+}
+
+/// A transaction of [`JavaHelpers::hold_txn_offsets`] whose offsets are in
+/// `__consumer_offsets` but which is neither committed nor aborted yet. Dropped
+/// without [`commit`](Self::commit) or [`abort`](Self::abort), it is aborted
+/// (the helper is killed if it does not end within 10 s; the broker then
+/// aborts the transaction after its timeout, 60 s).
+#[derive(Debug)]
+pub struct HeldTxn {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    stderr: Option<std::thread::JoinHandle<Vec<u8>>>,
+    args: Vec<String>,
+}
+
+impl HeldTxn {
+    /// Commits the transaction; returns once the broker acknowledged it.
+    pub fn commit(mut self) -> Result<(), JavaError> {
+        self.end("commit")
+    }
+
+    /// Aborts the transaction; returns once the broker acknowledged it.
+    pub fn abort(mut self) -> Result<(), JavaError> {
+        self.end("abort")
+    }
+
+    fn end(&mut self, word: &str) -> Result<(), JavaError> {
+        use std::io::Write;
+        if let Some(mut stdin) = self.stdin.take() {
+            // A helper that already died shows up in its exit status below.
+            let _ = writeln!(stdin, "{word}");
+        }
+        match self.wait(HELPER_TIMEOUT) {
+            Some(status) if status.success() => Ok(()),
+            status => Err(self.finish(status)),
+        }
+    }
+
+    /// Closes stdin and waits up to `timeout` for the helper to exit; kills
+    /// it after that (`None`).
+    fn wait(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        self.stdin = None;
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => return Some(status),
+                Ok(None) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                _ => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// The error for a helper that ended with `status` (or was killed).
+    fn finish(&mut self, status: Option<std::process::ExitStatus>) -> JavaError {
+        let status = status.or_else(|| self.wait(HELPER_TIMEOUT));
+        let stderr = self
+            .stderr
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default();
+        JavaError::Failed {
+            class: "TxnOffsets".to_owned(),
+            args: self.args.clone(),
+            status: status.map_or_else(|| "killed".to_owned(), |s| s.to_string()),
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        }
+    }
+}
+
+impl Drop for HeldTxn {
+    fn drop(&mut self) {
+        if self.stdin.is_some() {
+            self.wait(Duration::from_secs(10));
+        }
     }
 }
 
@@ -406,6 +487,72 @@ impl JavaHelpers {
         ];
         args.extend(steps.iter().map(String::as_str));
         self.run("TxnOffsets", &args).map(drop)
+    }
+
+    /// Starts one transaction of a transactional producer with id
+    /// `transactional_id` (`tests/java/TxnOffsets.java`, step `hold`):
+    /// `beginTransaction`, one record to partition 0 of `output_topic` if
+    /// given, `sendOffsetsToTransaction(offsets, new ConsumerGroupMetadata(group))`
+    /// (which returns once the broker has written the offsets to
+    /// `__consumer_offsets`), and returns with the transaction still open.
+    /// [`HeldTxn::commit`] or [`HeldTxn::abort`] ends it; dropping the
+    /// [`HeldTxn`] aborts it. `group` must have no active members.
+    pub fn hold_txn_offsets(
+        &self,
+        bootstrap: &str,
+        group: &str,
+        transactional_id: &str,
+        output_topic: Option<&str>,
+        offsets: Vec<GroupOffset>,
+    ) -> Result<HeldTxn, JavaError> {
+        use std::io::BufRead;
+        let class = "TxnOffsets";
+        let step = TxnStep::Commit(offsets)
+            .as_arg()
+            .replacen("commit:", "hold:", 1);
+        let args: Vec<String> = [
+            bootstrap,
+            group,
+            transactional_id,
+            output_topic.unwrap_or("-"),
+            &step,
+        ]
+        .iter()
+        .map(|a| (*a).to_owned())
+        .collect();
+        let mut child = self
+            .command(class)
+            .args(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(io_err(format!("running java {class}")))?;
+        let stderr = crate::process::drain(child.stderr.take());
+        let stdout = child.stdout.take();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let Some(stdout) = stdout else { return };
+            let mut lines = std::io::BufReader::new(stdout).lines();
+            let _ = tx.send(lines.next().and_then(Result::ok));
+            // Keep draining, so the helper never blocks on a full pipe.
+            lines.for_each(drop);
+        });
+        let mut held = HeldTxn {
+            stdin: child.stdin.take(),
+            child,
+            stderr: Some(stderr),
+            args,
+        };
+        match rx.recv_timeout(HELPER_TIMEOUT) {
+            Ok(Some(line)) if line == "held" => Ok(held),
+            Ok(Some(line)) => Err(JavaError::BadOutput {
+                class: class.to_owned(),
+                line,
+            }),
+            // No line: the helper failed before the transaction was open.
+            _ => Err(held.finish(None)),
+        }
     }
 
     /// Admin `alterConsumerGroupOffsets`: commits `offsets` for `group`

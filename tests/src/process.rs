@@ -48,7 +48,8 @@ pub fn output_within(cmd: &mut Command, timeout: Duration) -> io::Result<Finishe
     })
 }
 
-fn drain(pipe: Option<impl Read + Send + 'static>) -> JoinHandle<Vec<u8>> {
+/// Reads `pipe` to its end on a thread; the thread returns what it read.
+pub(crate) fn drain(pipe: Option<impl Read + Send + 'static>) -> JoinHandle<Vec<u8>> {
     std::thread::spawn(move || {
         let mut bytes = Vec::new();
         if let Some(mut pipe) = pipe {

@@ -9,19 +9,7 @@ mod fault_support;
 use std::time::Duration;
 
 use common::{World, rt};
-use fault_support::{Daemon, wait_for};
-
-/// The settings of these tests: the periodic round and sync run once at the
-/// start, then only after an hour.
-const SLOW_ROUNDS: &str = "emit.checkpoints.interval.seconds = 3600\n\
-     sync.group.offsets.interval.seconds = 3600";
-
-fn mode_metric(w: &World, mode: &str) -> String {
-    format!(
-        "mm2_checkpoint_group_offsets_mode{{flow=\"{}->{}\",mode=\"{mode}\"}}",
-        w.s, w.t
-    )
-}
+use fault_support::{Daemon, SLOW_ROUNDS, mode_metric, wait_for};
 
 #[test]
 fn a_commit_is_checkpointed_and_synced_without_waiting_for_the_round() {

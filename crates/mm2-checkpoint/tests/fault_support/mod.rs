@@ -15,6 +15,30 @@ use mm2_checkpoint::core::Checkpoint;
 
 use crate::common::World;
 
+/// Settings under which only the commit follower acts after startup
+/// (docs/commit-follower.md): the periodic round and group sync run once at
+/// the start, then only after an hour.
+pub const SLOW_ROUNDS: &str = "emit.checkpoints.interval.seconds = 3600\n\
+     sync.group.offsets.interval.seconds = 3600";
+
+/// Makes sure the source cluster has `__consumer_offsets`: a fresh cluster
+/// has none until a group first commits, and a daemon started before that
+/// polls (mode `auto`) or retries its startup (mode `follow`,
+/// docs/commit-follower.md section 4). Commits offset 0 of the world's topic
+/// for the group `warmup-<topic>`, which no test's group filter accepts.
+pub fn ensure_consumer_offsets(rt: &tokio::runtime::Runtime, w: &World) {
+    w.commit_source(rt, &format!("warmup-{}", w.topic), &[(0, 0)]);
+}
+
+/// `group_offsets_mode{flow, mode}` of the world's flow: 1 for the mode
+/// that runs.
+pub fn mode_metric(w: &World, mode: &str) -> String {
+    format!(
+        "mm2_checkpoint_group_offsets_mode{{flow=\"{}->{}\",mode=\"{mode}\"}}",
+        w.s, w.t
+    )
+}
+
 /// A running `mm2-checkpoint run` daemon; killed (SIGKILL) on drop.
 pub struct Daemon {
     /// The child process.
