@@ -4,7 +4,10 @@
 //! reads it (`tests/java/CheckpointSettings.java`), and the settings it prints
 //! must be the ones `MirrorConfig` derives: the same enabled flows, aliases,
 //! topic names and locations, policy, filters, intervals, group-sync settings,
-//! timeouts and `offset.lag.max`. A case where the two may differ says so, and
+//! timeouts and `offset.lag.max`. The flows we checkpoint must be the ones MM2
+//! runs no checkpoint task for, when the file hands any over with
+//! `emit.checkpoints.enabled=false`, else all of them (docs/configuration.md,
+//! "Sharing mm2.properties with MirrorMaker 2"). A case where the two may differ says so, and
 //! why (docs/configuration.md, "Differences from MM2").
 
 use std::collections::BTreeMap;
@@ -220,9 +223,32 @@ const CASES: &[Case] = &[
         text: "A->B.enabled = true\ntopics.blacklist = secret.*\nA->B.groups.blacklist = test-.*",
     },
     Case {
-        name: "emit.checkpoints.enabled=false: MM2 rejects the connector too",
-        expect: Expect::BothRefuse("emit.checkpoints.enabled"),
+        name: "emit.checkpoints.enabled=false: MM2 rejects its connector, we take the flow over",
+        expect: Expect::Same,
         text: "A->B.enabled = true\nA->B.emit.checkpoints.enabled = false",
+    },
+    Case {
+        name: "a shared file: one flow handed over, the other stays MM2's",
+        expect: Expect::Same,
+        text: "A->B.enabled = true\nB->A.enabled = true\nA->B.emit.checkpoints.enabled = false\n\
+               A->B.sync.group.offsets.enabled = true\nemit.checkpoints.interval.seconds = 5",
+    },
+    Case {
+        name: "top-level emit.checkpoints.enabled=false hands over every flow but one",
+        expect: Expect::Same,
+        text: "A->B.enabled = true\nB->A.enabled = true\nemit.checkpoints.enabled = false\n\
+               B->A.emit.checkpoints.enabled = true",
+    },
+    Case {
+        name: "handing over with group offset sync off: MM2 validates only emit.checkpoints",
+        expect: Expect::Same,
+        text: "A->B.enabled = true\nA->B.emit.checkpoints.enabled = false\n\
+               A->B.sync.group.offsets.enabled = false",
+    },
+    Case {
+        name: "emit.checkpoints.enabled explicitly true on both flows: our own file",
+        expect: Expect::Same,
+        text: "A->B.enabled = true\nB->A.enabled = true\nemit.checkpoints.enabled = true",
     },
     Case {
         name: "a custom replication policy class",
@@ -230,8 +256,8 @@ const CASES: &[Case] = &[
         text: "A->B.enabled = true\nreplication.policy.class = com.example.MyPolicy",
     },
     Case {
-        name: "FALSE in upper case: MM2 runs a connector that emits nothing (quirk H.15)",
-        expect: Expect::WeRefuse("emit.checkpoints.enabled"),
+        name: "FALSE in upper case: MM2 runs a connector without tasks (quirk H.15), we take over",
+        expect: Expect::Same,
         text: "A->B.enabled = true\nemit.checkpoints.enabled = FALSE",
     },
     Case {
@@ -255,6 +281,9 @@ impl Environment for CaseEnvironment {
 }
 
 type Settings = BTreeMap<String, String>;
+
+/// The helper's line saying whether MM2 runs checkpoint tasks for a flow.
+const TASKS_SETTING: &str = "mm2 checkpoint tasks";
 
 /// MM2's reading: per file, per flow, its settings, or an error.
 type Mm2Reading = BTreeMap<String, BTreeMap<String, Result<Settings, String>>>;
@@ -451,13 +480,37 @@ fn our_reading_of_each_config_is_mm2s() {
                     .iter()
                     .map(|f| (f.name(), our_settings(f)))
                     .collect();
-                let theirs: BTreeMap<String, Settings> = theirs
+                let mut theirs: BTreeMap<String, Settings> = theirs
                     .into_iter()
                     .map(|(flow, r)| match r {
                         Ok(s) => (flow, normalise(s)),
                         Err(e) => (flow, Settings::from([("error".to_string(), e)])),
                     })
                     .collect();
+                // Which flows MM2 checkpoints itself: if it leaves any to us, we
+                // take exactly those and leave it the rest (never both on one
+                // flow); otherwise the file is ours and we take them all.
+                let mm2_runs_tasks: BTreeMap<String, bool> = theirs
+                    .iter_mut()
+                    .map(|(flow, s)| {
+                        let tasks = s.remove(TASKS_SETTING);
+                        (flow.clone(), tasks.as_deref() != Some("no"))
+                    })
+                    .collect();
+                let shared = mm2_runs_tasks.values().any(|runs| !runs);
+                let left_to_mm2: Vec<String> = mm2_runs_tasks
+                    .iter()
+                    .filter(|(_, runs)| shared && **runs)
+                    .map(|(flow, _)| flow.clone())
+                    .collect();
+                if config.ownership.left_to_mm2() != left_to_mm2.as_slice() {
+                    failures.push(format!(
+                        "{}: we leave {:?} to MM2, MM2 keeps checkpointing {left_to_mm2:?}",
+                        case.name,
+                        config.ownership.left_to_mm2()
+                    ));
+                }
+                theirs.retain(|flow, _| !left_to_mm2.contains(flow));
                 if ours != theirs {
                     failures.push(format!("{}: {}", case.name, differences(&theirs, &ours)));
                 }

@@ -201,13 +201,76 @@ impl FlowConfig {
     }
 }
 
+/// Which enabled flows mm2-checkpoint checkpoints, and why
+/// (docs/configuration.md, "Sharing mm2.properties with MirrorMaker 2").
+///
+/// MM2 runs no checkpoint task for a flow whose `emit.checkpoints.enabled` is
+/// false, so that is the flag that hands a flow's checkpointing to us. One file
+/// can then serve both programs without any flow having two checkpointers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ownership {
+    /// No enabled flow sets `emit.checkpoints.enabled=false`: the file is
+    /// mm2-checkpoint's own and every enabled flow is checkpointed. MM2 must
+    /// not run its checkpoint connector on this file.
+    OwnFile,
+    /// Some enabled flows set `emit.checkpoints.enabled=false`: the file is
+    /// shared with MM2 and mm2-checkpoint checkpoints exactly those.
+    Shared {
+        /// Each handed-over flow and the key (with its line) that hands it over.
+        handed_over: Vec<(String, String)>,
+        /// The enabled flows whose checkpointing MM2 keeps.
+        left_to_mm2: Vec<String>,
+    },
+}
+
+impl Ownership {
+    /// Whether mm2-checkpoint checkpoints the enabled flow `flow` (`S->T`).
+    pub fn checkpoints(&self, flow: &str) -> bool {
+        match self {
+            Ownership::OwnFile => true,
+            Ownership::Shared { handed_over, .. } => handed_over.iter().any(|(f, _)| f == flow),
+        }
+    }
+
+    /// The enabled flows left to MirrorMaker 2's checkpoint connector.
+    pub fn left_to_mm2(&self) -> &[String] {
+        match self {
+            Ownership::OwnFile => &[],
+            Ownership::Shared { left_to_mm2, .. } => left_to_mm2,
+        }
+    }
+
+    /// Why mm2-checkpoint checkpoints `flow`, one line for `validate`.
+    pub fn reason(&self, flow: &str) -> String {
+        match self {
+            Ownership::OwnFile => {
+                "no flow of the file sets emit.checkpoints.enabled=false, so the \
+                 file is mm2-checkpoint's own and every enabled flow is checkpointed (do not run \
+                 MM2's checkpoint connector on it)"
+                    .to_string()
+            }
+            Ownership::Shared { handed_over, .. } => {
+                match handed_over.iter().find(|(f, _)| f == flow) {
+                    Some((_, origin)) => format!(
+                        "handed over by {origin} = false: MM2 runs no checkpoint task for it"
+                    ),
+                    None => "left to MirrorMaker 2 (its emit.checkpoints.enabled is true)".into(),
+                }
+            }
+        }
+    }
+}
+
 /// The whole file: clusters, enabled flows, and warnings worth logging.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MirrorConfig {
     /// The aliases from `clusters`, in file order, duplicates removed.
     pub clusters: Vec<String>,
-    /// Every enabled flow, in `clusters` order (source, then target).
+    /// Every enabled flow mm2-checkpoint checkpoints, in `clusters` order
+    /// (source, then target).
     pub flows: Vec<FlowConfig>,
+    /// Which enabled flows are ours and why; the others are left to MM2.
+    pub ownership: Ownership,
     /// Accepted but dubious settings (disabled host name verification, ignored
     /// keys, deprecated names, keys nothing reads). The driver logs them at
     /// startup.
@@ -271,28 +334,56 @@ impl MirrorConfig {
         let global_heartbeats = lookup
             .raw("emit.heartbeats.enabled")
             .is_none_or(java_parse_boolean);
-        let mut flows = Vec::new();
+        let mut enabled = Vec::new();
         for source in &clusters {
             for target in &clusters {
                 if source == target {
                     continue;
                 }
                 let flow = format!("{source}->{target}");
-                if !lookup.flow_enabled(&flow, global_heartbeats, &mut warnings)? {
-                    continue;
+                if lookup.flow_enabled(&flow, global_heartbeats, &mut warnings)? {
+                    let emit = lookup.emit_checkpoints(&flow)?;
+                    enabled.push((flow, source, target, emit));
                 }
-                let prefix = format!("{flow}.");
-                for key in props.keys() {
-                    if key.strip_prefix(&prefix).is_some_and(is_connection_key) {
-                        warnings.push(format!(
-                            "`{key}` is ignored (as in MM2, a flow-level connection key reaches no \
-                             client); use `{source}.<key>`/`{target}.<key>` or \
-                             `{flow}.source.admin.<key>`-style keys"
-                        ));
-                    }
-                }
-                flows.push(lookup.flow(&flow, source, target, env, &mut warnings)?);
             }
+        }
+        // A flow with `emit.checkpoints.enabled=false` is handed over to us;
+        // once one is, the file is shared with MM2 and the others stay MM2's.
+        let handed_over: Vec<(String, String)> = enabled
+            .iter()
+            .filter_map(|(flow, _, _, emit)| match emit {
+                Some((false, s)) => Some((flow.clone(), s.describe_origin())),
+                _ => None,
+            })
+            .collect();
+        let ownership = if handed_over.is_empty() {
+            Ownership::OwnFile
+        } else {
+            Ownership::Shared {
+                left_to_mm2: enabled
+                    .iter()
+                    .filter(|(flow, ..)| !handed_over.iter().any(|(f, _)| f == flow))
+                    .map(|(flow, ..)| flow.clone())
+                    .collect(),
+                handed_over,
+            }
+        };
+        let mut flows = Vec::new();
+        for (flow, source, target, _) in enabled {
+            if !ownership.checkpoints(&flow) {
+                continue;
+            }
+            let prefix = format!("{flow}.");
+            for key in props.keys() {
+                if key.strip_prefix(&prefix).is_some_and(is_connection_key) {
+                    warnings.push(format!(
+                        "`{key}` is ignored (as in MM2, a flow-level connection key reaches no \
+                         client); use `{source}.<key>`/`{target}.<key>` or \
+                         `{flow}.source.admin.<key>`-style keys"
+                    ));
+                }
+            }
+            flows.push(lookup.flow(&flow, source, target, env, &mut warnings)?);
         }
         if flows.is_empty() {
             return Err(ConfigError::for_key(
@@ -326,6 +417,7 @@ impl MirrorConfig {
         Ok(Self {
             clusters,
             flows,
+            ownership,
             warnings,
             unknown_keys,
             no_effect_keys,

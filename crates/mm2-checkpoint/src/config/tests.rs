@@ -405,18 +405,77 @@ fn offset_syncs_location_target_names_the_topic_after_the_source() {
 // ---- validation of checkpoint keys ----
 
 #[test]
-fn emit_checkpoints_disabled_is_an_error_naming_the_key() {
-    let e = error(&with("A->B.emit.checkpoints.enabled = false"));
-    assert_eq!(e.key(), Some("A->B.emit.checkpoints.enabled"));
-    assert_eq!(e.line(), Some(5));
+fn emit_checkpoints_disabled_hands_the_flow_over() {
+    let config = load(&with("A->B.emit.checkpoints.enabled = false"));
+    assert_eq!(names(&config), vec!["A->B"]);
+    assert_eq!(
+        config.ownership,
+        Ownership::Shared {
+            handed_over: vec![(
+                "A->B".to_string(),
+                "A->B.emit.checkpoints.enabled (line 5)".to_string()
+            )],
+            left_to_mm2: vec![],
+        }
+    );
+    assert!(config.ownership.reason("A->B").contains("line 5"));
 }
 
 #[test]
-fn emit_checkpoints_disabled_in_upper_case_is_also_an_error() {
+fn emit_checkpoints_disabled_in_any_case_hands_the_flow_over() {
+    let config = load(&with("emit.checkpoints.enabled = FALSE"));
+    assert_eq!(names(&config), vec!["A->B"]);
+    assert!(config.ownership.checkpoints("A->B"));
+}
+
+#[test]
+fn a_shared_file_leaves_the_flows_mm2_still_checkpoints_to_mm2() {
+    let config = load(&with(
+        "B->A.enabled = true
+A->B.emit.checkpoints.enabled = false
+         B->A.replication.policy.class = com.example.NotOurs",
+    ));
+    assert_eq!(names(&config), vec!["A->B"]);
+    assert_eq!(config.ownership.left_to_mm2(), ["B->A".to_string()]);
+    assert!(!config.ownership.checkpoints("B->A"));
+    assert!(
+        config
+            .ownership
+            .reason("B->A")
+            .contains("left to MirrorMaker 2")
+    );
+    // MM2's flow is not ours to validate: its keys only have no effect here.
+    assert!(
+        config
+            .no_effect_keys
+            .iter()
+            .any(|k| k.starts_with("B->A.replication.policy.class")),
+        "{:?}",
+        config.no_effect_keys
+    );
+    let text = render_effective_settings(&config);
+    assert!(text.contains("checkpointed flows = A->B\n"), "{text}");
+    assert!(text.contains("left to MirrorMaker 2 = B->A"), "{text}");
+}
+
+#[test]
+fn a_file_without_hand_over_is_ours_for_every_enabled_flow() {
+    let config = load(&with(
+        "B->A.enabled = true
+A->B.emit.checkpoints.enabled = true",
+    ));
+    assert_eq!(names(&config), vec!["A->B", "B->A"]);
+    assert_eq!(config.ownership, Ownership::OwnFile);
+    let text = render_effective_settings(&config);
+    assert!(text.contains("file is mm2-checkpoint's own"), "{text}");
+}
+
+#[test]
+fn emit_checkpoints_that_is_not_a_boolean_is_an_error() {
     assert_rejected(
-        &with("emit.checkpoints.enabled = FALSE"),
-        "emit.checkpoints.enabled",
-        &[],
+        &with("A->B.emit.checkpoints.enabled = off"),
+        "A->B.emit.checkpoints.enabled",
+        &["`off`"],
     );
 }
 
