@@ -11,6 +11,10 @@
 // `<file>\t<S>-><T>\terror\t<message>` line when MM2 rejects the connector
 // configuration for another reason than emit.checkpoints.enabled=false, or `<file>\t-\terror\t<message>` when it rejects the
 // whole file.
+//
+// With `--connector` first, it prints instead, for each enabled flow, the
+// checkpoint connector's configuration MirrorMakerConfig builds for it, as
+// `<file>\t<S>-><T>\tconnector\t<key>=<value>` lines (sorted by key).
 
 package org.apache.kafka.connect.mirror;
 
@@ -32,9 +36,10 @@ public class CheckpointSettings {
             System.err.println("usage: CheckpointSettings <mm2.properties>...");
             System.exit(2);
         }
-        for (String path : args) {
+        boolean connector = args[0].equals("--connector");
+        for (String path : connector ? java.util.Arrays.copyOfRange(args, 1, args.length) : args) {
             try {
-                flows(path);
+                flows(path, connector);
             } catch (ConfigException e) {
                 print(path, "-", "error", e.getMessage());
             }
@@ -46,7 +51,7 @@ public class CheckpointSettings {
         System.out.println(path + "\t" + flow + "\t" + setting + "\t" + text);
     }
 
-    private static void flows(String path) throws IOException {
+    private static void flows(String path, boolean connectorConfigs) throws IOException {
         Properties file = new Properties();
         try (InputStream in = new FileInputStream(path)) {
             file.load(in);
@@ -71,6 +76,12 @@ public class CheckpointSettings {
                 continue;
             }
             String flow = pair.source() + "->" + pair.target();
+            if (connectorConfigs) {
+                for (Map.Entry<String, String> e : new java.util.TreeMap<>(connector).entrySet()) {
+                    print(path, flow, "connector", e.getKey() + "=" + e.getValue());
+                }
+                continue;
+            }
             try {
                 describe(path, flow, connector);
             } catch (ConfigException e) {

@@ -11,7 +11,6 @@
 mod cli;
 
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -22,7 +21,9 @@ use mm2_checkpoint::logging;
 use mm2_checkpoint::metrics::{Metrics, MetricsServer};
 use mm2_checkpoint::shutdown::{self, ShutdownReason, ShutdownSignal};
 
-use cli::{Cli, Command, ConfigFile, LogArgs, RunArgs, TranslateArgs, ValidateArgs};
+use cli::{
+    Cli, Command, ConfigFile, ConfigFormatFlag, LogArgs, RunArgs, TranslateArgs, ValidateArgs,
+};
 
 /// A broker, the network or the runtime failed.
 const EXIT_FAILURE: u8 = 1;
@@ -52,7 +53,7 @@ fn main() -> ExitCode {
 }
 
 fn validate(args: &ValidateArgs) -> Result<(), u8> {
-    let config = load_config(&args.config)?;
+    let config = load_config(&args.config, &args.config_format)?;
     print!(
         "{}",
         mm2_checkpoint::config::render_effective_settings(&config)
@@ -71,7 +72,7 @@ fn validate(args: &ValidateArgs) -> Result<(), u8> {
 
 fn run(args: RunArgs) -> Result<(), u8> {
     let filter = log_filter(&args.log)?;
-    let config = load_config(&args.config)?;
+    let config = load_config(&args.config, &args.config_format)?;
     if let Some(addr) = &args.metrics_addr {
         cli::check_metrics_addr(addr).map_err(|e| usage(&format!("--metrics-addr: {e}")))?;
     }
@@ -110,7 +111,7 @@ fn run(args: RunArgs) -> Result<(), u8> {
 
 fn translate(args: TranslateArgs) -> Result<(), u8> {
     let filter = log_filter(&args.log)?;
-    let config = load_config(&args.config)?;
+    let config = load_config(&args.config, &args.config_format)?;
     if !config.flows.iter().any(|f| f.name() == args.flow) {
         let enabled: Vec<String> = config.flows.iter().map(|f| f.name()).collect();
         return Err(usage(&format!(
@@ -154,18 +155,14 @@ fn usage(message: &str) -> u8 {
     EXIT_USAGE
 }
 
-fn load_config(file: &ConfigFile) -> Result<MirrorConfig, u8> {
+fn load_config(file: &ConfigFile, format: &ConfigFormatFlag) -> Result<MirrorConfig, u8> {
     let Some(path) = file.path() else {
         return Err(usage("give the configuration file with --config FILE"));
     };
-    load_config_file(path).map_err(|e| {
+    MirrorConfig::load_as(path, format.format(), &ProcessEnvironment).map_err(|e| {
         eprintln!("{}", describe_config_error(&e));
         EXIT_USAGE
     })
-}
-
-fn load_config_file(path: &Path) -> Result<MirrorConfig, ConfigError> {
-    MirrorConfig::load(path, &ProcessEnvironment)
 }
 
 /// `error: <key>: <message> (line N)`, leaving out what is unknown.

@@ -553,3 +553,114 @@ fn our_reading_of_each_config_is_mm2s() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The checkpoint connector configurations MM2 itself builds (with
+/// `MirrorMakerConfig.connectorBaseConfig`) from the `mm2.properties` files the
+/// interop tests run MM2 with (`e2e::mm2::Mm2Config`, so they cannot drift):
+/// read as connector-style input, as properties and as Connect REST JSON, each
+/// must give the flow the file gives.
+#[test]
+fn the_connector_configs_mm2_builds_read_like_the_file_they_came_from() {
+    use e2e::mm2::{Checkpoints, Mm2Config};
+    use mm2_checkpoint::config::{CONNECTOR_FLOW, ConfigFormat};
+
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("connector-differential");
+    std::fs::create_dir_all(&dir).expect("create the case directory");
+    let mut with_extras = Mm2Config::new("orders.*", "billing.*");
+    with_extras.extra = vec![
+        (
+            "source->target.sync.group.offsets.enabled".into(),
+            "true".into(),
+        ),
+        ("source.consumer.request.timeout.ms".into(), "20000".into()),
+        ("replication.policy.separator".into(), "_".into()),
+        (
+            "source->target.offset-syncs.topic.location".into(),
+            "target".into(),
+        ),
+    ];
+    let configs = [
+        Mm2Config::new("orders", "billing"),
+        Mm2Config::new("orders", "billing").with_checkpoints(Checkpoints::Refused),
+        Mm2Config::new("orders", "billing").with_checkpoints(Checkpoints::NoGroups),
+        with_extras,
+    ];
+    let paths: Vec<PathBuf> = configs
+        .iter()
+        .enumerate()
+        .map(|(i, config)| {
+            let path = dir.join(format!("mm2-{i}.properties"));
+            std::fs::write(&path, config.render("a1:9092", "b1:9092")).expect("write a case");
+            path
+        })
+        .collect();
+    let class = "org.apache.kafka.connect.mirror.CheckpointSettings";
+    let mut cmd = helpers().command(class);
+    cmd.arg("--connector").args(&paths);
+    let run = output_within(&mut cmd, Duration::from_secs(120)).expect("run CheckpointSettings");
+    assert!(
+        run.status.is_some_and(|s| s.success()),
+        "CheckpointSettings failed: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let mut failures = Vec::new();
+    for path in &paths {
+        let file = path.to_str().expect("utf-8 path");
+        let connector: Vec<(String, String)> = stdout
+            .lines()
+            .filter_map(|l| l.strip_prefix(&format!("{file}\t{CONNECTOR_FLOW}\tconnector\t")))
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        assert!(
+            connector.iter().any(|(k, _)| k == "connector.class"),
+            "no connector config for {file}: {stdout}"
+        );
+        let from_file = MirrorConfig::load(path, &CaseEnvironment).expect("the file is accepted");
+        let expected = our_settings(&from_file.flows[0]);
+        // As properties, escaped the way java.util.Properties reads them.
+        let escape = |s: &str, in_key: bool| -> String {
+            let mut out = String::new();
+            for c in s.chars() {
+                match c {
+                    '\\' => out.push_str("\\\\"),
+                    '\n' => out.push_str("\\n"),
+                    '=' | ':' | ' ' if in_key => {
+                        out.push('\\');
+                        out.push(c);
+                    }
+                    _ => out.push(c),
+                }
+            }
+            out
+        };
+        let properties: String = connector
+            .iter()
+            .map(|(k, v)| format!("{} = {}\n", escape(k, true), escape(v, false)))
+            .collect();
+        let json = serde_json::json!({
+            "name": "mirror-checkpoint",
+            "config": connector.iter().cloned().collect::<BTreeMap<String, String>>(),
+        })
+        .to_string();
+        for (what, text) in [("properties", properties), ("JSON", json)] {
+            match MirrorConfig::from_text(&text, ConfigFormat::Auto, &CaseEnvironment) {
+                Err(e) => failures.push(format!("{file} as {what}: refused: {e}")),
+                Ok(ours) => {
+                    let flow = &ours.flows[0];
+                    if our_settings(flow) != expected
+                        || flow.source != from_file.flows[0].source
+                        || flow.target != from_file.flows[0].target
+                    {
+                        failures.push(format!(
+                            "{file} as {what}: {:?} / the file's {:?}",
+                            flow, from_file.flows[0]
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -67,9 +67,10 @@ impl<'a> Lookup<'a> {
             return Ok(None);
         };
         let line = self.props.line(key);
+        let origin = self.props.written_as(key);
         Ok(Some(Setting {
-            value: self.providers.resolve(key, line, raw)?,
-            origin: key.to_string(),
+            value: self.providers.resolve(origin, line, raw)?,
+            origin: origin.to_string(),
             line,
         }))
     }

@@ -16,6 +16,7 @@
 //! the key (and line) to fix. Secrets stay inside [`Secret`]. The user-facing
 //! description of every key is `docs/configuration.md`.
 
+pub mod connector;
 pub mod error;
 mod jaas;
 pub mod known_keys;
@@ -30,6 +31,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+pub use connector::{CONNECTOR_FLOW, ConfigFormat};
 pub use error::ConfigError;
 pub use properties::Properties;
 pub use providers::{Environment, ProcessEnvironment};
@@ -209,6 +211,10 @@ impl FlowConfig {
 /// can then serve both programs without any flow having two checkpointers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Ownership {
+    /// The input is one MirrorCheckpointConnector's configuration
+    /// (docs/configuration.md, "Connector-style input"): mm2-checkpoint
+    /// replaces that connector and checkpoints its flow.
+    Connector,
     /// No enabled flow sets `emit.checkpoints.enabled=false`: the file is
     /// mm2-checkpoint's own and every enabled flow is checkpointed. MM2 must
     /// not run its checkpoint connector on this file.
@@ -227,7 +233,7 @@ impl Ownership {
     /// Whether mm2-checkpoint checkpoints the enabled flow `flow` (`S->T`).
     pub fn checkpoints(&self, flow: &str) -> bool {
         match self {
-            Ownership::OwnFile => true,
+            Ownership::OwnFile | Ownership::Connector => true,
             Ownership::Shared { handed_over, .. } => handed_over.iter().any(|(f, _)| f == flow),
         }
     }
@@ -235,7 +241,7 @@ impl Ownership {
     /// The enabled flows left to MirrorMaker 2's checkpoint connector.
     pub fn left_to_mm2(&self) -> &[String] {
         match self {
-            Ownership::OwnFile => &[],
+            Ownership::OwnFile | Ownership::Connector => &[],
             Ownership::Shared { left_to_mm2, .. } => left_to_mm2,
         }
     }
@@ -243,6 +249,9 @@ impl Ownership {
     /// Why mm2-checkpoint checkpoints `flow`, one line for `validate`.
     pub fn reason(&self, flow: &str) -> String {
         match self {
+            Ownership::Connector => "a MirrorCheckpointConnector configuration: mm2-checkpoint \
+                 replaces that connector (delete it from Connect before starting)"
+                .to_string(),
             Ownership::OwnFile => {
                 "no flow of the file sets emit.checkpoints.enabled=false, so the \
                  file is mm2-checkpoint's own and every enabled flow is checkpointed (do not run \
@@ -285,16 +294,47 @@ pub struct MirrorConfig {
 }
 
 impl MirrorConfig {
-    /// Reads and validates an `mm2.properties` file (UTF-8). Reads referenced
-    /// provider and PEM files; does no network I/O.
+    /// Reads and validates a configuration file (UTF-8): an `mm2.properties`
+    /// or a MirrorCheckpointConnector configuration, told apart by content
+    /// ([`ConfigFormat::Auto`]). Reads referenced provider and PEM files; does
+    /// no network I/O.
     pub fn load(path: &Path, env: &dyn Environment) -> Result<Self, ConfigError> {
+        Self::load_as(path, ConfigFormat::Auto, env)
+    }
+
+    /// [`load`](Self::load) with the format given.
+    pub fn load_as(
+        path: &Path,
+        format: ConfigFormat,
+        env: &dyn Environment,
+    ) -> Result<Self, ConfigError> {
         let bytes = env
             .read_file(path)
             .map_err(|e| ConfigError::new(format!("cannot read `{}`: {e}", path.display())))?;
-        Self::from_properties(&Properties::parse_bytes(&bytes)?, env)
+        let Ok(text) = std::str::from_utf8(&bytes) else {
+            // The properties reader names the line of the first bad byte.
+            return Err(Properties::parse_bytes(&bytes)
+                .err()
+                .unwrap_or_else(|| ConfigError::new("the file is not valid UTF-8")));
+        };
+        Self::from_text(text, format, env)
     }
 
-    /// Validates parsed properties and derives the enabled flows.
+    /// Validates configuration text in `format` and derives the enabled flows.
+    pub fn from_text(
+        text: &str,
+        format: ConfigFormat,
+        env: &dyn Environment,
+    ) -> Result<Self, ConfigError> {
+        let (props, is_connector) = connector::read(text, format)?;
+        let mut config = Self::from_properties(&props, env)?;
+        if is_connector {
+            config.ownership = Ownership::Connector;
+        }
+        Ok(config)
+    }
+
+    /// Validates parsed `mm2.properties` entries and derives the enabled flows.
     pub fn from_properties(props: &Properties, env: &dyn Environment) -> Result<Self, ConfigError> {
         let lookup = Lookup::new(props, Providers::declare(props, env)?);
         let clusters = lookup.clusters()?;
@@ -306,7 +346,7 @@ impl MirrorConfig {
                 .map_or_else(String::new, |line| format!(" (line {line})"));
             let mut text = format!(
                 "`{}`{at} is read by neither MirrorMaker 2 nor mm2-checkpoint and has no effect",
-                unknown.key
+                props.written_as(&unknown.key)
             );
             match (&unknown.suggestion, unknown.note) {
                 (Some(suggestion), Some(note)) => {
@@ -410,8 +450,8 @@ impl MirrorConfig {
                     && !unknown_keys.iter().any(|u| u.key == *k)
             })
             .map(|k| match props.line(k) {
-                Some(line) => format!("{k} (line {line})"),
-                None => k.to_string(),
+                Some(line) => format!("{} (line {line})", props.written_as(k)),
+                None => props.written_as(k).to_string(),
             })
             .collect();
         Ok(Self {
