@@ -74,8 +74,7 @@ pub(super) fn read(text: &str, format: ConfigFormat) -> Result<(Properties, bool
     let is_json = text.trim_start().starts_with('{');
     match format {
         ConfigFormat::Mm2 => Ok((Properties::parse(text)?, false)),
-        ConfigFormat::Connector if is_json => Ok((from_json(text)?, true)),
-        ConfigFormat::Auto if is_json => Ok((from_json(text)?, true)),
+        ConfigFormat::Connector | ConfigFormat::Auto if is_json => Ok((from_json(text)?, true)),
         ConfigFormat::Connector => {
             Ok((from_connector_properties(&Properties::parse(text)?)?, true))
         }
@@ -127,12 +126,16 @@ fn from_json(text: &str) -> Result<Properties, ConfigError> {
         ));
     };
     // Connect's REST shape wraps the config in `config` next to `name`
-    // (and, in GET responses, `tasks` and `type`).
-    let (object, path) = match top.get("config") {
-        Some(serde_json::Value::Object(config)) => (config.clone(), "config"),
-        Some(_) => {
+    // (and, in GET responses, `tasks` and `type`); MSK Connect's API in
+    // `connectorConfiguration`.
+    let wrapper = ["config", "connectorConfiguration"]
+        .into_iter()
+        .find(|w| top.contains_key(*w));
+    let (object, path) = match wrapper.map(|w| (w, &top[w])) {
+        Some((w, serde_json::Value::Object(config))) => (config.clone(), w),
+        Some((w, _)) => {
             return Err(ConfigError::for_key(
-                "config",
+                w,
                 "must be a JSON object of connector keys and string values",
             ));
         }
@@ -170,30 +173,22 @@ fn from_json(text: &str) -> Result<Properties, ConfigError> {
 
 /// The `mm2.properties` equivalent of one connector configuration.
 fn to_mm2(entries: Vec<ConnectorEntry>) -> Result<Properties, ConfigError> {
-    let class = entries.iter().find(|e| e.key == "connector.class");
-    match class {
-        None => {
+    // Without `connector.class` (a Strimzi KafkaConnector keeps the class in
+    // `spec.class`, outside `spec.config`) the input is taken to be the
+    // checkpoint connector's, as `--config-format connector` or the JSON
+    // shape said.
+    if let Some(e) = entries.iter().find(|e| e.key == "connector.class") {
+        let name = e.value.trim();
+        let simple = name.rsplit('.').next().unwrap_or(name);
+        if simple != CHECKPOINT_CONNECTOR {
             return Err(ConfigError::for_key(
-                "connector.class",
+                e.written_as.clone(),
                 format!(
-                    "is required in a connector configuration: \
-                     org.apache.kafka.connect.mirror.{CHECKPOINT_CONNECTOR}"
+                    "is `{name}`; mm2-checkpoint replaces {CHECKPOINT_CONNECTOR} and reads \
+                     that connector's configuration (the replication connector keeps running)"
                 ),
-            ));
-        }
-        Some(e) => {
-            let name = e.value.trim();
-            let simple = name.rsplit('.').next().unwrap_or(name);
-            if simple != CHECKPOINT_CONNECTOR {
-                return Err(ConfigError::for_key(
-                    e.written_as.clone(),
-                    format!(
-                        "is `{name}`; mm2-checkpoint replaces {CHECKPOINT_CONNECTOR} and reads \
-                         that connector's configuration (the replication connector keeps running)"
-                    ),
-                )
-                .at_line(e.line));
-            }
+            )
+            .at_line(e.line));
         }
     }
     if let Some(e) = entries.iter().find(|e| e.key == "enabled")
@@ -291,11 +286,29 @@ mod tests {
     }
 
     #[test]
-    fn a_connector_config_without_its_class_is_refused() {
-        let e = read("groups = g\n", ConfigFormat::Connector)
-            .err()
-            .unwrap_or_else(|| panic!("accepted"));
-        assert_eq!(e.key(), Some("connector.class"));
+    fn a_connector_config_without_its_class_is_read_when_chosen_or_json() {
+        let (p, connector) =
+            read("groups = g\n", ConfigFormat::Connector).unwrap_or_else(|e| panic!("{e}"));
+        assert!(connector);
+        assert_eq!(p.get("source->target.groups"), Some("g"));
+        let p = self::connector(r#"{"groups": "g"}"#);
+        assert_eq!(p.get("source->target.groups"), Some("g"));
+        // Auto-detected properties need the class: this is an mm2.properties.
+        let (_, connector) =
+            read("groups = g\n", ConfigFormat::Auto).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!connector);
+    }
+
+    #[test]
+    fn msk_connects_connector_configuration_object_is_read() {
+        let p = connector(
+            r#"{"connectorName": "cp", "connectorConfiguration": {
+                "connector.class": "MirrorCheckpointConnector", "groups": "g"}}"#,
+        );
+        assert_eq!(
+            p.written_as("source->target.groups"),
+            "connectorConfiguration[\"groups\"]"
+        );
     }
 
     #[test]
