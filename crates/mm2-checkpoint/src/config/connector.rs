@@ -89,6 +89,19 @@ pub(super) fn read(text: &str, format: ConfigFormat) -> Result<(Properties, bool
     }
 }
 
+/// The connector key for the cluster-level key `key` of the file a connector
+/// configuration becomes (`target.bootstrap.servers` →
+/// `target.cluster.bootstrap.servers`), if it is one.
+pub(super) fn cluster_key(key: &str) -> Option<String> {
+    [SOURCE, TARGET].into_iter().find_map(|cluster| {
+        let rest = key.strip_prefix(cluster)?.strip_prefix('.')?;
+        let role_key = ["cluster.", "consumer.", "producer.", "admin."]
+            .iter()
+            .any(|p| rest.starts_with(p));
+        (!role_key).then(|| format!("{cluster}.cluster.{rest}"))
+    })
+}
+
 /// One connector key: its value, line (properties input) and the name to
 /// show the user.
 struct ConnectorEntry {

@@ -327,26 +327,55 @@ impl MirrorConfig {
         env: &dyn Environment,
     ) -> Result<Self, ConfigError> {
         let (props, is_connector) = connector::read(text, format)?;
-        let mut config = Self::from_properties(&props, env)?;
-        if is_connector {
-            config.ownership = Ownership::Connector;
-        }
-        Ok(config)
+        Self::from_entries(&props, env, is_connector).map_err(|e| match e.key() {
+            // A missing cluster setting is named by its cluster (`target.<k>`);
+            // in a connector configuration that is `target.cluster.<k>`.
+            Some(key) if is_connector && e.line().is_none() => match connector::cluster_key(key) {
+                Some(written) => ConfigError::for_key(written, e.message()),
+                None => e,
+            },
+            _ => e,
+        })
     }
 
     /// Validates parsed `mm2.properties` entries and derives the enabled flows.
     pub fn from_properties(props: &Properties, env: &dyn Environment) -> Result<Self, ConfigError> {
+        Self::from_entries(props, env, false)
+    }
+
+    /// [`from_properties`](Self::from_properties) for entries that may stand
+    /// for a connector configuration (`connector.rs`), whose keys are then
+    /// reported as the user wrote them.
+    fn from_entries(
+        props: &Properties,
+        env: &dyn Environment,
+        is_connector: bool,
+    ) -> Result<Self, ConfigError> {
+        let connector_key = |key: &str| -> String {
+            key.strip_prefix(CONNECTOR_FLOW)
+                .and_then(|k| k.strip_prefix('.'))
+                .filter(|_| is_connector)
+                .unwrap_or(key)
+                .to_string()
+        };
         let lookup = Lookup::new(props, Providers::declare(props, env)?);
         let clusters = lookup.clusters()?;
         let mut warnings = Vec::new();
         let unknown_keys = known_keys::unknown_keys(props.keys(), &clusters);
+        let mut unknown_as_written = Vec::new();
         for unknown in &unknown_keys {
             let at = props
                 .line(&unknown.key)
                 .map_or_else(String::new, |line| format!(" (line {line})"));
+            let unknown_written = known_keys::UnknownKey {
+                key: props.written_as(&unknown.key).to_string(),
+                suggestion: unknown.suggestion.as_deref().map(connector_key),
+                note: unknown.note,
+            };
+            let unknown = &unknown_written;
             let mut text = format!(
                 "`{}`{at} is read by neither MirrorMaker 2 nor mm2-checkpoint and has no effect",
-                props.written_as(&unknown.key)
+                unknown.key
             );
             match (&unknown.suggestion, unknown.note) {
                 (Some(suggestion), Some(note)) => {
@@ -359,6 +388,7 @@ impl MirrorConfig {
                 (None, None) => {}
             }
             warnings.push(text);
+            unknown_as_written.push(unknown_written);
         }
         for key in props.keys() {
             let client_key = ["consumer.", "producer.", "admin."]
@@ -415,7 +445,20 @@ impl MirrorConfig {
             }
             let prefix = format!("{flow}.");
             for key in props.keys() {
-                if key.strip_prefix(&prefix).is_some_and(is_connection_key) {
+                let Some(rest) = key.strip_prefix(&prefix) else {
+                    continue;
+                };
+                if is_connector && is_connection_key(rest) {
+                    let at = props
+                        .line(key)
+                        .map_or_else(String::new, |line| format!(" (line {line})"));
+                    warnings.push(format!(
+                        "`{}`{at} is ignored (as in MirrorConnectorConfig, a bare connection key \
+                         reaches no client); use `source.cluster.{rest}` and \
+                         `target.cluster.{rest}`",
+                        props.written_as(key)
+                    ));
+                } else if is_connection_key(rest) {
                     warnings.push(format!(
                         "`{key}` is ignored (as in MM2, a flow-level connection key reaches no \
                          client); use `{source}.<key>`/`{target}.<key>` or \
@@ -457,9 +500,13 @@ impl MirrorConfig {
         Ok(Self {
             clusters,
             flows,
-            ownership,
+            ownership: if is_connector {
+                Ownership::Connector
+            } else {
+                ownership
+            },
             warnings,
-            unknown_keys,
+            unknown_keys: unknown_as_written,
             no_effect_keys,
         })
     }
