@@ -5,7 +5,9 @@
 //! checkpointing to us. MM2 replicates the topic and writes offset syncs but
 //! creates no checkpoint task and writes no checkpoint; our daemon writes the
 //! checkpoints and syncs the target group; a consumer failing over to the
-//! target resumes with no record lost.
+//! target resumes with no record lost. The checkpoint connector configuration
+//! MM2 builds from that file, read as connector-style input (Connect REST JSON),
+//! translates the group to the same offsets.
 
 mod common;
 mod fault_support;
@@ -214,6 +216,66 @@ fn mm2_and_mm2_checkpoint_on_one_file_checkpoint_once_and_a_failed_over_consumer
             unread.len()
         );
     }
+
+    // The same flow as a connector-style configuration: the checkpoint
+    // connector configuration MM2's own MirrorMakerConfig builds from the file,
+    // as Connect REST JSON, gives the same offsets through `translate`.
+    let mut dump = java.command("org.apache.kafka.connect.mirror.CheckpointSettings");
+    dump.arg("--connector").arg(&file);
+    let dumped = e2e::process::output_within(&mut dump, Duration::from_secs(60))
+        .expect("run CheckpointSettings");
+    let prefix = format!("{}\tsource->target\tconnector\t", file.display());
+    let connector: BTreeMap<String, String> = String::from_utf8_lossy(&dumped.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix(&prefix)?.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    assert!(
+        connector.contains_key("source.cluster.bootstrap.servers"),
+        "no connector configuration: {}",
+        String::from_utf8_lossy(&dumped.stderr)
+    );
+    let json = dir.join("checkpoint-connector.json");
+    std::fs::write(
+        &json,
+        serde_json::json!({"name": "MirrorCheckpointConnector", "config": connector}).to_string(),
+    )
+    .expect("write the connector JSON");
+    let translate = common::mm2(
+        &[
+            "translate",
+            "--config-format",
+            "connector",
+            "--flow",
+            "source->target",
+            "--group",
+            &group,
+            "--format",
+            "json",
+            json.to_str().expect("utf-8 path"),
+        ],
+        Duration::from_secs(60),
+    );
+    assert!(
+        translate.status.success(),
+        "translate on the connector JSON failed: {}",
+        String::from_utf8_lossy(&translate.stderr)
+    );
+    let out: serde_json::Value =
+        serde_json::from_slice(&translate.stdout).expect("translate prints JSON");
+    let from_connector: BTreeMap<i32, i64> = out["groups"][0]["offsets"]
+        .as_array()
+        .expect("offsets")
+        .iter()
+        .map(|o| {
+            (
+                o["partition"].as_i64().expect("partition") as i32,
+                o["target_offset"].as_i64().expect("target offset"),
+            )
+        })
+        .collect();
+    assert_eq!(from_connector, synced, "translate on the connector config");
+
     let elapsed = mm2.started().elapsed();
     eprintln!("switchover: MM2 start to the end of the checks: {elapsed:?}");
     drop(mm2);
