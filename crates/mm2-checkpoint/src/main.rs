@@ -202,6 +202,16 @@ fn log_startup(config: &MirrorConfig) {
         flows = %flows.join(", "),
         "mm2-checkpoint starting"
     );
+    for flow in &flows {
+        tracing::info!(flow, "checkpointing: {}", config.ownership.reason(flow));
+    }
+    let left = config.ownership.left_to_mm2();
+    if !left.is_empty() {
+        tracing::info!(
+            flows = %left.join(", "),
+            "leaving these enabled flows to MirrorMaker 2's checkpoint connector"
+        );
+    }
     for warning in &config.warnings {
         tracing::warn!("configuration: {warning}");
     }
