@@ -1540,3 +1540,20 @@ fn a_connector_config_needs_both_clusters_bootstrap_servers() {
     .unwrap_or_else(|| panic!("accepted"));
     assert_eq!(e.key(), Some("target.cluster.bootstrap.servers"), "{e}");
 }
+
+#[test]
+fn example_connector_config_in_docs_is_valid() {
+    let env = tls_env()
+        .with_var("MM2_PRIMARY_PASSWORD", "pw-1")
+        .with_file("/etc/mm2/secrets.properties", "backup.password = pw-2\n");
+    let text = include_str!("../../../../docs/examples/checkpoint-connector.json");
+    let config = MirrorConfig::from_text(text, ConfigFormat::Auto, &env)
+        .unwrap_or_else(|e| panic!("example rejected: {e}"));
+    assert_eq!(config.ownership, Ownership::Connector);
+    let f = &config.flows[0];
+    assert_eq!(f.checkpoints_topic(), "primary.checkpoints.internal");
+    assert_eq!(f.source.sasl.clone().unwrap().password.expose(), "pw-1");
+    assert_eq!(f.target.sasl.clone().unwrap().password.expose(), "pw-2");
+    assert!(f.sync_group_offsets_enabled);
+    assert!(config.unknown_keys.is_empty(), "{:?}", config.unknown_keys);
+}
