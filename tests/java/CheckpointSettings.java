@@ -6,9 +6,15 @@
 // Usage: org.apache.kafka.connect.mirror.CheckpointSettings <mm2.properties>...
 // Output: for each file and each flow whose checkpoint connector is enabled, in
 // flow order, `<file>\t<S>-><T>\t<setting>\t<value>` lines (a value may be
-// empty), or one `<file>\t<S>-><T>\terror\t<message>` line when MM2 rejects the
-// connector configuration, or `<file>\t-\terror\t<message>` when it rejects the
+// empty; the setting `mm2 checkpoint tasks` says whether MM2 itself would run
+// checkpoint tasks for the flow, `yes` or `no`), or one
+// `<file>\t<S>-><T>\terror\t<message>` line when MM2 rejects the connector
+// configuration for another reason than emit.checkpoints.enabled=false, or `<file>\t-\terror\t<message>` when it rejects the
 // whole file.
+//
+// With `--connector` first, it prints instead, for each enabled flow, the
+// checkpoint connector's configuration MirrorMakerConfig builds for it, as
+// `<file>\t<S>-><T>\tconnector\t<key>=<value>` lines (sorted by key).
 
 package org.apache.kafka.connect.mirror;
 
@@ -30,9 +36,10 @@ public class CheckpointSettings {
             System.err.println("usage: CheckpointSettings <mm2.properties>...");
             System.exit(2);
         }
-        for (String path : args) {
+        boolean connector = args[0].equals("--connector");
+        for (String path : connector ? java.util.Arrays.copyOfRange(args, 1, args.length) : args) {
             try {
-                flows(path);
+                flows(path, connector);
             } catch (ConfigException e) {
                 print(path, "-", "error", e.getMessage());
             }
@@ -44,7 +51,7 @@ public class CheckpointSettings {
         System.out.println(path + "\t" + flow + "\t" + setting + "\t" + text);
     }
 
-    private static void flows(String path) throws IOException {
+    private static void flows(String path, boolean connectorConfigs) throws IOException {
         Properties file = new Properties();
         try (InputStream in = new FileInputStream(path)) {
             file.load(in);
@@ -69,6 +76,12 @@ public class CheckpointSettings {
                 continue;
             }
             String flow = pair.source() + "->" + pair.target();
+            if (connectorConfigs) {
+                for (Map.Entry<String, String> e : new java.util.TreeMap<>(connector).entrySet()) {
+                    print(path, flow, "connector", e.getKey() + "=" + e.getValue());
+                }
+                continue;
+            }
             try {
                 describe(path, flow, connector);
             } catch (ConfigException e) {
@@ -79,11 +92,20 @@ public class CheckpointSettings {
 
     private static void describe(String path, String flow, Map<String, String> connector) {
         Map<String, String> invalid = MirrorCheckpointConfig.validate(connector);
-        if (!invalid.isEmpty()) {
+        // Rejected only for `emit.checkpoints.enabled=false`: MM2 runs no
+        // checkpoint connector for the flow, which hands it to mm2-checkpoint,
+        // so the settings it would have read are still printed.
+        boolean refusedCheckpoints =
+                invalid.keySet().equals(java.util.Set.of(MirrorCheckpointConfig.EMIT_CHECKPOINTS_ENABLED));
+        if (!invalid.isEmpty() && !refusedCheckpoints) {
             print(path, flow, "error", invalid);
             return;
         }
         MirrorCheckpointConfig c = new MirrorCheckpointConfig(connector);
+        // Whether MM2 would run checkpoint tasks: taskConfigs creates none when
+        // the connector is rejected or its emission interval is negative.
+        print(path, flow, "mm2 checkpoint tasks",
+                !refusedCheckpoints && !c.emitCheckpointsInterval().isNegative() ? "yes" : "no");
         MirrorSourceConfig source = new MirrorSourceConfig(connector);
         ReplicationPolicy policy = c.replicationPolicy();
         Map<String, Object> out = new java.util.LinkedHashMap<>();

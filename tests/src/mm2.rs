@@ -56,7 +56,8 @@ pub enum Checkpoints {
     Emit,
     /// `source->target.emit.checkpoints.enabled=false`: MM2 rejects the
     /// connector's configuration (logging [`CHECKPOINTS_REFUSED_LOG`]), so a
-    /// fresh deployment never creates it, nor the checkpoints topic. A
+    /// fresh deployment never creates it, nor the checkpoints topic. The same
+    /// line hands the flow to mm2-checkpoint when it reads the same file. A
     /// connector stored by an earlier run in the same Connect config topic
     /// keeps running with its old configuration.
     Refused,
@@ -588,6 +589,18 @@ impl Mm2Process {
             Ok::<_, std::convert::Infallible>(gone.then_some(()))
         })
         .map(|((), at)| at)
+    }
+
+    /// How many checkpoint tasks MM2 has created in this run (Connect's
+    /// `Worker` logs each creation): 0 means it cannot have written a
+    /// checkpoint.
+    pub fn checkpoint_tasks_created(&self) -> usize {
+        self.log_text().matches(CHECKPOINT_TASK_CREATED_LOG).count()
+    }
+
+    /// The `mm2.properties` this process was started with.
+    pub fn properties_file(&self) -> PathBuf {
+        self.dir.join("mm2.properties")
     }
 
     /// The JVM's resident set size in KiB (`VmRSS` in `/proc/<pid>/status`).

@@ -12,6 +12,7 @@ use std::sync::LazyLock;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use mm2_checkpoint::config::ConfigFormat;
 use mm2_checkpoint::driver::TranslateFormat;
 use mm2_checkpoint::logging::LogFormat;
 
@@ -136,10 +137,43 @@ pub struct ConfigFile {
     file: Option<PathBuf>,
 }
 
+/// `--config-format` (docs/configuration.md, "Connector-style input").
+#[derive(Debug, Args)]
+pub struct ConfigFormatFlag {
+    /// How FILE is written: `mm2` (MirrorMaker 2's mm2.properties), `connector`
+    /// (one MirrorCheckpointConnector configuration, as properties or as
+    /// Connect REST JSON) or `auto` (decided by the content).
+    #[arg(long = "config-format", value_enum, value_name = "FORMAT", default_value_t = ConfigFormatArg::Auto)]
+    config_format: ConfigFormatArg,
+}
+
+/// `--config-format` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ConfigFormatArg {
+    /// JSON, or properties with `connector.class` and no `clusters`, is a
+    /// connector configuration; anything else is mm2.properties.
+    Auto,
+    /// MirrorMaker 2's mm2.properties.
+    Mm2,
+    /// One MirrorCheckpointConnector configuration.
+    Connector,
+}
+
 impl ConfigFile {
     /// The file given (clap requires exactly one of the two forms).
     pub fn path(&self) -> Option<&Path> {
         self.config.as_deref().or(self.file.as_deref())
+    }
+}
+
+impl ConfigFormatFlag {
+    /// How the configuration file is written.
+    pub fn format(&self) -> ConfigFormat {
+        match self.config_format {
+            ConfigFormatArg::Auto => ConfigFormat::Auto,
+            ConfigFormatArg::Mm2 => ConfigFormat::Mm2,
+            ConfigFormatArg::Connector => ConfigFormat::Connector,
+        }
     }
 }
 
@@ -149,6 +183,9 @@ pub struct ValidateArgs {
     /// The configuration file.
     #[command(flatten)]
     pub config: ConfigFile,
+    /// How the configuration file is written.
+    #[command(flatten)]
+    pub config_format: ConfigFormatFlag,
     /// Fail (exit 2) if the file has keys that neither MirrorMaker 2 nor
     /// mm2-checkpoint reads, such as misspelt ones.
     #[arg(long)]
@@ -191,6 +228,9 @@ pub struct RunArgs {
     /// The configuration file.
     #[command(flatten)]
     pub config: ConfigFile,
+    /// How the configuration file is written.
+    #[command(flatten)]
+    pub config_format: ConfigFormatFlag,
     /// Run one round of every flow, then exit.
     #[arg(long)]
     pub once: bool,
@@ -228,6 +268,9 @@ pub struct TranslateArgs {
     /// The configuration file.
     #[command(flatten)]
     pub config: ConfigFile,
+    /// How the configuration file is written.
+    #[command(flatten)]
+    pub config_format: ConfigFormatFlag,
     /// The flow to translate across, `SOURCE->TARGET` (quote it in a shell).
     #[arg(long, value_name = "SOURCE->TARGET")]
     pub flow: String,
@@ -309,6 +352,27 @@ mod tests {
     fn config_given_twice_is_a_usage_error() {
         let e = parse(&["validate", "--config", "a", "b"]).expect_err("refused");
         assert_eq!(e.kind(), ErrorKind::ArgumentConflict);
+        assert_eq!(e.exit_code(), 2);
+    }
+
+    #[test]
+    fn config_format_defaults_to_auto_and_takes_the_three_formats() {
+        let format = |args: &[&str]| match parse(args) {
+            Ok(Cli {
+                command: Command::Validate(v),
+            }) => v.config_format.format(),
+            other => panic!("unexpected parse: {other:?}"),
+        };
+        assert_eq!(format(&["validate", "f"]), ConfigFormat::Auto);
+        assert_eq!(
+            format(&["validate", "--config-format", "connector", "f"]),
+            ConfigFormat::Connector
+        );
+        assert_eq!(
+            format(&["validate", "-c", "f", "--config-format", "mm2"]),
+            ConfigFormat::Mm2
+        );
+        let e = parse(&["run", "--config-format", "json", "f"]).expect_err("refused");
         assert_eq!(e.exit_code(), 2);
     }
 

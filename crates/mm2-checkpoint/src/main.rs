@@ -25,7 +25,9 @@ use mm2_checkpoint::metrics::{Metrics, MetricsServer};
 use mm2_checkpoint::shutdown::{self, ShutdownReason, ShutdownSignal};
 use mm2_checkpoint::{console, logging};
 
-use cli::{Cli, Command, ConfigFile, LogArgs, RunArgs, TranslateArgs, ValidateArgs};
+use cli::{
+    Cli, Command, ConfigFile, ConfigFormatFlag, LogArgs, RunArgs, TranslateArgs, ValidateArgs,
+};
 
 /// A broker, the network or the runtime failed.
 const EXIT_FAILURE: u8 = 1;
@@ -65,7 +67,7 @@ fn main() -> ExitCode {
 }
 
 fn validate(args: &ValidateArgs) -> Result<(), u8> {
-    let config = load_config(&args.config)?;
+    let config = load_config(&args.config, &args.config_format)?;
     console::out(&mm2_checkpoint::config::render_effective_settings(&config));
     if args.strict && !config.unknown_keys.is_empty() {
         let keys: Vec<&str> = config.unknown_keys.iter().map(|u| u.key.as_str()).collect();
@@ -81,7 +83,7 @@ fn validate(args: &ValidateArgs) -> Result<(), u8> {
 
 fn run(args: RunArgs) -> Result<(), u8> {
     let filter = log_filter(&args.log)?;
-    let config = load_config(&args.config)?;
+    let config = load_config(&args.config, &args.config_format)?;
     if let Some(addr) = &args.metrics_addr {
         cli::check_metrics_addr(addr).map_err(|e| usage(&format!("--metrics-addr: {e}")))?;
     }
@@ -131,7 +133,7 @@ fn run(args: RunArgs) -> Result<(), u8> {
 
 fn translate(args: TranslateArgs) -> Result<(), u8> {
     let filter = log_filter(&args.log)?;
-    let config = load_config(&args.config)?;
+    let config = load_config(&args.config, &args.config_format)?;
     if !config.flows.iter().any(|f| f.name() == args.flow) {
         let enabled: Vec<String> = config.flows.iter().map(|f| f.name()).collect();
         return Err(usage(&format!(
@@ -221,18 +223,14 @@ fn usage(message: &str) -> u8 {
     EXIT_USAGE
 }
 
-fn load_config(file: &ConfigFile) -> Result<MirrorConfig, u8> {
+fn load_config(file: &ConfigFile, format: &ConfigFormatFlag) -> Result<MirrorConfig, u8> {
     let Some(path) = file.path() else {
         return Err(usage("give the configuration file with --config FILE"));
     };
-    load_config_file(path).map_err(|e| {
+    MirrorConfig::load_as(path, format.format(), &ProcessEnvironment).map_err(|e| {
         console::err_line(&describe_config_error(&e));
         EXIT_USAGE
     })
-}
-
-fn load_config_file(path: &Path) -> Result<MirrorConfig, ConfigError> {
-    MirrorConfig::load(path, &ProcessEnvironment)
 }
 
 /// `error: <key>: <message> (line N)`, leaving out what is unknown.
@@ -272,6 +270,16 @@ fn log_startup(config: &MirrorConfig) {
         flows = %flows.join(", "),
         "mm2-checkpoint starting"
     );
+    for flow in &flows {
+        tracing::info!(flow, "checkpointing: {}", config.ownership.reason(flow));
+    }
+    let left = config.ownership.left_to_mm2();
+    if !left.is_empty() {
+        tracing::info!(
+            flows = %left.join(", "),
+            "leaving these enabled flows to MirrorMaker 2's checkpoint connector"
+        );
+    }
     for warning in &config.warnings {
         tracing::warn!("configuration: {warning}");
     }

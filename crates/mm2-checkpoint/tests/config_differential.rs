@@ -4,7 +4,10 @@
 //! reads it (`tests/java/CheckpointSettings.java`), and the settings it prints
 //! must be the ones `MirrorConfig` derives: the same enabled flows, aliases,
 //! topic names and locations, policy, filters, intervals, group-sync settings,
-//! timeouts and `offset.lag.max`. A case where the two may differ says so, and
+//! timeouts and `offset.lag.max`. The flows we checkpoint must be the ones MM2
+//! runs no checkpoint task for, when the file hands any over with
+//! `emit.checkpoints.enabled=false`, else all of them (docs/configuration.md,
+//! "Sharing mm2.properties with MirrorMaker 2"). A case where the two may differ says so, and
 //! why (docs/configuration.md, "Differences from MM2").
 
 use std::collections::BTreeMap;
@@ -220,9 +223,32 @@ const CASES: &[Case] = &[
         text: "A->B.enabled = true\ntopics.blacklist = secret.*\nA->B.groups.blacklist = test-.*",
     },
     Case {
-        name: "emit.checkpoints.enabled=false: MM2 rejects the connector too",
-        expect: Expect::BothRefuse("emit.checkpoints.enabled"),
+        name: "emit.checkpoints.enabled=false: MM2 rejects its connector, we take the flow over",
+        expect: Expect::Same,
         text: "A->B.enabled = true\nA->B.emit.checkpoints.enabled = false",
+    },
+    Case {
+        name: "a shared file: one flow handed over, the other stays MM2's",
+        expect: Expect::Same,
+        text: "A->B.enabled = true\nB->A.enabled = true\nA->B.emit.checkpoints.enabled = false\n\
+               A->B.sync.group.offsets.enabled = true\nemit.checkpoints.interval.seconds = 5",
+    },
+    Case {
+        name: "top-level emit.checkpoints.enabled=false hands over every flow but one",
+        expect: Expect::Same,
+        text: "A->B.enabled = true\nB->A.enabled = true\nemit.checkpoints.enabled = false\n\
+               B->A.emit.checkpoints.enabled = true",
+    },
+    Case {
+        name: "handing over with group offset sync off: MM2 validates only emit.checkpoints",
+        expect: Expect::Same,
+        text: "A->B.enabled = true\nA->B.emit.checkpoints.enabled = false\n\
+               A->B.sync.group.offsets.enabled = false",
+    },
+    Case {
+        name: "emit.checkpoints.enabled explicitly true on both flows: our own file",
+        expect: Expect::Same,
+        text: "A->B.enabled = true\nB->A.enabled = true\nemit.checkpoints.enabled = true",
     },
     Case {
         name: "a custom replication policy class",
@@ -230,8 +256,8 @@ const CASES: &[Case] = &[
         text: "A->B.enabled = true\nreplication.policy.class = com.example.MyPolicy",
     },
     Case {
-        name: "FALSE in upper case: MM2 runs a connector that emits nothing (quirk H.15)",
-        expect: Expect::WeRefuse("emit.checkpoints.enabled"),
+        name: "FALSE in upper case: MM2 runs a connector without tasks (quirk H.15), we take over",
+        expect: Expect::Same,
         text: "A->B.enabled = true\nemit.checkpoints.enabled = FALSE",
     },
     Case {
@@ -255,6 +281,9 @@ impl Environment for CaseEnvironment {
 }
 
 type Settings = BTreeMap<String, String>;
+
+/// The helper's line saying whether MM2 runs checkpoint tasks for a flow.
+const TASKS_SETTING: &str = "mm2 checkpoint tasks";
 
 /// MM2's reading: per file, per flow, its settings, or an error.
 type Mm2Reading = BTreeMap<String, BTreeMap<String, Result<Settings, String>>>;
@@ -451,13 +480,37 @@ fn our_reading_of_each_config_is_mm2s() {
                     .iter()
                     .map(|f| (f.name(), our_settings(f)))
                     .collect();
-                let theirs: BTreeMap<String, Settings> = theirs
+                let mut theirs: BTreeMap<String, Settings> = theirs
                     .into_iter()
                     .map(|(flow, r)| match r {
                         Ok(s) => (flow, normalise(s)),
                         Err(e) => (flow, Settings::from([("error".to_string(), e)])),
                     })
                     .collect();
+                // Which flows MM2 checkpoints itself: if it leaves any to us, we
+                // take exactly those and leave it the rest (never both on one
+                // flow); otherwise the file is ours and we take them all.
+                let mm2_runs_tasks: BTreeMap<String, bool> = theirs
+                    .iter_mut()
+                    .map(|(flow, s)| {
+                        let tasks = s.remove(TASKS_SETTING);
+                        (flow.clone(), tasks.as_deref() != Some("no"))
+                    })
+                    .collect();
+                let shared = mm2_runs_tasks.values().any(|runs| !runs);
+                let left_to_mm2: Vec<String> = mm2_runs_tasks
+                    .iter()
+                    .filter(|(_, runs)| shared && **runs)
+                    .map(|(flow, _)| flow.clone())
+                    .collect();
+                if config.ownership.left_to_mm2() != left_to_mm2.as_slice() {
+                    failures.push(format!(
+                        "{}: we leave {:?} to MM2, MM2 keeps checkpointing {left_to_mm2:?}",
+                        case.name,
+                        config.ownership.left_to_mm2()
+                    ));
+                }
+                theirs.retain(|flow, _| !left_to_mm2.contains(flow));
                 if ours != theirs {
                     failures.push(format!("{}: {}", case.name, differences(&theirs, &ours)));
                 }
@@ -494,6 +547,117 @@ fn our_reading_of_each_config_is_mm2s() {
                         case.name,
                         if mm2_refuses { "refuses" } else { "accepts" }
                     ));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The checkpoint connector configurations MM2 itself builds (with
+/// `MirrorMakerConfig.connectorBaseConfig`) from the `mm2.properties` files the
+/// interop tests run MM2 with (`e2e::mm2::Mm2Config`, so they cannot drift):
+/// read as connector-style input, as properties and as Connect REST JSON, each
+/// must give the flow the file gives.
+#[test]
+fn the_connector_configs_mm2_builds_read_like_the_file_they_came_from() {
+    use e2e::mm2::{Checkpoints, Mm2Config};
+    use mm2_checkpoint::config::{CONNECTOR_FLOW, ConfigFormat};
+
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("connector-differential");
+    std::fs::create_dir_all(&dir).expect("create the case directory");
+    let mut with_extras = Mm2Config::new("orders.*", "billing.*");
+    with_extras.extra = vec![
+        (
+            "source->target.sync.group.offsets.enabled".into(),
+            "true".into(),
+        ),
+        ("source.consumer.request.timeout.ms".into(), "20000".into()),
+        ("replication.policy.separator".into(), "_".into()),
+        (
+            "source->target.offset-syncs.topic.location".into(),
+            "target".into(),
+        ),
+    ];
+    let configs = [
+        Mm2Config::new("orders", "billing"),
+        Mm2Config::new("orders", "billing").with_checkpoints(Checkpoints::Refused),
+        Mm2Config::new("orders", "billing").with_checkpoints(Checkpoints::NoGroups),
+        with_extras,
+    ];
+    let paths: Vec<PathBuf> = configs
+        .iter()
+        .enumerate()
+        .map(|(i, config)| {
+            let path = dir.join(format!("mm2-{i}.properties"));
+            std::fs::write(&path, config.render("a1:9092", "b1:9092")).expect("write a case");
+            path
+        })
+        .collect();
+    let class = "org.apache.kafka.connect.mirror.CheckpointSettings";
+    let mut cmd = helpers().command(class);
+    cmd.arg("--connector").args(&paths);
+    let run = output_within(&mut cmd, Duration::from_secs(120)).expect("run CheckpointSettings");
+    assert!(
+        run.status.is_some_and(|s| s.success()),
+        "CheckpointSettings failed: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let mut failures = Vec::new();
+    for path in &paths {
+        let file = path.to_str().expect("utf-8 path");
+        let connector: Vec<(String, String)> = stdout
+            .lines()
+            .filter_map(|l| l.strip_prefix(&format!("{file}\t{CONNECTOR_FLOW}\tconnector\t")))
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        assert!(
+            connector.iter().any(|(k, _)| k == "connector.class"),
+            "no connector config for {file}: {stdout}"
+        );
+        let from_file = MirrorConfig::load(path, &CaseEnvironment).expect("the file is accepted");
+        let expected = our_settings(&from_file.flows[0]);
+        // As properties, escaped the way java.util.Properties reads them.
+        let escape = |s: &str, in_key: bool| -> String {
+            let mut out = String::new();
+            for c in s.chars() {
+                match c {
+                    '\\' => out.push_str("\\\\"),
+                    '\n' => out.push_str("\\n"),
+                    '=' | ':' | ' ' if in_key => {
+                        out.push('\\');
+                        out.push(c);
+                    }
+                    _ => out.push(c),
+                }
+            }
+            out
+        };
+        let properties: String = connector
+            .iter()
+            .map(|(k, v)| format!("{} = {}\n", escape(k, true), escape(v, false)))
+            .collect();
+        let json = serde_json::json!({
+            "name": "mirror-checkpoint",
+            "config": connector.iter().cloned().collect::<BTreeMap<String, String>>(),
+        })
+        .to_string();
+        for (what, text) in [("properties", properties), ("JSON", json)] {
+            match MirrorConfig::from_text(&text, ConfigFormat::Auto, &CaseEnvironment) {
+                Err(e) => failures.push(format!("{file} as {what}: refused: {e}")),
+                Ok(ours) => {
+                    let flow = &ours.flows[0];
+                    if our_settings(flow) != expected
+                        || flow.source != from_file.flows[0].source
+                        || flow.target != from_file.flows[0].target
+                    {
+                        failures.push(format!(
+                            "{file} as {what}: {:?} / the file's {:?}",
+                            flow, from_file.flows[0]
+                        ));
+                    }
                 }
             }
         }

@@ -67,9 +67,10 @@ impl<'a> Lookup<'a> {
             return Ok(None);
         };
         let line = self.props.line(key);
+        let origin = self.props.written_as(key);
         Ok(Some(Setting {
-            value: self.providers.resolve(key, line, raw)?,
-            origin: key.to_string(),
+            value: self.providers.resolve(origin, line, raw)?,
+            origin: origin.to_string(),
             line,
         }))
     }
@@ -140,6 +141,20 @@ impl<'a> Lookup<'a> {
         Ok(enabled)
     }
 
+    /// The flow's `emit.checkpoints.enabled` (flow key, else top-level), if
+    /// set: `Some(false)` hands the flow's checkpointing from MM2 to
+    /// mm2-checkpoint (docs/configuration.md, "Sharing mm2.properties with
+    /// MirrorMaker 2").
+    pub(super) fn emit_checkpoints(
+        &self,
+        flow: &str,
+    ) -> Result<Option<(bool, Setting)>, ConfigError> {
+        match self.flow_key(flow, "emit.checkpoints.enabled")? {
+            None => Ok(None),
+            Some(s) => Ok(Some((parse_bool(&s)?, s))),
+        }
+    }
+
     pub(super) fn flow(
         &self,
         flow: &str,
@@ -159,15 +174,17 @@ impl<'a> Lookup<'a> {
             Ok(s)
         };
 
-        for key in ["emit.checkpoints.enabled", "emit.offset-syncs.enabled"] {
-            if let Some(s) = get(key)?
-                && !parse_bool(&s)?
-            {
-                return Err(s.error(format!(
-                    "is false, so flow {flow} would emit no checkpoints (MM2 rejects this \
-                     connector config too); disable the flow with `{flow}.enabled=false` instead"
-                )));
-            }
+        // `emit.checkpoints.enabled` decided whether the flow is ours before it
+        // was built (`Lookup::checkpointing`); it is listed with its origin.
+        get("emit.checkpoints.enabled")?;
+        if let Some(s) = get("emit.offset-syncs.enabled")?
+            && !parse_bool(&s)?
+        {
+            return Err(s.error(format!(
+                "is false, so flow {flow} has no offset syncs to translate with (MM2 rejects this \
+                 connector config too); let MM2's source connector write offset syncs, or \
+                 disable the flow with `{flow}.enabled=false`"
+            )));
         }
         let bool_or = |s: Option<Setting>, default: bool| s.map_or(Ok(default), |s| parse_bool(&s));
         let seconds = |s: Option<Setting>, default: u64| -> Result<Duration, ConfigError> {

@@ -16,6 +16,7 @@
 //! the key (and line) to fix. Secrets stay inside [`Secret`]. The user-facing
 //! description of every key is `docs/configuration.md`.
 
+pub mod connector;
 pub mod error;
 mod jaas;
 pub mod known_keys;
@@ -30,6 +31,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+pub use connector::{CONNECTOR_FLOW, ConfigFormat};
 pub use error::ConfigError;
 pub use properties::Properties;
 pub use providers::{Environment, ProcessEnvironment};
@@ -201,13 +203,83 @@ impl FlowConfig {
     }
 }
 
+/// Which enabled flows mm2-checkpoint checkpoints, and why
+/// (docs/configuration.md, "Sharing mm2.properties with MirrorMaker 2").
+///
+/// MM2 runs no checkpoint task for a flow whose `emit.checkpoints.enabled` is
+/// false, so that is the flag that hands a flow's checkpointing to us. One file
+/// can then serve both programs without any flow having two checkpointers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ownership {
+    /// The input is one MirrorCheckpointConnector's configuration
+    /// (docs/configuration.md, "Connector-style input"): mm2-checkpoint
+    /// replaces that connector and checkpoints its flow.
+    Connector,
+    /// No enabled flow sets `emit.checkpoints.enabled=false`: the file is
+    /// mm2-checkpoint's own and every enabled flow is checkpointed. MM2 must
+    /// not run its checkpoint connector on this file.
+    OwnFile,
+    /// Some enabled flows set `emit.checkpoints.enabled=false`: the file is
+    /// shared with MM2 and mm2-checkpoint checkpoints exactly those.
+    Shared {
+        /// Each handed-over flow and the key (with its line) that hands it over.
+        handed_over: Vec<(String, String)>,
+        /// The enabled flows whose checkpointing MM2 keeps.
+        left_to_mm2: Vec<String>,
+    },
+}
+
+impl Ownership {
+    /// Whether mm2-checkpoint checkpoints the enabled flow `flow` (`S->T`).
+    pub fn checkpoints(&self, flow: &str) -> bool {
+        match self {
+            Ownership::OwnFile | Ownership::Connector => true,
+            Ownership::Shared { handed_over, .. } => handed_over.iter().any(|(f, _)| f == flow),
+        }
+    }
+
+    /// The enabled flows left to MirrorMaker 2's checkpoint connector.
+    pub fn left_to_mm2(&self) -> &[String] {
+        match self {
+            Ownership::OwnFile | Ownership::Connector => &[],
+            Ownership::Shared { left_to_mm2, .. } => left_to_mm2,
+        }
+    }
+
+    /// Why mm2-checkpoint checkpoints `flow`, one line for `validate`.
+    pub fn reason(&self, flow: &str) -> String {
+        match self {
+            Ownership::Connector => "a MirrorCheckpointConnector configuration: mm2-checkpoint \
+                 replaces that connector (delete it from Connect before starting)"
+                .to_string(),
+            Ownership::OwnFile => {
+                "no flow of the file sets emit.checkpoints.enabled=false, so the \
+                 file is mm2-checkpoint's own and every enabled flow is checkpointed (do not run \
+                 MM2's checkpoint connector on it)"
+                    .to_string()
+            }
+            Ownership::Shared { handed_over, .. } => {
+                match handed_over.iter().find(|(f, _)| f == flow) {
+                    Some((_, origin)) => format!(
+                        "handed over by {origin} = false: MM2 runs no checkpoint task for it"
+                    ),
+                    None => "left to MirrorMaker 2 (its emit.checkpoints.enabled is true)".into(),
+                }
+            }
+        }
+    }
+}
+
 /// The whole file: clusters, enabled flows, and warnings worth logging.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MirrorConfig {
     /// The aliases from `clusters`, in file order, duplicates removed.
     pub clusters: Vec<String>,
-    /// Every enabled flow, in `clusters` order (source, then target).
+    /// Every enabled flow mm2-checkpoint checkpoints, in `clusters` order
+    /// (source, then target).
     pub flows: Vec<FlowConfig>,
+    /// Which enabled flows are ours and why; the others are left to MM2.
+    pub ownership: Ownership,
     /// Accepted but dubious settings (disabled host name verification, ignored
     /// keys, deprecated names, keys nothing reads). The driver logs them at
     /// startup.
@@ -222,25 +294,85 @@ pub struct MirrorConfig {
 }
 
 impl MirrorConfig {
-    /// Reads and validates an `mm2.properties` file (UTF-8). Reads referenced
-    /// provider and PEM files; does no network I/O.
+    /// Reads and validates a configuration file (UTF-8): an `mm2.properties`
+    /// or a MirrorCheckpointConnector configuration, told apart by content
+    /// ([`ConfigFormat::Auto`]). Reads referenced provider and PEM files; does
+    /// no network I/O.
     pub fn load(path: &Path, env: &dyn Environment) -> Result<Self, ConfigError> {
+        Self::load_as(path, ConfigFormat::Auto, env)
+    }
+
+    /// [`load`](Self::load) with the format given.
+    pub fn load_as(
+        path: &Path,
+        format: ConfigFormat,
+        env: &dyn Environment,
+    ) -> Result<Self, ConfigError> {
         let bytes = env
             .read_file(path)
             .map_err(|e| ConfigError::new(format!("cannot read `{}`: {e}", path.display())))?;
-        Self::from_properties(&Properties::parse_bytes(&bytes)?, env)
+        let Ok(text) = std::str::from_utf8(&bytes) else {
+            // The properties reader names the line of the first bad byte.
+            return Err(Properties::parse_bytes(&bytes)
+                .err()
+                .unwrap_or_else(|| ConfigError::new("the file is not valid UTF-8")));
+        };
+        Self::from_text(text, format, env)
     }
 
-    /// Validates parsed properties and derives the enabled flows.
+    /// Validates configuration text in `format` and derives the enabled flows.
+    pub fn from_text(
+        text: &str,
+        format: ConfigFormat,
+        env: &dyn Environment,
+    ) -> Result<Self, ConfigError> {
+        let (props, is_connector) = connector::read(text, format)?;
+        Self::from_entries(&props, env, is_connector).map_err(|e| match e.key() {
+            // A missing cluster setting is named by its cluster (`target.<k>`);
+            // in a connector configuration that is `target.cluster.<k>`.
+            Some(key) if is_connector && e.line().is_none() => match connector::cluster_key(key) {
+                Some(written) => ConfigError::for_key(written, e.message()),
+                None => e,
+            },
+            _ => e,
+        })
+    }
+
+    /// Validates parsed `mm2.properties` entries and derives the enabled flows.
     pub fn from_properties(props: &Properties, env: &dyn Environment) -> Result<Self, ConfigError> {
+        Self::from_entries(props, env, false)
+    }
+
+    /// [`from_properties`](Self::from_properties) for entries that may stand
+    /// for a connector configuration (`connector.rs`), whose keys are then
+    /// reported as the user wrote them.
+    fn from_entries(
+        props: &Properties,
+        env: &dyn Environment,
+        is_connector: bool,
+    ) -> Result<Self, ConfigError> {
+        let connector_key = |key: &str| -> String {
+            key.strip_prefix(CONNECTOR_FLOW)
+                .and_then(|k| k.strip_prefix('.'))
+                .filter(|_| is_connector)
+                .unwrap_or(key)
+                .to_string()
+        };
         let lookup = Lookup::new(props, Providers::declare(props, env)?);
         let clusters = lookup.clusters()?;
         let mut warnings = Vec::new();
         let unknown_keys = known_keys::unknown_keys(props.keys(), &clusters);
+        let mut unknown_as_written = Vec::new();
         for unknown in &unknown_keys {
             let at = props
                 .line(&unknown.key)
                 .map_or_else(String::new, |line| format!(" (line {line})"));
+            let unknown_written = known_keys::UnknownKey {
+                key: props.written_as(&unknown.key).to_string(),
+                suggestion: unknown.suggestion.as_deref().map(connector_key),
+                note: unknown.note,
+            };
+            let unknown = &unknown_written;
             let mut text = format!(
                 "`{}`{at} is read by neither MirrorMaker 2 nor mm2-checkpoint and has no effect",
                 unknown.key
@@ -256,6 +388,7 @@ impl MirrorConfig {
                 (None, None) => {}
             }
             warnings.push(text);
+            unknown_as_written.push(unknown_written);
         }
         for key in props.keys() {
             let client_key = ["consumer.", "producer.", "admin."]
@@ -271,28 +404,69 @@ impl MirrorConfig {
         let global_heartbeats = lookup
             .raw("emit.heartbeats.enabled")
             .is_none_or(java_parse_boolean);
-        let mut flows = Vec::new();
+        let mut enabled = Vec::new();
         for source in &clusters {
             for target in &clusters {
                 if source == target {
                     continue;
                 }
                 let flow = format!("{source}->{target}");
-                if !lookup.flow_enabled(&flow, global_heartbeats, &mut warnings)? {
-                    continue;
+                if lookup.flow_enabled(&flow, global_heartbeats, &mut warnings)? {
+                    let emit = lookup.emit_checkpoints(&flow)?;
+                    enabled.push((flow, source, target, emit));
                 }
-                let prefix = format!("{flow}.");
-                for key in props.keys() {
-                    if key.strip_prefix(&prefix).is_some_and(is_connection_key) {
-                        warnings.push(format!(
-                            "`{key}` is ignored (as in MM2, a flow-level connection key reaches no \
-                             client); use `{source}.<key>`/`{target}.<key>` or \
-                             `{flow}.source.admin.<key>`-style keys"
-                        ));
-                    }
-                }
-                flows.push(lookup.flow(&flow, source, target, env, &mut warnings)?);
             }
+        }
+        // A flow with `emit.checkpoints.enabled=false` is handed over to us;
+        // once one is, the file is shared with MM2 and the others stay MM2's.
+        let handed_over: Vec<(String, String)> = enabled
+            .iter()
+            .filter_map(|(flow, _, _, emit)| match emit {
+                Some((false, s)) => Some((flow.clone(), s.describe_origin())),
+                _ => None,
+            })
+            .collect();
+        let ownership = if handed_over.is_empty() {
+            Ownership::OwnFile
+        } else {
+            Ownership::Shared {
+                left_to_mm2: enabled
+                    .iter()
+                    .filter(|(flow, ..)| !handed_over.iter().any(|(f, _)| f == flow))
+                    .map(|(flow, ..)| flow.clone())
+                    .collect(),
+                handed_over,
+            }
+        };
+        let mut flows = Vec::new();
+        for (flow, source, target, _) in enabled {
+            if !ownership.checkpoints(&flow) {
+                continue;
+            }
+            let prefix = format!("{flow}.");
+            for key in props.keys() {
+                let Some(rest) = key.strip_prefix(&prefix) else {
+                    continue;
+                };
+                if is_connector && is_connection_key(rest) {
+                    let at = props
+                        .line(key)
+                        .map_or_else(String::new, |line| format!(" (line {line})"));
+                    warnings.push(format!(
+                        "`{}`{at} is ignored (as in MirrorConnectorConfig, a bare connection key \
+                         reaches no client); use `source.cluster.{rest}` and \
+                         `target.cluster.{rest}`",
+                        props.written_as(key)
+                    ));
+                } else if is_connection_key(rest) {
+                    warnings.push(format!(
+                        "`{key}` is ignored (as in MM2, a flow-level connection key reaches no \
+                         client); use `{source}.<key>`/`{target}.<key>` or \
+                         `{flow}.source.admin.<key>`-style keys"
+                    ));
+                }
+            }
+            flows.push(lookup.flow(&flow, source, target, env, &mut warnings)?);
         }
         if flows.is_empty() {
             return Err(ConfigError::for_key(
@@ -319,15 +493,20 @@ impl MirrorConfig {
                     && !unknown_keys.iter().any(|u| u.key == *k)
             })
             .map(|k| match props.line(k) {
-                Some(line) => format!("{k} (line {line})"),
-                None => k.to_string(),
+                Some(line) => format!("{} (line {line})", props.written_as(k)),
+                None => props.written_as(k).to_string(),
             })
             .collect();
         Ok(Self {
             clusters,
             flows,
+            ownership: if is_connector {
+                Ownership::Connector
+            } else {
+                ownership
+            },
             warnings,
-            unknown_keys,
+            unknown_keys: unknown_as_written,
             no_effect_keys,
         })
     }

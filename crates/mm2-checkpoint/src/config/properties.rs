@@ -36,7 +36,11 @@ pub struct Properties {
 #[derive(Clone, PartialEq, Eq)]
 struct Entry {
     value: String,
-    line: usize,
+    /// The line of the file, if the entry came from one.
+    line: Option<usize>,
+    /// How the user wrote the key when it differs from `key` (a connector
+    /// configuration's key, see `connector.rs`).
+    written_as: Option<String>,
 }
 
 impl fmt::Debug for Properties {
@@ -98,7 +102,8 @@ impl Properties {
                 key,
                 Entry {
                     value,
-                    line: first_line,
+                    line: Some(first_line),
+                    written_as: None,
                 },
             );
         }
@@ -112,7 +117,35 @@ impl Properties {
 
     /// The 1-based line on which `key` was (last) defined.
     pub fn line(&self, key: &str) -> Option<usize> {
-        self.entries.get(key).map(|e| e.line)
+        self.entries.get(key).and_then(|e| e.line)
+    }
+
+    /// The key as the user wrote it: `key` itself, unless the entry was
+    /// derived from differently named input (a connector configuration).
+    pub fn written_as<'k>(&'k self, key: &'k str) -> &'k str {
+        self.entries
+            .get(key)
+            .and_then(|e| e.written_as.as_deref())
+            .unwrap_or(key)
+    }
+
+    /// Adds (or replaces) `key`, read from `line` of the input where the user
+    /// wrote it as `written_as`.
+    pub(crate) fn insert(
+        &mut self,
+        key: String,
+        value: String,
+        line: Option<usize>,
+        written_as: Option<String>,
+    ) {
+        self.entries.insert(
+            key,
+            Entry {
+                value,
+                line,
+                written_as,
+            },
+        );
     }
 
     /// Whether `key` is present (with any value, even empty).

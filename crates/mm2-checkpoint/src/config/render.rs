@@ -14,7 +14,18 @@ pub fn render_effective_settings(config: &MirrorConfig) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "clusters = {}", config.clusters.join(", "));
     let names: Vec<String> = config.flows.iter().map(FlowConfig::name).collect();
-    let _ = writeln!(out, "enabled flows = {}", names.join(", "));
+    let _ = writeln!(out, "checkpointed flows = {}", names.join(", "));
+    for name in &names {
+        let _ = writeln!(out, "  {name}: {}", config.ownership.reason(name));
+    }
+    let left = config.ownership.left_to_mm2();
+    if !left.is_empty() {
+        let _ = writeln!(
+            out,
+            "left to MirrorMaker 2 = {}    # emit.checkpoints.enabled is true: MM2 checkpoints them",
+            left.join(", ")
+        );
+    }
     for flow in &config.flows {
         render_flow(&mut out, flow);
     }
