@@ -20,6 +20,7 @@ pub mod error;
 mod jaas;
 pub mod known_keys;
 mod lookup;
+pub mod metrics;
 pub mod properties;
 pub mod providers;
 mod render;
@@ -219,6 +220,8 @@ pub struct MirrorConfig {
     /// (`producer.acks`, `tasks.max`, the settings of disabled flows, ...), as
     /// `key (line N)`; `validate` lists them.
     pub no_effect_keys: Vec<String>,
+    /// The process-wide metrics settings (`mm2-checkpoint.metrics.*`).
+    pub metrics: metrics::MetricsSettings,
 }
 
 impl MirrorConfig {
@@ -236,6 +239,7 @@ impl MirrorConfig {
         let lookup = Lookup::new(props, Providers::declare(props, env)?);
         let clusters = lookup.clusters()?;
         let mut warnings = Vec::new();
+        let metrics = metrics::MetricsSettings::read(&lookup)?;
         let unknown_keys = known_keys::unknown_keys(props.keys(), &clusters);
         for unknown in &unknown_keys {
             let at = props
@@ -329,6 +333,7 @@ impl MirrorConfig {
             warnings,
             unknown_keys,
             no_effect_keys,
+            metrics,
         })
     }
 }
