@@ -1,16 +1,16 @@
 //! Prometheus metrics and the HTTP endpoint that serves them.
 //!
-//! [`Metrics`] owns one registry with every series the daemon exports, all named
+//! [`Metrics`] owns one registry with every series the daemon exports, named
 //! `mm2_checkpoint_*` and labelled by `flow` (`"A->B"`). The driver records
 //! through typed methods (`checkpoints_emitted`, `set_checkpoint_latency`, ...)
 //! so metric names and label spellings live only here. [`Readiness`] is the flag
 //! behind `/readyz` and the `mm2_checkpoint_ready` gauge. [`MetricsServer`]
 //! answers `/metrics`, `/healthz` and `/readyz`.
 //!
-//! `checkpoint_latency_ms` differs from MM2's sensor of the same name on
-//! purpose: MM2 keeps one sensor per connector task whose value is whatever
-//! partition was recorded last. Here every (group, topic, partition) has its own
-//! series, and series of groups that stop being checkpointed are removed.
+//! The checkpoint latency is also exported under MirrorMaker 2's names as
+//! Strimzi's metrics rules produce them, and its labels follow the configured
+//! granularity ([`latency`]). [`Metrics::register_flow`] gives every family its
+//! zero-valued series when a flow starts (docs/operations.md, Metrics).
 //!
 //! Exposition uses the `prometheus-client` crate (the Prometheus project's own
 //! pure-Rust client): it handles text-format escaping, both the Prometheus 0.0.4
