@@ -146,6 +146,18 @@ mod tests {
     }
 
     #[test]
+    fn validate_prints_both_settings() {
+        let config = load(&format!("{LATENCY_GRANULARITY_KEY} = flow\n")).expect("accepted");
+        let text = crate::config::render_effective_settings(&config);
+        assert!(
+            text.contains(&format!(
+                "{LATENCY_GRANULARITY_KEY} = flow\n{MM2_NAMES_KEY} = true\n"
+            )),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn a_misspelt_key_is_unknown_with_the_real_one_suggested() {
         let config = load("mm2-checkpoint.metrics.latency.granularty = group\n").expect("accepted");
         let unknown = &config.unknown_keys[0];

@@ -15,6 +15,15 @@ pub fn render_effective_settings(config: &MirrorConfig) -> String {
     let _ = writeln!(out, "clusters = {}", config.clusters.join(", "));
     let names: Vec<String> = config.flows.iter().map(FlowConfig::name).collect();
     let _ = writeln!(out, "enabled flows = {}", names.join(", "));
+    let m = &config.metrics;
+    let _ = writeln!(
+        out,
+        "{} = {}\n{} = {}",
+        super::metrics::LATENCY_GRANULARITY_KEY,
+        m.latency_granularity.as_str(),
+        super::metrics::MM2_NAMES_KEY,
+        m.mm2_names
+    );
     for flow in &config.flows {
         render_flow(&mut out, flow);
     }
