@@ -43,14 +43,25 @@ fn prometheus_tool(name: &str) -> PathBuf {
 }
 
 /// The metric families of docs/operations.md's Metrics section: the first
-/// column of its tables, with our prefix where the table leaves it out.
+/// column of its `metric` tables, with our prefix where the table leaves it
+/// out.
 fn documented_families() -> BTreeSet<String> {
     let doc = std::fs::read_to_string(repo().join("docs/operations.md")).expect("operations.md");
     let start = doc.find("\n## Metrics\n").expect("a Metrics section");
     let section = &doc[start + 1..];
     let end = section[3..].find("\n## ").map_or(section.len(), |e| e + 3);
+    // Rows of the tables whose first column is `metric`.
+    let mut in_metric_table = false;
     section[..end]
         .lines()
+        .filter(|l| {
+            if l.starts_with("| metric |") {
+                in_metric_table = true;
+            } else if !l.starts_with('|') {
+                in_metric_table = false;
+            }
+            in_metric_table
+        })
         .filter_map(|l| l.strip_prefix("| `"))
         .filter_map(|l| l.split('`').next())
         .map(|name| {
@@ -103,7 +114,7 @@ fn every_documented_family_is_served_from_start_up_and_nothing_else() {
     let rt = rt();
     let w = World::new(&rt, "families", 1);
     let group = w.seed(&rt, &[(0, 0, 3), (0, 10, 13)], &[(0, 10)]);
-    let config = w.properties(&group, "");
+    let config = w.properties(&group, "mm2-checkpoint.metrics.mm2.names.enabled = true");
     let daemon = Daemon::start(&config, &w.dir.join("daemon.log"));
     let mut first = None;
     wait_for("the first scrape", Duration::from_secs(30), || {
@@ -288,7 +299,10 @@ fn prometheus_scrapes_the_daemon_and_every_dashboard_query_returns_data() {
     let rt = rt();
     let w = World::new(&rt, "prometheus", 1);
     let group = w.seed(&rt, &[(0, 0, 3), (0, 10, 13)], &[(0, 10)]);
-    let config = w.properties(&group, "sync.group.offsets.enabled = true");
+    let config = w.properties(
+        &group,
+        "sync.group.offsets.enabled = true\nmm2-checkpoint.metrics.mm2.names.enabled = true",
+    );
     let daemon = Daemon::start(&config, &w.dir.join("daemon.log"));
     let emitted = format!(
         "mm2_checkpoint_checkpoints_emitted_total{{flow=\"{}->{}\"}}",

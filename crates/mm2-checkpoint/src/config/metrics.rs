@@ -38,23 +38,14 @@ impl LatencyGranularity {
 }
 
 /// The metrics settings of the whole process.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MetricsSettings {
     /// `mm2-checkpoint.metrics.latency.granularity` (default `partition`).
     pub latency_granularity: LatencyGranularity,
-    /// `mm2-checkpoint.metrics.mm2.names.enabled` (default true): also export
+    /// `mm2-checkpoint.metrics.mm2.names.enabled` (default false): also export
     /// the checkpoint latency under the names Strimzi's rules give MM2's
     /// `MirrorCheckpointConnector` metrics.
     pub mm2_names: bool,
-}
-
-impl Default for MetricsSettings {
-    fn default() -> Self {
-        MetricsSettings {
-            latency_granularity: LatencyGranularity::default(),
-            mm2_names: true,
-        }
-    }
 }
 
 impl MetricsSettings {
@@ -95,27 +86,27 @@ mod tests {
     }
 
     #[test]
-    fn defaults_are_partition_granularity_with_mm2_names() {
+    fn defaults_are_partition_granularity_without_mm2_names() {
         let config = load("").expect("accepted");
         assert_eq!(config.metrics, MetricsSettings::default());
         assert_eq!(
             config.metrics.latency_granularity,
             LatencyGranularity::Partition
         );
-        assert!(config.metrics.mm2_names);
+        assert!(!config.metrics.mm2_names);
     }
 
     #[test]
     fn both_keys_are_read_and_known() {
         let config = load(&format!(
-            "{LATENCY_GRANULARITY_KEY} = group\n{MM2_NAMES_KEY} = FALSE\n"
+            "{LATENCY_GRANULARITY_KEY} = group\n{MM2_NAMES_KEY} = TRUE\n"
         ))
         .expect("accepted");
         assert_eq!(
             config.metrics,
             MetricsSettings {
                 latency_granularity: LatencyGranularity::Group,
-                mm2_names: false,
+                mm2_names: true,
             }
         );
         assert!(config.unknown_keys.is_empty(), "{:?}", config.unknown_keys);
@@ -151,7 +142,7 @@ mod tests {
         let text = crate::config::render_effective_settings(&config);
         assert!(
             text.contains(&format!(
-                "{LATENCY_GRANULARITY_KEY} = flow\n{MM2_NAMES_KEY} = true\n"
+                "{LATENCY_GRANULARITY_KEY} = flow\n{MM2_NAMES_KEY} = false\n"
             )),
             "{text}"
         );

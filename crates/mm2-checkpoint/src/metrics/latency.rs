@@ -32,10 +32,10 @@ const SAMPLES: usize = 2;
 /// topic and partition. The names are interned (see [`LatencyIndex`]).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) struct LatencyKey {
-    pub(super) flow: Arc<str>,
-    pub(super) group: Option<Arc<str>>,
-    pub(super) topic: Option<Arc<str>>,
-    pub(super) partition: Option<i32>,
+    flow: Arc<str>,
+    group: Option<Arc<str>>,
+    topic: Option<Arc<str>>,
+    partition: Option<i32>,
 }
 
 impl LatencyKey {
@@ -174,8 +174,10 @@ pub(super) struct LatencyIndex {
     aliases: HashMap<String, (Arc<str>, Arc<str>)>,
 }
 
-/// group → the series its checkpoints set.
-pub(super) type GroupSeries = BTreeMap<Arc<str>, BTreeSet<LatencyKey>>;
+/// group → the (topic, partition) labels of the series its checkpoints set
+/// (both `None` at group granularity); with the flow and group they make the
+/// series' [`LatencyKey`].
+pub(super) type GroupSeries = BTreeMap<Arc<str>, BTreeSet<(Option<Arc<str>>, Option<i32>)>>;
 
 impl LatencyIndex {
     /// The shared copy of `name`, added if new.
@@ -349,7 +351,7 @@ impl Metrics {
                 .or_default()
                 .entry(group_name)
                 .or_default()
-                .insert(key);
+                .insert((key.topic, key.partition));
         }
     }
 
@@ -364,15 +366,27 @@ impl Metrics {
     /// Removes the series of `group` in `flow` from the families and `index`,
     /// leaving their names interned.
     fn remove_latency_group(&self, index: &mut LatencyIndex, flow: &str, group: &str) {
+        let Some((flow_name, groups)) = index.series.get_key_value(flow) else {
+            return;
+        };
+        let flow_name = Arc::clone(flow_name);
+        let Some((group_name, _)) = groups.get_key_value(group) else {
+            return;
+        };
+        let group_name = Arc::clone(group_name);
         let Some(groups) = index.series.get_mut(flow) else {
             return;
         };
-        let Some(keys) = groups.remove(group) else {
-            return;
-        };
+        let series = groups.remove(group).unwrap_or_default();
         if groups.is_empty() {
             index.series.remove(flow);
         }
+        let keys = series.into_iter().map(|(topic, partition)| LatencyKey {
+            flow: Arc::clone(&flow_name),
+            group: Some(Arc::clone(&group_name)),
+            topic,
+            partition,
+        });
         let lat = &self.inner.latency;
         let (source, target) = index.aliases(flow);
         for key in keys {

@@ -136,7 +136,7 @@ fn latency_series_share_one_copy_of_each_name() {
         .values()
         .flat_map(|groups| groups.values())
         .flatten()
-        .filter_map(|key| key.topic.as_ref())
+        .filter_map(|(topic, _)| topic.as_ref())
         .collect();
     assert_eq!(topics.len(), 20);
     assert!(topics.iter().all(|t| Arc::ptr_eq(t, orders)));
