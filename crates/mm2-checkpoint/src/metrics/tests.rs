@@ -374,7 +374,8 @@ fn mm2_names_carry_source_target_group_topic_partition_with_max_min_avg() {
             format!("{p}{labels} 25.0"),
         ]
     );
-    // 70 s later the first window (0-30 s) has expired: only 10, 25 and 5 count.
+    // At 70 s the window that began at 0 s is older than two windows (60 s):
+    // only the new value counts.
     m.set_checkpoint_latency_at(
         t0 + Duration::from_secs(70),
         "A->B",
@@ -386,7 +387,7 @@ fn mm2_names_carry_source_target_group_topic_partition_with_max_min_avg() {
     assert_eq!(
         sorted_samples(&m, &format!("{p}_max")),
         [format!("{p}_max{labels} 5.0")],
-        "at 70 s the windows of 0 s and 30 s are both older than 60 s"
+        "at 70 s the window that began at 0 s has expired"
     );
     // Removing the group removes the MM2 series too.
     m.remove_checkpoint_latency_group("A->B", "g");
