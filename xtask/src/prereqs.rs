@@ -1,7 +1,9 @@
-//! The system tools the test clusters need — a JDK 17+, Maven and openssl —
-//! checked before `kafka up` and, when missing, installed with Debian's
-//! `apt-get` (directly as root, else through `sudo`), so that `cargo xtask
-//! test` and `cargo xtask demo` set up a fresh machine by themselves.
+//! The system tools the test clusters and the tests need — a JDK 17+, Maven,
+//! openssl, and Prometheus (`prometheus` and `promtool`, for the monitoring
+//! tests of `deploy/monitoring/`) — checked before `kafka up` and, when
+//! missing, installed with Debian's `apt-get` (directly as root, else through
+//! `sudo`), so that `cargo xtask test` and `cargo xtask demo` set up a fresh
+//! machine by themselves.
 //!
 //! `MM2_NO_INSTALL=1` turns the installing off: the check then fails with the
 //! list of packages to install by hand.
@@ -36,10 +38,15 @@ const CLUSTER_TOOLS: &[Tool] = &[
         package: "openssl",
         usable: || runs("openssl", &["version"]),
     },
+    Tool {
+        what: "Prometheus (`prometheus` and `promtool`, for the monitoring tests)",
+        package: "prometheus",
+        usable: || runs("prometheus", &["--version"]) && runs("promtool", &["--version"]),
+    },
 ];
 
-/// Makes sure `java`, `mvn` and `openssl` are there, installing the missing
-/// ones with apt-get unless `MM2_NO_INSTALL=1`.
+/// Makes sure `java`, `mvn`, `openssl`, `prometheus` and `promtool` are
+/// there, installing the missing ones with apt-get unless `MM2_NO_INSTALL=1`.
 pub fn ensure_cluster_tools() -> Result<()> {
     let missing: Vec<&Tool> = CLUSTER_TOOLS.iter().filter(|t| !(t.usable)()).collect();
     if missing.is_empty() {
@@ -50,20 +57,20 @@ pub fn ensure_cluster_tools() -> Result<()> {
     let by_hand = format!("apt-get install {}", packages.join(" "));
     if std::env::var(NO_INSTALL_ENV).is_ok_and(|v| v == "1") {
         bail!(
-            "the test clusters need {} ({NO_INSTALL_ENV}=1, so not installing): run `{by_hand}`",
+            "the test clusters and tests need {} ({NO_INSTALL_ENV}=1, so not installing): run `{by_hand}`",
             names.join(", ")
         );
     }
     if !runs("apt-get", &["--version"]) {
         bail!(
-            "the test clusters need {}, and this machine has no apt-get to install them; \
-             install the equivalent of `{by_hand}`",
+            "the test clusters and tests need {}, and this machine has no apt-get to install \
+             them; install the equivalent of `{by_hand}`",
             names.join(", ")
         );
     }
     let sudo: &[&str] = if is_root() { &[] } else { &["sudo"] };
     eprintln!(
-        "xtask: installing {} for the test clusters ({}apt-get install {})",
+        "xtask: installing {} for the test clusters and tests ({}apt-get install {})",
         names.join(", "),
         sudo.iter().map(|s| format!("{s} ")).collect::<String>(),
         packages.join(" ")

@@ -92,7 +92,7 @@ fn run(args: RunArgs) -> Result<(), u8> {
     let runtime = build_runtime()?;
     let outcome = runtime.block_on(async move {
         let shutdown = install_signals()?;
-        let metrics = Metrics::new(cli::VERSION, cli::TLS_PROVIDER);
+        let metrics = Metrics::with_settings(cli::VERSION, cli::TLS_PROVIDER, config.metrics);
         let server = match &args.metrics_addr {
             Some(addr) => Some(start_metrics_server(addr, &metrics, &shutdown).await?),
             None => None,

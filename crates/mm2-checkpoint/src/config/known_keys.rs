@@ -57,6 +57,9 @@ const CONNECTOR_PREFIXES: &[&str] = &[
 /// the top level and per flow like connector keys.
 const OWN_KEYS: &[&str] = &[super::GROUP_OFFSETS_MODE_KEY, super::FOLLOW_COALESCE_KEY];
 
+/// Keys of mm2-checkpoint's own read at the top level only (process-wide).
+const OWN_TOP_LEVEL_KEYS: [&str; 2] = super::metrics::KEYS;
+
 /// Key names by the definition that declares them.
 struct KafkaKeys {
     mirror_maker: BTreeSet<&'static str>,
@@ -133,6 +136,7 @@ impl KafkaKeys {
 
     fn is_top_level(&self, key: &str) -> bool {
         self.mirror_maker.contains(key)
+            || OWN_TOP_LEVEL_KEYS.contains(&key)
             || self.is_connector_key(key)
             || self.client.contains(key)
             || self.is_role_key(key)
@@ -280,6 +284,7 @@ fn describe(known: &KafkaKeys, key: &str, clusters: &[String], flows: &[String])
         add("", &known.mirror_maker);
         add("", &known.connector);
         add("", &own);
+        add("", &OWN_TOP_LEVEL_KEYS.iter().copied().collect());
         add("", &known.client);
     }
     unknown(closest(key, &candidates), None)

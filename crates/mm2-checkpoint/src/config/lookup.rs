@@ -425,7 +425,7 @@ impl<'a> Lookup<'a> {
     }
 }
 
-fn parse_bool(s: &Setting) -> Result<bool, ConfigError> {
+pub(super) fn parse_bool(s: &Setting) -> Result<bool, ConfigError> {
     let v = s.value.trim();
     if v.eq_ignore_ascii_case("true") {
         Ok(true)

@@ -21,6 +21,7 @@ pub mod error;
 mod jaas;
 pub mod known_keys;
 mod lookup;
+pub mod metrics;
 pub mod properties;
 pub mod providers;
 mod render;
@@ -291,6 +292,8 @@ pub struct MirrorConfig {
     /// (`producer.acks`, `tasks.max`, the settings of disabled flows, ...), as
     /// `key (line N)`; `validate` lists them.
     pub no_effect_keys: Vec<String>,
+    /// The process-wide metrics settings (`mm2-checkpoint.metrics.*`).
+    pub metrics: metrics::MetricsSettings,
 }
 
 impl MirrorConfig {
@@ -361,6 +364,7 @@ impl MirrorConfig {
         let lookup = Lookup::new(props, Providers::declare(props, env)?);
         let clusters = lookup.clusters()?;
         let mut warnings = Vec::new();
+        let metrics = metrics::MetricsSettings::read(&lookup)?;
         let unknown_keys = known_keys::unknown_keys(props.keys(), &clusters);
         let mut unknown_as_written = Vec::new();
         for unknown in &unknown_keys {
@@ -508,6 +512,7 @@ impl MirrorConfig {
             warnings,
             unknown_keys: unknown_as_written,
             no_effect_keys,
+            metrics,
         })
     }
 }

@@ -26,6 +26,15 @@ pub fn render_effective_settings(config: &MirrorConfig) -> String {
             left.join(", ")
         );
     }
+    let m = &config.metrics;
+    let _ = writeln!(
+        out,
+        "{} = {}\n{} = {}",
+        super::metrics::LATENCY_GRANULARITY_KEY,
+        m.latency_granularity.as_str(),
+        super::metrics::MM2_NAMES_KEY,
+        m.mm2_names
+    );
     for flow in &config.flows {
         render_flow(&mut out, flow);
     }

@@ -54,6 +54,20 @@ impl FollowerMetrics {
 }
 
 impl Metrics {
+    /// Creates `flow`'s follower series at 0 (both modes 0 until the flow
+    /// decides).
+    pub(super) fn register_follower_flow(&self, flow: &str) {
+        let f = &self.inner.follower;
+        for mode in MODES {
+            let _ = f.mode.get_or_create(&ModeLabels {
+                flow: flow.to_string(),
+                mode,
+            });
+        }
+        let _ = f.commits.get_or_create(&flow_labels(flow));
+        let _ = f.corrections.get_or_create(&flow_labels(flow));
+    }
+
     /// Sets `group_offsets_mode{flow,mode}`: 1 for `following` (follow) or not
     /// (poll), 0 for the other mode.
     pub fn set_group_offsets_mode(&self, flow: &str, following: bool) {

@@ -1,28 +1,28 @@
 //! Prometheus metrics and the HTTP endpoint that serves them.
 //!
-//! [`Metrics`] owns one registry with every series the daemon exports, all named
+//! [`Metrics`] owns one registry with every series the daemon exports, named
 //! `mm2_checkpoint_*` and labelled by `flow` (`"A->B"`). The driver records
 //! through typed methods (`checkpoints_emitted`, `set_checkpoint_latency`, ...)
 //! so metric names and label spellings live only here. [`Readiness`] is the flag
 //! behind `/readyz` and the `mm2_checkpoint_ready` gauge. [`MetricsServer`]
 //! answers `/metrics`, `/healthz` and `/readyz`.
 //!
-//! `checkpoint_latency_ms` differs from MM2's sensor of the same name on
-//! purpose: MM2 keeps one sensor per connector task whose value is whatever
-//! partition was recorded last. Here every (group, topic, partition) has its own
-//! series, and series of groups that stop being checkpointed are removed.
+//! The checkpoint latency is also exported under MirrorMaker 2's names as
+//! Strimzi's metrics rules produce them, and its labels follow the configured
+//! granularity ([`latency`]). [`Metrics::register_flow`] gives every family its
+//! zero-valued series when a flow starts (docs/operations.md, Metrics).
 //!
 //! Exposition uses the `prometheus-client` crate (the Prometheus project's own
 //! pure-Rust client): it handles text-format escaping, both the Prometheus 0.0.4
 //! and OpenMetrics formats, and lock-free counters.
 
 mod follower;
+mod latency;
 mod readiness;
 mod server;
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -32,6 +32,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
+pub use crate::config::metrics::{LatencyGranularity, MetricsSettings};
+pub use latency::MM2_PREFIX;
 pub use readiness::Readiness;
 pub use server::{MetricsServer, ServerLimits};
 
@@ -107,6 +109,15 @@ pub enum GroupSyncOutcome {
 }
 
 impl GroupSyncOutcome {
+    /// Every outcome, for the zero-valued series of a new flow.
+    pub const ALL: [GroupSyncOutcome; 5] = [
+        GroupSyncOutcome::Committed,
+        GroupSyncOutcome::SkippedActive,
+        GroupSyncOutcome::SkippedTargetAhead,
+        GroupSyncOutcome::SkippedUnknownState,
+        GroupSyncOutcome::Failed,
+    ];
+
     /// The label value.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -131,6 +142,13 @@ pub enum TopicKind {
 }
 
 impl TopicKind {
+    /// Every internal topic, for the zero-valued series of a new flow.
+    pub const ALL: [TopicKind; 3] = [
+        TopicKind::OffsetSyncs,
+        TopicKind::Checkpoints,
+        TopicKind::ConsumerOffsets,
+    ];
+
     /// The label value.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -163,6 +181,13 @@ pub enum RecordSkipReason {
 }
 
 impl RecordSkipReason {
+    /// Every reason, for the zero-valued series of a new flow.
+    pub const ALL: [RecordSkipReason; 3] = [
+        RecordSkipReason::Corrupt,
+        RecordSkipReason::Tombstone,
+        RecordSkipReason::UnknownVersion,
+    ];
+
     /// The label value.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -173,17 +198,26 @@ impl RecordSkipReason {
     }
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct FlowLabels {
-    flow: String,
+/// The names [`Metrics::register_flow`] labels a new flow's series with.
+#[derive(Clone, Copy, Debug)]
+pub struct FlowIdentity<'a> {
+    /// The flow's name, `S->T`.
+    pub name: &'a str,
+    /// The source cluster's alias in `clusters`.
+    pub source: &'a str,
+    /// The target cluster's alias in `clusters`.
+    pub target: &'a str,
+    /// `source.cluster.alias` (MM2's `source` tag).
+    pub connector_source: &'a str,
+    /// `target.cluster.alias` (MM2's `target` tag).
+    pub connector_target: &'a str,
+    /// The offset-syncs topic (label `topic` of `initial_read_progress_ratio`).
+    pub offset_syncs_topic: &'a str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct LatencyLabels {
-    flow: Arc<str>,
-    group: Arc<str>,
-    topic: Arc<str>,
-    partition: i32,
+struct FlowLabels {
+    flow: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -230,45 +264,11 @@ fn round_histogram() -> Histogram {
     Histogram::new(ROUND_BUCKETS)
 }
 
-/// The label sets of `checkpoint_latency_ms`, kept so a whole group's series
-/// can be removed (the metric family cannot list its own label sets).
-///
-/// There is one series per (group, partition), so the flow, group and topic
-/// names are interned: every series and index entry shares one `Arc<str>` per
-/// distinct name instead of holding three copies of its own.
-#[derive(Default)]
-struct LatencyIndex {
-    /// Every flow, group and topic name in use by a series.
-    names: HashSet<Arc<str>>,
-    /// flow → group → the (topic, partition) of each series.
-    series: BTreeMap<Arc<str>, GroupSeries>,
-}
-
-/// group → the (topic, partition) of each of its `checkpoint_latency_ms` series.
-type GroupSeries = BTreeMap<Arc<str>, BTreeSet<(Arc<str>, i32)>>;
-
-impl LatencyIndex {
-    /// The shared copy of `name`, added if new.
-    fn intern(&mut self, name: &str) -> Arc<str> {
-        if let Some(shared) = self.names.get(name) {
-            return Arc::clone(shared);
-        }
-        let shared: Arc<str> = Arc::from(name);
-        self.names.insert(Arc::clone(&shared));
-        shared
-    }
-
-    /// Drops the names no series uses any more.
-    fn forget_unused_names(&mut self) {
-        self.names.retain(|name| Arc::strong_count(name) > 1);
-    }
-}
-
 struct Inner {
     registry: Registry,
     checkpoints_emitted: Family<FlowLabels, Counter>,
-    checkpoint_latency: Family<LatencyLabels, Gauge>,
-    latency_index: Mutex<LatencyIndex>,
+    latency: latency::LatencyMetrics,
+    last_round: Family<FlowLabels, RatioGauge>,
     round_duration: Family<FlowLabels, Histogram, fn() -> Histogram>,
     offset_syncs_read: Family<FlowLabels, Counter>,
     untranslatable: Family<UntranslatableLabels, Gauge>,
@@ -294,22 +294,35 @@ impl std::fmt::Debug for Metrics {
 }
 
 impl Metrics {
-    /// A fresh registry. `version` and `tls_provider` go into
-    /// `mm2_checkpoint_build_info` (value 1). Readiness starts as not ready.
+    /// A fresh registry with the default settings. `version` and
+    /// `tls_provider` go into `mm2_checkpoint_build_info` (value 1). Readiness
+    /// starts as not ready.
     pub fn new(version: &'static str, tls_provider: &'static str) -> Self {
-        let mut registry = Registry::with_prefix(PREFIX);
+        Self::with_settings(version, tls_provider, MetricsSettings::default())
+    }
+
+    /// A fresh registry shaped by `settings` (latency granularity, MM2 names).
+    pub fn with_settings(
+        version: &'static str,
+        tls_provider: &'static str,
+        settings: MetricsSettings,
+    ) -> Self {
+        let mut root = Registry::default();
+        let latency = latency::LatencyMetrics::new(settings);
+        latency.register_mm2(&mut root);
+        let registry = root.sub_registry_with_prefix(PREFIX);
         let checkpoints_emitted = Family::<FlowLabels, Counter>::default();
         registry.register(
             "checkpoints_emitted",
             "Checkpoint records written to the target's checkpoints topic",
             checkpoints_emitted.clone(),
         );
-        let checkpoint_latency = Family::<LatencyLabels, Gauge>::default();
+        latency.register(registry);
+        let last_round = Family::<FlowLabels, RatioGauge>::default();
         registry.register(
-            "checkpoint_latency_ms",
-            "Milliseconds between the upstream group's offset and the checkpoint that \
-             carries it, per group and partition",
-            checkpoint_latency.clone(),
+            "last_round_timestamp_seconds",
+            "Unix time at which the flow's last emission round succeeded (0 before the first)",
+            last_round.clone(),
         );
         let round_duration: Family<FlowLabels, Histogram, fn() -> Histogram> =
             Family::new_with_constructor(round_histogram);
@@ -354,7 +367,7 @@ impl Metrics {
             "Share (0 to 1) of an internal topic read at startup",
             initial_read_progress.clone(),
         );
-        let follower = follower::FollowerMetrics::register(&mut registry);
+        let follower = follower::FollowerMetrics::register(registry);
         let ready = Gauge::<i64>::default();
         registry.register(
             "ready",
@@ -375,10 +388,10 @@ impl Metrics {
         );
         Self {
             inner: Arc::new(Inner {
-                registry,
+                registry: root,
                 checkpoints_emitted,
-                checkpoint_latency,
-                latency_index: Mutex::new(LatencyIndex::default()),
+                latency,
+                last_round,
                 round_duration,
                 offset_syncs_read,
                 untranslatable,
@@ -405,90 +418,61 @@ impl Metrics {
             .inc_by(count);
     }
 
-    /// Sets `checkpoint_latency_ms{flow,group,topic,partition}`: the age of the
-    /// upstream offset this round's checkpoint carries (now minus the upstream
-    /// commit or record time; compute it with `saturating_sub` so clock skew
-    /// gives 0).
-    pub fn set_checkpoint_latency(
-        &self,
-        flow: &str,
-        group: &str,
-        topic: &str,
-        partition: i32,
-        latency: Duration,
-    ) {
-        let ms = i64::try_from(latency.as_millis()).unwrap_or(i64::MAX);
-        let mut index = self.latency_index();
-        let labels = LatencyLabels {
-            flow: index.intern(flow),
-            group: index.intern(group),
-            topic: index.intern(topic),
-            partition,
-        };
-        self.inner.checkpoint_latency.get_or_create(&labels).set(ms);
-        index
-            .series
-            .entry(labels.flow)
-            .or_default()
-            .entry(labels.group)
-            .or_default()
-            .insert((labels.topic, partition));
-    }
-
-    /// Removes every `checkpoint_latency_ms` series of `group` in `flow` (the
-    /// group was deleted or is no longer checkpointed).
-    pub fn remove_checkpoint_latency_group(&self, flow: &str, group: &str) {
-        let mut index = self.latency_index();
-        self.remove_latency_group(&mut index, flow, group);
-        index.forget_unused_names();
-    }
-
-    /// Removes the series of `group` in `flow` from the family and `index`,
-    /// leaving their names interned.
-    fn remove_latency_group(&self, index: &mut LatencyIndex, flow: &str, group: &str) {
-        let Some(groups) = index.series.get_mut(flow) else {
-            return;
-        };
-        let Some((group, series)) = groups.remove_entry(group) else {
-            return;
-        };
-        let Some((flow, _)) = index.series.get_key_value(flow) else {
-            return;
-        };
-        let flow = Arc::clone(flow);
-        for (topic, partition) in series {
-            self.inner.checkpoint_latency.remove(&LatencyLabels {
-                flow: Arc::clone(&flow),
-                group: Arc::clone(&group),
-                topic,
-                partition,
+    /// Creates the zero-valued series of a new flow, so that every family
+    /// has its series from start-up: the counters at 0, the gauges at 0 and
+    /// `request_errors_total{cluster}` (with empty `api` and `error`) for
+    /// both clusters. `source` and `target` are the clusters' aliases in
+    /// `clusters` (label `cluster`); `connector_source` and
+    /// `connector_target` are `source.cluster.alias` and
+    /// `target.cluster.alias`, MM2's `source` and `target` tags.
+    pub fn register_flow(&self, flow: &FlowIdentity<'_>) {
+        let i = &self.inner;
+        let name = flow.name;
+        let labels = flow_labels(name);
+        let _ = i.checkpoints_emitted.get_or_create(&labels);
+        let _ = i.round_duration.get_or_create(&labels);
+        let _ = i.offset_syncs_read.get_or_create(&labels);
+        let _ = i.last_round.get_or_create(&labels);
+        for reason in UntranslatableReason::ALL {
+            self.set_untranslatable_partitions(name, reason, 0);
+        }
+        for outcome in GroupSyncOutcome::ALL {
+            let _ = i.group_syncs.get_or_create(&OutcomeLabels {
+                flow: name.to_string(),
+                outcome: outcome.as_str(),
             });
         }
-        if index.series.get(&flow).is_some_and(BTreeMap::is_empty) {
-            index.series.remove(&flow);
+        for cluster in [flow.source, flow.target] {
+            let _ = i.request_errors.get_or_create(&RequestErrorLabels {
+                cluster: cluster.to_string(),
+                api: String::new(),
+                error: String::new(),
+            });
         }
+        for topic_kind in TopicKind::ALL {
+            for reason in RecordSkipReason::ALL {
+                let _ = i.records_skipped.get_or_create(&SkippedLabels {
+                    flow: name.to_string(),
+                    topic_kind: topic_kind.as_str(),
+                    reason: reason.as_str(),
+                });
+            }
+        }
+        self.set_initial_read_progress(name, flow.offset_syncs_topic, 0.0);
+        self.register_follower_flow(name);
+        self.set_latency_aliases(name, flow.connector_source, flow.connector_target);
     }
 
-    /// Removes the `checkpoint_latency_ms` series of every group of `flow` for
-    /// which `keep` returns false. Call it after each round with the set of
-    /// groups still checkpointed.
-    pub fn retain_checkpoint_latency_groups(&self, flow: &str, keep: impl Fn(&str) -> bool) {
-        let mut index = self.latency_index();
-        let gone: Vec<Arc<str>> = index
-            .series
-            .get(flow)
-            .into_iter()
-            .flat_map(BTreeMap::keys)
-            .filter(|g| !keep(g))
-            .cloned()
-            .collect();
-        if gone.is_empty() {
-            return;
-        }
-        for group in gone {
-            self.remove_latency_group(&mut index, flow, &group);
-        }
-        index.forget_unused_names();
+    /// Sets `last_round_timestamp_seconds{flow}` to now: an emission round
+    /// of `flow` succeeded.
+    pub fn round_succeeded(&self, flow: &str) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        self.inner
+            .last_round
+            .get_or_create(&flow_labels(flow))
+            .set(now);
     }
 
     /// Records one round of `flow` in `round_duration_seconds`.
@@ -590,14 +574,6 @@ impl Metrics {
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &self.inner.registry)?;
         Ok(out)
-    }
-
-    fn latency_index(&self) -> std::sync::MutexGuard<'_, LatencyIndex> {
-        // The index holds no invariant a panicking holder could break halfway.
-        self.inner
-            .latency_index
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
     }
 }
 

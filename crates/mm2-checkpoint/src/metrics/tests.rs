@@ -1,6 +1,7 @@
 //! What the exposition says after the driver records through [`Metrics`].
 
 use super::*;
+use std::collections::BTreeSet;
 
 fn metrics() -> Metrics {
     Metrics::new("1.2.3", "rustls+test")
@@ -133,9 +134,9 @@ fn latency_series_share_one_copy_of_each_name() {
     let topics: Vec<&Arc<str>> = index
         .series
         .values()
-        .flat_map(BTreeMap::values)
+        .flat_map(|groups| groups.values())
         .flatten()
-        .map(|(topic, _)| topic)
+        .filter_map(|(topic, _)| topic.as_ref())
         .collect();
     assert_eq!(topics.len(), 20);
     assert!(topics.iter().all(|t| Arc::ptr_eq(t, orders)));
@@ -326,5 +327,177 @@ fn odd_group_names_are_escaped_on_one_line() {
         [
             "mm2_checkpoint_checkpoint_latency_ms{flow=\"A->B\",group=\"we\\\"ird\\ngroup\\\\\",topic=\"t\",partition=\"0\"} 1"
         ]
+    );
+}
+
+fn with(granularity: LatencyGranularity, mm2_names: bool) -> Metrics {
+    Metrics::with_settings(
+        "1.2.3",
+        "rustls+test",
+        MetricsSettings {
+            latency_granularity: granularity,
+            mm2_names,
+        },
+    )
+}
+
+fn sorted_samples(m: &Metrics, name: &str) -> Vec<String> {
+    let mut lines = samples(m, name);
+    lines.sort();
+    lines
+}
+
+#[test]
+fn mm2_names_carry_source_target_group_topic_partition_with_max_min_avg() {
+    let m = with(LatencyGranularity::Partition, true);
+    m.register_flow(&FlowIdentity {
+        name: "A->B",
+        source: "A",
+        target: "B",
+        connector_source: "us",
+        connector_target: "eu",
+        offset_syncs_topic: "mm2-offset-syncs.eu.internal",
+    });
+    let t0 = std::time::Instant::now();
+    for (after, ms) in [(0, 40), (10, 10), (20, 25)] {
+        let at = t0 + Duration::from_secs(after);
+        m.set_checkpoint_latency_at(at, "A->B", "g", "us.orders", 3, Duration::from_millis(ms));
+    }
+    let labels = "{source=\"us\",target=\"eu\",group=\"g\",topic=\"us.orders\",partition=\"3\"}";
+    let p = "kafka_connect_mirror_mirrorcheckpointconnector_checkpoint_latency_ms";
+    assert_eq!(
+        sorted_samples(&m, p),
+        [
+            format!("{p}_avg{labels} 25.0"),
+            format!("{p}_max{labels} 40.0"),
+            format!("{p}_min{labels} 10.0"),
+            format!("{p}{labels} 25.0"),
+        ]
+    );
+    // At 70 s the window that began at 0 s is older than two windows (60 s):
+    // only the new value counts.
+    m.set_checkpoint_latency_at(
+        t0 + Duration::from_secs(70),
+        "A->B",
+        "g",
+        "us.orders",
+        3,
+        Duration::from_millis(5),
+    );
+    assert_eq!(
+        sorted_samples(&m, &format!("{p}_max")),
+        [format!("{p}_max{labels} 5.0")],
+        "at 70 s the window that began at 0 s has expired"
+    );
+    // Removing the group removes the MM2 series too.
+    m.remove_checkpoint_latency_group("A->B", "g");
+    assert!(samples(&m, p).is_empty());
+    assert!(interned_names(&m).is_empty());
+}
+
+#[test]
+fn mm2_names_can_be_turned_off() {
+    let m = with(LatencyGranularity::Partition, false);
+    m.set_checkpoint_latency("A->B", "g", "t", 0, Duration::from_millis(1));
+    let text = exposition(&m);
+    assert!(!text.contains("kafka_connect_mirror"), "{text}");
+    assert!(
+        text.contains("mm2_checkpoint_checkpoint_latency_ms{"),
+        "{text}"
+    );
+}
+
+#[test]
+fn group_granularity_has_one_series_per_group_and_drops_it_with_the_group() {
+    let m = with(LatencyGranularity::Group, true);
+    m.set_checkpoint_latency("A->B", "g1", "t", 0, Duration::from_millis(7));
+    m.set_checkpoint_latency("A->B", "g1", "t", 1, Duration::from_millis(9));
+    m.set_checkpoint_latency("A->B", "g2", "t", 0, Duration::from_millis(3));
+    assert_eq!(
+        sorted_samples(&m, "mm2_checkpoint_checkpoint_latency_ms{"),
+        [
+            "mm2_checkpoint_checkpoint_latency_ms{flow=\"A->B\",group=\"g1\"} 9",
+            "mm2_checkpoint_checkpoint_latency_ms{flow=\"A->B\",group=\"g2\"} 3",
+        ]
+    );
+    assert_eq!(
+        sorted_samples(
+            &m,
+            "kafka_connect_mirror_mirrorcheckpointconnector_checkpoint_latency_ms{"
+        ),
+        [
+            "kafka_connect_mirror_mirrorcheckpointconnector_checkpoint_latency_ms{source=\"A\",target=\"B\",group=\"g1\"} 9.0",
+            "kafka_connect_mirror_mirrorcheckpointconnector_checkpoint_latency_ms{source=\"A\",target=\"B\",group=\"g2\"} 3.0",
+        ]
+    );
+    m.retain_checkpoint_latency_groups("A->B", |g| g == "g2");
+    assert_eq!(
+        sorted_samples(&m, "mm2_checkpoint_checkpoint_latency_ms{"),
+        ["mm2_checkpoint_checkpoint_latency_ms{flow=\"A->B\",group=\"g2\"} 3"]
+    );
+}
+
+#[test]
+fn flow_granularity_has_one_series_per_flow_that_outlives_its_groups() {
+    let m = with(LatencyGranularity::Flow, false);
+    m.set_checkpoint_latency("A->B", "g1", "t", 0, Duration::from_millis(7));
+    m.set_checkpoint_latency("A->B", "g2", "t", 5, Duration::from_millis(4));
+    m.retain_checkpoint_latency_groups("A->B", |_| false);
+    assert_eq!(
+        samples(&m, "mm2_checkpoint_checkpoint_latency_ms{"),
+        ["mm2_checkpoint_checkpoint_latency_ms{flow=\"A->B\"} 4"]
+    );
+}
+
+#[test]
+fn a_registered_flow_has_a_zero_series_in_every_family_but_latency() {
+    let m = metrics();
+    m.register_flow(&FlowIdentity {
+        name: "A->B",
+        source: "A",
+        target: "B",
+        connector_source: "A",
+        connector_target: "B",
+        offset_syncs_topic: "mm2-offset-syncs.B.internal",
+    });
+    let text = exposition(&m);
+    let with_samples: BTreeSet<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split(['{', ' ']).next())
+        .collect();
+    for family in [
+        "mm2_checkpoint_checkpoints_emitted_total",
+        "mm2_checkpoint_last_round_timestamp_seconds",
+        "mm2_checkpoint_round_duration_seconds_count",
+        "mm2_checkpoint_offset_syncs_read_total",
+        "mm2_checkpoint_untranslatable_partitions",
+        "mm2_checkpoint_group_syncs_total",
+        "mm2_checkpoint_request_errors_total",
+        "mm2_checkpoint_records_skipped_total",
+        "mm2_checkpoint_initial_read_progress_ratio",
+        "mm2_checkpoint_group_offsets_mode",
+        "mm2_checkpoint_followed_commits_total",
+        "mm2_checkpoint_follower_corrections_total",
+        "mm2_checkpoint_ready",
+        "mm2_checkpoint_build_info",
+    ] {
+        assert!(
+            with_samples.contains(family),
+            "{family} has no sample in\n{text}"
+        );
+    }
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let value = line.rsplit(' ').next().unwrap_or_default();
+        let zero = value == "0" || value == "0.0";
+        assert!(
+            zero || line.starts_with("mm2_checkpoint_build_info")
+                || line.contains("_bucket{") && line.contains("le=\"+Inf\"") && value == "0",
+            "not zero: {line}"
+        );
+    }
+    assert!(
+        text.contains("mm2_checkpoint_request_errors_total{cluster=\"B\",api=\"\",error=\"\"} 0"),
+        "{text}"
     );
 }

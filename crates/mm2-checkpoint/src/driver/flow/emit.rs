@@ -22,6 +22,7 @@ impl<C: FlowCluster> FlowContext<C> {
         if state.groups.is_empty() {
             self.metrics
                 .observe_round_duration(&self.name, started.elapsed());
+            self.metrics.round_succeeded(&self.name);
             return Ok(RoundSummary::default());
         }
         let s = &self.source;
@@ -101,6 +102,7 @@ impl<C: FlowCluster> FlowContext<C> {
         }
         self.metrics
             .observe_round_duration(&self.name, started.elapsed());
+        self.metrics.round_succeeded(&self.name);
         tracing::debug!(flow = %self.name, emitted = summary.emitted, skipped = summary.skipped, "emission round done");
         Ok(summary)
     }

@@ -21,7 +21,7 @@ use crate::core::policy::ClusterSide;
 use crate::core::{
     CheckpointStore, Flow, GroupFilter, OffsetSyncStore, ReplicationPolicy, TopicFilter,
 };
-use crate::metrics::Metrics;
+use crate::metrics::{FlowIdentity, Metrics};
 
 use super::connect::{self, Connection};
 use super::kafka::{ClusterClient, error_label};
@@ -224,13 +224,22 @@ impl<C: FlowCluster> FlowContext<C> {
         let group_filter =
             GroupFilter::new(opt(&f.groups).as_deref(), opt(&f.groups_exclude).as_deref())
                 .map_err(|e| SetupError::Invalid(format!("flow {name}: groups filter: {e}")))?;
+        let syncs_topic = cfg.offset_syncs_topic();
+        metrics.register_flow(&FlowIdentity {
+            name: &name,
+            source: &cfg.source.alias,
+            target: &cfg.target.alias,
+            connector_source: &cfg.source_alias,
+            connector_target: &cfg.target_alias,
+            offset_syncs_topic: &syncs_topic,
+        });
         let syncs_cluster = match cfg.offset_syncs_topic_location.cluster() {
             ClusterSide::Source => source.clone(),
             ClusterSide::Target => target.clone(),
         };
         Ok(FlowContext {
             flow: cfg.flow(),
-            syncs_topic: cfg.offset_syncs_topic(),
+            syncs_topic,
             checkpoints_topic: cfg.checkpoints_topic(),
             name,
             cfg,

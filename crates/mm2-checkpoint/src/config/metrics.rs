@@ -1,0 +1,157 @@
+//! The process-wide metrics settings (ours; MM2 ignores them), read from the
+//! top level of the file only: one `/metrics` endpoint serves every flow. The
+//! metrics themselves are described in `docs/operations.md` (Metrics).
+
+use super::ConfigError;
+use super::lookup::{Lookup, parse_bool};
+
+/// The key choosing the labels of the checkpoint-latency series.
+pub const LATENCY_GRANULARITY_KEY: &str = "mm2-checkpoint.metrics.latency.granularity";
+
+/// The key turning MirrorMaker 2's checkpoint-latency names on or off.
+pub const MM2_NAMES_KEY: &str = "mm2-checkpoint.metrics.mm2.names.enabled";
+
+/// The keys of this module, for `known_keys`.
+pub(super) const KEYS: [&str; 2] = [LATENCY_GRANULARITY_KEY, MM2_NAMES_KEY];
+
+/// How finely the checkpoint-latency series are labelled.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LatencyGranularity {
+    /// One series per flow, group, topic and partition (as MM2).
+    #[default]
+    Partition,
+    /// One series per flow and group.
+    Group,
+    /// One series per flow.
+    Flow,
+}
+
+impl LatencyGranularity {
+    /// The setting's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LatencyGranularity::Partition => "partition",
+            LatencyGranularity::Group => "group",
+            LatencyGranularity::Flow => "flow",
+        }
+    }
+}
+
+/// The metrics settings of the whole process.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MetricsSettings {
+    /// `mm2-checkpoint.metrics.latency.granularity` (default `partition`).
+    pub latency_granularity: LatencyGranularity,
+    /// `mm2-checkpoint.metrics.mm2.names.enabled` (default false): also export
+    /// the checkpoint latency under the names Strimzi's rules give MM2's
+    /// `MirrorCheckpointConnector` metrics.
+    pub mm2_names: bool,
+}
+
+impl MetricsSettings {
+    /// Reads both keys from the top level of the file.
+    pub(super) fn read(lookup: &Lookup) -> Result<Self, ConfigError> {
+        let mut settings = MetricsSettings::default();
+        if let Some(s) = lookup.setting(LATENCY_GRANULARITY_KEY)? {
+            settings.latency_granularity = match s.value.trim() {
+                "partition" => LatencyGranularity::Partition,
+                "group" => LatencyGranularity::Group,
+                "flow" => LatencyGranularity::Flow,
+                other => {
+                    return Err(s.error(format!(
+                        "`{other}` is not a granularity; use `partition`, `group` or `flow`"
+                    )));
+                }
+            };
+        }
+        if let Some(s) = lookup.setting(MM2_NAMES_KEY)? {
+            settings.mm2_names = parse_bool(&s)?;
+        }
+        Ok(settings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::providers::tests::FakeEnvironment;
+    use crate::config::{MirrorConfig, Properties};
+
+    const BASE: &str = "clusters = A, B\nA.bootstrap.servers = a:9092\n\
+                        B.bootstrap.servers = b:9092\nA->B.enabled = true\n";
+
+    fn load(extra: &str) -> Result<MirrorConfig, ConfigError> {
+        let props = Properties::parse(&format!("{BASE}{extra}"))?;
+        MirrorConfig::from_properties(&props, &FakeEnvironment::default())
+    }
+
+    #[test]
+    fn defaults_are_partition_granularity_without_mm2_names() {
+        let config = load("").expect("accepted");
+        assert_eq!(config.metrics, MetricsSettings::default());
+        assert_eq!(
+            config.metrics.latency_granularity,
+            LatencyGranularity::Partition
+        );
+        assert!(!config.metrics.mm2_names);
+    }
+
+    #[test]
+    fn both_keys_are_read_and_known() {
+        let config = load(&format!(
+            "{LATENCY_GRANULARITY_KEY} = group\n{MM2_NAMES_KEY} = TRUE\n"
+        ))
+        .expect("accepted");
+        assert_eq!(
+            config.metrics,
+            MetricsSettings {
+                latency_granularity: LatencyGranularity::Group,
+                mm2_names: true,
+            }
+        );
+        assert!(config.unknown_keys.is_empty(), "{:?}", config.unknown_keys);
+        assert!(
+            config.no_effect_keys.is_empty(),
+            "{:?}",
+            config.no_effect_keys
+        );
+        let flow = load(&format!("{LATENCY_GRANULARITY_KEY} = flow\n")).expect("accepted");
+        assert_eq!(flow.metrics.latency_granularity, LatencyGranularity::Flow);
+    }
+
+    #[test]
+    fn a_bad_value_names_the_key_line_and_the_accepted_values() {
+        let e = load(&format!("{LATENCY_GRANULARITY_KEY} = topic\n"))
+            .expect_err("rejected")
+            .to_string();
+        assert!(e.contains(LATENCY_GRANULARITY_KEY), "{e}");
+        assert!(e.contains("line 5"), "{e}");
+        assert!(
+            e.contains("`topic`") && e.contains("`partition`, `group` or `flow`"),
+            "{e}"
+        );
+        let e = load(&format!("{MM2_NAMES_KEY} = yes\n"))
+            .expect_err("rejected")
+            .to_string();
+        assert!(e.contains(MM2_NAMES_KEY) && e.contains("`yes`"), "{e}");
+    }
+
+    #[test]
+    fn validate_prints_both_settings() {
+        let config = load(&format!("{LATENCY_GRANULARITY_KEY} = flow\n")).expect("accepted");
+        let text = crate::config::render_effective_settings(&config);
+        assert!(
+            text.contains(&format!(
+                "{LATENCY_GRANULARITY_KEY} = flow\n{MM2_NAMES_KEY} = false\n"
+            )),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_misspelt_key_is_unknown_with_the_real_one_suggested() {
+        let config = load("mm2-checkpoint.metrics.latency.granularty = group\n").expect("accepted");
+        let unknown = &config.unknown_keys[0];
+        assert_eq!(unknown.suggestion.as_deref(), Some(LATENCY_GRANULARITY_KEY));
+    }
+}

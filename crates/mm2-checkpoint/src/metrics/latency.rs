@@ -1,0 +1,445 @@
+//! The checkpoint-latency series: ours (`mm2_checkpoint_checkpoint_latency_ms`)
+//! and, when enabled, MirrorMaker 2's names as Strimzi's metrics rules export
+//! them (`kafka_connect_mirror_mirrorcheckpointconnector_checkpoint_latency_ms`
+//! and its `_max`, `_min`, `_avg`), at the configured granularity
+//! (docs/operations.md, Metrics).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use prometheus_client::encoding::{EncodeLabel, EncodeLabelSet, LabelSetEncoder};
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use super::Metrics;
+use crate::config::metrics::{LatencyGranularity, MetricsSettings};
+
+/// Prefix of the MM2-compatible names: what Strimzi's JMX exporter rules (and
+/// its metrics reporter) make of `kafka.connect.mirror:type=MirrorCheckpointConnector`.
+pub const MM2_PREFIX: &str = "kafka_connect_mirror_mirrorcheckpointconnector";
+
+/// Kafka's default `metrics.sample.window.ms`: one sample of max, min and avg.
+const SAMPLE_WINDOW: Duration = Duration::from_secs(30);
+
+/// Kafka's default `metrics.num.samples`: max, min and avg cover this many
+/// windows.
+const SAMPLES: usize = 2;
+
+/// One latency series: the flow and, depending on the granularity, the group,
+/// topic and partition. The names are interned (see [`LatencyIndex`]).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct LatencyKey {
+    flow: Arc<str>,
+    group: Option<Arc<str>>,
+    topic: Option<Arc<str>>,
+    partition: Option<i32>,
+}
+
+impl LatencyKey {
+    /// The labels after `first`: group, topic and partition, when present.
+    fn encode_rest(&self, encoder: &mut LabelSetEncoder) -> Result<(), std::fmt::Error> {
+        if let Some(group) = &self.group {
+            ("group", &**group).encode(encoder.encode_label())?;
+        }
+        if let Some(topic) = &self.topic {
+            ("topic", &**topic).encode(encoder.encode_label())?;
+        }
+        if let Some(partition) = self.partition {
+            ("partition", partition).encode(encoder.encode_label())?;
+        }
+        Ok(())
+    }
+}
+
+impl EncodeLabelSet for LatencyKey {
+    fn encode(&self, encoder: &mut LabelSetEncoder) -> Result<(), std::fmt::Error> {
+        ("flow", &*self.flow).encode(encoder.encode_label())?;
+        self.encode_rest(encoder)
+    }
+}
+
+/// The labels of an MM2-compatible series: MM2 tags its sensors with the
+/// connector's `source` and `target` aliases instead of a flow.
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+struct Mm2Labels {
+    source: Arc<str>,
+    target: Arc<str>,
+    key: LatencyKey,
+}
+
+impl EncodeLabelSet for Mm2Labels {
+    fn encode(&self, encoder: &mut LabelSetEncoder) -> Result<(), std::fmt::Error> {
+        ("source", &*self.source).encode(encoder.encode_label())?;
+        ("target", &*self.target).encode(encoder.encode_label())?;
+        self.key.encode_rest(encoder)
+    }
+}
+
+type FloatGauge = Gauge<f64, AtomicU64>;
+
+/// MM2's `checkpoint-latency-ms` sensor under Strimzi's names.
+struct Mm2Families {
+    value: Family<Mm2Labels, FloatGauge>,
+    max: Family<Mm2Labels, FloatGauge>,
+    min: Family<Mm2Labels, FloatGauge>,
+    avg: Family<Mm2Labels, FloatGauge>,
+}
+
+impl Mm2Families {
+    fn each(&self) -> [&Family<Mm2Labels, FloatGauge>; 4] {
+        [&self.value, &self.max, &self.min, &self.avg]
+    }
+}
+
+/// One window of a sampled statistic, as Kafka's `SampledStat` keeps it.
+#[derive(Clone, Copy, Debug)]
+struct Sample {
+    start: Instant,
+    count: u64,
+    sum: f64,
+    min: f64,
+    max: f64,
+}
+
+/// Max, min and average of the values recorded in the last [`SAMPLES`]
+/// windows of [`SAMPLE_WINDOW`], computed as Kafka's `Max`, `Min` and `Avg`
+/// stats do with their default configuration.
+#[derive(Clone, Debug, Default)]
+pub(super) struct SampledLatency {
+    samples: [Option<Sample>; SAMPLES],
+    current: usize,
+}
+
+impl SampledLatency {
+    /// Records `value` at `now`; returns (max, min, avg) over the live windows.
+    fn record(&mut self, now: Instant, value: f64) -> (f64, f64, f64) {
+        let fresh = Sample {
+            start: now,
+            count: 0,
+            sum: 0.0,
+            min: f64::INFINITY,
+            max: f64::NEG_INFINITY,
+        };
+        let expired = |s: &Sample| now.saturating_duration_since(s.start) >= SAMPLE_WINDOW;
+        match &self.samples[self.current] {
+            Some(s) if !expired(s) => {}
+            Some(_) => {
+                self.current = (self.current + 1) % SAMPLES;
+                self.samples[self.current] = Some(fresh);
+            }
+            None => self.samples[self.current] = Some(fresh),
+        }
+        if let Some(s) = &mut self.samples[self.current] {
+            s.count += 1;
+            s.sum += value;
+            s.min = s.min.min(value);
+            s.max = s.max.max(value);
+        }
+        let horizon = SAMPLE_WINDOW * SAMPLES as u32;
+        let live = self
+            .samples
+            .iter()
+            .flatten()
+            .filter(|s| now.saturating_duration_since(s.start) < horizon);
+        let (mut count, mut sum, mut min, mut max) = (0u64, 0.0, f64::INFINITY, f64::NEG_INFINITY);
+        for s in live {
+            count += s.count;
+            sum += s.sum;
+            min = min.min(s.min);
+            max = max.max(s.max);
+        }
+        (max, min, sum / count.max(1) as f64)
+    }
+}
+
+/// The label sets in use, kept so a whole group's series can be removed (a
+/// metric family cannot list its own label sets), and the MM2 statistics.
+///
+/// There can be one series per (group, partition), so the flow, group and
+/// topic names are interned: every series and index entry shares one
+/// `Arc<str>` per distinct name instead of holding copies of its own.
+#[derive(Default)]
+pub(super) struct LatencyIndex {
+    /// Every flow, group and topic name in use by a series.
+    pub(super) names: HashSet<Arc<str>>,
+    /// flow → group → the series that group's checkpoints set (none at flow
+    /// granularity: that series belongs to no group).
+    pub(super) series: BTreeMap<Arc<str>, GroupSeries>,
+    /// The MM2 statistics of each series (when MM2 names are enabled).
+    stats: HashMap<LatencyKey, SampledLatency>,
+    /// flow → the connector's (source, target) aliases, for MM2's tags.
+    aliases: HashMap<String, (Arc<str>, Arc<str>)>,
+}
+
+/// group → the (topic, partition) labels of the series its checkpoints set
+/// (both `None` at group granularity); with the flow and group they make the
+/// series' [`LatencyKey`].
+pub(super) type GroupSeries = BTreeMap<Arc<str>, BTreeSet<(Option<Arc<str>>, Option<i32>)>>;
+
+impl LatencyIndex {
+    /// The shared copy of `name`, added if new.
+    fn intern(&mut self, name: &str) -> Arc<str> {
+        if let Some(shared) = self.names.get(name) {
+            return Arc::clone(shared);
+        }
+        let shared: Arc<str> = Arc::from(name);
+        self.names.insert(Arc::clone(&shared));
+        shared
+    }
+
+    /// Drops the names no series uses any more.
+    fn forget_unused_names(&mut self) {
+        self.names.retain(|name| Arc::strong_count(name) > 1);
+    }
+
+    /// MM2's `source` and `target` tags of `flow`: the aliases given to
+    /// [`Metrics::register_flow`], else the two sides of the flow's name.
+    fn aliases(&self, flow: &str) -> (Arc<str>, Arc<str>) {
+        if let Some((s, t)) = self.aliases.get(flow) {
+            return (Arc::clone(s), Arc::clone(t));
+        }
+        let (s, t) = flow.split_once("->").unwrap_or((flow, ""));
+        (Arc::from(s), Arc::from(t))
+    }
+}
+
+/// The latency families and their index.
+pub(super) struct LatencyMetrics {
+    granularity: LatencyGranularity,
+    ours: Family<LatencyKey, Gauge>,
+    mm2: Option<Mm2Families>,
+    index: Mutex<LatencyIndex>,
+}
+
+impl LatencyMetrics {
+    /// The families for `settings`, not registered yet.
+    pub(super) fn new(settings: MetricsSettings) -> Self {
+        let mm2 = settings.mm2_names.then(|| Mm2Families {
+            value: Family::default(),
+            max: Family::default(),
+            min: Family::default(),
+            avg: Family::default(),
+        });
+        LatencyMetrics {
+            granularity: settings.latency_granularity,
+            ours: Family::default(),
+            mm2,
+            index: Mutex::new(LatencyIndex::default()),
+        }
+    }
+
+    /// Registers our family in `prefixed` (the `mm2_checkpoint` registry).
+    pub(super) fn register(&self, prefixed: &mut Registry) {
+        prefixed.register(
+            "checkpoint_latency_ms",
+            "Milliseconds from a checkpoint record's timestamp to the broker's \
+             acknowledgement, for the latest checkpoint of each series",
+            self.ours.clone(),
+        );
+    }
+
+    /// Registers the MM2-compatible families, if enabled, in `root` (the
+    /// registry without a prefix).
+    pub(super) fn register_mm2(&self, root: &mut Registry) {
+        let Some(families) = &self.mm2 else {
+            return;
+        };
+        let sub = root.sub_registry_with_prefix(MM2_PREFIX);
+        for (name, help, family) in [
+            (
+                "checkpoint_latency_ms",
+                "MM2 checkpoint-latency-ms: milliseconds from a checkpoint record's \
+                 timestamp to the broker's acknowledgement (the latest)",
+                &families.value,
+            ),
+            (
+                "checkpoint_latency_ms_max",
+                "MM2 checkpoint-latency-ms-max: the largest latency of the last 60 s",
+                &families.max,
+            ),
+            (
+                "checkpoint_latency_ms_min",
+                "MM2 checkpoint-latency-ms-min: the smallest latency of the last 60 s",
+                &families.min,
+            ),
+            (
+                "checkpoint_latency_ms_avg",
+                "MM2 checkpoint-latency-ms-avg: the average latency of the last 60 s",
+                &families.avg,
+            ),
+        ] {
+            sub.register(name, help, family.clone());
+        }
+    }
+}
+
+impl Metrics {
+    /// Sets the checkpoint latency of `group`'s checkpoint of `topic`
+    /// `partition` in `flow`: the time from the checkpoint record's timestamp
+    /// to the broker's acknowledgement (MM2's `checkpoint-latency-ms`). At a
+    /// coarser granularity the series of the group or flow takes the value.
+    pub fn set_checkpoint_latency(
+        &self,
+        flow: &str,
+        group: &str,
+        topic: &str,
+        partition: i32,
+        latency: Duration,
+    ) {
+        self.set_checkpoint_latency_at(Instant::now(), flow, group, topic, partition, latency);
+    }
+
+    pub(super) fn set_checkpoint_latency_at(
+        &self,
+        now: Instant,
+        flow: &str,
+        group: &str,
+        topic: &str,
+        partition: i32,
+        latency: Duration,
+    ) {
+        let lat = &self.inner.latency;
+        let ms = i64::try_from(latency.as_millis()).unwrap_or(i64::MAX);
+        let mut index = self.latency_index();
+        let flow_name = index.intern(flow);
+        let group_name = index.intern(group);
+        let key = match lat.granularity {
+            LatencyGranularity::Partition => LatencyKey {
+                flow: Arc::clone(&flow_name),
+                group: Some(Arc::clone(&group_name)),
+                topic: Some(index.intern(topic)),
+                partition: Some(partition),
+            },
+            LatencyGranularity::Group => LatencyKey {
+                flow: Arc::clone(&flow_name),
+                group: Some(Arc::clone(&group_name)),
+                topic: None,
+                partition: None,
+            },
+            LatencyGranularity::Flow => LatencyKey {
+                flow: Arc::clone(&flow_name),
+                group: None,
+                topic: None,
+                partition: None,
+            },
+        };
+        lat.ours.get_or_create(&key).set(ms);
+        if let Some(mm2) = &lat.mm2 {
+            let (max, min, avg) = index
+                .stats
+                .entry(key.clone())
+                .or_default()
+                .record(now, ms as f64);
+            let (source, target) = index.aliases(flow);
+            let labels = Mm2Labels {
+                source,
+                target,
+                key: key.clone(),
+            };
+            mm2.value.get_or_create(&labels).set(ms as f64);
+            mm2.max.get_or_create(&labels).set(max);
+            mm2.min.get_or_create(&labels).set(min);
+            mm2.avg.get_or_create(&labels).set(avg);
+        }
+        if key.group.is_some() {
+            index
+                .series
+                .entry(flow_name)
+                .or_default()
+                .entry(group_name)
+                .or_default()
+                .insert((key.topic, key.partition));
+        }
+    }
+
+    /// Removes every checkpoint-latency series of `group` in `flow` (the
+    /// group was deleted or is no longer checkpointed).
+    pub fn remove_checkpoint_latency_group(&self, flow: &str, group: &str) {
+        let mut index = self.latency_index();
+        self.remove_latency_group(&mut index, flow, group);
+        index.forget_unused_names();
+    }
+
+    /// Removes the series of `group` in `flow` from the families and `index`,
+    /// leaving their names interned.
+    fn remove_latency_group(&self, index: &mut LatencyIndex, flow: &str, group: &str) {
+        let Some((flow_name, groups)) = index.series.get_key_value(flow) else {
+            return;
+        };
+        let flow_name = Arc::clone(flow_name);
+        let Some((group_name, _)) = groups.get_key_value(group) else {
+            return;
+        };
+        let group_name = Arc::clone(group_name);
+        let Some(groups) = index.series.get_mut(flow) else {
+            return;
+        };
+        let series = groups.remove(group).unwrap_or_default();
+        if groups.is_empty() {
+            index.series.remove(flow);
+        }
+        let keys = series.into_iter().map(|(topic, partition)| LatencyKey {
+            flow: Arc::clone(&flow_name),
+            group: Some(Arc::clone(&group_name)),
+            topic,
+            partition,
+        });
+        let lat = &self.inner.latency;
+        let (source, target) = index.aliases(flow);
+        for key in keys {
+            lat.ours.remove(&key);
+            index.stats.remove(&key);
+            if let Some(mm2) = &lat.mm2 {
+                let labels = Mm2Labels {
+                    source: Arc::clone(&source),
+                    target: Arc::clone(&target),
+                    key,
+                };
+                for family in mm2.each() {
+                    family.remove(&labels);
+                }
+            }
+        }
+    }
+
+    /// Removes the checkpoint-latency series of every group of `flow` for
+    /// which `keep` returns false. Call it after each round with the set of
+    /// groups still checkpointed.
+    pub fn retain_checkpoint_latency_groups(&self, flow: &str, keep: impl Fn(&str) -> bool) {
+        let mut index = self.latency_index();
+        let gone: Vec<Arc<str>> = index
+            .series
+            .get(flow)
+            .into_iter()
+            .flat_map(BTreeMap::keys)
+            .filter(|g| !keep(g))
+            .cloned()
+            .collect();
+        if gone.is_empty() {
+            return;
+        }
+        for group in gone {
+            self.remove_latency_group(&mut index, flow, &group);
+        }
+        index.forget_unused_names();
+    }
+
+    /// Records the connector aliases MM2 would tag `flow`'s series with.
+    pub(super) fn set_latency_aliases(&self, flow: &str, source: &str, target: &str) {
+        let mut index = self.latency_index();
+        let aliases = (Arc::from(source), Arc::from(target));
+        index.aliases.insert(flow.to_string(), aliases);
+    }
+
+    pub(super) fn latency_index(&self) -> std::sync::MutexGuard<'_, LatencyIndex> {
+        // The index holds no invariant a panicking holder could break halfway.
+        self.inner
+            .latency
+            .index
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
