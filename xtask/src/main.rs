@@ -102,7 +102,7 @@ commands:
                     offset-sync catch-up; table on stdout (and FILE), raw JSON in
                     target/bench/. See docs/benchmarks.md
   bench latency [--quick] [--groups 1000] [--partitions 10] [--seconds 60]
-            [--sides follow,poll,mm2-1s,mm2-60s] [--heavy-groups 3000]
+            [--sides follow,poll,mm2-1s,mm2-60s] [--heavy-groups 2000]
             [--big-groups 10000] [--big-seconds 20] [--keep-topics] [--out FILE]
                     commit → checkpoint and commit → target group offset delays
                     (p50/p99/max) with every group committing once a second: ours

@@ -56,7 +56,7 @@ usage: cargo xtask bench [-- CRITERION ARGS]
                              [--syncs 1000000] [--window 30] [--out FILE]
        cargo xtask bench latency [--quick] [--groups 1000] [--partitions 10]
                              [--seconds 60] [--sides follow,poll,mm2-1s,mm2-60s]
-                             [--heavy-groups 3000] [--big-groups 10000]
+                             [--heavy-groups 2000] [--big-groups 10000]
                              [--big-seconds 20] [--keep-topics] [--out FILE]";
 
 /// Entry point of `cargo xtask bench ...`.

@@ -10,8 +10,11 @@ use super::super::args::positive;
 /// Who is measured in one run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Side {
-    /// mm2-checkpoint following `__consumer_offsets` (emit interval at its 60 s default).
+    /// mm2-checkpoint following `__consumer_offsets` (emit interval at its 60 s
+    /// default), syncing the target groups.
     Follow,
+    /// The same without target group sync: checkpoints only.
+    FollowNoSync,
     /// mm2-checkpoint polling the groups every second.
     Poll,
     /// MM2's checkpoint connector at this emit and group sync interval (s).
@@ -19,10 +22,16 @@ pub enum Side {
 }
 
 impl Side {
+    /// Whether the side syncs the target groups' offsets.
+    pub fn syncs_groups(self) -> bool {
+        self != Side::FollowNoSync
+    }
+
     /// The name used in options, run directories and the report.
     pub fn name(self) -> String {
         match self {
             Side::Follow => "ours-follow".into(),
+            Side::FollowNoSync => "ours-follow-nosync".into(),
             Side::Poll => "ours-poll".into(),
             Side::Mm2(s) => format!("mm2-{s}s"),
         }
@@ -31,6 +40,7 @@ impl Side {
     fn parse(word: &str) -> Result<Side> {
         Ok(match word {
             "follow" | "ours-follow" => Side::Follow,
+            "follow-nosync" | "ours-follow-nosync" => Side::FollowNoSync,
             "poll" | "ours-poll" => Side::Poll,
             "mm2-default" => Side::Mm2(60),
             w => match w
@@ -59,9 +69,11 @@ pub struct LatencyArgs {
     pub seconds: u64,
     /// The sides measured on the main workload, in this order.
     pub sides: Vec<Side>,
-    /// A heavier follow-mode run with this many groups (none: skipped).
+    /// A heavier run of ours following, without group sync, with this many
+    /// groups (none: skipped).
     pub heavy_groups: Option<usize>,
-    /// A follow-mode run with this many groups for RSS and replay (none: skipped).
+    /// A run of ours following, without group sync, with this many groups,
+    /// for RSS and replay (none: skipped).
     pub big_groups: Option<usize>,
     /// Seconds of commits in the big run.
     pub big_seconds: u64,
@@ -77,8 +89,14 @@ impl Default for LatencyArgs {
             groups: 1000,
             partitions: 10,
             seconds: 60,
-            sides: vec![Side::Follow, Side::Poll, Side::Mm2(1), Side::Mm2(60)],
-            heavy_groups: Some(3000),
+            sides: vec![
+                Side::Follow,
+                Side::FollowNoSync,
+                Side::Poll,
+                Side::Mm2(1),
+                Side::Mm2(60),
+            ],
+            heavy_groups: Some(2000),
             big_groups: Some(10_000),
             big_seconds: 20,
             keep_topics: false,
@@ -94,7 +112,7 @@ impl LatencyArgs {
         Self {
             groups: 100,
             seconds: 10,
-            sides: vec![Side::Follow, Side::Poll, Side::Mm2(1)],
+            sides: vec![Side::Follow, Side::FollowNoSync, Side::Poll, Side::Mm2(1)],
             heavy_groups: None,
             big_groups: None,
             ..Self::default()

@@ -51,6 +51,10 @@ use stats::{Seen, coverage_delays, percentiles, round_of_downstream, round_of_up
 const SLICES: usize = 10;
 /// Most commit requests in flight at once.
 const IN_FLIGHT: usize = 200;
+/// Connections the commits are spread over: a broker serves one
+/// connection's requests one at a time, so one connection drives only
+/// 1 ÷ (commit latency) commits a second.
+const COMMIT_CONNECTIONS: usize = 16;
 /// The follower's and the watchers' fetch wait.
 const FETCH_WAIT: Duration = Duration::from_millis(100);
 /// After the last commit, how long to wait beyond two emit intervals for the
@@ -226,6 +230,10 @@ impl Bench {
                  sync.group.offsets.enabled = true\n"
                     .to_owned(),
             ),
+            Side::FollowNoSync => (
+                60,
+                "mm2-checkpoint.group.offsets.mode = follow\n".to_owned(),
+            ),
             Side::Poll => (
                 1,
                 "mm2-checkpoint.group.offsets.mode = poll\n\
@@ -246,16 +254,17 @@ impl Bench {
         flow
     }
 
-    /// Commits round `k` for `groups` (indexes into `flow.groups`), writing
-    /// each acknowledgement time into `acks[g][k - 1]`.
-    fn commit_slice(
+    /// Commits round `k` (upstream offset [`stats::upstream_of_round`]) for
+    /// `groups` (indexes into `flow.groups`), spread over `clients`; returns
+    /// each group's acknowledgement time (ms since `origin`).
+    fn commit_round(
         &self,
+        clients: &[ClusterClient],
         flow: &Flow,
         k: i64,
         groups: std::ops::Range<usize>,
         origin: Instant,
-        acks: &mut [Vec<f64>],
-    ) -> Result<()> {
+    ) -> Result<Vec<(usize, f64)>> {
         let offsets: Arc<BTreeMap<TopicPartition, CommittedOffset>> = Arc::new(
             (0..flow.partitions)
                 .map(|p| {
@@ -267,12 +276,13 @@ impl Bench {
                 .collect(),
         );
         let idx: Vec<usize> = groups.collect();
+        let mut acks = Vec::with_capacity(idx.len());
         self.rt.block_on(async {
             for chunk in idx.chunks(IN_FLIGHT) {
                 let mut set = tokio::task::JoinSet::new();
                 for &g in chunk {
-                    let (s, name, offsets) =
-                        (self.source.clone(), flow.groups[g].clone(), offsets.clone());
+                    let s = clients[g % clients.len()].clone();
+                    let (name, offsets) = (flow.groups[g].clone(), offsets.clone());
                     set.spawn(async move {
                         let r = s.commit_group_offsets(&name, &offsets).await;
                         (g, now_ms(origin), name, r)
@@ -285,11 +295,12 @@ impl Bench {
                         Ok(other) => bail!("committing group {name}: {other:?}"),
                         Err(e) => bail!("committing group {name}: {e}"),
                     }
-                    acks[g][k as usize - 1] = at;
+                    acks.push((g, at));
                 }
             }
             Ok(())
-        })
+        })?;
+        Ok(acks)
     }
 
     /// Writes the offset sync of round `k` for every partition.
@@ -309,7 +320,7 @@ impl Bench {
 
     fn spawn_side(&self, side: Side, flow: &Flow, dir: &Path) -> Result<Guard> {
         Ok(match side {
-            Side::Follow | Side::Poll => self.spawn_ours(flow, dir)?.0,
+            Side::Follow | Side::FollowNoSync | Side::Poll => self.spawn_ours(flow, dir)?.0,
             Side::Mm2(_) => self.spawn_connect(dir, flow)?,
         })
     }
@@ -326,6 +337,7 @@ impl Bench {
     ) -> Result<SideResult> {
         let tag = match side {
             Side::Follow => "f".to_owned(),
+            Side::FollowNoSync => "n".to_owned(),
             Side::Poll => "p".to_owned(),
             Side::Mm2(s) => format!("m{s}-"),
         };
@@ -337,7 +349,22 @@ impl Bench {
         eprintln!(
             "bench: {label}: seeding {groups} groups × {partitions} partitions (load {loadavg_before})"
         );
-        self.seed(&flow, None)?;
+        // The topic and its syncs as `bench mm2` seeds them; round 0 committed
+        // here, over many connections.
+        let clients = (0..COMMIT_CONNECTIONS)
+            .map(|i| {
+                ClusterClient::new(
+                    &format!("source-{i}"),
+                    vec![self.source_addr.clone()],
+                    kafka_lite::ConnectionConfig::default(),
+                )
+                .map_err(|e| anyhow::anyhow!("client for the source: {e}"))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut topic_only = flow.with_source_alias(&flow.source_alias);
+        topic_only.groups.clear();
+        self.seed(&topic_only, None)?;
+        self.commit_round(&clients, &flow, 0, 0..groups, Instant::now())?;
         self.write_round_syncs(&flow, 1)?;
         let remote = topics::remote(&flow.source_alias, &flow.topic);
         self.rt.block_on(async {
@@ -389,7 +416,7 @@ impl Bench {
                 observed.clone(),
             )),
         ];
-        let result = self.latency_measure(side, &flow, &dir, origin, &observed, seconds);
+        let result = self.latency_measure(&clients, side, &flow, &dir, origin, &observed, seconds);
         for w in watchers {
             w.abort();
         }
@@ -398,8 +425,10 @@ impl Bench {
         Ok(r)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn latency_measure(
         &self,
+        clients: &[ClusterClient],
         side: Side,
         flow: &Flow,
         dir: &Path,
@@ -439,7 +468,7 @@ impl Bench {
         }
         let start_to_ready_s = proc.spawned.elapsed().as_secs_f64();
         let replay = match side {
-            Side::Follow => {
+            Side::Follow | Side::FollowNoSync => {
                 let (records, elapsed_ms) =
                     ours_offsets_replay(&proc.log_text()).with_context(|| {
                         format!(
@@ -459,15 +488,20 @@ impl Bench {
             side.name()
         );
 
-        // The commit phase.
-        let rounds = seconds as usize;
-        let mut acks = vec![vec![f64::NAN; rounds]; groups];
+        // The commit phase: rounds once a second (late ones start at once)
+        // until `seconds` have passed; the last round is always completed.
+        let mut acks = vec![Vec::new(); groups];
         let a = sample(proc.pid(), proc.spawned)?;
         let phase = Instant::now();
         let slices = SLICES.min(groups);
         let mut late_ms = 0f64;
-        for k in 1..=rounds as i64 {
+        let mut k = 0i64;
+        while phase.elapsed() < Duration::from_secs(seconds) {
+            k += 1;
             self.write_round_syncs(flow, k + 1)?;
+            for row in acks.iter_mut() {
+                row.push(f64::NAN);
+            }
             for s in 0..slices {
                 let due = phase
                     + Duration::from_millis(((k as u64 - 1) * 1000) + (s * 1000 / slices) as u64);
@@ -478,10 +512,13 @@ impl Bench {
                     late_ms = late_ms.max((now - due).as_secs_f64() * 1e3);
                 }
                 let range = s * groups / slices..(s + 1) * groups / slices;
-                self.commit_slice(flow, k, range, origin, &mut acks)?;
+                for (g, at) in self.commit_round(&clients, flow, k, range, origin)? {
+                    acks[g][k as usize - 1] = at;
+                }
             }
             proc.alive()?;
         }
+        let rounds = k as usize;
         let commit_phase_s = phase.elapsed().as_secs_f64();
         let b = sample(proc.pid(), proc.spawned)?;
         let loadavg_after = procfs::loadavg();
@@ -494,6 +531,7 @@ impl Bench {
             proc.alive()?;
             let cp = snapshot(&|o| max_rounds(&o.checkpoints, groups, partitions));
             let tg = snapshot(&|o| max_rounds(&o.target, groups, partitions));
+            let tg = if side.syncs_groups() { tg } else { Vec::new() };
             if cp.iter().chain(&tg).all(|r| *r >= last) {
                 break;
             }
@@ -506,7 +544,11 @@ impl Bench {
             .lock()
             .map_err(|_| anyhow::anyhow!("a watcher panicked"))?;
         let (cp_delays, cp_missing) = delays(&acks, &o.checkpoints, partitions);
-        let (tg_delays, tg_missing) = delays(&acks, &o.target, partitions);
+        let (tg_delays, tg_missing) = if side.syncs_groups() {
+            delays(&acks, &o.target, partitions)
+        } else {
+            (Vec::new(), 0)
+        };
         let wall = b.at_s - a.at_s;
         Ok(SideResult {
             side: side.name(),
@@ -591,10 +633,10 @@ pub fn run(root: &Path, args: &LatencyArgs) -> Result<()> {
         })
         .collect();
     if let Some(n) = args.heavy_groups {
-        plan.push((Side::Follow, n, args.seconds));
+        plan.push((Side::FollowNoSync, n, args.seconds));
     }
     if let Some(n) = args.big_groups {
-        plan.push((Side::Follow, n, args.big_seconds));
+        plan.push((Side::FollowNoSync, n, args.big_seconds));
     }
     let mut outcome = Ok(());
     for (side, groups, seconds) in plan {
@@ -619,8 +661,8 @@ pub fn run(root: &Path, args: &LatencyArgs) -> Result<()> {
     if !args.keep_topics {
         bench.delete_latency_topics(&env.file.kafka_bin, stamp);
     }
-    outcome?;
     save(&report)?;
+    // What was measured is shown even if a later run failed.
     let text = format!(
         "{}\nRaw numbers:\n\n{}\nRaw JSON: {}; run files: {}\n",
         render_table(&report),
@@ -632,5 +674,6 @@ pub fn run(root: &Path, args: &LatencyArgs) -> Result<()> {
     if let Some(out) = &args.out {
         std::fs::write(out, &text).with_context(|| format!("writing {}", out.display()))?;
     }
+    outcome?;
     Ok(())
 }

@@ -16,9 +16,16 @@ fn defaults_are_the_issue_workload_and_quick_is_small() {
     assert_eq!((a.groups, a.partitions, a.seconds), (1000, 10, 60));
     assert_eq!(
         a.sides,
-        vec![Side::Follow, Side::Poll, Side::Mm2(1), Side::Mm2(60)]
+        vec![
+            Side::Follow,
+            Side::FollowNoSync,
+            Side::Poll,
+            Side::Mm2(1),
+            Side::Mm2(60)
+        ]
     );
-    assert_eq!((a.heavy_groups, a.big_groups), (Some(3000), Some(10_000)));
+    assert!(!Side::FollowNoSync.syncs_groups() && Side::Mm2(1).syncs_groups());
+    assert_eq!((a.heavy_groups, a.big_groups), (Some(2000), Some(10_000)));
     let q = LatencyArgs::parse(&["--quick", "--seconds", "5"]).unwrap();
     assert_eq!((q.groups, q.seconds, q.big_groups), (100, 5, None));
     let s =
