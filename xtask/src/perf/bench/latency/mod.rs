@@ -384,6 +384,18 @@ impl Bench {
             )
             .map_err(|e| anyhow::anyhow!("client for the target: {e}"))
         };
+        // A commit of a group outside the bench's names on the remote topic, so
+        // the target's `__consumer_offsets` exists (a fresh cluster has none).
+        let probe: BTreeMap<TopicPartition, CommittedOffset> =
+            [(TopicPartition::new(&remote, 0), CommittedOffset::new(0, ""))].into();
+        self.rt.block_on(async {
+            lite(
+                "committing a probe group on the target",
+                self.target
+                    .commit_group_offsets(&format!("{}-probe", flow.topic), &probe)
+                    .await,
+            )
+        })?;
         let origin = Instant::now();
         let observed = Arc::new(Mutex::new(Observed::default()));
         let offsets_client = new_client("target")?;
@@ -512,7 +524,7 @@ impl Bench {
                     late_ms = late_ms.max((now - due).as_secs_f64() * 1e3);
                 }
                 let range = s * groups / slices..(s + 1) * groups / slices;
-                for (g, at) in self.commit_round(&clients, flow, k, range, origin)? {
+                for (g, at) in self.commit_round(clients, flow, k, range, origin)? {
                     acks[g][k as usize - 1] = at;
                 }
             }
