@@ -107,8 +107,11 @@ fn triple(p: &Option<Percentiles>) -> String {
     }
 }
 
-fn uncovered(n: usize, total: usize) -> String {
-    if n == 0 {
+/// Commits not covered; "—" where nothing was measured (no group sync).
+fn uncovered(p: &Option<Percentiles>, n: usize, total: usize) -> String {
+    if n == 0 && p.is_none() {
+        "—".into()
+    } else if n == 0 {
         "0".into()
     } else {
         format!("{n} of {total}")
@@ -130,9 +133,9 @@ pub fn render_table(r: &LatencyReport) -> String {
             s.partitions,
             s.offsets_per_s(),
             triple(&s.checkpoint),
-            uncovered(s.checkpoint_uncovered, s.offsets),
+            uncovered(&s.checkpoint, s.checkpoint_uncovered, s.offsets),
             triple(&s.group_sync),
-            uncovered(s.group_sync_uncovered, s.offsets),
+            uncovered(&s.group_sync, s.group_sync_uncovered, s.offsets),
             s.cpu_per_s.map_or("—".into(), |c| format!("{c:.3}")),
             s.rss_kib as f64 / 1024.0,
         ));

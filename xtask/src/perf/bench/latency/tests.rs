@@ -146,7 +146,7 @@ fn the_table_has_a_row_per_run_and_the_raw_lines_the_replay() {
             max_ms: max,
         })
     };
-    let report = LatencyReport {
+    let mut report = LatencyReport {
         runs: vec![
             SideResult {
                 side: "ours-follow".into(),
@@ -181,8 +181,19 @@ fn the_table_has_a_row_per_run_and_the_raw_lines_the_replay() {
         ],
         ..LatencyReport::default()
     };
+    let mut nosync = report.runs[0].clone();
+    nosync.side = "ours-follow-nosync".into();
+    nosync.group_sync = None;
+    report.runs.push(nosync);
     let t = render_table(&report);
-    assert_eq!(t.lines().count(), 2 + 2, "{t}");
+    assert_eq!(t.lines().count(), 2 + 3, "{t}");
+    // No group sync: nothing measured, nothing uncovered.
+    assert!(
+        t.contains(
+            "| ours-follow-nosync | 1000 × 10 | 10000 | 250.0 ms / 640.0 ms / 1.20 s | 0 | — | — |"
+        ),
+        "{t}"
+    );
     assert!(
         t.contains(
             "| ours-follow | 1000 × 10 | 10000 | 250.0 ms / 640.0 ms / 1.20 s | 0 | \
