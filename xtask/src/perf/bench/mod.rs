@@ -1,4 +1,4 @@
-//! `cargo xtask bench [-- ARGS]` and `cargo xtask bench mm2 [...]`.
+//! `cargo xtask bench [-- ARGS]`, `cargo xtask bench mm2 [...]` and `cargo xtask bench latency [...]`.
 //!
 //! The first runs the workspace's criterion benches (`cargo bench --workspace
 //! ARGS`) with the test clusters up (the OffsetFetch bench needs them).
