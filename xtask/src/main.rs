@@ -9,7 +9,8 @@
 //! - `cargo xtask dist`, `dist-test`: static musl release binaries (see [`dist`]).
 //! - `cargo xtask image`: a `FROM scratch` OCI image of them (see [`oci`]).
 //! - `cargo xtask bench [mm2]`: criterion benches, and the side-by-side
-//!   benchmark against MirrorMaker 2 (see [`perf::bench`]).
+//!   benchmark against MirrorMaker 2, and `bench latency`, commit → checkpoint
+//!   delays (see [`perf::bench`]).
 //! - `cargo xtask soak`, `footprint`: the fault soak and the release
 //!   binary's memory and start-up figures (see [`perf`]).
 //! - `cargo xtask fuzz [--seconds N] [TARGET...]`: every cargo-fuzz target for
@@ -106,6 +107,14 @@ commands:
                     workload: start-up, first round, CPU per round, RSS, and the
                     offset-sync catch-up; table on stdout (and FILE), raw JSON in
                     target/bench/. See docs/benchmarks.md
+  bench latency [--quick] [--groups 1000] [--partitions 10] [--seconds 60]
+            [--sides follow,poll,mm2-1s,mm2-60s] [--heavy-groups 2000]
+            [--big-groups 10000] [--big-seconds 20] [--keep-topics] [--out FILE]
+                    commit → checkpoint and commit → target group offset delays
+                    (p50/p99/max) with every group committing once a second: ours
+                    following __consumer_offsets, ours polling, MM2 at 1 s and
+                    60 s, one after the other; replay speed, RSS and CPU of the
+                    follower; raw JSON in target/bench/. See docs/benchmarks.md
   help              this text
 
 environment:

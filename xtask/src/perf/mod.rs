@@ -1,4 +1,4 @@
-//! Performance tasks: `cargo xtask bench [mm2]` ([`bench`](mod@bench)),
+//! Performance tasks: `cargo xtask bench [mm2|latency]` ([`bench`](mod@bench)),
 //! `cargo xtask soak` ([`soak`]) and `cargo xtask footprint`
 //! ([`footprint`]).
 //!

@@ -77,7 +77,8 @@ impl Mm2Args {
     }
 }
 
-fn positive(flag: &str, v: &str) -> Result<usize> {
+/// `v` as a positive integer, or an error naming `flag`.
+pub(super) fn positive(flag: &str, v: &str) -> Result<usize> {
     match v.parse::<usize>() {
         Ok(n) if n > 0 => Ok(n),
         _ => bail!("{flag} wants a positive integer, not {v:?}"),

@@ -24,14 +24,28 @@ pub fn log_span(text: &str, from: &str, to: &[&str]) -> Option<f64> {
     Some(d as f64 / 1e3)
 }
 
-/// `elapsed_ms` of our JSON log's `read the offset-syncs topic to its end` line.
-pub fn ours_sync_read_ms(log: &str) -> Option<u64> {
+/// The `fields` of the first line of our JSON log whose message is `message`.
+fn ours_log_fields(log: &str, message: &str) -> Option<serde_json::Value> {
     log.lines().find_map(|l| {
         let v: serde_json::Value = serde_json::from_str(l).ok()?;
         let fields = v.get("fields")?;
-        if fields.get("message")?.as_str()? != "read the offset-syncs topic to its end" {
-            return None;
-        }
-        fields.get("elapsed_ms")?.as_u64()
+        (fields.get("message")?.as_str()? == message).then(|| fields.clone())
     })
+}
+
+/// `elapsed_ms` of our JSON log's `read the offset-syncs topic to its end` line.
+pub fn ours_sync_read_ms(log: &str) -> Option<u64> {
+    ours_log_fields(log, "read the offset-syncs topic to its end")?
+        .get("elapsed_ms")?
+        .as_u64()
+}
+
+/// `records` and `elapsed_ms` of our JSON log's line that ends the commit
+/// follower's start-up replay of `__consumer_offsets`.
+pub fn ours_offsets_replay(log: &str) -> Option<(u64, u64)> {
+    let f = ours_log_fields(
+        log,
+        "read the __consumer_offsets topic to its end; following commits",
+    )?;
+    Some((f.get("records")?.as_u64()?, f.get("elapsed_ms")?.as_u64()?))
 }

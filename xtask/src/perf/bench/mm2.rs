@@ -90,7 +90,7 @@ impl Bench {
 
     /// The Connect worker running MirrorCheckpointConnector for `flow`,
     /// files and log in `dir`.
-    fn spawn_connect(&self, dir: &Path, flow: &Flow) -> Result<Guard> {
+    pub(super) fn spawn_connect(&self, dir: &Path, flow: &Flow) -> Result<Guard> {
         let cmd = self.connect_command(dir, flow)?;
         Guard::spawn(
             cmd,

@@ -1,4 +1,4 @@
-//! `cargo xtask bench [-- ARGS]` and `cargo xtask bench mm2 [...]`.
+//! `cargo xtask bench [-- ARGS]`, `cargo xtask bench mm2 [...]` and `cargo xtask bench latency [...]`.
 //!
 //! The first runs the workspace's criterion benches (`cargo bench --workspace
 //! ARGS`) with the test clusters up (the OffsetFetch bench needs them).
@@ -19,6 +19,10 @@
 //! same syncs topic and the same groups; each gets its own source alias, so
 //! each writes to its own, fresh `<alias>.checkpoints.internal` on the target.
 //!
+//! The third, `bench latency` ([`latency`]), measures commit → checkpoint and
+//! commit → target group offset delays for ours (following commits, and
+//! polling) and MM2, the commit follower's start-up replay, its RSS and CPU.
+//!
 //! The catch-up run fills another fresh offset-syncs topic with `--syncs`
 //! syncs and measures how long each implementation takes to read it, against
 //! a run with an empty one.
@@ -27,6 +31,7 @@
 
 mod args;
 mod env;
+mod latency;
 mod logs;
 mod mm2;
 mod ours;
@@ -48,7 +53,11 @@ use env::ClusterEnv;
 const USAGE: &str = "\
 usage: cargo xtask bench [-- CRITERION ARGS]
        cargo xtask bench mm2 [--groups 10,100,1000] [--partitions 10]
-                             [--syncs 1000000] [--window 30] [--out FILE]";
+                             [--syncs 1000000] [--window 30] [--out FILE]
+       cargo xtask bench latency [--quick] [--groups 1000] [--partitions 10]
+                             [--seconds 60] [--sides follow,poll,mm2-1s,mm2-60s]
+                             [--heavy-groups 2000] [--big-groups 10000]
+                             [--big-seconds 20] [--keep-topics] [--out FILE]";
 
 /// Entry point of `cargo xtask bench ...`.
 pub fn run(root: &Path, args: &[&str]) -> Result<ExitCode> {
@@ -56,6 +65,11 @@ pub fn run(root: &Path, args: &[&str]) -> Result<ExitCode> {
         ["mm2", rest @ ..] => {
             let args = Mm2Args::parse(rest)?;
             side_by_side::mm2(root, &args)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        ["latency", rest @ ..] => {
+            let args = latency::LatencyArgs::parse(rest)?;
+            latency::run(root, &args)?;
             Ok(ExitCode::SUCCESS)
         }
         [] => criterion(root, &[]),

@@ -31,9 +31,10 @@ impl Bench {
         Ok(path)
     }
 
-    pub(super) fn run_ours(&self, flow: &Flow, label: &str) -> Result<RunResult> {
-        let dir = self.dir.join(label).join("ours");
-        let config = self.ours_config(&dir, flow)?;
+    /// `mm2-checkpoint run` for `flow`, files in `dir`, with its metrics
+    /// server on a free port; the guard and that port's address.
+    pub(super) fn spawn_ours(&self, flow: &Flow, dir: &Path) -> Result<(Guard, String)> {
+        let config = self.ours_config(dir, flow)?;
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .context("picking a free port for the metrics server")?
@@ -49,7 +50,13 @@ impl Bench {
             "--config",
         ])
         .arg(&config);
-        let mut proc = Guard::spawn(cmd, "mm2-checkpoint run", &dir.join("daemon.log"))?;
+        let proc = Guard::spawn(cmd, "mm2-checkpoint run", &dir.join("daemon.log"))?;
+        Ok((proc, addr))
+    }
+
+    pub(super) fn run_ours(&self, flow: &Flow, label: &str) -> Result<RunResult> {
+        let dir = self.dir.join(label).join("ours");
+        let (mut proc, addr) = self.spawn_ours(flow, &dir)?;
         eprintln!(
             "bench: {label}: mm2-checkpoint started (pid {})",
             proc.pid()

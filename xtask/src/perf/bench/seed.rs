@@ -13,18 +13,18 @@ use crate::topics;
 
 /// Upstream offsets get a sync every `SYNC_STEP` records, `SYNCS_PER_PARTITION`
 /// times; groups commit at the newest one, which both sides translate exactly.
-const SYNC_STEP: i64 = 100;
-const SYNCS_PER_PARTITION: i64 = 11;
+pub(super) const SYNC_STEP: i64 = 100;
+pub(super) const SYNCS_PER_PARTITION: i64 = 11;
 /// The mirror's offset = upstream + `SHIFT`.
-const SHIFT: i64 = 7;
+pub(super) const SHIFT: i64 = 7;
 /// Records per produce request when filling a syncs topic.
 const PRODUCE_BATCH: usize = 5_000;
 
-fn lite<T>(what: &str, r: Result<T, kafka_lite::Error>) -> Result<T> {
+pub(super) fn lite<T>(what: &str, r: Result<T, kafka_lite::Error>) -> Result<T> {
     r.map_err(|e| anyhow::anyhow!("{what}: {e}"))
 }
 
-fn sync_record(topic: &str, partition: i32, upstream: i64) -> Result<OutRecord> {
+pub(super) fn sync_record(topic: &str, partition: i32, upstream: i64) -> Result<OutRecord> {
     let sync = OffsetSync {
         topic_partition: TopicPartition::new(topic, partition),
         upstream_offset: upstream,

@@ -51,23 +51,43 @@ pub(super) struct Flow {
     pub(super) groups: Vec<String>,
     pub(super) group_regex: String,
     pub(super) partitions: i32,
+    /// `emit.checkpoints.interval.seconds` ([`EMIT_INTERVAL_S`] in `bench mm2`).
+    pub(super) emit_interval_s: u64,
+    /// More `key = value` lines for both implementations (each ends in `\n`).
+    pub(super) extra: String,
 }
 
 impl Flow {
+    /// A flow of `groups` named `<prefix>-g<i>` on topic `<prefix>`, writing to
+    /// the checkpoints topic of `source_alias` (empty until
+    /// [`Flow::with_source_alias`]), at `bench mm2`'s emit interval.
+    pub(super) fn new(prefix: &str, target_alias: String, groups: usize, partitions: i32) -> Flow {
+        Flow {
+            source_alias: String::new(),
+            target_alias,
+            topic: prefix.to_owned(),
+            groups: (0..groups).map(|i| format!("{prefix}-g{i}")).collect(),
+            group_regex: format!("{prefix}-g.*"),
+            partitions,
+            emit_interval_s: EMIT_INTERVAL_S,
+            extra: String::new(),
+        }
+    }
+
     /// The properties both implementations get alike.
     fn common_properties(&self) -> String {
         format!(
-            "topics = {}\ngroups = {}\nemit.checkpoints.interval.seconds = {EMIT_INTERVAL_S}\n\
-             checkpoints.topic.replication.factor = 1\n",
-            self.topic, self.group_regex
+            "topics = {}\ngroups = {}\nemit.checkpoints.interval.seconds = {}\n\
+             checkpoints.topic.replication.factor = 1\n{}",
+            self.topic, self.group_regex, self.emit_interval_s, self.extra
         )
     }
 
-    fn checkpoints_topic(&self) -> String {
+    pub(super) fn checkpoints_topic(&self) -> String {
         topics::checkpoints(&self.source_alias)
     }
 
-    fn with_source_alias(&self, alias: &str) -> Flow {
+    pub(super) fn with_source_alias(&self, alias: &str) -> Flow {
         Flow {
             source_alias: alias.to_owned(),
             target_alias: self.target_alias.clone(),
@@ -75,6 +95,8 @@ impl Flow {
             groups: self.groups.clone(),
             group_regex: self.group_regex.clone(),
             partitions: self.partitions,
+            emit_interval_s: self.emit_interval_s,
+            extra: self.extra.clone(),
         }
     }
 }
@@ -178,14 +200,12 @@ impl Bench {
     fn size(&self, stamp: u64, groups: usize, partitions: i32) -> Result<SizeResult> {
         let label = format!("g{groups}");
         let id = format!("{stamp}n{groups}");
-        let base = Flow {
-            source_alias: String::new(),
-            target_alias: format!("bt{id}"),
-            topic: format!("bench-{id}"),
-            groups: (0..groups).map(|i| format!("bench-{id}-g{i}")).collect(),
-            group_regex: format!("bench-{id}-g.*"),
+        let base = Flow::new(
+            &format!("bench-{id}"),
+            format!("bt{id}"),
+            groups,
             partitions,
-        };
+        );
         let loadavg = procfs::loadavg();
         eprintln!(
             "bench: {label}: seeding {groups} groups × {partitions} partitions (load {loadavg})"
@@ -208,13 +228,13 @@ impl Bench {
 
     fn catch_up(&self, stamp: u64, syncs: u64) -> Result<CatchUp> {
         let loadavg = procfs::loadavg();
-        let flow = |kind: &str| Flow {
-            source_alias: String::new(),
-            target_alias: format!("b{kind}{stamp}"),
-            topic: format!("benchcu-{kind}{stamp}"),
-            groups: vec![format!("benchcu-{kind}{stamp}-g0")],
-            group_regex: format!("benchcu-{kind}{stamp}-g.*"),
-            partitions: CATCH_UP_PARTITIONS,
+        let flow = |kind: &str| {
+            Flow::new(
+                &format!("benchcu-{kind}{stamp}"),
+                format!("b{kind}{stamp}"),
+                1,
+                CATCH_UP_PARTITIONS,
+            )
         };
         let (full, empty) = (flow("f"), flow("e"));
         eprintln!("bench: catch-up: writing {syncs} offset syncs (load {loadavg})");
@@ -266,7 +286,7 @@ impl Bench {
     }
 }
 
-fn git_head(root: &Path) -> String {
+pub(super) fn git_head(root: &Path) -> String {
     Command::new("git")
         .args(["rev-parse", "--short", "HEAD"])
         .current_dir(root)
@@ -277,58 +297,75 @@ fn git_head(root: &Path) -> String {
         .unwrap_or_else(|| "?".into())
 }
 
+impl Bench {
+    /// Builds the release binary, finds (or starts) the clusters and makes a
+    /// run directory `target/bench/<unix seconds>/`. Returns the bench, the
+    /// clusters (keep them until the end: dropping stops what was started
+    /// here) and the start time in unix seconds.
+    pub(super) fn start(
+        root: &Path,
+        window: Duration,
+        rt: tokio::runtime::Runtime,
+    ) -> Result<(Bench, ClusterEnv, u64)> {
+        eprintln!("bench: building the release binary");
+        let status = Command::new(cargo())
+            .args([
+                "build",
+                "--release",
+                "-p",
+                "mm2-checkpoint",
+                "--bin",
+                "mm2-checkpoint",
+            ])
+            .current_dir(root)
+            .status()
+            .context("running `cargo build --release -p mm2-checkpoint`")?;
+        if !status.success() {
+            bail!("`cargo build --release -p mm2-checkpoint` failed ({status})");
+        }
+        let env = ClusterEnv::acquire(root)?;
+        let started_unix = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let (source_addr, target_addr) = (env.bootstrap("source")?, env.bootstrap("target")?);
+        let client = |alias: &str, addr: &str| {
+            ClusterClient::new(
+                alias,
+                vec![addr.to_owned()],
+                kafka_lite::ConnectionConfig::default(),
+            )
+            .map_err(|e| anyhow::anyhow!("client for {alias} ({addr}): {e}"))
+        };
+        let dir = root
+            .join("target")
+            .join("bench")
+            .join(started_unix.to_string());
+        fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let bench = Bench {
+            rt,
+            source: client("source", &source_addr)?,
+            target: client("target", &target_addr)?,
+            source_addr,
+            target_addr,
+            kafka_libs: env.file.kafka_libs.clone(),
+            bin: root.join("target").join("release").join("mm2-checkpoint"),
+            dir,
+            ticks: clock_ticks(),
+            window,
+        };
+        Ok((bench, env, started_unix))
+    }
+}
+
 /// `cargo xtask bench mm2 ...`.
 pub(super) fn mm2(root: &Path, args: &Mm2Args) -> Result<()> {
-    eprintln!("bench: building the release binary");
-    let status = Command::new(cargo())
-        .args([
-            "build",
-            "--release",
-            "-p",
-            "mm2-checkpoint",
-            "--bin",
-            "mm2-checkpoint",
-        ])
-        .current_dir(root)
-        .status()
-        .context("running `cargo build --release -p mm2-checkpoint`")?;
-    if !status.success() {
-        bail!("`cargo build --release -p mm2-checkpoint` failed ({status})");
-    }
-    let env = ClusterEnv::acquire(root)?;
-    let started_unix = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let (source_addr, target_addr) = (env.bootstrap("source")?, env.bootstrap("target")?);
-    let client = |alias: &str, addr: &str| {
-        ClusterClient::new(
-            alias,
-            vec![addr.to_owned()],
-            kafka_lite::ConnectionConfig::default(),
-        )
-        .map_err(|e| anyhow::anyhow!("client for {alias} ({addr}): {e}"))
-    };
-    let dir = root
-        .join("target")
-        .join("bench")
-        .join(started_unix.to_string());
-    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let bench = Bench {
-        rt: tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .context("tokio runtime")?,
-        source: client("source", &source_addr)?,
-        target: client("target", &target_addr)?,
-        source_addr,
-        target_addr,
-        kafka_libs: env.file.kafka_libs.clone(),
-        bin: root.join("target").join("release").join("mm2-checkpoint"),
-        dir: dir.clone(),
-        ticks: clock_ticks(),
-        window: Duration::from_secs(args.window),
-    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("tokio runtime")?;
+    let (bench, env, started_unix) = Bench::start(root, Duration::from_secs(args.window), rt)?;
+    let dir = bench.dir.clone();
     let mut report = Report {
         started_unix,
         kafka_version: env.file.kafka_version.clone(),

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use super::args::Mm2Args;
-use super::logs::{log_span, log4j_millis, ours_sync_read_ms};
+use super::logs::{log_span, log4j_millis, ours_offsets_replay, ours_sync_read_ms};
 use super::mm2::{MM2_STORES_LOADED, MM2_SYNCS_READ_DONE, MM2_SYNCS_READ_START, MM2_TASK_CREATED};
 use super::process::{ProcSample, cpu_per_round, parse_round_metrics, threads_cpu_delta_ms};
 use super::report::{
@@ -108,6 +108,14 @@ fn our_sync_read_time_comes_from_the_json_log() {
         {\"level\":\"INFO\",\"fields\":{\"message\":\"read the offset-syncs topic to its end\",\"records\":10,\"elapsed_ms\":412}}\n";
     assert_eq!(ours_sync_read_ms(log), Some(412));
     assert_eq!(ours_sync_read_ms("not json\n"), None);
+}
+
+#[test]
+fn our_offsets_replay_comes_from_the_json_log() {
+    let log = "{\"level\":\"INFO\",\"fields\":{\"message\":\"reading the __consumer_offsets topic\",\"records\":5}}\n\
+        {\"level\":\"INFO\",\"fields\":{\"message\":\"read the __consumer_offsets topic to its end; following commits\",\"records\":1200000,\"partitions\":10,\"elapsed_ms\":2400}}\n";
+    assert_eq!(ours_offsets_replay(log), Some((1_200_000, 2400)));
+    assert_eq!(ours_offsets_replay("{}\n"), None);
 }
 
 #[test]
