@@ -45,6 +45,9 @@ struct Mem {
     denied: BTreeSet<String>,
     /// DescribeGroups fails with this.
     describe_error: Option<ResponseError>,
+    /// OffsetCommits in flight now, and the most seen at once.
+    commits_in_flight: usize,
+    most_commits_in_flight: usize,
 }
 
 /// A cluster in memory; clones share it.
@@ -178,7 +181,15 @@ impl FlowCluster for MemCluster {
         group: &str,
         offsets: &BTreeMap<TopicPartition, CommittedOffset>,
     ) -> Result<CommitOutcome, Error> {
+        {
+            let mut mem = self.mem();
+            mem.commits_in_flight += 1;
+            mem.most_commits_in_flight = mem.most_commits_in_flight.max(mem.commits_in_flight);
+        }
+        // A request takes a while: let other commits start meanwhile.
+        tokio::task::yield_now().await;
         let mut mem = self.mem();
+        mem.commits_in_flight -= 1;
         let committed = mem.groups.entry(group.to_owned()).or_default();
         for (tp, o) in offsets {
             committed.insert(tp.clone(), Some(o.clone()));
@@ -391,6 +402,33 @@ async fn a_group_refused_by_an_acl_is_warned_about_once() {
         .find(|l| l.starts_with("mm2_checkpoint_request_errors_total") && l.contains("OffsetFetch"))
         .unwrap_or_else(|| panic!("no request error counted:\n{metrics}"));
     assert!(line.ends_with(" 4"), "{line}");
+}
+
+#[tokio::test]
+async fn group_sync_commits_many_groups_concurrently_but_bounded() {
+    use super::group_sync::GROUP_SYNC_CONCURRENCY;
+    let (ctx, _, target) = flow("");
+    let groups: Vec<String> = (0..100).map(|i| format!("g{i:03}")).collect();
+    let mut store = CheckpointStore::new(groups.iter().map(String::as_str));
+    let checkpoints: Vec<Checkpoint> = groups
+        .iter()
+        .map(|g| {
+            let mut c = checkpoint(0, 10);
+            c.key.group = g.clone();
+            c
+        })
+        .collect();
+    store.on_produced(&checkpoints);
+    let summary = ctx.sync_groups(&store).await.unwrap();
+    assert_eq!(summary.committed, 100);
+    let mem = target.mem();
+    assert_eq!(mem.groups.len(), 100);
+    assert!(
+        mem.most_commits_in_flight > 1 && mem.most_commits_in_flight <= GROUP_SYNC_CONCURRENCY,
+        "{} commits were in flight at once",
+        mem.most_commits_in_flight
+    );
+    assert_eq!(mem.commits_in_flight, 0);
 }
 
 #[tokio::test]
