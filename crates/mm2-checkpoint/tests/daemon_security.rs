@@ -61,27 +61,18 @@ fn a_target_requiring_a_client_certificate_gets_the_pem_keystore() {
     let mut pem = std::fs::read_to_string(&tls.client_key_pem).expect("client key");
     pem.push_str(&std::fs::read_to_string(&tls.client_cert_pem).expect("client cert"));
     std::fs::write(&keystore, pem).expect("write keystore");
-    let text = format!(
-        "clusters = {s}, {t}\n\
-         {s}.bootstrap.servers = {sb}\n\
-         {t}.bootstrap.servers = {tb}\n\
-         {t}.security.protocol = SSL\n\
-         {t}.ssl.truststore.type = PEM\n\
-         {t}.ssl.truststore.location = {ca}\n\
-         {t}.ssl.keystore.type = PEM\n\
-         {t}.ssl.keystore.location = {ks}\n\
-         {s}->{t}.enabled = true\n\
-         groups = {group}\n\
-         admin.timeout.ms = 20000\n",
-        s = w.s,
-        t = w.t,
-        sb = c.source().bootstrap.get(Listener::Plaintext),
-        tb = c.target().bootstrap.get(Listener::Mtls),
-        ca = tls.ca_pem.display(),
-        ks = keystore.display(),
+    let config = w.mtls_target_properties(
+        &group,
+        "mm2-mtls.properties",
+        &format!(
+            "{{t}}.ssl.truststore.type = PEM\n\
+             {{t}}.ssl.truststore.location = {ca}\n\
+             {{t}}.ssl.keystore.type = PEM\n\
+             {{t}}.ssl.keystore.location = {ks}",
+            ca = tls.ca_pem.display(),
+            ks = keystore.display(),
+        ),
     );
-    let config = w.dir.join("mm2-mtls.properties");
-    std::fs::write(&config, text).expect("write config");
     run_once(&config);
     let got: Vec<_> = w.checkpoints(&rt).iter().map(common::tuple).collect();
     assert_eq!(got, vec![(group, w.remote_topic(), 0, 10, 13)]);

@@ -13,7 +13,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::{World, mm2, rt, run_once};
-use e2e::{Listener, clusters};
+use e2e::clusters;
 
 const STORE_PASSWORD: &str = "store-Pw-7731";
 const KEY_PASSWORD: &str = "key-Pw-5520";
@@ -165,29 +165,6 @@ fn make_stores(dir: &Path) -> Stores {
     }
 }
 
-/// A config whose target `t` is reached over mTLS with `tls` lines.
-fn config(w: &World, group: &str, name: &str, tls: &str) -> PathBuf {
-    let c = clusters();
-    let text = format!(
-        "clusters = {s}, {t}\n\
-         {s}.bootstrap.servers = {sb}\n\
-         {t}.bootstrap.servers = {tb}\n\
-         {t}.security.protocol = SSL\n\
-         {tls}\n\
-         {s}->{t}.enabled = true\n\
-         groups = {group}\n\
-         admin.timeout.ms = 20000\n",
-        s = w.s,
-        t = w.t,
-        sb = c.source().bootstrap.get(Listener::Plaintext),
-        tb = c.target().bootstrap.get(Listener::Mtls),
-        tls = tls.replace("{t}", &w.t),
-    );
-    let path = w.dir.join(name);
-    std::fs::write(&path, text).expect("write config");
-    path
-}
-
 fn assert_no_secret(out: &std::process::Output) {
     let all = format!(
         "{}{}",
@@ -234,8 +211,7 @@ fn pkcs12_and_encrypted_pem_stores_write_checkpoints_over_mtls() {
     for (i, (name, identity)) in cases.iter().enumerate() {
         let upstream = 10 * (i as i64 + 1);
         let group = w.seed(&rt, &[(0, upstream, upstream + 3)], &[(0, upstream)]);
-        let cfg = config(
-            &w,
+        let cfg = w.mtls_target_properties(
             &group,
             &format!("{name}.properties"),
             &format!("{trust_p12}\n{identity}"),
@@ -315,7 +291,7 @@ fn wrong_passwords_and_a_store_without_a_key_fail_validate_naming_the_key() {
         ),
     ];
     for (name, tls, key, says) in cases {
-        let cfg = config(&w, "unused", &format!("{name}.properties"), &tls);
+        let cfg = w.mtls_target_properties("unused", &format!("{name}.properties"), &tls);
         for args in [
             vec!["validate", s(&cfg)],
             vec!["run", "--once", "--config", s(&cfg)],

@@ -223,6 +223,32 @@ impl World {
         path
     }
 
+    /// An mm2.properties named `name` whose target is reached on its mTLS
+    /// listener (`SSL`) with `tls` lines, in which `{t}` stands for the target
+    /// alias; the source is PLAINTEXT, only `group` is checkpointed. Returns
+    /// its path.
+    pub fn mtls_target_properties(&self, group: &str, name: &str, tls: &str) -> PathBuf {
+        let c = clusters();
+        let text = format!(
+            "clusters = {s}, {t}\n\
+             {s}.bootstrap.servers = {sb}\n\
+             {t}.bootstrap.servers = {tb}\n\
+             {t}.security.protocol = SSL\n\
+             {tls}\n\
+             {s}->{t}.enabled = true\n\
+             groups = {group}\n\
+             admin.timeout.ms = 20000\n",
+            s = self.s,
+            t = self.t,
+            sb = c.source().bootstrap.get(Listener::Plaintext),
+            tb = c.target().bootstrap.get(Listener::Mtls),
+            tls = tls.replace("{t}", &self.t),
+        );
+        let path = self.dir.join(name);
+        std::fs::write(&path, text).expect("write config");
+        path
+    }
+
     /// The checkpoints topic's records, decoded, in order.
     /// Empty while the topic does not exist yet.
     pub fn checkpoints(&self, rt: &tokio::runtime::Runtime) -> Vec<Checkpoint> {
