@@ -11,7 +11,9 @@ use crate::metrics::Metrics;
 use crate::shutdown::ShutdownSignal;
 
 use super::flow::follow::CommitFollower;
+use super::flow::sync_runner::{GroupSyncRunner, SyncDone, SyncStep};
 use super::flow::{FlowContext, FlowState, StepCause, StepError};
+use super::kafka::ClusterClient;
 use super::{DriverError, RunOptions, check_cpu};
 
 /// `now + d`, saturating far in the future for absurdly long configured intervals.
@@ -153,38 +155,130 @@ async fn run_once(ctx: &FlowContext, shutdown: &ShutdownSignal) -> Result<(), St
 }
 
 /// The daemon loop of one flow. Returns when `shutdown` fires; an operation in
-/// flight (a produce or commit) finishes first.
+/// flight (a produce or a group sync's commits) finishes first.
 async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
+    let Some((mut follower, mut state)) = start_flow(ctx, shutdown).await else {
+        return;
+    };
+    let mut syncer = GroupSyncRunner::new(ctx);
+    let mut timer = SyncTimer::new(ctx);
+    run_loop(
+        ctx,
+        shutdown,
+        &mut follower,
+        &mut state,
+        &mut syncer,
+        &mut timer,
+    )
+    .await;
+    if let Some(done) = syncer.finish_commits(&state.checkpoints).await {
+        report_sync(ctx, done, &mut timer);
+    }
+}
+
+/// Starts the flow (and its commit follower), retrying until it works;
+/// `None` when `shutdown` fires first.
+async fn start_flow(
+    ctx: &FlowContext,
+    shutdown: &ShutdownSignal,
+) -> Option<(Option<CommitFollower>, FlowState)> {
     let mut backoff = FailureBackoff::new(Duration::from_secs(30));
-    let (mut follower, mut state): (Option<CommitFollower>, FlowState) = loop {
+    loop {
         let started = async {
             let follower = ctx.open_follower().await?;
             let state = ctx.start_with(follower.as_ref().map(|f| &f.view)).await?;
             Ok::<_, StepError>((follower, state))
         };
         let started = tokio::select! {
-            _ = shutdown.triggered() => return,
+            _ = shutdown.triggered() => return None,
             r = started => r,
         };
         match started {
             Ok(started) => {
                 ctx.set_clusters_ok(true, "");
-                break started;
+                return Some(started);
             }
             Err(e) => {
                 ctx.set_clusters_ok(false, &e.to_string());
                 let wait = backoff.failed();
                 tracing::warn!(flow = %ctx.name, error = %e, retry_in_ms = wait.as_millis() as u64, "startup failed; retrying");
                 tokio::select! {
-                    _ = shutdown.triggered() => return,
+                    _ = shutdown.triggered() => return None,
                     _ = tokio::time::sleep(wait) => {}
                 }
             }
         }
-    };
-    backoff.succeeded();
+    }
+}
+
+/// When the next periodic (full) group sync is due, and its failure backoff.
+struct SyncTimer {
+    next: Instant,
+    every: Duration,
+    backoff: FailureBackoff,
+}
+
+impl SyncTimer {
+    fn new(ctx: &FlowContext) -> Self {
+        let every = ctx.cfg.sync_group_offsets_interval;
+        SyncTimer {
+            next: after(every),
+            every,
+            backoff: FailureBackoff::new(every),
+        }
+    }
+}
+
+/// Logs a finished group sync; a failed periodic sync is retried sooner.
+fn report_sync(ctx: &FlowContext, done: SyncDone, timer: &mut SyncTimer) {
+    match (done.full, done.result) {
+        (true, Ok(s)) => {
+            timer.backoff.succeeded();
+            tracing::info!(
+                flow = %ctx.name, committed = s.committed, skipped_active = s.skipped_active,
+                skipped_target_ahead = s.skipped_target_ahead, failed = s.failed, "group sync done"
+            );
+        }
+        (true, Err(e)) => {
+            let wait = timer.backoff.failed().min(timer.every);
+            tracing::warn!(flow = %ctx.name, error = %e, retry_in_ms = wait.as_millis() as u64, "group sync failed; retrying");
+            timer.next = after(wait);
+        }
+        (false, Ok(s)) => {
+            tracing::debug!(flow = %ctx.name, groups = done.groups, committed = s.committed, "synced the target groups of followed commits");
+        }
+        (false, Err(e)) => {
+            tracing::warn!(flow = %ctx.name, error = %e, "syncing the target groups of followed commits failed; the periodic group sync retries");
+        }
+    }
+}
+
+/// Hands a group sync's step to the runner and reports the sync if it ended.
+fn sync_stepped(
+    ctx: &FlowContext,
+    syncer: &mut GroupSyncRunner<'_, ClusterClient>,
+    step: SyncStep,
+    state: &FlowState,
+    timer: &mut SyncTimer,
+) {
+    if let Some(done) = syncer.advance(step, &state.checkpoints) {
+        report_sync(ctx, done, timer);
+    }
+}
+
+/// [`run_forever`]'s loop over its timers, the follower and the group syncs;
+/// returns when `shutdown` fires.
+async fn run_loop<'a>(
+    ctx: &'a FlowContext,
+    shutdown: &ShutdownSignal,
+    follower: &mut Option<CommitFollower>,
+    state: &mut FlowState,
+    syncer: &mut GroupSyncRunner<'a, ClusterClient>,
+    timer: &mut SyncTimer,
+) {
+    let sync_enabled = ctx.cfg.sync_group_offsets_enabled;
+    let mut backoff = FailureBackoff::new(Duration::from_secs(30));
     let emit_every = ctx.cfg.emit_checkpoints_interval;
-    let sync_every = ctx.cfg.sync_group_offsets_interval;
     let refresh_every = ctx.cfg.refresh_groups_interval;
     let poll_every = ctx
         .cfg
@@ -192,10 +286,8 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
         .max(Duration::from_millis(100));
     // The first round runs right away (the startup just read everything).
     let mut next_emit = Instant::now();
-    let mut next_sync = after(sync_every);
     let mut next_refresh = after(refresh_every);
     let mut next_poll = after(poll_every);
-    let mut sync_backoff = FailureBackoff::new(sync_every);
     // The follower's coalescing window: when the first unemitted change came.
     let mut first_change: Option<Instant> = None;
     let mut first_round = true;
@@ -203,9 +295,11 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
     let mut follow_failures = 0u32;
     let mut health = FollowHealth::default();
     loop {
+        // A wanted group sync starts as soon as the previous one ended.
+        syncer.start(&state.checkpoints);
         let mut next = next_emit.min(next_poll);
-        if ctx.cfg.sync_group_offsets_enabled {
-            next = next.min(next_sync);
+        if sync_enabled {
+            next = next.min(timer.next);
         }
         // The follower knows the groups as they commit; discovery is for polling.
         if ctx.cfg.refresh_groups_enabled && follower.is_none() {
@@ -217,9 +311,18 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
         if let Some(f) = follower.as_mut()
             && Instant::now() < next
         {
-            let r = tokio::select! {
-                _ = shutdown.triggered() => return,
-                r = ctx.follow_step(f) => r,
+            // The fetch runs to its end (it is not cancel-safe); a group sync
+            // moves on meanwhile.
+            let r = {
+                let step = ctx.follow_step(f);
+                tokio::pin!(step);
+                loop {
+                    tokio::select! {
+                        _ = shutdown.triggered() => return,
+                        r = &mut step => break r,
+                        s = syncer.next_step() => sync_stepped(ctx, syncer, s, state, timer),
+                    }
+                }
             };
             match r {
                 Ok(_) => {
@@ -234,9 +337,14 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
                     tracing::warn!(flow = %ctx.name, error = %e, retry_in_ms = wait.as_millis() as u64, "following the group commits failed; retrying");
                     health.follow = Some(e.to_string());
                     health.report(ctx);
-                    tokio::select! {
-                        _ = shutdown.triggered() => return,
-                        _ = tokio::time::sleep(wait) => {}
+                    let pause = tokio::time::sleep(wait);
+                    tokio::pin!(pause);
+                    loop {
+                        tokio::select! {
+                            _ = shutdown.triggered() => return,
+                            _ = &mut pause => break,
+                            s = syncer.next_step() => sync_stepped(ctx, syncer, s, state, timer),
+                        }
                     }
                 }
             }
@@ -245,7 +353,7 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
                 // away from our position, the topic recreated): read it
                 // again from its start into a fresh view.
                 follow_failures = 0;
-                reopen_follower(ctx, &mut follower, &mut state).await;
+                reopen_follower(ctx, follower, state).await;
             } else if let Some(f) = follower.as_ref()
                 && first_change.is_none()
                 && f.view.has_changes()
@@ -257,10 +365,14 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
         tokio::select! {
             _ = shutdown.triggered() => return,
             _ = sleep_until(next) => {}
+            s = syncer.next_step() => {
+                sync_stepped(ctx, syncer, s, state, timer);
+                continue;
+            }
         }
         let now = Instant::now();
         if now >= next_poll {
-            match ctx.poll_syncs(&mut state).await {
+            match ctx.poll_syncs(state).await {
                 Err(e) => {
                     tracing::warn!(flow = %ctx.name, error = %e, "reading new offset syncs failed");
                     health.syncs = Some(e.to_string());
@@ -281,11 +393,19 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
             && first_change.is_some_and(|t0| now >= t0 + ctx.cfg.follow_coalesce)
         {
             first_change = None;
-            health.emit = emit_followed(ctx, f, &mut state).await.err();
+            health.emit = match emit_followed(ctx, f, state).await {
+                Ok(groups) => {
+                    if sync_enabled {
+                        syncer.want_groups(groups);
+                    }
+                    None
+                }
+                Err(e) => Some(e),
+            };
             health.report(ctx);
         }
         if ctx.cfg.refresh_groups_enabled && follower.is_none() && now >= next_refresh {
-            match ctx.refresh_groups(&mut state).await {
+            match ctx.refresh_groups(state).await {
                 Ok(()) => next_refresh = after(refresh_every),
                 Err(e) => {
                     tracing::warn!(flow = %ctx.name, error = %e, "group refresh failed; retrying");
@@ -299,8 +419,8 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
                 state.groups = f.view.groups().keys().cloned().collect();
             }
             // Catch up with the offset syncs before translating.
-            let r = match ctx.poll_syncs(&mut state).await {
-                Ok(_) => ctx.emit_round(&mut state).await,
+            let r = match ctx.poll_syncs(state).await {
+                Ok(_) => ctx.emit_round(state).await,
                 Err(e) => Err(e),
             };
             match r {
@@ -325,22 +445,10 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
                 }
             }
         }
-        if ctx.cfg.sync_group_offsets_enabled && now >= next_sync {
-            match ctx.sync_groups(&state.checkpoints).await {
-                Ok(s) => {
-                    sync_backoff.succeeded();
-                    tracing::info!(
-                        flow = %ctx.name, committed = s.committed, skipped_active = s.skipped_active,
-                        skipped_target_ahead = s.skipped_target_ahead, failed = s.failed, "group sync done"
-                    );
-                    next_sync = after(sync_every);
-                }
-                Err(e) => {
-                    let wait = sync_backoff.failed().min(sync_every);
-                    tracing::warn!(flow = %ctx.name, error = %e, retry_in_ms = wait.as_millis() as u64, "group sync failed; retrying");
-                    next_sync = after(wait);
-                }
-            }
+        if sync_enabled && now >= timer.next {
+            // The full sync runs once the one in flight (if any) has ended.
+            syncer.want_full();
+            timer.next = after(timer.every);
         }
     }
 }
@@ -399,15 +507,15 @@ async fn reopen_follower(
 }
 
 /// Emits the checkpoints of the groups the follower saw change (and of the
-/// groups whose partitions got new offset syncs), then syncs those groups on
-/// the target if enabled. A failure to read the syncs leaves the changes for
-/// the next window; a failed produce marks the groups changed again; the
-/// periodic round covers them too.
+/// groups whose partitions got new offset syncs) and returns those groups, for
+/// the group sync. A failure to read the syncs leaves the changes for the next
+/// window; a failed produce marks the groups changed again; the periodic round
+/// covers them too.
 async fn emit_followed(
     ctx: &FlowContext,
     f: &mut CommitFollower,
     state: &mut FlowState,
-) -> Result<(), String> {
+) -> Result<BTreeSet<String>, String> {
     // Catch up with the offset syncs first, as a polled round does: a sync
     // written before a commit must translate it (after an upstream rewind,
     // a commit translated by the older syncs would land far too low).
@@ -421,7 +529,7 @@ async fn emit_followed(
     }
     let changed = f.view.take_changed();
     if changed.is_empty() {
-        return Ok(());
+        return Ok(BTreeSet::new());
     }
     let names: BTreeSet<String> = changed.keys().cloned().collect();
     for g in &names {
@@ -440,12 +548,7 @@ async fn emit_followed(
             return Err(e.to_string());
         }
     }
-    if ctx.cfg.sync_group_offsets_enabled
-        && let Err(e) = ctx.sync_some_groups(&state.checkpoints, Some(&names)).await
-    {
-        tracing::warn!(flow = %ctx.name, error = %e, "syncing the target groups of followed commits failed; the periodic group sync retries");
-    }
-    Ok(())
+    Ok(names)
 }
 
 #[cfg(test)]

@@ -21,32 +21,54 @@ impl<C: FlowCluster> FlowContext<C> {
     }
 
     /// A target group sync of `only` these groups (all of the store's when
-    /// `None`), with the same rules: the commit follower's sync of the groups
-    /// it just checkpointed.
+    /// `None`), its steps awaited one after the other (`run --once`); the run
+    /// loop's [`GroupSyncRunner`](super::sync_runner::GroupSyncRunner) runs
+    /// the same steps beside the loop.
     pub async fn sync_some_groups(
         &self,
         store: &CheckpointStore,
         only: Option<&BTreeSet<String>>,
     ) -> Result<SyncSummary, StepError> {
+        let refreshed = self.refresh_for_sync(sync_group_names(store, only)).await;
+        let plan = refreshed.plan(store, only);
+        let summary = self.carry_out_sync(plan).await;
+        refreshed.finish(summary)
+    }
+
+    /// The first step of a group sync: describes `groups` on the target and
+    /// reads the offsets of the idle ones. Reads the store not at all, so it
+    /// can run while the flow emits.
+    pub(super) async fn refresh_for_sync(&self, groups: Vec<String>) -> Refreshed {
+        match self.refresh_target(&groups).await {
+            Ok(groups) => Refreshed {
+                refresh: TargetRefresh::Done(groups),
+                failed: None,
+            },
+            Err(e) => Refreshed {
+                refresh: TargetRefresh::Failed,
+                failed: Some(self.describe_failed(e)),
+            },
+        }
+    }
+
+    fn describe_failed(&self, failed: StepError) -> StepError {
+        StepError {
+            cluster: self.target.alias().to_owned(),
+            op: "DescribeGroups",
+            error: StepCause::Driver {
+                what: "the target groups could not be described; no sync this round".into(),
+                cause: match failed.error {
+                    StepCause::Client(e) => Some(Box::new(e)),
+                    StepCause::Driver { cause, .. } => cause,
+                },
+            },
+        }
+    }
+
+    /// The last step of a group sync: carries out `plan`, logging and counting
+    /// every group's outcome.
+    pub(super) async fn carry_out_sync(&self, plan: GroupSyncPlan) -> SyncSummary {
         let t = &self.target;
-        let groups: Vec<String> = match only {
-            Some(only) => only.iter().cloned().collect(),
-            None => store
-                .assigned_groups()
-                .map(str::to_owned)
-                .chain(store.groups().map(|(g, _)| g.to_owned()))
-                .collect::<BTreeSet<_>>()
-                .into_iter()
-                .collect(),
-        };
-        let (refresh, failed) = match self.refresh_target(&groups).await {
-            Ok(groups) => (TargetRefresh::Done(groups), None),
-            Err(e) => (TargetRefresh::Failed, Some(e)),
-        };
-        let plan = match only {
-            Some(only) => plan_group_sync_for(store, only.iter().map(String::as_str), &refresh),
-            None => plan_group_sync(store, &refresh),
-        };
         let mut summary = SyncSummary::default();
         carry_out_group_sync(t, plan, |group, result| {
             let m = match result {
@@ -86,20 +108,7 @@ impl<C: FlowCluster> FlowContext<C> {
             self.metrics.group_synced(&self.name, m);
         })
         .await;
-        if let Some(failed) = failed {
-            return Err(StepError {
-                cluster: t.alias().to_owned(),
-                op: "DescribeGroups",
-                error: StepCause::Driver {
-                    what: "the target groups could not be described; no sync this round".into(),
-                    cause: match failed.error {
-                        StepCause::Client(e) => Some(Box::new(e)),
-                        StepCause::Driver { cause, .. } => cause,
-                    },
-                },
-            });
-        }
-        Ok(summary)
+        summary
     }
 
     /// Describes `groups` on the target and lists the offsets of the Empty
@@ -148,6 +157,52 @@ impl<C: FlowCluster> FlowContext<C> {
             out.insert(group, TargetGroup::from_state(d.state, committed));
         }
         Ok(out)
+    }
+}
+
+/// The groups a sync of `only` (all of the store's when `None`) describes.
+pub(super) fn sync_group_names(
+    store: &CheckpointStore,
+    only: Option<&BTreeSet<String>>,
+) -> Vec<String> {
+    match only {
+        Some(only) => only.iter().cloned().collect(),
+        None => store
+            .assigned_groups()
+            .map(str::to_owned)
+            .chain(store.groups().map(|(g, _)| g.to_owned()))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect(),
+    }
+}
+
+/// What the first step of a group sync found on the target.
+pub(super) struct Refreshed {
+    refresh: TargetRefresh,
+    /// Why the describe failed: the sync still carries out its plan (which
+    /// then commits nothing) and reports this.
+    failed: Option<StepError>,
+}
+
+impl Refreshed {
+    /// The core's plan for `only` (all groups when `None`) from the store as
+    /// it is now.
+    pub(super) fn plan(
+        &self,
+        store: &CheckpointStore,
+        only: Option<&BTreeSet<String>>,
+    ) -> GroupSyncPlan {
+        match only {
+            Some(only) => {
+                plan_group_sync_for(store, only.iter().map(String::as_str), &self.refresh)
+            }
+            None => plan_group_sync(store, &self.refresh),
+        }
+    }
+
+    pub(super) fn finish(self, summary: SyncSummary) -> Result<SyncSummary, StepError> {
+        self.failed.map_or(Ok(summary), Err)
     }
 }
 

@@ -5,7 +5,8 @@
 //! By stage: [`startup`] (checkpoints topic, group discovery, restore, the
 //! first read of the offset syncs), [`syncs`] (reading the offset-syncs and
 //! checkpoints topics), [`emit`] (emission rounds), [`group_sync`] (target
-//! group sync, shared with `translate --apply`). The flow reaches its
+//! group sync, shared with `translate --apply`), [`sync_runner`] (the run
+//! loop's group syncs, one at a time beside the loop). The flow reaches its
 //! clusters only through [`FlowCluster`] ([`cluster`]), so the orchestration
 //! is unit-tested on an in-memory cluster.
 
@@ -31,6 +32,7 @@ pub mod emit;
 pub mod follow;
 pub mod group_sync;
 pub mod startup;
+pub mod sync_runner;
 pub mod syncs;
 #[cfg(test)]
 mod tests;

@@ -462,3 +462,91 @@ async fn group_sync_commits_an_absent_group_and_keeps_a_describe_error() {
         "{e}"
     );
 }
+
+fn checkpoint_of(group: &str, partition: i32, downstream: i64) -> Checkpoint {
+    let mut c = checkpoint(partition, downstream);
+    c.key.group = group.to_owned();
+    c
+}
+
+fn target_offset(target: &MemCluster, group: &str) -> Option<i64> {
+    let mem = target.mem();
+    let offsets = mem.groups.get(group)?;
+    offsets[&TopicPartition::new("A.t", 0)]
+        .as_ref()
+        .map(|o| o.offset)
+}
+
+#[tokio::test]
+async fn the_run_loops_group_sync_runs_one_at_a_time_plans_late_and_coalesces() {
+    use super::sync_runner::GroupSyncRunner;
+    let (ctx, _, target) = flow("");
+    let mut store = CheckpointStore::new(["g", "h"]);
+    store.on_produced(&[checkpoint_of("g", 0, 10)]);
+    let mut runner = GroupSyncRunner::new(&ctx);
+    assert!(runner.is_idle());
+    runner.want_groups(["g".to_owned()]);
+    runner.start(&store);
+    let described = runner.next_step().await;
+    // While the target was described, g was checkpointed higher and h got
+    // its first checkpoint; both want a sync, which waits for this one.
+    store.on_produced(&[checkpoint_of("g", 0, 20), checkpoint_of("h", 0, 5)]);
+    runner.want_groups(["g".to_owned(), "h".to_owned()]);
+    runner.start(&store);
+    assert!(!runner.is_committing());
+    // The plan is made now, from the store as it is: g's newest checkpoint.
+    assert!(runner.advance(described, &store).is_none());
+    assert!(runner.is_committing());
+    let committed = runner.next_step().await;
+    let done = runner.advance(committed, &store).expect("the sync ended");
+    assert!(!done.full);
+    assert_eq!(done.groups, 1);
+    assert_eq!(done.result.unwrap().committed, 1);
+    assert_eq!(target_offset(&target, "g"), Some(20));
+    assert_eq!(target_offset(&target, "h"), None);
+    // Its end started the next one, of both groups, coalesced.
+    assert!(!runner.is_idle());
+    let described = runner.next_step().await;
+    assert!(runner.advance(described, &store).is_none());
+    let committed = runner.next_step().await;
+    let done = runner.advance(committed, &store).expect("the sync ended");
+    assert_eq!(done.groups, 2);
+    let summary = done.result.unwrap();
+    assert_eq!((summary.committed, summary.skipped_target_ahead), (1, 1));
+    assert_eq!(target_offset(&target, "h"), Some(5));
+    assert!(runner.is_idle());
+    assert_eq!(target.mem().most_commits_in_flight, 1);
+}
+
+#[tokio::test]
+async fn a_full_group_sync_absorbs_the_wanted_groups_and_shutdown_lets_its_commits_land() {
+    use super::sync_runner::GroupSyncRunner;
+    let (ctx, _, target) = flow("");
+    let mut store = CheckpointStore::new(["g", "h"]);
+    store.on_produced(&[checkpoint_of("g", 0, 10), checkpoint_of("h", 0, 7)]);
+    let mut runner = GroupSyncRunner::new(&ctx);
+    runner.want_groups(["g".to_owned()]);
+    runner.want_full();
+    runner.want_groups(["h".to_owned()]);
+    runner.start(&store);
+    let described = runner.next_step().await;
+    assert!(runner.advance(described, &store).is_none());
+    // A change after the full sync started wants a sync of its own, but a
+    // shutdown only lets the commits in flight land.
+    runner.want_groups(["g".to_owned()]);
+    let done = runner
+        .finish_commits(&store)
+        .await
+        .expect("the full sync ended");
+    assert!(done.full);
+    assert_eq!(done.groups, 2);
+    assert_eq!(done.result.unwrap().committed, 2);
+    assert_eq!(target_offset(&target, "g"), Some(10));
+    assert_eq!(target_offset(&target, "h"), Some(7));
+    assert!(runner.is_idle());
+    // A sync still describing the target is dropped: nothing reached it.
+    runner.want_groups(["g".to_owned()]);
+    runner.start(&store);
+    assert!(runner.finish_commits(&store).await.is_none());
+    assert!(runner.is_idle());
+}
