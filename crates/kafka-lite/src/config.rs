@@ -31,6 +31,14 @@ pub struct ConnectionConfig {
     pub sasl: Option<SaslConfig>,
     /// What log lines call the cluster (an alias, say); empty for nothing.
     pub cluster_name: String,
+    /// Connections to a group coordinator for the requests of single groups
+    /// ([`Client::coordinator_connection`](crate::Client::coordinator_connection):
+    /// OffsetCommit and the like). A broker serves one connection's requests
+    /// one at a time, so one connection commits to one group after another;
+    /// with several, commits to different groups run side by side. A group
+    /// always uses the same one (chosen by a hash of its id), so its own
+    /// requests stay in order. Default 1; 0 counts as 1.
+    pub coordinator_connections: usize,
 }
 
 impl Default for ConnectionConfig {
@@ -43,6 +51,7 @@ impl Default for ConnectionConfig {
             tls: None,
             sasl: None,
             cluster_name: String::new(),
+            coordinator_connections: 1,
         }
     }
 }

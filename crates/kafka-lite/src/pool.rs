@@ -1,9 +1,12 @@
-//! Lazily (re)connecting connections, one per broker address.
+//! Lazily (re)connecting connections, one per broker address and lane.
 //!
 //! [`BrokerPool::get`] returns the live connection to a broker, opening one
 //! on first use and replacing a closed (poisoned) one on the next use. Two
 //! callers asking for the same broker at once share one connection attempt.
-//! The pool counts the requests sent on its connections.
+//! Lane 0 is the connection every request uses; [`BrokerPool::get_lane`]
+//! opens further connections to the same broker, for requests that may run
+//! beside the others (see `ConnectionConfig::coordinator_connections`). The
+//! pool counts the requests sent on its connections.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,13 +16,15 @@ use crate::connection::{BrokerConnection, Connector};
 use crate::error::Error;
 
 type Slot = Arc<tokio::sync::Mutex<Option<BrokerConnection>>>;
+/// A broker's address and a lane number.
+type SlotKey = (String, usize);
 
 /// Connections to the brokers of one cluster, keyed by `host:port`.
 /// Cheap to clone; clones share the connections.
 #[derive(Clone, Debug)]
 pub struct BrokerPool {
     connector: Connector,
-    slots: Arc<Mutex<HashMap<String, Slot>>>,
+    slots: Arc<Mutex<HashMap<SlotKey, Slot>>>,
     requests: Arc<AtomicU64>,
 }
 
@@ -41,9 +46,19 @@ impl BrokerPool {
     /// The open connection to `address`, connecting first if there is none
     /// or the previous one closed.
     pub async fn get(&self, address: &str) -> Result<BrokerConnection, Error> {
+        self.get_lane(address, 0).await
+    }
+
+    /// The open connection of `lane` to `address` (lane 0 is
+    /// [`get`](Self::get)'s), connecting first if there is none or the
+    /// previous one closed.
+    pub async fn get_lane(&self, address: &str, lane: usize) -> Result<BrokerConnection, Error> {
         let slot = {
             let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-            slots.entry(address.to_string()).or_default().clone()
+            slots
+                .entry((address.to_string(), lane))
+                .or_default()
+                .clone()
         };
         let mut current = slot.lock().await;
         if let Some(connection) = current.as_ref()
@@ -66,12 +81,12 @@ impl BrokerPool {
         self.requests.load(Ordering::Relaxed)
     }
 
-    /// Forgets the connection to `address` (in-flight requests on it carry
-    /// on); the next [`get`](Self::get) connects anew.
+    /// Forgets the connections to `address`, every lane (in-flight requests
+    /// on them carry on); the next [`get`](Self::get) connects anew.
     pub fn invalidate(&self, address: &str) {
         self.slots
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .remove(address);
+            .retain(|(a, _), _| a != address);
     }
 }

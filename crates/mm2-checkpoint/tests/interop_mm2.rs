@@ -14,7 +14,7 @@ use e2e::mm2::{
     remote_topic,
 };
 use e2e::{Listener, clusters, unique_name};
-use interop_support::{commit, ok, our_config, run_once, test_dir};
+use interop_support::{commit, logged_number, ok, our_config, run_once, test_dir};
 
 const PARTITIONS: u32 = 2;
 const RECORDS: u32 = 20;
@@ -120,8 +120,10 @@ fn checkpoints_written_after_real_mm2_replication_are_read_by_mm2s_own_java_code
     drop(mm2);
 }
 
-/// Differential: the same commits in two groups, one checkpointed by MM2's own
-/// checkpoint connector, the other by us, over the same offset syncs. The
+/// Differential: the same commits in three groups, one checkpointed by MM2's
+/// own checkpoint connector, one by our polling round (`run --once`), one by
+/// our daemon following `__consumer_offsets` (its periodic round an hour
+/// away, so only the follower can emit), over the same offset syncs. The
 /// translated offsets must be equal, including offsets between syncs.
 #[test]
 fn our_translation_equals_mm2s_for_the_same_commits_over_the_same_offset_syncs() {
@@ -132,6 +134,7 @@ fn our_translation_equals_mm2s_for_the_same_commits_over_the_same_offset_syncs()
     let topic = unique_name("differential");
     let theirs = unique_name("diff-mm2");
     let ours = unique_name("diff-ours");
+    let followed = unique_name("diff-follow");
     let records: u32 = 40;
 
     ok(
@@ -148,9 +151,12 @@ fn our_translation_equals_mm2s_for_the_same_commits_over_the_same_offset_syncs()
         mm2.wait_for_offset_syncs(&topic, PARTITIONS, last, STARTUP_BUDGET),
         "waiting for MM2's offset syncs up to the last record",
     );
-    // Commit only now, so both sides translate with every sync already written.
+    // The follower starts before the commits (MM2's worker has created
+    // `__consumer_offsets` by now), so its first round finds nothing.
+    let mut follower = FollowingDaemon::start(&topic, &followed);
+    // Commit only now, so every side translates with every sync already written.
     let commits: Vec<(i32, i64)> = (0..PARTITIONS as i32).zip([7, 33]).collect();
-    for group in [&theirs, &ours] {
+    for group in [&theirs, &ours, &followed] {
         commit(group, &topic, &commits);
     }
     let latest = |group: &str| -> Result<BTreeMap<i32, (i64, i64)>, e2e::java::JavaError> {
@@ -180,6 +186,28 @@ fn our_translation_equals_mm2s_for_the_same_commits_over_the_same_offset_syncs()
         our_checkpoints, mm2_checkpoints,
         "(partition -> (upstream, downstream)): ours vs MM2's"
     );
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let followed_checkpoints = loop {
+        let got = ok(latest(&followed), "reading the follower's checkpoints");
+        if got == mm2_checkpoints || std::time::Instant::now() > deadline {
+            break got;
+        }
+        follower.alive();
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let log = follower.stop();
+    assert_eq!(
+        followed_checkpoints, mm2_checkpoints,
+        "(partition -> (upstream, downstream)): the follower's vs MM2's; its log:\n{log}"
+    );
+    assert_eq!(
+        (
+            log.matches("emission round done").count(),
+            logged_number(&log, "emission round done", "emitted")
+        ),
+        (1, Some(0)),
+        "the periodic round runs once, at start, before the commits:\n{log}"
+    );
     let translate = |group: &str| {
         ok(
             java.translate_offsets(target, SOURCE_ALIAS, group, Duration::from_secs(20)),
@@ -189,5 +217,75 @@ fn our_translation_equals_mm2s_for_the_same_commits_over_the_same_offset_syncs()
         .collect::<Vec<i64>>()
     };
     assert_eq!(translate(&ours), translate(&theirs));
+    assert_eq!(translate(&followed), translate(&theirs));
     drop(mm2);
+}
+
+/// Our daemon in follow mode for one group, its log in a file.
+struct FollowingDaemon {
+    child: std::process::Child,
+    log: std::path::PathBuf,
+}
+
+impl FollowingDaemon {
+    /// Starts it and waits for its first (periodic) round.
+    fn start(topic: &str, group: &str) -> FollowingDaemon {
+        let dir = test_dir(group);
+        let config = our_config(
+            &dir,
+            topic,
+            group,
+            "mm2-checkpoint.group.offsets.mode = follow\n\
+             emit.checkpoints.interval.seconds = 3600\n",
+        );
+        let log = dir.join("daemon.log");
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_mm2-checkpoint"))
+            .args(["run", "--log-format", "json", "--config"])
+            .arg(&config)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("daemon log"))
+            .spawn()
+            .expect("spawn mm2-checkpoint run");
+        let mut daemon = FollowingDaemon { child, log };
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while !daemon.log_text().contains("emission round done") {
+            daemon.alive();
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no first round within 60 s:\n{}",
+                daemon.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert!(
+            daemon.log_text().contains("following"),
+            "the daemon does not follow __consumer_offsets:\n{}",
+            daemon.log_text()
+        );
+        daemon
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn alive(&mut self) {
+        if let Ok(Some(status)) = self.child.try_wait() {
+            panic!("the daemon exited ({status}):\n{}", self.log_text());
+        }
+    }
+
+    /// Stops it; returns its log.
+    fn stop(mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.log_text()
+    }
+}
+
+impl Drop for FollowingDaemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

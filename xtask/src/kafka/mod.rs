@@ -84,6 +84,9 @@ pub struct Layout {
     pub root: PathBuf,
     /// Whether `up` also starts the `legacy` cluster.
     pub legacy: bool,
+    /// Broker properties appended to every cluster's `server.properties`
+    /// (the soak shortens the offset retention; the shared clusters have none).
+    pub broker_overrides: Vec<(&'static str, &'static str)>,
 }
 
 impl Layout {
@@ -92,6 +95,7 @@ impl Layout {
         Self {
             root: workspace.join("target").join("kafka"),
             legacy: true,
+            broker_overrides: Vec::new(),
         }
     }
 
@@ -102,6 +106,7 @@ impl Layout {
         Self {
             root,
             legacy: false,
+            broker_overrides: Vec::new(),
         }
     }
 

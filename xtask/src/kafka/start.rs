@@ -67,11 +67,15 @@ pub(super) fn start_cluster(
     let acl = (name == SECURE_CLUSTER).then(acl_users);
     let addr = |port: u16| format!("127.0.0.1:{port}");
 
-    fs::write(
-        &config_file,
-        server_properties(plan, &data_dir, pki, &users, acl.as_ref())?,
-    )
-    .with_context(|| format!("writing {}", config_file.display()))?;
+    let mut properties = server_properties(plan, &data_dir, pki, &users, acl.as_ref())?;
+    if !layout.broker_overrides.is_empty() {
+        properties.push_str("\n# Overrides of this layout.\n");
+        for (key, value) in &layout.broker_overrides {
+            properties.push_str(&format!("{key}={value}\n"));
+        }
+    }
+    fs::write(&config_file, properties)
+        .with_context(|| format!("writing {}", config_file.display()))?;
     fs::write(&log4j_file, BROKER_LOG4J)
         .with_context(|| format!("writing {}", log4j_file.display()))?;
 

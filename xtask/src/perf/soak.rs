@@ -16,6 +16,14 @@
 //! the translation of its newest commit. At the end: the checkpoints topic
 //! never rewound nor went past a written sync's translation, the log has no
 //! panic, and SIGTERM during a SIGSTOPped target still exits within 30 s.
+//!
+//! Offset expiry, on the same run: the source cluster keeps committed offsets
+//! for one minute (`offsets.retention.minutes = 1`, checked every 2 s). A
+//! group that commits once before the faults and then goes quiet must have
+//! its offsets expired by the coordinator (a tombstone in
+//! `__consumer_offsets`), after which an offset sync that would move its old
+//! commit emits nothing, and a new commit of the group is checkpointed
+//! (docs/commit-follower.md, section 7).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -37,6 +45,14 @@ const TOPIC: &str = "orders";
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 const STOP_FOR: Duration = Duration::from_secs(15);
 const RECOVERY: Duration = Duration::from_secs(120);
+/// The group whose offsets expire, and its own topic (one partition).
+const EXPIRING_GROUP: &str = "soak-expiring";
+const EXPIRING_TOPIC: &str = "expiring";
+/// The source cluster's offset retention and how often it is enforced.
+const RETENTION_OVERRIDES: [(&str, &str); 2] = [
+    ("offsets.retention.minutes", "1"),
+    ("offsets.retention.check.interval.ms", "2000"),
+];
 
 /// Entry point.
 pub fn run(root: &Path, args: &[&str]) -> Result<ExitCode> {
@@ -61,7 +77,8 @@ pub fn run(root: &Path, args: &[&str]) -> Result<ExitCode> {
             _ => bail!("{usage}"),
         }
     }
-    let layout = Layout::at(root.join("target").join("kafka-soak"));
+    let mut layout = Layout::at(root.join("target").join("kafka-soak"));
+    layout.broker_overrides = RETENTION_OVERRIDES.to_vec();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = Command::new(cargo)
         .args(["build", "-p", "mm2-checkpoint", "--bin", "mm2-checkpoint"])
@@ -213,6 +230,63 @@ impl World {
         Ok(out)
     }
 
+    /// The (upstream, downstream) pairs of the expiring group's checkpoints.
+    fn expiring_checkpoints(&self) -> Result<Vec<(i64, i64)>> {
+        Ok(self
+            .checkpoints()?
+            .iter()
+            .filter(|c| c.key.group == EXPIRING_GROUP)
+            .map(|c| (c.upstream_offset, c.downstream_offset))
+            .collect())
+    }
+
+    /// Writes the offset sync `upstream → downstream` of the expiring topic.
+    fn expiring_sync(&self, upstream: i64, downstream: i64) -> Result<()> {
+        let sync = OffsetSync {
+            topic_partition: TopicPartition::new(EXPIRING_TOPIC, 0),
+            upstream_offset: upstream,
+            downstream_offset: downstream,
+        };
+        let record = OutRecord {
+            key: sync
+                .encode_key()
+                .map_err(|e| anyhow::anyhow!("offset sync key: {e}"))?,
+            value: sync.encode_value(),
+            timestamp: 0,
+        };
+        timeout(&self.rt, self.source.produce(&syncs_topic(), 0, &[record]))?;
+        Ok(())
+    }
+
+    /// Commits `offset` of the expiring topic for the expiring group.
+    fn expiring_commit(&self, offset: i64) -> Result<()> {
+        let map = [(
+            TopicPartition::new(EXPIRING_TOPIC, 0),
+            CommittedOffset::new(offset, ""),
+        )]
+        .into_iter()
+        .collect();
+        timeout(
+            &self.rt,
+            self.source.commit_group_offsets(EXPIRING_GROUP, &map),
+        )?;
+        Ok(())
+    }
+
+    /// Whether the source still holds offsets of the expiring group.
+    fn expiring_has_offsets(&self) -> Result<bool> {
+        let fetched = timeout(
+            &self.rt,
+            self.source
+                .fetch_group_offsets(&[EXPIRING_GROUP.to_owned()]),
+        )?;
+        Ok(match fetched.get(EXPIRING_GROUP) {
+            Some(Ok(offsets)) => offsets.values().any(Option::is_some),
+            Some(Err(e)) => bail!("OffsetFetch of {EXPIRING_GROUP}: {e}"),
+            None => false,
+        })
+    }
+
     /// Whether every group's newest checkpoint is (10·done, 10·done + 3).
     fn caught_up(&self) -> bool {
         let Ok(cps) = self.checkpoints() else {
@@ -300,6 +374,12 @@ fn soak(layout: &Layout, bin: &Path, duration: Duration, follow: bool) -> Result
         w.source
             .create_topic(&syncs_topic(), 1, 1, &[("cleanup.policy", "compact")]),
     )?;
+    timeout(&w.rt, w.source.create_topic(EXPIRING_TOPIC, 1, 1, &[]))?;
+    timeout(
+        &w.rt,
+        w.target
+            .create_topic(&topics::remote("source", EXPIRING_TOPIC), 1, 1, &[]),
+    )?;
     w.step();
     if w.done != 0 {
         bail!("the first step failed on healthy clusters");
@@ -342,6 +422,21 @@ fn soak(layout: &Layout, bin: &Path, duration: Duration, follow: bool) -> Result
     step_until(&mut w, &mut d, "the first checkpoints", RECOVERY, |w, d| {
         d.ready() == Some(200) && w.caught_up()
     })?;
+    // The expiring group: one commit at 5 over the sync 0 → 0, checkpointed
+    // as (5, 1); then it stays quiet while the faults run.
+    w.expiring_sync(0, 0)?;
+    w.expiring_commit(5)?;
+    let committed_at = Instant::now();
+    step_until(
+        &mut w,
+        &mut d,
+        "the expiring group's checkpoint",
+        RECOVERY,
+        |w, _| {
+            w.expiring_checkpoints()
+                .is_ok_and(|c| c.last() == Some(&(5, 1)))
+        },
+    )?;
 
     let started = Instant::now();
     let mut outages = Vec::new();
@@ -414,8 +509,15 @@ fn soak(layout: &Layout, bin: &Path, duration: Duration, follow: bool) -> Result
         }
     }
 
-    // Soundness of the whole checkpoints topic.
-    let cps = w.checkpoints()?;
+    let expiry = expiry_phase(&mut w, &mut d, committed_at)?;
+
+    // Soundness of the soak topic's checkpoints (the expiring topic has its
+    // own checks above).
+    let cps: Vec<Checkpoint> = w
+        .checkpoints()?
+        .into_iter()
+        .filter(|c| c.key.topic_partition.topic == TOPIC)
+        .collect();
     let mut last: BTreeMap<(String, i32), (i64, i64)> = BTreeMap::new();
     let mut rewinds = 0;
     let mut past = 0;
@@ -468,6 +570,7 @@ fn soak(layout: &Layout, bin: &Path, duration: Duration, follow: bool) -> Result
          checkpoints checked after recovery: {checks}; records checked: {}; \
          steps: {} ({} attempts failed during outages)\n\
          rewinds: 0, lost: 0, past the translation: 0, panics: 0\n\
+         {expiry}\n\
          SIGTERM with the target stopped: {exit} after {:.1}s",
         outages.len(),
         started.elapsed().as_secs_f64(),
@@ -477,4 +580,53 @@ fn soak(layout: &Layout, bin: &Path, duration: Duration, follow: bool) -> Result
         w.failed_steps,
         shutdown.as_secs_f64()
     ))
+}
+
+/// Waits for the coordinator to expire the quiet group's offsets, then checks
+/// that the daemon kept nothing of them: a sync 5 → 100, which would
+/// translate the expired commit (5) to 100, emits nothing for the group, and
+/// a new commit (7) is checkpointed over that sync as (7, 101).
+fn expiry_phase(w: &mut World, d: &mut Daemon, committed_at: Instant) -> Result<String> {
+    step_until(
+        w,
+        d,
+        "the coordinator to expire the quiet group's offsets",
+        RECOVERY,
+        |w, _| w.expiring_has_offsets().is_ok_and(|has| !has),
+    )?;
+    let expired_after = committed_at.elapsed();
+    let before = w.expiring_checkpoints()?;
+    w.expiring_sync(5, 100)?;
+    // Long enough for the follower's window and for a polled round.
+    let settle = Instant::now();
+    step_until(w, d, "a settle period", Duration::from_secs(10), |_, _| {
+        settle.elapsed() >= Duration::from_secs(5)
+    })?;
+    let after = w.expiring_checkpoints()?;
+    if after != before {
+        bail!(
+            "offset expiry: checkpoints of {EXPIRING_GROUP} emitted after its offsets expired: \
+             {:?}",
+            &after[before.len().min(after.len())..]
+        );
+    }
+    w.expiring_commit(7)?;
+    step_until(
+        w,
+        d,
+        "the re-committed group's checkpoint",
+        RECOVERY,
+        |w, _| {
+            w.expiring_checkpoints()
+                .is_ok_and(|c| c.last() == Some(&(7, 101)))
+        },
+    )?;
+    let line = format!(
+        "offset expiry: {EXPIRING_GROUP}'s offsets expired {:.0}s after its only commit; \
+         nothing emitted for it afterwards over a sync that would have moved its old \
+         commit; its next commit checkpointed",
+        expired_after.as_secs_f64()
+    );
+    eprintln!("soak: {line}");
+    Ok(line)
 }

@@ -16,6 +16,18 @@ const GROUP_KEY_TYPE: i8 = 0;
 /// Most keys put in one batched (v4+) FindCoordinator request.
 const MAX_COORDINATOR_KEYS: usize = 1000;
 
+/// The lane (`0..lanes`) of `group`'s requests: FNV-1a of its id, so the same
+/// group always gets the same one, in every process.
+fn lane_of(group: &str, lanes: usize) -> usize {
+    if lanes <= 1 {
+        return 0;
+    }
+    let hash = group.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    (hash % lanes as u64) as usize
+}
+
 impl Client {
     /// The coordinator of consumer group `group`: cached, else looked up
     /// with FindCoordinator (with retries).
@@ -30,10 +42,15 @@ impl Client {
         })
     }
 
-    /// A connection to the coordinator of `group`.
+    /// A connection to the coordinator of `group`: always the same one of
+    /// the `coordinator_connections` of the connection config, chosen by a
+    /// hash of the group id.
     pub async fn coordinator_connection(&self, group: &str) -> Result<BrokerConnection, Error> {
         let coordinator = self.group_coordinator(group).await?;
-        self.connection_to(&coordinator).await
+        let lanes = self.pool().connector().config().coordinator_connections;
+        self.pool()
+            .get_lane(&coordinator.address(), lane_of(group, lanes))
+            .await
     }
 
     /// The coordinators of many groups, with one result per group. Cached
@@ -216,5 +233,22 @@ impl Client {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(group);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lane_of;
+
+    #[test]
+    fn a_group_keeps_its_lane_and_groups_spread_over_the_lanes() {
+        assert_eq!(lane_of("orders", 1), 0);
+        assert_eq!(lane_of("orders", 0), 0);
+        assert_eq!(lane_of("orders", 8), lane_of("orders", 8));
+        let mut used = [0usize; 8];
+        for i in 0..800 {
+            used[lane_of(&format!("group-{i}"), 8)] += 1;
+        }
+        assert!(used.iter().all(|&n| n > 50), "{used:?}");
     }
 }

@@ -231,7 +231,16 @@ pub enum GroupSyncResult {
 /// "Commit → checkpoint latency"). The decisions do not depend on each other,
 /// so they are carried out concurrently; each keeps its own safety check (the
 /// broker refuses an admin commit into a group with members).
-pub const GROUP_SYNC_CONCURRENCY: usize = 32;
+pub const GROUP_SYNC_CONCURRENCY: usize = 64;
+
+/// Connections to each target group coordinator that the commits of a group
+/// sync are spread over (kafka-lite's `coordinator_connections`). A broker
+/// serves one connection's requests one at a time, and the group coordinator
+/// of Kafka 4 lingers a few milliseconds on each offset write, so on one
+/// connection a sync of 1,000 groups took about 6 s however many commits were
+/// in flight (docs/benchmarks.md, "Commit → checkpoint latency"). A group
+/// keeps its connection, so its commits stay in order.
+pub const GROUP_SYNC_CONNECTIONS: usize = 16;
 
 /// Carries out a group-sync plan on `target`: issues the decided commits, up
 /// to [`GROUP_SYNC_CONCURRENCY`] at a time, and hands every group's result to

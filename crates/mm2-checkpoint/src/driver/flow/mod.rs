@@ -165,12 +165,14 @@ impl FlowContext<ClusterClient> {
             cfg.admin_timeout.min(Duration::from_secs(30)),
         )
         .map_err(SetupError::Connect)?;
-        let target_conn = connect::connection(
+        let mut target_conn = connect::connection(
             &cfg.target,
             &client_id,
             cfg.admin_timeout.min(Duration::from_secs(30)),
         )
         .map_err(SetupError::Connect)?;
+        // The target groups' commits run side by side (group sync).
+        target_conn.config.coordinator_connections = group_sync::GROUP_SYNC_CONNECTIONS;
         let source = ClusterClient::new(
             &cfg.source.alias,
             source_conn.bootstrap.clone(),
