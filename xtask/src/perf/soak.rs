@@ -512,12 +512,16 @@ fn soak(layout: &Layout, bin: &Path, duration: Duration, follow: bool) -> Result
     let expiry = expiry_phase(&mut w, &mut d, committed_at)?;
 
     // Soundness of the soak topic's checkpoints (the expiring topic has its
-    // own checks above).
+    // own checks above). A checkpoint names the remote topic.
+    let remote = topics::remote("source", TOPIC);
     let cps: Vec<Checkpoint> = w
         .checkpoints()?
         .into_iter()
-        .filter(|c| c.key.topic_partition.topic == TOPIC)
+        .filter(|c| c.key.topic_partition.topic == remote)
         .collect();
+    if cps.is_empty() {
+        bail!("no checkpoint of {remote} to check for soundness");
+    }
     let mut last: BTreeMap<(String, i32), (i64, i64)> = BTreeMap::new();
     let mut rewinds = 0;
     let mut past = 0;
