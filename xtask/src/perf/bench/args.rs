@@ -6,11 +6,75 @@ use anyhow::{Context, Result, bail};
 
 use super::USAGE;
 
+/// The JVM settings MM2's Connect worker runs with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mm2Jvm {
+    /// What Kafka's own start scripts give it: the heap of
+    /// `connect-standalone.sh`/`connect-mirror-maker.sh` and the G1 options of
+    /// `kafka-run-class.sh` (Kafka 4.1).
+    Stock,
+    /// The small heap, serial GC and C1-only JIT of the e2e tests' MM2, which
+    /// flatter its memory and handicap its JIT.
+    Small,
+}
+
+impl Mm2Jvm {
+    /// The JVM options.
+    pub fn options(self) -> &'static [&'static str] {
+        match self {
+            Mm2Jvm::Stock => &[
+                "-Xms256M",
+                "-Xmx2G",
+                "-server",
+                "-XX:+UseG1GC",
+                "-XX:MaxGCPauseMillis=20",
+                "-XX:InitiatingHeapOccupancyPercent=35",
+                "-XX:+ExplicitGCInvokesConcurrent",
+                "-XX:MaxInlineLevel=15",
+                "-Djava.awt.headless=true",
+            ],
+            Mm2Jvm::Small => e2e::mm2::JVM_OPTS,
+        }
+    }
+
+    /// The name used in options, run directories and the report.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mm2Jvm::Stock => "stock",
+            Mm2Jvm::Small => "small",
+        }
+    }
+
+    fn parse(word: &str) -> Result<Mm2Jvm> {
+        match word {
+            "stock" => Ok(Mm2Jvm::Stock),
+            "small" => Ok(Mm2Jvm::Small),
+            w => bail!("--mm2-jvm: unknown setting {w:?} (stock, small)"),
+        }
+    }
+}
+
+/// Which build of ours is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OursBuild {
+    /// The static musl artefact `cargo xtask dist` ships (x86_64, default
+    /// features): what users run.
+    Dist,
+    /// `cargo build --release` for the host (glibc, its allocator).
+    Release,
+}
+
 /// Options of `bench mm2`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mm2Args {
-    /// Group counts, one workload each.
+    /// Group counts, one workload each, both sides.
     pub groups: Vec<usize>,
+    /// Group counts run with ours alone, after the others.
+    pub ours_only: Vec<usize>,
+    /// MM2's JVM settings, one MM2 run each per workload.
+    pub mm2_jvm: Vec<Mm2Jvm>,
+    /// The build of ours.
+    pub build: OursBuild,
     /// Partitions per workload topic.
     pub partitions: i32,
     /// Offset syncs in the catch-up run (0 skips it).
@@ -24,7 +88,10 @@ pub struct Mm2Args {
 impl Default for Mm2Args {
     fn default() -> Self {
         Self {
-            groups: vec![10, 100, 1000],
+            groups: vec![10, 100, 1000, 5000, 10_000],
+            ours_only: vec![100_000],
+            mm2_jvm: vec![Mm2Jvm::Stock],
+            build: OursBuild::Dist,
             partitions: 10,
             syncs: 1_000_000,
             window: 30,
@@ -54,6 +121,29 @@ impl Mm2Args {
                     if args.groups.is_empty() {
                         bail!("--groups wants a comma-separated list of group counts");
                     }
+                }
+                "--ours-only-groups" => {
+                    let v = value()?;
+                    args.ours_only = if v == "0" {
+                        Vec::new()
+                    } else {
+                        v.split(',')
+                            .map(|n| positive(flag, n.trim()))
+                            .collect::<Result<_>>()?
+                    };
+                }
+                "--mm2-jvm" => {
+                    args.mm2_jvm = value()?
+                        .split(',')
+                        .map(|w| Mm2Jvm::parse(w.trim()))
+                        .collect::<Result<_>>()?;
+                }
+                "--build" => {
+                    args.build = match value()? {
+                        "dist" => OursBuild::Dist,
+                        "release" => OursBuild::Release,
+                        v => bail!("--build: {v:?} is neither dist nor release"),
+                    };
                 }
                 "--partitions" => {
                     let v = positive(flag, value()?)?;

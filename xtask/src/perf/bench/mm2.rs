@@ -9,12 +9,14 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
+use super::args::Mm2Jvm;
 use super::logs::log_span;
 use super::process::Guard;
 use super::report::RunResult;
 use super::side_by_side::{Bench, EMIT_INTERVAL_S, FIRST_ROUND_TIMEOUT, Flow, SETTLE};
 
-/// JVM options of the Connect worker: the same as the MM2 of the e2e tests.
+/// JVM options of `bench latency`'s Connect worker: the same as the MM2 of
+/// the e2e tests ([`Mm2Jvm::Small`]).
 pub(super) const JVM_OPTS: &[&str] = e2e::mm2::JVM_OPTS;
 /// Connect's standalone entry point.
 const CONNECT_STANDALONE: &str = "org.apache.kafka.connect.cli.ConnectStandalone";
@@ -29,7 +31,7 @@ pub(super) const MM2_SYNCS_READ_DONE: &str =
     "Finished reading KafkaBasedLog for topic mm2-offset-syncs.";
 
 impl Bench {
-    fn connect_command(&self, dir: &Path, flow: &Flow) -> Result<Command> {
+    fn connect_command(&self, dir: &Path, flow: &Flow, jvm: Mm2Jvm) -> Result<Command> {
         fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let write = |name: &str, text: String| -> Result<PathBuf> {
             let p = dir.join(name);
@@ -77,7 +79,7 @@ impl Bench {
                 .to_owned(),
         )?;
         let mut cmd = Command::new("java");
-        cmd.args(JVM_OPTS)
+        cmd.args(jvm.options())
             .arg(format!("-Dlog4j2.configurationFile={}", log4j.display()))
             .arg("-cp")
             .arg(&self.kafka_libs)
@@ -90,8 +92,8 @@ impl Bench {
 
     /// The Connect worker running MirrorCheckpointConnector for `flow`,
     /// files and log in `dir`.
-    pub(super) fn spawn_connect(&self, dir: &Path, flow: &Flow) -> Result<Guard> {
-        let cmd = self.connect_command(dir, flow)?;
+    pub(super) fn spawn_connect(&self, dir: &Path, flow: &Flow, jvm: Mm2Jvm) -> Result<Guard> {
+        let cmd = self.connect_command(dir, flow, jvm)?;
         Guard::spawn(
             cmd,
             "the Connect worker running MirrorCheckpointConnector",
@@ -99,13 +101,18 @@ impl Bench {
         )
     }
 
-    pub(super) fn run_mm2(&self, flow: &Flow, label: &str) -> Result<RunResult> {
-        let mut proc = self.spawn_connect(&self.dir.join(label).join("mm2"), flow)?;
+    pub(super) fn run_mm2(&self, flow: &Flow, label: &str, jvm: Mm2Jvm) -> Result<RunResult> {
+        let dir = self.dir.join(label).join(format!("mm2-{}", jvm.name()));
+        let mut proc = self.spawn_connect(&dir, flow, jvm)?;
         eprintln!(
-            "bench: {label}: MM2 checkpoint connector started (pid {})",
+            "bench: {label}: MM2 checkpoint connector started, {} JVM (pid {})",
+            jvm.name(),
             proc.pid()
         );
-        let (first, all, stamps) = self.await_checkpoints(flow, &mut proc, || {})?;
+        let (first, all, stamps) = match self.await_checkpoints(flow, &mut proc, || {})? {
+            Ok(seen) => seen,
+            Err((first, incomplete)) => return Ok(RunResult::incomplete(first, incomplete)),
+        };
         let spread = match (stamps.iter().min(), stamps.iter().max()) {
             (Some(a), Some(b)) => Some((b - a) as f64 / 1e3),
             _ => None,
@@ -125,7 +132,7 @@ impl Bench {
     /// MM2: the initial read of the offset-syncs topic (Connect's log
     /// timestamps), and spawn → that read done.
     pub(super) fn mm2_load_time(&self, flow: &Flow, label: &str) -> Result<(f64, f64)> {
-        let mut proc = self.spawn_connect(&self.dir.join(label), flow)?;
+        let mut proc = self.spawn_connect(&self.dir.join(label), flow, Mm2Jvm::Stock)?;
         loop {
             proc.alive()?;
             let text = proc.log_text();

@@ -9,8 +9,17 @@
 //!
 //! * **MM2** runs as a Kafka Connect *standalone* worker
 //!   (`org.apache.kafka.connect.cli.ConnectStandalone`) with only
-//!   `MirrorCheckpointConnector`: what a user replaces with our binary.
-//! * **ours** runs as `mm2-checkpoint run --metrics-addr ... --log-format json`.
+//!   `MirrorCheckpointConnector`: what a user replaces with our binary. By
+//!   default with the JVM settings of Kafka's own start scripts
+//!   ([`args::Mm2Jvm::Stock`]); `--mm2-jvm stock,small` adds a labelled run
+//!   with the e2e tests' small heap.
+//! * **ours** runs as `mm2-checkpoint run --metrics-addr ... --log-format json`,
+//!   by default the static musl artefact of `cargo xtask dist`.
+//!
+//! Sizes in `--ours-only-groups` run ours alone. A side that has not written
+//! every checkpoint after 10 minutes is kept as a lower bound, a side that
+//! fails is recorded as failed, and the other side still runs; the JSON and
+//! the markdown report are rewritten after every size.
 //!
 //! Per group count N, one workload: a fresh topic of P partitions on the
 //! source, a fresh offset-syncs topic (`mm2-offset-syncs.<target alias>.internal`)
@@ -52,7 +61,9 @@ use env::ClusterEnv;
 
 const USAGE: &str = "\
 usage: cargo xtask bench [-- CRITERION ARGS]
-       cargo xtask bench mm2 [--groups 10,100,1000] [--partitions 10]
+       cargo xtask bench mm2 [--groups 10,100,1000,5000,10000] [--partitions 10]
+                             [--ours-only-groups 100000] [--mm2-jvm stock,small]
+                             [--build dist|release]
                              [--syncs 1000000] [--window 30] [--out FILE]
        cargo xtask bench latency [--quick] [--groups 1000] [--partitions 10]
                              [--seconds 60] [--sides follow,poll,mm2-1s,mm2-60s]

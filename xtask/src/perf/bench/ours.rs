@@ -63,7 +63,7 @@ impl Bench {
         );
         // The first round's duration: the histogram when it holds one round.
         let mut first_round = None;
-        let (first, all, stamps) = self.await_checkpoints(flow, &mut proc, || {
+        let seen = self.await_checkpoints(flow, &mut proc, || {
             if first_round.is_none()
                 && let Some((sum, count)) = scrape(&addr)
                 && count == 1
@@ -71,6 +71,10 @@ impl Bench {
                 first_round = Some(sum);
             }
         })?;
+        let (first, all, stamps) = match seen {
+            Ok(seen) => seen,
+            Err((first, incomplete)) => return Ok(RunResult::incomplete(first, incomplete)),
+        };
         if first_round.is_none()
             && let Some((sum, 1)) = scrape(&addr)
         {

@@ -34,9 +34,49 @@ pub struct RunResult {
     pub task_start_to_loaded_s: Option<f64>,
     /// Samples at the start and end of the steady window.
     pub samples: Vec<ProcSample>,
+    /// Set when not every checkpoint was written in time: the run is a lower
+    /// bound and nothing after the first round was measured.
+    pub incomplete: Option<Incomplete>,
+    /// Set when the run failed; nothing else is measured.
+    pub error: Option<String>,
+}
+
+/// How far a run that did not finish its first round got.
+#[derive(Debug, Clone, Serialize)]
+pub struct Incomplete {
+    /// Checkpoints seen.
+    pub seen: usize,
+    /// Checkpoints expected (N × P).
+    pub total: usize,
+    /// Seconds from spawn until the bench gave up.
+    pub after_s: f64,
 }
 
 impl RunResult {
+    /// A run that failed with `error`.
+    pub fn failed(error: &anyhow::Error) -> RunResult {
+        RunResult {
+            error: Some(format!("{error:#}")),
+            ..RunResult::default()
+        }
+    }
+
+    /// A run whose first round did not finish in time.
+    pub fn incomplete(first: Option<Duration>, incomplete: Incomplete) -> RunResult {
+        RunResult {
+            start_to_first_s: first.map_or(f64::NAN, |d| d.as_secs_f64()),
+            start_to_all_s: f64::NAN,
+            checkpoints: incomplete.seen,
+            incomplete: Some(incomplete),
+            ..RunResult::default()
+        }
+    }
+
+    /// Whether the run finished its first round and was measured.
+    pub fn finished(&self) -> bool {
+        self.incomplete.is_none() && self.error.is_none()
+    }
+
     /// The common part: `seen` = (first checkpoint, all checkpoints, how
     /// many), and the steady window from `a` to `b` holding `rounds` rounds.
     pub(super) fn measured(
@@ -69,8 +109,9 @@ pub struct SizeResult {
     pub partitions: i32,
     /// Load average (1, 5, 15 min) before the workload.
     pub loadavg: String,
-    /// MirrorMaker 2.
-    pub mm2: RunResult,
+    /// MirrorMaker 2, per JVM setting (name, result); empty for a size run
+    /// with ours alone.
+    pub mm2: Vec<(String, RunResult)>,
     /// mm2-checkpoint.
     pub ours: RunResult,
 }
@@ -107,8 +148,10 @@ pub struct Report {
     pub kafka_version: String,
     /// `git rev-parse --short HEAD`.
     pub commit: String,
-    /// JVM options of the Connect worker.
-    pub jvm_opts: Vec<String>,
+    /// MM2's JVM settings: name and options.
+    pub mm2_jvm: Vec<(String, Vec<String>)>,
+    /// The build of ours measured.
+    pub ours_build: String,
     /// One per group count.
     pub sizes: Vec<SizeResult>,
     /// The catch-up run, unless `--syncs 0`.
@@ -145,70 +188,126 @@ fn mib(kib: Option<f64>) -> String {
     kib.map_or_else(|| "—".to_owned(), |k| format!("{:.1} MiB", k / 1024.0))
 }
 
+/// A run's value for the table: `value` of a finished run; for a run that
+/// did not finish, its lower bound where `bound` is set, else "—".
+fn cell_of(
+    run: &RunResult,
+    value: Option<f64>,
+    bound: bool,
+    cell: fn(Option<f64>) -> String,
+) -> String {
+    if let Some(e) = &run.error {
+        let first = e.lines().next().unwrap_or_default();
+        let short: String = first.chars().take(60).collect();
+        return format!("failed ({short})");
+    }
+    match (&run.incomplete, bound) {
+        (Some(i), true) => format!(
+            "> {:.0} s ({} of {} checkpoints)",
+            i.after_s,
+            thousands(i.seen),
+            thousands(i.total)
+        ),
+        (Some(_), false) => "—".to_owned(),
+        (None, _) => cell(value),
+    }
+}
+
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// The markdown table of a report: one row per metric and group count, the
-/// ratio being MM2 ÷ ours (above 1: we use less / are faster).
+/// ratio being MM2 ÷ ours (above 1: we use less / are faster). A size run
+/// with several MM2 JVM settings gets one MM2 column value per setting, the
+/// first (stock) in the main rows, the others in rows of their own.
 pub fn render_table(r: &Report) -> String {
     type Cell = fn(Option<f64>) -> String;
     let mut t = String::from(
         "| metric | groups × partitions | MirrorMaker 2 | mm2-checkpoint | MM2 ÷ ours |\n|---|---:|---:|---:|---:|\n",
     );
-    let mut row = |metric: &str, size: &str, mm2: Option<f64>, ours: Option<f64>, cell: Cell| {
-        t.push_str(&format!(
-            "| {metric} | {size} | {} | {} | {} |\n",
-            cell(mm2),
-            cell(ours),
-            ratio(mm2, ours)
-        ));
-    };
+    let none = RunResult::default();
     for s in &r.sizes {
         let size = format!("{} × {}", s.groups, s.partitions);
-        let (m, o) = (&s.mm2, &s.ours);
-        let kib = |v: u64| Some(v as f64);
-        let rows: [(&str, Option<f64>, Option<f64>, Cell); 6] = [
+        let o = &s.ours;
+        type Pick = fn(&RunResult) -> Option<f64>;
+        let metrics: [(&str, Pick, bool, Cell); 7] = [
             (
                 "start → first checkpoint",
-                Some(m.start_to_first_s),
-                Some(o.start_to_first_s),
+                |x| Some(x.start_to_first_s),
+                false,
                 secs,
             ),
             (
                 "start → all checkpoints",
-                Some(m.start_to_all_s),
-                Some(o.start_to_all_s),
+                |x| Some(x.start_to_all_s),
+                true,
                 secs,
             ),
-            (
-                "first (emitting) round",
-                m.first_round_s,
-                o.first_round_s,
-                secs,
-            ),
-            (
-                "CPU per steady round",
-                m.cpu_per_round_s,
-                o.cpu_per_round_s,
-                secs,
-            ),
-            (
-                "steady RSS",
-                kib(m.steady_rss_kib),
-                kib(o.steady_rss_kib),
-                mib,
-            ),
-            ("peak RSS", kib(m.peak_rss_kib), kib(o.peak_rss_kib), mib),
+            ("first (emitting) round", |x| x.first_round_s, false, secs),
+            ("steady round (wall)", |x| x.steady_round_s, false, secs),
+            ("CPU per steady round", |x| x.cpu_per_round_s, false, secs),
+            ("steady RSS", |x| Some(x.steady_rss_kib as f64), false, mib),
+            ("peak RSS", |x| Some(x.peak_rss_kib as f64), false, mib),
         ];
-        for (metric, mm2, ours, cell) in rows {
-            row(metric, &size, mm2, ours, cell);
+        let mut mm2_runs: Vec<(&str, &RunResult)> =
+            s.mm2.iter().map(|(n, x)| (n.as_str(), x)).collect();
+        if mm2_runs.is_empty() {
+            mm2_runs.push(("", &none));
+        }
+        for (k, (jvm, m)) in mm2_runs.iter().enumerate() {
+            for (metric, pick, bound, cell) in metrics {
+                // The other JVM settings: only the rows they change.
+                if k > 0 && metric == "first (emitting) round" {
+                    continue;
+                }
+                let metric = if k == 0 {
+                    metric.to_owned()
+                } else {
+                    format!("{metric} (MM2 JVM: {jvm})")
+                };
+                let mm2_cell = if s.mm2.is_empty() {
+                    "not run".to_owned()
+                } else {
+                    cell_of(m, pick(m), bound, cell)
+                };
+                let ratio_cell = if m.finished() && o.finished() && !s.mm2.is_empty() {
+                    ratio(pick(m), pick(o))
+                } else {
+                    "—".to_owned()
+                };
+                t.push_str(&format!(
+                    "| {metric} | {size} | {mm2_cell} | {} | {ratio_cell} |\n",
+                    cell_of(o, pick(o), bound, cell)
+                ));
+            }
+        }
+        if o.finished() && o.steady_rss_kib > 0 {
+            let per = o.steady_rss_kib as f64 * 1024.0 / (s.groups as f64 * s.partitions as f64);
+            t.push_str(&format!(
+                "| RSS per group-partition (ours) | {size} | | {per:.0} B | |\n"
+            ));
         }
     }
     if let Some(c) = &r.catch_up {
-        row(
-            "offset-sync catch-up (full − empty)",
-            &format!("{} syncs", c.syncs),
-            Some(c.mm2_full_s - c.mm2_empty_s),
-            Some(c.ours_full_s - c.ours_empty_s),
-            secs,
-        );
+        t.push_str(&format!(
+            "| offset-sync catch-up (full − empty) | {} syncs | {} | {} | {} |\n",
+            c.syncs,
+            secs(Some(c.mm2_full_s - c.mm2_empty_s)),
+            secs(Some(c.ours_full_s - c.ours_empty_s)),
+            ratio(
+                Some(c.mm2_full_s - c.mm2_empty_s),
+                Some(c.ours_full_s - c.ours_empty_s)
+            )
+        ));
     }
     t
 }
@@ -217,7 +316,34 @@ pub fn render_table(r: &Report) -> String {
 pub fn render_raw(r: &Report) -> String {
     let mut t = String::new();
     for s in &r.sizes {
-        for (name, x) in [("MM2", &s.mm2), ("ours", &s.ours)] {
+        let mut runs: Vec<(String, &RunResult)> = s
+            .mm2
+            .iter()
+            .map(|(jvm, x)| (format!("MM2 ({jvm} JVM)"), x))
+            .collect();
+        runs.push(("ours".to_owned(), &s.ours));
+        for (name, x) in runs {
+            if let Some(e) = &x.error {
+                t.push_str(&format!(
+                    "- {} × {} {name}: FAILED: {e}; load {}\n",
+                    s.groups, s.partitions, s.loadavg
+                ));
+                continue;
+            }
+            if let Some(i) = &x.incomplete {
+                t.push_str(&format!(
+                    "- {} × {} {name}: did not finish: {} of {} checkpoints after {:.0} s \
+                     (first after {}); load {}\n",
+                    s.groups,
+                    s.partitions,
+                    i.seen,
+                    i.total,
+                    i.after_s,
+                    secs(Some(x.start_to_first_s).filter(|v| v.is_finite())),
+                    s.loadavg
+                ));
+                continue;
+            }
             t.push_str(&format!(
                 "- {} × {} {name}: first {:.3} s, all {:.3} s ({} checkpoints), first round {}, \
                  steady round {}, {:.0} rounds in the window, CPU/round {}, RSS {} KiB, HWM {} KiB{}; \

@@ -14,11 +14,11 @@ use mm2_checkpoint::core::format::Checkpoint;
 use mm2_checkpoint::driver::kafka::ClusterClient;
 
 use super::args::Mm2Args;
+use super::args::{Mm2Jvm, OursBuild};
 use super::cargo;
 use super::env::ClusterEnv;
-use super::mm2::JVM_OPTS;
 use super::process::{Guard, ProcSample, clock_ticks, sample};
-use super::report::{CatchUp, Report, SizeResult, render_raw, render_table};
+use super::report::{CatchUp, Incomplete, Report, RunResult, SizeResult, render_raw, render_table};
 use crate::{procfs, topics};
 
 /// Partitions of the catch-up run's topic; the syncs are spread over them.
@@ -29,6 +29,11 @@ pub(super) const EMIT_INTERVAL_S: u64 = 1;
 pub(super) const FIRST_ROUND_TIMEOUT: Duration = Duration::from_secs(600);
 /// Wait after the first round before the steady window starts.
 pub(super) const SETTLE: Duration = Duration::from_secs(10);
+
+/// What [`Bench::await_checkpoints`] saw: (first, all, record timestamps),
+/// or, if the first round did not finish in time, (first, how far it got).
+pub(super) type Awaited =
+    std::result::Result<(Duration, Duration, Vec<i64>), (Option<Duration>, Incomplete)>;
 
 pub(super) struct Bench {
     pub(super) rt: tokio::runtime::Runtime,
@@ -102,15 +107,17 @@ impl Flow {
 }
 
 impl Bench {
-    /// Checkpoints of `flow.groups` read so far from the flow's checkpoints
-    /// topic: (group, partition) → record timestamp; plus when each was first
-    /// seen. Polls until all are there (or `timeout`), checking `proc` lives.
+    /// Waits for the checkpoints of `flow.groups` in the flow's checkpoints
+    /// topic, checking that `proc` lives: when the first and the last were
+    /// seen (since spawn) and every record timestamp. If not all are there
+    /// after [`FIRST_ROUND_TIMEOUT`], `Err` with when the first was seen and
+    /// how far it got: a lower bound, not a failure.
     pub(super) fn await_checkpoints(
         &self,
         flow: &Flow,
         proc: &mut Guard,
         mut on_poll: impl FnMut(),
-    ) -> Result<(Duration, Duration, Vec<i64>)> {
+    ) -> Result<Awaited> {
         let topic = flow.checkpoints_topic();
         let want: BTreeSet<&str> = flow.groups.iter().map(String::as_str).collect();
         let total = want.len() * flow.partitions as usize;
@@ -157,16 +164,29 @@ impl Bench {
             }
             if seen.len() >= total {
                 let all = proc.spawned.elapsed();
-                return Ok((first.unwrap_or(all), all, seen.into_values().collect()));
+                return Ok(Ok((
+                    first.unwrap_or(all),
+                    all,
+                    seen.into_values().collect(),
+                )));
             }
             if proc.spawned.elapsed() > FIRST_ROUND_TIMEOUT {
-                bail!(
-                    "{}: only {} of {total} checkpoints in {topic} after {:?}; see {}",
+                eprintln!(
+                    "bench: {}: only {} of {total} checkpoints in {topic} after {:?}; \
+                     kept as a lower bound (see {})",
                     proc.what,
                     seen.len(),
                     FIRST_ROUND_TIMEOUT,
                     proc.log.display()
                 );
+                return Ok(Err((
+                    first,
+                    Incomplete {
+                        seen: seen.len(),
+                        total,
+                        after_s: proc.spawned.elapsed().as_secs_f64(),
+                    },
+                )));
             }
         }
     }
@@ -197,7 +217,16 @@ impl Bench {
         Ok((a, b))
     }
 
-    fn size(&self, stamp: u64, groups: usize, partitions: i32) -> Result<SizeResult> {
+    /// One workload: seeded, then MM2 once per JVM setting in `jvms` (none:
+    /// ours alone), then ours. A side that fails is recorded as failed and
+    /// the others still run; one that does not finish in time is a lower bound.
+    fn size(
+        &self,
+        stamp: u64,
+        groups: usize,
+        partitions: i32,
+        jvms: &[Mm2Jvm],
+    ) -> Result<SizeResult> {
         let label = format!("g{groups}");
         let id = format!("{stamp}n{groups}");
         let base = Flow::new(
@@ -211,12 +240,25 @@ impl Bench {
             "bench: {label}: seeding {groups} groups × {partitions} partitions (load {loadavg})"
         );
         self.seed(&base, None)?;
-        let mm2 = self
-            .run_mm2(&base.with_source_alias(&format!("bm{id}")), &label)
-            .with_context(|| format!("MM2 with {groups} groups"))?;
+        let mut mm2 = Vec::new();
+        for &jvm in jvms {
+            let alias = format!("bm{}{id}", &jvm.name()[..2]);
+            let run = self
+                .run_mm2(&base.with_source_alias(&alias), &label, jvm)
+                .with_context(|| format!("MM2 ({} JVM) with {groups} groups", jvm.name()))
+                .unwrap_or_else(|e| {
+                    eprintln!("bench: {label}: MM2 ({} JVM) failed: {e:#}", jvm.name());
+                    RunResult::failed(&e)
+                });
+            mm2.push((jvm.name().to_owned(), run));
+        }
         let ours = self
             .run_ours(&base.with_source_alias(&format!("bo{id}")), &label)
-            .with_context(|| format!("mm2-checkpoint with {groups} groups"))?;
+            .with_context(|| format!("mm2-checkpoint with {groups} groups"))
+            .unwrap_or_else(|e| {
+                eprintln!("bench: {label}: mm2-checkpoint failed: {e:#}");
+                RunResult::failed(&e)
+            });
         Ok(SizeResult {
             groups,
             partitions,
@@ -286,6 +328,51 @@ impl Bench {
     }
 }
 
+/// Builds `build` of ours and returns its path.
+fn ours_binary(root: &Path, build: OursBuild) -> Result<PathBuf> {
+    match build {
+        OursBuild::Release => {
+            eprintln!("bench: building the release binary");
+            let status = Command::new(cargo())
+                .args([
+                    "build",
+                    "--release",
+                    "-p",
+                    "mm2-checkpoint",
+                    "--bin",
+                    "mm2-checkpoint",
+                ])
+                .current_dir(root)
+                .status()
+                .context("running `cargo build --release -p mm2-checkpoint`")?;
+            if !status.success() {
+                bail!("`cargo build --release -p mm2-checkpoint` failed ({status})");
+            }
+            Ok(root.join("target").join("release").join("mm2-checkpoint"))
+        }
+        OursBuild::Dist => {
+            use crate::dist::artefact::{Arch, Package, Variant};
+            eprintln!(
+                "bench: building the static musl artefact (cargo xtask dist --target x86_64)"
+            );
+            crate::dist::build::dist(root, &["--target", "x86_64", "--variant", "default"])?;
+            let bin = Package::load(root)?.artefact(Arch::X86_64, Variant::Default);
+            if !bin.is_file() {
+                bail!("{} missing after `cargo xtask dist`", bin.display());
+            }
+            Ok(bin)
+        }
+    }
+}
+
+/// How the report names `build`.
+fn build_label(build: OursBuild) -> &'static str {
+    match build {
+        OursBuild::Dist => "static musl artefact of `cargo xtask dist` (x86_64, default features)",
+        OursBuild::Release => "`cargo build --release` for the host (glibc)",
+    }
+}
+
 pub(super) fn git_head(root: &Path) -> String {
     Command::new("git")
         .args(["rev-parse", "--short", "HEAD"])
@@ -307,22 +394,17 @@ impl Bench {
         window: Duration,
         rt: tokio::runtime::Runtime,
     ) -> Result<(Bench, ClusterEnv, u64)> {
-        eprintln!("bench: building the release binary");
-        let status = Command::new(cargo())
-            .args([
-                "build",
-                "--release",
-                "-p",
-                "mm2-checkpoint",
-                "--bin",
-                "mm2-checkpoint",
-            ])
-            .current_dir(root)
-            .status()
-            .context("running `cargo build --release -p mm2-checkpoint`")?;
-        if !status.success() {
-            bail!("`cargo build --release -p mm2-checkpoint` failed ({status})");
-        }
+        Self::start_with(root, window, rt, OursBuild::Release)
+    }
+
+    /// [`start`](Self::start) measuring `build` of ours.
+    pub(super) fn start_with(
+        root: &Path,
+        window: Duration,
+        rt: tokio::runtime::Runtime,
+        build: OursBuild,
+    ) -> Result<(Bench, ClusterEnv, u64)> {
+        let bin = ours_binary(root, build)?;
         let env = ClusterEnv::acquire(root)?;
         let started_unix = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -349,7 +431,7 @@ impl Bench {
             source_addr,
             target_addr,
             kafka_libs: env.file.kafka_libs.clone(),
-            bin: root.join("target").join("release").join("mm2-checkpoint"),
+            bin,
             dir,
             ticks: clock_ticks(),
             window,
@@ -364,41 +446,60 @@ pub(super) fn mm2(root: &Path, args: &Mm2Args) -> Result<()> {
         .enable_all()
         .build()
         .context("tokio runtime")?;
-    let (bench, env, started_unix) = Bench::start(root, Duration::from_secs(args.window), rt)?;
+    let (bench, env, started_unix) =
+        Bench::start_with(root, Duration::from_secs(args.window), rt, args.build)?;
     let dir = bench.dir.clone();
     let mut report = Report {
         started_unix,
         kafka_version: env.file.kafka_version.clone(),
         commit: git_head(root),
-        jvm_opts: JVM_OPTS.iter().map(|s| (*s).to_owned()).collect(),
+        mm2_jvm: args
+            .mm2_jvm
+            .iter()
+            .map(|j| {
+                let opts = j.options().iter().map(|s| (*s).to_owned()).collect();
+                (j.name().to_owned(), opts)
+            })
+            .collect(),
+        ours_build: build_label(args.build).to_owned(),
         sizes: Vec::new(),
         catch_up: None,
     };
-    let save = |report: &Report| -> Result<PathBuf> {
-        let path = root
-            .join("target")
-            .join("bench")
-            .join(format!("mm2-{started_unix}.json"));
-        fs::write(&path, serde_json::to_string_pretty(report)? + "\n")
-            .with_context(|| format!("writing {}", path.display()))?;
-        Ok(path)
+    let base = root.join("target").join("bench");
+    let json = base.join(format!("mm2-{started_unix}.json"));
+    let markdown = base.join(format!("mm2-{started_unix}.md"));
+    // Every result is written as soon as it is known: an interrupted run
+    // keeps the sizes it finished.
+    let save = |report: &Report| -> Result<String> {
+        fs::write(&json, serde_json::to_string_pretty(report)? + "\n")
+            .with_context(|| format!("writing {}", json.display()))?;
+        let text = format!(
+            "{}\nRaw numbers:\n\n{}\nRaw JSON: {}; run files: {}\n",
+            render_table(report),
+            render_raw(report),
+            json.display(),
+            dir.display()
+        );
+        fs::write(&markdown, &text).with_context(|| format!("writing {}", markdown.display()))?;
+        Ok(text)
     };
-    for &groups in &args.groups {
-        let r = bench.size(started_unix, groups, args.partitions)?;
+    let sizes = args
+        .groups
+        .iter()
+        .map(|&g| (g, args.mm2_jvm.as_slice()))
+        .chain(args.ours_only.iter().map(|&g| (g, &[][..])));
+    for (groups, jvms) in sizes {
+        let r = bench.size(started_unix, groups, args.partitions, jvms)?;
         report.sizes.push(r);
         save(&report)?;
     }
     if args.syncs > 0 {
-        report.catch_up = Some(bench.catch_up(started_unix, args.syncs)?);
+        match bench.catch_up(started_unix, args.syncs) {
+            Ok(c) => report.catch_up = Some(c),
+            Err(e) => eprintln!("bench: catch-up failed: {e:#}"),
+        }
     }
-    let json = save(&report)?;
-    let text = format!(
-        "{}\nRaw numbers:\n\n{}\nRaw JSON: {}; run files: {}\n",
-        render_table(&report),
-        render_raw(&report),
-        json.display(),
-        dir.display()
-    );
+    let text = save(&report)?;
     println!("{text}");
     if let Some(out) = &args.out {
         fs::write(out, &text).with_context(|| format!("writing {}", out.display()))?;

@@ -14,7 +14,10 @@ use super::report::{
 #[test]
 fn parse_defaults_match_the_issue() {
     let a = Mm2Args::parse(&[]).unwrap();
-    assert_eq!(a.groups, vec![10, 100, 1000]);
+    assert_eq!(a.groups, vec![10, 100, 1000, 5000, 10_000]);
+    assert_eq!(a.ours_only, vec![100_000]);
+    assert_eq!(a.mm2_jvm, vec![super::args::Mm2Jvm::Stock]);
+    assert_eq!(a.build, super::args::OursBuild::Dist);
     assert_eq!((a.partitions, a.syncs, a.window), (10, 1_000_000, 30));
 }
 
@@ -31,8 +34,20 @@ fn parse_reads_every_option() {
         "7",
         "--out",
         "x.md",
+        "--ours-only-groups",
+        "0",
+        "--mm2-jvm",
+        "stock,small",
+        "--build",
+        "release",
     ])
     .unwrap();
+    assert!(a.ours_only.is_empty());
+    assert_eq!(
+        a.mm2_jvm,
+        vec![super::args::Mm2Jvm::Stock, super::args::Mm2Jvm::Small]
+    );
+    assert_eq!(a.build, super::args::OursBuild::Release);
     assert_eq!(a.groups, vec![5, 50]);
     assert_eq!((a.partitions, a.syncs, a.window), (3, 0, 7));
     assert_eq!(a.out, Some(PathBuf::from("x.md")));
@@ -46,6 +61,8 @@ fn parse_refuses_bad_values_naming_the_option() {
         (&["--partitions"][..], "--partitions"),
         (&["--syncs", "-1"][..], "--syncs"),
         (&["--frobnicate"][..], "--frobnicate"),
+        (&["--mm2-jvm", "huge"][..], "--mm2-jvm"),
+        (&["--build", "debug"][..], "--build"),
     ] {
         let e = Mm2Args::parse(args).unwrap_err().to_string();
         assert!(e.contains(needle), "{args:?}: {e}");
@@ -143,12 +160,13 @@ fn table_has_a_row_per_metric_and_size_and_the_catch_up() {
         started_unix: 0,
         kafka_version: "4.1.1".into(),
         commit: "abc".into(),
-        jvm_opts: vec![],
+        mm2_jvm: vec![],
+        ours_build: "dist".into(),
         sizes: vec![SizeResult {
             groups: 10,
             partitions: 10,
             loadavg: "1 1 1".into(),
-            mm2: run(10.0, 460 * 1024),
+            mm2: vec![("stock".into(), run(10.0, 460 * 1024))],
             ours: run(0.05, 8 * 1024),
         }],
         catch_up: Some(CatchUp {
@@ -178,6 +196,78 @@ fn table_has_a_row_per_metric_and_size_and_the_catch_up() {
         ),
         "{t}"
     );
-    assert_eq!(t.lines().count(), 2 + 6 + 1);
+    // 7 metrics, bytes per group-partition, the catch-up.
+    assert_eq!(t.lines().count(), 2 + 7 + 1 + 1);
+    assert!(
+        t.contains("| RSS per group-partition (ours) | 10 × 10 | | 83886 B | |"),
+        "{t}"
+    );
     assert!(render_raw(&report).contains("catch-up, 1000000 syncs"));
+}
+
+#[test]
+fn a_side_that_did_not_finish_is_a_lower_bound_and_ours_alone_says_so() {
+    use super::report::Incomplete;
+    let done = RunResult {
+        start_to_first_s: 0.1,
+        start_to_all_s: 0.2,
+        steady_rss_kib: 20 * 1024,
+        ..RunResult::default()
+    };
+    let slow = RunResult::incomplete(
+        Some(std::time::Duration::from_secs(5)),
+        Incomplete {
+            seen: 31_659,
+            total: 50_000,
+            after_s: 600.4,
+        },
+    );
+    let failed = RunResult::failed(&anyhow::anyhow!("the worker exited\nwith details"));
+    let size = |groups, mm2| SizeResult {
+        groups,
+        partitions: 10,
+        loadavg: "1 1 1".into(),
+        mm2,
+        ours: done.clone(),
+    };
+    let report = Report {
+        started_unix: 0,
+        kafka_version: "4.1.1".into(),
+        commit: "abc".into(),
+        mm2_jvm: vec![],
+        ours_build: "dist".into(),
+        sizes: vec![
+            size(
+                5000,
+                vec![("stock".into(), slow.clone()), ("small".into(), failed)],
+            ),
+            size(100_000, vec![]),
+        ],
+        catch_up: None,
+    };
+    let t = render_table(&report);
+    assert!(
+        t.contains(
+            "| start → all checkpoints | 5000 × 10 | > 600 s (31,659 of 50,000 checkpoints) | 200.0 ms | — |"
+        ),
+        "{t}"
+    );
+    assert!(
+        t.contains("| steady RSS | 5000 × 10 | — | 20.0 MiB | — |"),
+        "{t}"
+    );
+    assert!(
+        t.contains("| steady RSS (MM2 JVM: small) | 5000 × 10 | failed (the worker exited) | 20.0 MiB | — |"),
+        "{t}"
+    );
+    assert!(
+        t.contains("| start → all checkpoints | 100000 × 10 | not run | 200.0 ms | — |"),
+        "{t}"
+    );
+    let raw = render_raw(&report);
+    assert!(
+        raw.contains("did not finish: 31659 of 50000 checkpoints after 600 s"),
+        "{raw}"
+    );
+    assert!(raw.contains("FAILED: the worker exited"), "{raw}");
 }

@@ -321,7 +321,7 @@ impl Bench {
     fn spawn_side(&self, side: Side, flow: &Flow, dir: &Path) -> Result<Guard> {
         Ok(match side {
             Side::Follow | Side::FollowNoSync | Side::Poll => self.spawn_ours(flow, dir)?.0,
-            Side::Mm2(_) => self.spawn_connect(dir, flow)?,
+            Side::Mm2(_) => self.spawn_connect(dir, flow, super::args::Mm2Jvm::Small)?,
         })
     }
 
