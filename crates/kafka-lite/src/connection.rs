@@ -17,7 +17,7 @@
 //! then SASL when configured.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -32,6 +32,7 @@ use tokio::task::AbortHandle;
 
 use crate::api::ApiRequest;
 use crate::config::ConnectionConfig;
+use crate::counts::RequestCounts;
 use crate::error::Error;
 use crate::frame::{self, FrameError};
 use crate::sasl::{self, SaslStep};
@@ -91,7 +92,7 @@ impl Connector {
     pub(crate) async fn connect_counted(
         &self,
         address: &str,
-        requests: Option<Arc<AtomicU64>>,
+        requests: Option<Arc<RequestCounts>>,
     ) -> Result<BrokerConnection, Error> {
         let stream =
             transport::connect(address, self.tls.as_ref(), self.config.connect_timeout).await?;
@@ -129,8 +130,8 @@ struct Inner {
     request_timeout: Duration,
     /// The broker's version range per API key, from ApiVersions.
     api_versions: HashMap<i16, VersionRange>,
-    /// Where sent requests are counted (the pool's counter), if anywhere.
-    requests: Option<Arc<AtomicU64>>,
+    /// Where sent requests are counted (the pool's counts), if anywhere.
+    requests: Option<Arc<RequestCounts>>,
     tasks: [AbortHandle; 2],
 }
 
@@ -420,7 +421,7 @@ impl BrokerConnection {
         version: i16,
     ) -> Result<R::Response, Error> {
         if let Some(requests) = &self.inner.requests {
-            requests.fetch_add(1, Ordering::Relaxed);
+            requests.count(R::NAME);
         }
         let frame = self.round_trip(&request, version).await?;
         self.decode::<R>(frame, version)

@@ -45,6 +45,7 @@ mod backoff;
 mod client;
 mod config;
 mod connection;
+mod counts;
 mod data;
 mod error;
 pub mod frame;
@@ -71,6 +72,7 @@ pub use config::{
     SaslMechanismKind, Secret, TlsConfig,
 };
 pub use connection::{BrokerConnection, Connector};
+pub use counts::RequestCounts;
 pub use data::{
     FetchOptions, FetchedPartition, IsolationLevel, ListedOffset, OffsetSpec, PartitionOffset,
     PartitionReader, PartitionRecords, ProduceOptions, StartOffset, TopicPoll, TopicReader,

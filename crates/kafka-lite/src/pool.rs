@@ -9,10 +9,10 @@
 //! pool counts the requests sent on its connections.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::connection::{BrokerConnection, Connector};
+use crate::counts::RequestCounts;
 use crate::error::Error;
 
 type Slot = Arc<tokio::sync::Mutex<Option<BrokerConnection>>>;
@@ -25,7 +25,7 @@ type SlotKey = (String, usize);
 pub struct BrokerPool {
     connector: Connector,
     slots: Arc<Mutex<HashMap<SlotKey, Slot>>>,
-    requests: Arc<AtomicU64>,
+    requests: Arc<RequestCounts>,
 }
 
 impl BrokerPool {
@@ -78,7 +78,13 @@ impl BrokerPool {
     /// clone of it) opened, whoever sent them. Connection setup (ApiVersions,
     /// SASL) is not counted. Useful to check batching.
     pub fn requests_sent(&self) -> u64 {
-        self.requests.load(Ordering::Relaxed)
+        self.requests.total()
+    }
+
+    /// The requests sent on this pool's connections, in total and per API
+    /// (shared: it keeps counting).
+    pub fn request_counts(&self) -> Arc<RequestCounts> {
+        self.requests.clone()
     }
 
     /// Forgets the connections to `address`, every lane (in-flight requests

@@ -141,4 +141,10 @@ impl Client {
     pub fn requests_sent(&self) -> u64 {
         self.inner.pool.requests_sent()
     }
+
+    /// The requests sent on this client's connections, in total and per API
+    /// (shared with the pool: it keeps counting).
+    pub fn request_counts(&self) -> std::sync::Arc<crate::RequestCounts> {
+        self.inner.pool.request_counts()
+    }
 }

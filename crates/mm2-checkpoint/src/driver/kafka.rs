@@ -117,6 +117,15 @@ impl ClusterClient {
         &self.alias
     }
 
+    /// The requests this client sent so far, per API (none before its first
+    /// request).
+    pub fn requests_by_api(&self) -> Vec<(&'static str, u64)> {
+        self.client
+            .get()
+            .map(|c| c.request_counts().by_api())
+            .unwrap_or_default()
+    }
+
     async fn client(&self) -> Result<&Client, Error> {
         self.client
             .get_or_try_init(|| {

@@ -19,6 +19,7 @@
 mod follower;
 mod latency;
 mod readiness;
+mod requests;
 mod server;
 
 use std::sync::Arc;
@@ -35,6 +36,7 @@ use prometheus_client::registry::Registry;
 pub use crate::config::metrics::{LatencyGranularity, MetricsSettings};
 pub use latency::MM2_PREFIX;
 pub use readiness::Readiness;
+pub use requests::RequestSource;
 pub use server::{MetricsServer, ServerLimits};
 
 /// Prefix of every metric name.
@@ -277,6 +279,7 @@ struct Inner {
     records_skipped: Family<SkippedLabels, Counter>,
     initial_read_progress: Family<TopicLabels, RatioGauge>,
     follower: follower::FollowerMetrics,
+    requests: requests::RequestCounters,
     readiness: Readiness,
 }
 
@@ -368,6 +371,8 @@ impl Metrics {
             initial_read_progress.clone(),
         );
         let follower = follower::FollowerMetrics::register(registry);
+        let requests = requests::RequestCounters::default();
+        registry.register_collector(Box::new(requests.clone()));
         let ready = Gauge::<i64>::default();
         registry.register(
             "ready",
@@ -400,9 +405,17 @@ impl Metrics {
                 records_skipped,
                 initial_read_progress,
                 follower,
+                requests,
                 readiness: Readiness::with_gauge(ready),
             }),
         }
+    }
+
+    /// Exports the requests a client of `cluster` sends, read from `source`
+    /// at each scrape, in `requests_total{cluster,api}` (summed with the
+    /// cluster's other clients).
+    pub fn count_requests(&self, cluster: &str, source: requests::RequestSource) {
+        self.inner.requests.add(cluster, source);
     }
 
     /// The readiness flag tied to this registry's `ready` gauge.

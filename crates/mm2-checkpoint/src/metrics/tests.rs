@@ -501,3 +501,26 @@ fn a_registered_flow_has_a_zero_series_in_every_family_but_latency() {
         "{text}"
     );
 }
+
+#[test]
+fn requests_are_read_from_the_clients_at_each_scrape_and_summed_per_cluster() {
+    let m = metrics();
+    assert!(samples(&m, "mm2_checkpoint_requests_total").is_empty());
+    let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(2));
+    let s = sent.clone();
+    m.count_requests(
+        "A",
+        Box::new(move || vec![("OffsetFetch", s.load(std::sync::atomic::Ordering::Relaxed))]),
+    );
+    m.count_requests("A", Box::new(|| vec![("Fetch", 5), ("OffsetFetch", 1)]));
+    m.count_requests("B", Box::new(|| vec![("Produce", 4)]));
+    sent.store(7, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(
+        samples(&m, "mm2_checkpoint_requests_total"),
+        [
+            r#"mm2_checkpoint_requests_total{cluster="A",api="Fetch"} 5"#,
+            r#"mm2_checkpoint_requests_total{cluster="A",api="OffsetFetch"} 8"#,
+            r#"mm2_checkpoint_requests_total{cluster="B",api="Produce"} 4"#,
+        ]
+    );
+}

@@ -7,7 +7,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-use super::logs::ours_sync_read_ms;
+use super::logs::{ours_offsets_replay, ours_sync_read_ms};
 use super::process::{Guard, scrape};
 use super::report::RunResult;
 use super::side_by_side::{Bench, Flow, SETTLE};
@@ -94,6 +94,7 @@ impl Bench {
         Ok(RunResult {
             first_round_s: first_round,
             steady_round_s: steady,
+            offsets_replay: ours_offsets_replay(&proc.log_text()),
             ..RunResult::measured((first, all, stamps.len()), a, b, rounds, self.ticks)
         })
     }

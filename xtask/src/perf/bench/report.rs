@@ -39,6 +39,8 @@ pub struct RunResult {
     pub incomplete: Option<Incomplete>,
     /// Set when the run failed; nothing else is measured.
     pub error: Option<String>,
+    /// Ours following `__consumer_offsets`: its start-up replay (records, ms).
+    pub offsets_replay: Option<(u64, u64)>,
 }
 
 /// How far a run that did not finish its first round got.
@@ -135,6 +137,8 @@ pub struct CatchUp {
     pub ours_once_empty_s: f64,
     /// MM2: spawn → the offset-syncs topic read, full topic.
     pub mm2_spawn_to_loaded_full_s: f64,
+    /// Kafka's own consumer on the full topic (`ConsumerPerformance`).
+    pub kafka_consumer: Option<super::side_by_side::KafkaConsumerRate>,
     /// Load average before the run.
     pub loadavg: String,
 }
@@ -217,7 +221,7 @@ fn thousands(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -298,6 +302,33 @@ pub fn render_table(r: &Report) -> String {
         }
     }
     if let Some(c) = &r.catch_up {
+        let rate = |s: f64| (s > 0.0).then(|| c.syncs as f64 / s);
+        let (mm2_rate, ours_rate) = (
+            rate(c.mm2_full_s - c.mm2_empty_s),
+            rate(c.ours_full_s - c.ours_empty_s),
+        );
+        let per_s = |v: Option<f64>| v.map_or("—".to_owned(), |v| format!("{:.2} M/s", v / 1e6));
+        t.push_str(&format!(
+            "| offset-sync catch-up rate | {} syncs | {} | {} | {} |\n",
+            c.syncs,
+            per_s(mm2_rate),
+            per_s(ours_rate),
+            ratio(ours_rate, mm2_rate),
+        ));
+        if let Some(k) = &c.kafka_consumer {
+            let share = |v: Option<f64>| {
+                v.map_or("—".to_owned(), |v| {
+                    format!("{:.0} %", 100.0 * v / k.fetch_records_per_s)
+                })
+            };
+            t.push_str(&format!(
+                "| catch-up rate ÷ Kafka's own consumer ({:.2} M/s) | {} syncs | {} | {} | |\n",
+                k.fetch_records_per_s / 1e6,
+                c.syncs,
+                share(mm2_rate),
+                share(ours_rate),
+            ));
+        }
         t.push_str(&format!(
             "| offset-sync catch-up (full − empty) | {} syncs | {} | {} | {} |\n",
             c.syncs,
@@ -361,6 +392,9 @@ pub fn render_raw(r: &Report) -> String {
                 x.peak_rss_kib,
                 x.task_start_to_loaded_s
                     .map(|v| format!(", task created → stores loaded {v:.3} s"))
+                    .or_else(|| x.offsets_replay.map(|(records, ms)| format!(
+                        ", replay of __consumer_offsets {records} records in {ms} ms"
+                    )))
                     .unwrap_or_default(),
                 x.samples
                     .iter()
@@ -389,6 +423,13 @@ pub fn render_raw(r: &Report) -> String {
             c.ours_once_empty_s,
             c.loadavg
         ));
+        if let Some(k) = &c.kafka_consumer {
+            t.push_str(&format!(
+                "- catch-up, Kafka's ConsumerPerformance on the same topic: {} records, \
+                 {:.0} records/s overall, {:.0} records/s fetching (group join excluded)\n",
+                k.records, k.records_per_s, k.fetch_records_per_s
+            ));
+        }
     }
     t
 }

@@ -95,7 +95,7 @@ impl Bench {
                     )
                 })
                 .collect();
-            for chunk in flow.groups.chunks(50) {
+            for chunk in flow.groups.chunks(200) {
                 let mut set = tokio::task::JoinSet::new();
                 for g in chunk {
                     let (s, g, offsets) = (s.clone(), g.clone(), offsets.clone());

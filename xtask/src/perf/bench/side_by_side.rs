@@ -287,6 +287,12 @@ impl Bench {
             t.elapsed().as_secs_f64()
         );
         self.seed(&empty, Some(0))?;
+        let kafka_consumer = self
+            .consumer_performance(&topics::offset_syncs(&full.target_alias), syncs)
+            .unwrap_or_else(|e| {
+                eprintln!("bench: catch-up: Kafka's ConsumerPerformance failed: {e:#}");
+                None
+            });
         // (read time, whole time) for MM2 and ours, full and empty topic.
         let mut times = Vec::with_capacity(4);
         for (mm2, flow, kind) in [
@@ -323,9 +329,64 @@ impl Bench {
             ours_once_full_s,
             ours_once_empty_s,
             mm2_spawn_to_loaded_full_s,
+            kafka_consumer,
             loadavg,
         })
     }
+
+    /// Kafka's own consumer reading `count` records of `topic` from its start
+    /// (`org.apache.kafka.tools.ConsumerPerformance` from the clusters' Kafka
+    /// jars): what the broker and Kafka's client manage, the ceiling for any
+    /// reader of that topic here.
+    fn consumer_performance(&self, topic: &str, count: u64) -> Result<Option<KafkaConsumerRate>> {
+        let out = Command::new("java")
+            .arg("-cp")
+            .arg(&self.kafka_libs)
+            .arg("org.apache.kafka.tools.ConsumerPerformance")
+            .args(["--bootstrap-server", &self.source_addr, "--topic", topic])
+            .args(["--messages", &count.to_string(), "--timeout", "120000"])
+            .args(["--group", &format!("bench-perf-{topic}")])
+            .output()
+            .context("running ConsumerPerformance")?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() {
+            bail!(
+                "ConsumerPerformance exited with {}: {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        Ok(parse_consumer_performance(&text))
+    }
+}
+
+/// What Kafka's `ConsumerPerformance` reported.
+#[derive(Debug, Clone, serde::Serialize)]
+pub(super) struct KafkaConsumerRate {
+    /// Records consumed.
+    pub records: u64,
+    /// Records a second over the whole run (`nMsg.sec`).
+    pub records_per_s: f64,
+    /// Records a second over the fetch time, group join excluded
+    /// (`fetch.nMsg.sec`).
+    pub fetch_records_per_s: f64,
+}
+
+/// The numbers of `ConsumerPerformance`'s data line (after the header
+/// `start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg,
+/// nMsg.sec, rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec`).
+pub(super) fn parse_consumer_performance(out: &str) -> Option<KafkaConsumerRate> {
+    let line = out
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("start.time"))
+        .nth(1)?;
+    let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+    let num = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok());
+    Some(KafkaConsumerRate {
+        records: num(4)? as u64,
+        records_per_s: num(5)?,
+        fetch_records_per_s: num(9)?,
+    })
 }
 
 /// Builds `build` of ours and returns its path.
@@ -411,11 +472,17 @@ impl Bench {
             .map(|d| d.as_secs())
             .unwrap_or(0);
         let (source_addr, target_addr) = (env.bootstrap("source")?, env.bootstrap("target")?);
+        // Seeding commits into thousands of groups: over several connections
+        // per coordinator, as a broker serves one connection's requests one
+        // at a time.
         let client = |alias: &str, addr: &str| {
             ClusterClient::new(
                 alias,
                 vec![addr.to_owned()],
-                kafka_lite::ConnectionConfig::default(),
+                kafka_lite::ConnectionConfig {
+                    coordinator_connections: 16,
+                    ..kafka_lite::ConnectionConfig::default()
+                },
             )
             .map_err(|e| anyhow::anyhow!("client for {alias} ({addr}): {e}"))
         };

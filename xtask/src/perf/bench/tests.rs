@@ -178,6 +178,12 @@ fn table_has_a_row_per_metric_and_size_and_the_catch_up() {
             ours_once_full_s: 1.3,
             ours_once_empty_s: 0.2,
             mm2_spawn_to_loaded_full_s: 20.0,
+            kafka_consumer: super::side_by_side::parse_consumer_performance(
+                "start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, \
+                 nMsg.sec, rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec\n\
+                 2026-12-04 19:20:00:000, 2026-12-04 19:20:04:000, 120.0, 30.0, 1000000, \
+                 250000.0, 3000, 1000, 120.0, 4000000.0\n",
+            ),
             loadavg: "1 1 1".into(),
         }),
     };
@@ -196,8 +202,18 @@ fn table_has_a_row_per_metric_and_size_and_the_catch_up() {
         ),
         "{t}"
     );
-    // 7 metrics, bytes per group-partition, the catch-up.
-    assert_eq!(t.lines().count(), 2 + 7 + 1 + 1);
+    assert!(
+        t.contains("| offset-sync catch-up rate | 1000000 syncs | 0.10 M/s | 1.00 M/s | 10× |"),
+        "{t}"
+    );
+    assert!(
+        t.contains(
+            "| catch-up rate ÷ Kafka's own consumer (4.00 M/s) | 1000000 syncs | 2 % | 25 % | |"
+        ),
+        "{t}"
+    );
+    // 7 metrics, bytes per group-partition, the three catch-up rows.
+    assert_eq!(t.lines().count(), 2 + 7 + 1 + 3);
     assert!(
         t.contains("| RSS per group-partition (ours) | 10 × 10 | | 83886 B | |"),
         "{t}"

@@ -196,6 +196,13 @@ impl FlowContext<ClusterClient> {
                 .map_err(|e| SetupError::Client(cfg.source.alias.clone(), e))?,
             ),
         };
+        for client in [Some(&source), Some(&target), commits_client.as_ref()]
+            .into_iter()
+            .flatten()
+        {
+            let c = client.clone();
+            metrics.count_requests(client.alias(), Box::new(move || c.requests_by_api()));
+        }
         let mut ctx = FlowContext::with_clusters(
             cfg,
             metrics,
