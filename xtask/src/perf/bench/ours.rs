@@ -8,7 +8,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 use super::logs::{ours_offsets_replay, ours_sync_read_ms};
-use super::process::{Guard, scrape};
+use super::process::{Guard, scrape, scrape_requests};
 use super::report::RunResult;
 use super::side_by_side::{Bench, Flow, SETTLE};
 
@@ -82,8 +82,10 @@ impl Bench {
         }
         std::thread::sleep(SETTLE);
         let m0 = scrape(&addr);
+        let r0 = scrape_requests(&addr);
         let (a, b) = self.window(&mut proc)?;
         let m1 = scrape(&addr);
+        let r1 = scrape_requests(&addr);
         let (rounds, steady) = match (m0, m1) {
             (Some((s0, c0)), Some((s1, c1))) if c1 > c0 => {
                 let n = (c1 - c0) as f64;
@@ -91,9 +93,27 @@ impl Bench {
             }
             _ => (0.0, None),
         };
+        let requests_per_round = if rounds > 0.0 {
+            r1.iter()
+                .map(|((cluster, api), n)| {
+                    let before = r0
+                        .get(&(cluster.clone(), api.clone()))
+                        .copied()
+                        .unwrap_or(0);
+                    (
+                        format!("{cluster} {api}"),
+                        n.saturating_sub(before) as f64 / rounds,
+                    )
+                })
+                .filter(|(_, per)| *per > 0.0)
+                .collect()
+        } else {
+            Vec::new()
+        };
         Ok(RunResult {
             first_round_s: first_round,
             steady_round_s: steady,
+            requests_per_round,
             offsets_replay: ours_offsets_replay(&proc.log_text()),
             ..RunResult::measured((first, all, stamps.len()), a, b, rounds, self.ticks)
         })

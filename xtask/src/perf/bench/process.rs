@@ -114,6 +114,38 @@ pub(super) fn scrape(addr: &str) -> Option<(f64, u64)> {
     parse_round_metrics(&probe::http_get(addr, "/metrics")?)
 }
 
+/// `mm2_checkpoint_requests_total` per (cluster, api) from a `/metrics` text.
+pub fn parse_request_counts(text: &str) -> BTreeMap<(String, String), u64> {
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("mm2_checkpoint_requests_total{") else {
+            continue;
+        };
+        let Some((labels, value)) = rest.split_once("} ") else {
+            continue;
+        };
+        let label = |name: &str| {
+            labels
+                .split(',')
+                .find_map(|kv| kv.strip_prefix(name)?.strip_prefix("=\""))
+                .map(|v| v.trim_end_matches('"').to_owned())
+        };
+        if let (Some(cluster), Some(api), Ok(n)) =
+            (label("cluster"), label("api"), value.trim().parse::<u64>())
+        {
+            out.insert((cluster, api), n);
+        }
+    }
+    out
+}
+
+/// The requests ours has sent so far, by (cluster, api).
+pub(super) fn scrape_requests(addr: &str) -> BTreeMap<(String, String), u64> {
+    probe::http_get(addr, "/metrics")
+        .map(|t| parse_request_counts(&t))
+        .unwrap_or_default()
+}
+
 /// A child process killed (and reaped) when dropped.
 pub(super) struct Guard {
     pub(super) child: Child,

@@ -41,6 +41,9 @@ pub struct RunResult {
     pub error: Option<String>,
     /// Ours following `__consumer_offsets`: its start-up replay (records, ms).
     pub offsets_replay: Option<(u64, u64)>,
+    /// Ours: requests sent per steady round, by API ("cluster API"), from
+    /// `requests_total` at the start and end of the window.
+    pub requests_per_round: Vec<(String, f64)>,
 }
 
 /// How far a run that did not finish its first round got.
@@ -293,6 +296,17 @@ pub fn render_table(r: &Report) -> String {
                     cell_of(o, pick(o), bound, cell)
                 ));
             }
+        }
+        if o.finished() && !o.requests_per_round.is_empty() {
+            let list: Vec<String> = o
+                .requests_per_round
+                .iter()
+                .map(|(what, n)| format!("{what} {n:.1}"))
+                .collect();
+            t.push_str(&format!(
+                "| requests per steady round (ours) | {size} | | {} | |\n",
+                list.join(", ")
+            ));
         }
         if o.finished() && o.steady_rss_kib > 0 {
             let per = o.steady_rss_kib as f64 * 1024.0 / (s.groups as f64 * s.partitions as f64);

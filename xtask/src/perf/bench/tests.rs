@@ -287,3 +287,20 @@ fn a_side_that_did_not_finish_is_a_lower_bound_and_ours_alone_says_so() {
     );
     assert!(raw.contains("FAILED: the worker exited"), "{raw}");
 }
+
+#[test]
+fn request_counts_are_read_per_cluster_and_api() {
+    let text = "# HELP mm2_checkpoint_requests Kafka requests\n\
+                # TYPE mm2_checkpoint_requests counter\n\
+                mm2_checkpoint_requests_total{cluster=\"src\",api=\"OffsetFetch\"} 12\n\
+                mm2_checkpoint_requests_total{cluster=\"tgt\",api=\"Produce\"} 3\n\
+                mm2_checkpoint_request_errors_total{cluster=\"src\",api=\"\",error=\"\"} 0\n";
+    let counts = super::process::parse_request_counts(text);
+    assert_eq!(
+        counts.into_iter().collect::<Vec<_>>(),
+        [
+            (("src".to_owned(), "OffsetFetch".to_owned()), 12),
+            (("tgt".to_owned(), "Produce".to_owned()), 3)
+        ]
+    );
+}
