@@ -26,9 +26,10 @@
 
 use kafka_protocol::messages::{
     ApiVersionsRequest, ConsumerGroupDescribeRequest, CreateTopicsRequest, DescribeGroupsRequest,
-    FetchRequest, FindCoordinatorRequest, ListGroupsRequest, ListOffsetsRequest, MetadataRequest,
-    OffsetCommitRequest, OffsetFetchRequest, ProduceRequest, SaslAuthenticateRequest,
-    SaslHandshakeRequest,
+    FetchRequest, FindCoordinatorRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest,
+    ListGroupsRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest,
+    OffsetFetchRequest, ProduceRequest, SaslAuthenticateRequest, SaslHandshakeRequest,
+    SyncGroupRequest,
 };
 use kafka_protocol::protocol::{Request, VersionRange};
 
@@ -93,6 +94,10 @@ api_requests! {
     ListOffsetsRequest => "ListOffsets", 1..=8;
     FetchRequest => "Fetch", 4..=12;
     ProduceRequest => "Produce", 3..=9;
+    JoinGroupRequest => "JoinGroup", 5..=9;
+    SyncGroupRequest => "SyncGroup", 3..=5;
+    HeartbeatRequest => "Heartbeat", 3..=4;
+    LeaveGroupRequest => "LeaveGroup", 3..=5;
     SaslHandshakeRequest => "SaslHandshake", 1..=1;
     SaslAuthenticateRequest => "SaslAuthenticate", 0..=2;
 }

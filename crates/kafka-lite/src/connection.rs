@@ -355,6 +355,12 @@ impl BrokerConnection {
         }
     }
 
+    /// How long a request waits for its response (the connection config's
+    /// `request_timeout`).
+    pub fn request_timeout(&self) -> Duration {
+        self.inner.request_timeout
+    }
+
     /// The broker address (`host:port`) this connection goes to.
     pub fn address(&self) -> &str {
         &self.inner.shared.broker
@@ -420,10 +426,24 @@ impl BrokerConnection {
         request: R,
         version: i16,
     ) -> Result<R::Response, Error> {
+        self.send_within(request, version, self.inner.request_timeout)
+            .await
+    }
+
+    /// [`send_with_version`](Self::send_with_version) waiting up to `timeout`
+    /// for the response instead of the connection's request timeout: for
+    /// requests the broker holds on purpose (JoinGroup waits for the whole
+    /// rebalance).
+    pub async fn send_within<R: ApiRequest>(
+        &self,
+        request: R,
+        version: i16,
+        timeout: Duration,
+    ) -> Result<R::Response, Error> {
         if let Some(requests) = &self.inner.requests {
             requests.count(R::NAME);
         }
-        let frame = self.round_trip(&request, version).await?;
+        let frame = self.round_trip(&request, version, timeout).await?;
         self.decode::<R>(frame, version)
     }
 
@@ -439,7 +459,12 @@ impl BrokerConnection {
     }
 
     /// Sends one request and returns its raw response frame (header included).
-    async fn round_trip<R: ApiRequest>(&self, request: &R, version: i16) -> Result<Bytes, Error> {
+    async fn round_trip<R: ApiRequest>(
+        &self,
+        request: &R,
+        version: i16,
+        timeout: Duration,
+    ) -> Result<Bytes, Error> {
         let codec = <R as kafka_protocol::protocol::Message>::VERSIONS;
         if version < codec.min || version > codec.max {
             return Err(Error::Encode {
@@ -476,12 +501,12 @@ impl BrokerConnection {
             inner.frames.send(frame).await.map_err(|_| closed())?;
             response.await.map_err(|_| closed())?
         };
-        match tokio::time::timeout(inner.request_timeout, exchange).await {
+        match tokio::time::timeout(timeout, exchange).await {
             Ok(result) => result,
             Err(_) => Err(Error::RequestTimeout {
                 broker: self.address().to_string(),
                 api: R::NAME,
-                timeout: inner.request_timeout,
+                timeout,
             }),
         }
     }
@@ -506,7 +531,9 @@ impl BrokerConnection {
         let mut attempts = 0;
         let response = loop {
             attempts += 1;
-            let frame = self.round_trip(&request, version).await?;
+            let frame = self
+                .round_trip(&request, version, self.inner.request_timeout)
+                .await?;
             // ApiVersions responses always use header v0 (correlation id
             // only), and every version starts its body with the error code.
             let error_code = frame.get(4..6).map(|b| i16::from_be_bytes([b[0], b[1]]));

@@ -49,6 +49,7 @@ mod counts;
 mod data;
 mod error;
 pub mod frame;
+mod membership;
 mod pool;
 pub mod records;
 mod sasl;
@@ -78,6 +79,7 @@ pub use data::{
     PartitionReader, PartitionRecords, ProduceOptions, StartOffset, TopicPoll, TopicReader,
 };
 pub use error::{Error, kafka_error_name};
+pub use membership::{Joined, JoinedMember, MemberConfig};
 pub use pool::BrokerPool;
 pub use tls::{
     CRYPTO_PROVIDER_NAME, ClientIdentityCheck, ClientIdentityError, check_client_identity,

@@ -46,7 +46,7 @@ impl fmt::Display for TopicPartition {
 
 /// Whether a group-level error means "ask the coordinator again": the
 /// cached coordinator is dropped and the group retried.
-fn is_coordinator_error(error: &Error) -> bool {
+pub(crate) fn is_coordinator_error(error: &Error) -> bool {
     matches!(
         error.kafka_error(),
         Some(

@@ -29,7 +29,7 @@ pub use self::offsets::{
     CommitResults, CommittedOffset, GroupOffsets, OffsetFetchOptions, OffsetToCommit,
 };
 
-fn group_id(name: &str) -> GroupId {
+pub(crate) fn group_id(name: &str) -> GroupId {
     GroupId(StrBytes::from_string(name.to_string()))
 }
 
