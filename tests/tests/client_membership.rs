@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use e2e::{Listener, clusters, unique_name};
-use kafka_lite::{Client, ConnectionConfig, Error, Joined, MemberConfig};
+use kafka_lite::{Client, ConnectionConfig, Joined, MemberConfig};
 
 async fn client() -> Client {
     let bootstrap = clusters().source().bootstrap.get(Listener::Plaintext);
