@@ -25,11 +25,12 @@
 //! version they are given (see [`crate::BrokerConnection::version_for`]).
 
 use kafka_protocol::messages::{
-    ApiVersionsRequest, ConsumerGroupDescribeRequest, CreateTopicsRequest, DescribeGroupsRequest,
-    FetchRequest, FindCoordinatorRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest,
-    ListGroupsRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest,
-    OffsetFetchRequest, ProduceRequest, SaslAuthenticateRequest, SaslHandshakeRequest,
-    SyncGroupRequest,
+    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, ApiVersionsRequest,
+    ConsumerGroupDescribeRequest, CreateTopicsRequest, DescribeGroupsRequest, EndTxnRequest,
+    FetchRequest, FindCoordinatorRequest, HeartbeatRequest, InitProducerIdRequest,
+    JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest, MetadataRequest,
+    OffsetCommitRequest, OffsetFetchRequest, ProduceRequest, SaslAuthenticateRequest,
+    SaslHandshakeRequest, SyncGroupRequest, TxnOffsetCommitRequest,
 };
 use kafka_protocol::protocol::{Request, VersionRange};
 
@@ -98,6 +99,11 @@ api_requests! {
     SyncGroupRequest => "SyncGroup", 3..=5;
     HeartbeatRequest => "Heartbeat", 3..=4;
     LeaveGroupRequest => "LeaveGroup", 3..=5;
+    InitProducerIdRequest => "InitProducerId", 1..=4;
+    AddPartitionsToTxnRequest => "AddPartitionsToTxn", 1..=3;
+    AddOffsetsToTxnRequest => "AddOffsetsToTxn", 1..=3;
+    TxnOffsetCommitRequest => "TxnOffsetCommit", 2..=4;
+    EndTxnRequest => "EndTxn", 1..=4;
     SaslHandshakeRequest => "SaslHandshake", 1..=1;
     SaslAuthenticateRequest => "SaslAuthenticate", 0..=2;
 }

@@ -207,7 +207,10 @@ impl Error {
     /// Whether retrying (on a new connection if this one is closed) may succeed.
     ///
     /// I/O failures, timeouts and closed connections are retriable; Kafka
-    /// error codes follow the protocol's own retriable flag. Configuration,
+    /// error codes follow the protocol's own retriable flag, plus
+    /// CONCURRENT_TRANSACTIONS (the transaction coordinator is still
+    /// completing the previous transaction of the id; Kafka's own clients
+    /// retry it, though the protocol's table does not flag it). Configuration,
     /// TLS, authentication, version and decoding errors are not.
     pub fn is_retriable(&self) -> bool {
         match self {
@@ -215,7 +218,9 @@ impl Error {
             | Error::ConnectTimeout { .. }
             | Error::RequestTimeout { .. }
             | Error::ConnectionClosed { .. } => true,
-            Error::Kafka { error, .. } | Error::Virtual { error, .. } => error.is_retriable(),
+            Error::Kafka { error, .. } | Error::Virtual { error, .. } => {
+                error.is_retriable() || *error == ResponseError::ConcurrentTransactions
+            }
             Error::InvalidAddress { .. }
             | Error::Tls { .. }
             | Error::TlsConfig { .. }

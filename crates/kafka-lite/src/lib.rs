@@ -55,6 +55,7 @@ pub mod records;
 mod sasl;
 mod tls;
 mod transport;
+mod txn;
 
 #[cfg(test)]
 mod hostile_input;
@@ -85,3 +86,4 @@ pub use tls::{
     CRYPTO_PROVIDER_NAME, ClientIdentityCheck, ClientIdentityError, check_client_identity,
     crypto_provider, graviola_cpu_support,
 };
+pub use txn::TransactionalProducer;

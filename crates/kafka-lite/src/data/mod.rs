@@ -22,7 +22,7 @@
 mod client;
 mod fetch;
 mod offsets;
-mod produce;
+pub(crate) mod produce;
 mod reader;
 mod topic_reader;
 

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::{ProduceRequest, TopicName};
+use kafka_protocol::messages::{ProduceRequest, TopicName, TransactionalId};
 use kafka_protocol::protocol::StrBytes;
 
 use super::partition_context;
@@ -51,14 +51,31 @@ pub(super) async fn produce_on(
     records: &[ProducerRecord],
     options: &ProduceOptions,
 ) -> Result<i64, Error> {
+    produce_as(connection, topic, partition, records, options, None).await
+}
+
+/// [`produce_on`] as a transactional producer: the batch carries the
+/// producer's id, epoch and sequence, and the request its transactional id.
+pub(crate) async fn produce_as(
+    connection: &BrokerConnection,
+    topic: &str,
+    partition: i32,
+    records: &[ProducerRecord],
+    options: &ProduceOptions,
+    producer: Option<(&str, records::BatchProducer)>,
+) -> Result<i64, Error> {
     let version = connection.version_for::<ProduceRequest>()?;
-    let batch = records::encode_batch(records, options.codec).map_err(|e| Error::Encode {
-        api: API,
-        version,
-        detail: format!("{}: {e}", partition_context(topic, partition)),
-    })?;
+    let batch = records::encode_batch_as(records, options.codec, producer.map(|(_, p)| p))
+        .map_err(|e| Error::Encode {
+            api: API,
+            version,
+            detail: format!("{}: {e}", partition_context(topic, partition)),
+        })?;
     let timeout_ms = i32::try_from(options.timeout.as_millis()).unwrap_or(i32::MAX);
     let request = ProduceRequest::default()
+        .with_transactional_id(
+            producer.map(|(id, _)| TransactionalId(StrBytes::from_string(id.to_owned()))),
+        )
         .with_acks(-1)
         .with_timeout_ms(timeout_ms)
         .with_topic_data(vec![

@@ -18,6 +18,31 @@ use super::{Codec, ProducerRecord, RecordsError, compression};
 /// assigns offsets), producer id, epoch, base sequence and partition leader epoch all -1,
 /// `CreateTime` timestamps taken from the records.
 pub fn encode_batch(records: &[ProducerRecord], codec: Codec) -> Result<Bytes, RecordsError> {
+    encode_batch_as(records, codec, None)
+}
+
+/// The producer a batch is written by: an idempotent or transactional
+/// producer's id and epoch, the sequence number of the batch's first record,
+/// and whether the batch belongs to a transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchProducer {
+    /// The producer id (from InitProducerId).
+    pub producer_id: i64,
+    /// The producer epoch.
+    pub producer_epoch: i16,
+    /// The sequence number of the first record; the others follow it.
+    pub base_sequence: i32,
+    /// Whether the batch is part of a transaction.
+    pub transactional: bool,
+}
+
+/// [`encode_batch`], written by `producer` (`None`: the plain producer of
+/// [`encode_batch`]).
+pub fn encode_batch_as(
+    records: &[ProducerRecord],
+    codec: Codec,
+    producer: Option<BatchProducer>,
+) -> Result<Bytes, RecordsError> {
     if records.is_empty() {
         return Err(RecordsError::EmptyBatch);
     }
@@ -43,19 +68,21 @@ pub fn encode_batch(records: &[ProducerRecord], codec: Codec) -> Result<Bytes, R
             codec,
             reason: "too many records".to_owned(),
         })?;
+        // kafka-protocol starts a new batch whenever `offset - sequence` changes and
+        // writes base sequence = first record's sequence: consecutive sequences from
+        // the producer's base, or from -1 (NO_SEQUENCE) without a producer, keep one
+        // batch.
+        let base_sequence = producer.map_or(-1, |p| p.base_sequence);
         protocol_records.push(Record {
-            transactional: false,
+            transactional: producer.is_some_and(|p| p.transactional),
             control: false,
             delete_horizon: false,
             partition_leader_epoch: NO_PARTITION_LEADER_EPOCH,
-            producer_id: NO_PRODUCER_ID,
-            producer_epoch: NO_PRODUCER_EPOCH,
+            producer_id: producer.map_or(NO_PRODUCER_ID, |p| p.producer_id),
+            producer_epoch: producer.map_or(NO_PRODUCER_EPOCH, |p| p.producer_epoch),
             timestamp_type: KpTimestampType::Creation,
             offset,
-            // kafka-protocol starts a new batch whenever `offset - sequence` changes and
-            // writes base sequence = first record's sequence; this keeps one batch with
-            // base sequence -1 (NO_SEQUENCE).
-            sequence: (offset as i32).wrapping_sub(1),
+            sequence: (offset as i32).wrapping_add(base_sequence),
             timestamp: record.timestamp,
             key: record.key.clone(),
             value: record.value.clone(),

@@ -40,7 +40,7 @@ use kafka_protocol::records::Compression;
 use kafka_protocol::records::RecordBatchEncoder;
 
 pub use self::decode::decode_batches;
-pub use self::encode::encode_batch;
+pub use self::encode::{BatchProducer, encode_batch, encode_batch_as};
 pub use self::error::RecordsError;
 pub use self::transactions::{AbortedTransaction, read_committed};
 pub use self::types::{
