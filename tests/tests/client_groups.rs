@@ -11,7 +11,7 @@ use e2e::access::Access;
 use e2e::{Listener, clusters, unique_name};
 use kafka_lite::{
     Client, ConnectionConfig, GroupDescription, GroupState, GroupType, OffsetFetchOptions,
-    OffsetToCommit, SaslMechanismKind, TopicPartition,
+    OffsetToCommit, SaslMechanismKind, TopicPartition, TransactionalProducer,
 };
 
 fn config(listener: Listener) -> ConnectionConfig {
@@ -329,6 +329,33 @@ async fn active_group_refuses_admin_commit(kip848: bool) {
     );
     let after = committed(&client, &group).await;
     assert_eq!(after, before, "offsets untouched by the refused commit");
+
+    // Measured for issue 16: unlike the admin commit above, a transactional
+    // offset commit with generation -1 and no member id is NOT refused for an
+    // active group (Kafka 4.1.1, classic and KIP-848): the coordinator checks
+    // membership only for a commit that names a member. So target group
+    // sync must never go through TxnOffsetCommit (docs/client.md,
+    // Transactions). Aborted, it leaves the offsets as they were.
+    let mut producer =
+        TransactionalProducer::init(&client, &unique_name("active-txn"), Duration::from_secs(30))
+            .await
+            .expect("init a transactional producer");
+    let txn_offsets: BTreeMap<TopicPartition, i64> = [0, 1]
+        .into_iter()
+        .map(|p| (TopicPartition::new(&topic, p), 43))
+        .collect();
+    let results = producer
+        .commit_offsets(&group, &txn_offsets)
+        .await
+        .expect("the coordinator takes it");
+    assert!(results.values().all(Result::is_ok), "{results:?}");
+    producer.abort().await.expect("abort");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        committed(&client, &group).await,
+        before,
+        "offsets untouched by the aborted transactional commit"
+    );
 }
 
 #[tokio::test]

@@ -17,7 +17,10 @@ use kafka_lite::{
 const TXN_TIMEOUT: Duration = Duration::from_secs(30);
 
 async fn client() -> Client {
-    let bootstrap = clusters().source().bootstrap.get(Listener::Plaintext);
+    client_of(clusters().source().bootstrap.get(Listener::Plaintext)).await
+}
+
+async fn client_of(bootstrap: &str) -> Client {
     let config = ConnectionConfig {
         client_id: "e2e-client-transactions".into(),
         request_timeout: Duration::from_secs(20),
@@ -238,4 +241,79 @@ async fn a_new_producer_with_the_same_transactional_id_fences_the_old_one() {
         committed_eventually(&c, &group, &topic, Some(5)).await,
         Some(5)
     );
+}
+
+/// Issue 16's question: does the group coordinator accept a transactional
+/// offset commit of an admin-style producer (generation -1, no member) into a
+/// group that has no members, whatever made the group: a classic consumer
+/// that left, a KIP-848 consumer that left (4.1 only: the 3.9 cluster does not
+/// enable that protocol), an `assign()` consumer, or nothing yet. Measured on
+/// Kafka 4.1.1 and 3.9.
+#[tokio::test]
+async fn transactional_offsets_land_in_member_less_groups_on_kafka_4_1_and_3_9() {
+    use e2e::java::{CommitMode, GroupOffset, helpers};
+    let legacy = clusters().legacy().bootstrap.plaintext.clone();
+    let source = clusters()
+        .source()
+        .bootstrap
+        .get(Listener::Plaintext)
+        .to_owned();
+    for (bootstrap, modes) in [
+        (
+            source,
+            vec![
+                Some(CommitMode::Classic),
+                Some(CommitMode::Consumer),
+                Some(CommitMode::Standalone),
+                None,
+            ],
+        ),
+        (
+            legacy,
+            vec![
+                Some(CommitMode::Classic),
+                Some(CommitMode::Standalone),
+                None,
+            ],
+        ),
+    ] {
+        let c = client_of(&bootstrap).await;
+        let topic = unique_name("txn-groups");
+        c.create_topic(&topic, 1, 1, &[]).await.expect("topic");
+        for mode in modes {
+            let group = unique_name("txn-member-less");
+            if let Some(mode) = mode {
+                // A member joins, commits 1 and leaves: the group is empty.
+                helpers()
+                    .commit_offsets(
+                        &bootstrap,
+                        &group,
+                        mode,
+                        &[GroupOffset {
+                            topic: topic.clone(),
+                            partition: 0,
+                            offset: 1,
+                            metadata: String::new(),
+                        }],
+                    )
+                    .unwrap_or_else(|e| panic!("{mode:?} commit on {bootstrap}: {e}"));
+                assert_eq!(committed(&c, &group, &topic).await, Some(1));
+            }
+            let mut p = TransactionalProducer::init(&c, &unique_name("txn-groups-id"), TXN_TIMEOUT)
+                .await
+                .expect("init");
+            let offsets = BTreeMap::from([(TopicPartition::new(&topic, 0), 7)]);
+            let results = p
+                .commit_offsets(&group, &offsets)
+                .await
+                .unwrap_or_else(|e| panic!("{mode:?} group on {bootstrap}: {e}"));
+            assert!(results.values().all(Result::is_ok), "{mode:?}: {results:?}");
+            p.commit().await.expect("commit");
+            assert_eq!(
+                committed_eventually(&c, &group, &topic, Some(7)).await,
+                Some(7),
+                "{mode:?} group on {bootstrap}"
+            );
+        }
+    }
 }
