@@ -176,6 +176,10 @@ impl Entries {
 
     /// The newest sync with the greatest upstream offset at or below `upstream`.
     fn floor(&self, upstream: i64) -> Option<OffsetSync> {
+        // Most groups are at or past the newest sync: no search for them.
+        if let Some(newest) = self.back().filter(|s| s.upstream <= upstream) {
+            return Some(newest);
+        }
         match self {
             Entries::Narrow { base, items } => {
                 let rel = i128::from(upstream) - i128::from(base.upstream);
