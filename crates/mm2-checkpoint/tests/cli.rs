@@ -552,6 +552,18 @@ const BAD_CONFIGS: &[BadConfig] = &[
         whole: false,
     },
     BadConfig {
+        name: "bad-offset-translation",
+        lines: "A->B.mm2-checkpoint.offset.translation = exact\n",
+        key: "A->B.mm2-checkpoint.offset.translation",
+        whole: false,
+    },
+    BadConfig {
+        name: "zero-translation-budget",
+        lines: "mm2-checkpoint.offset.translation.max.syncs.per.partition = 0\n",
+        key: "mm2-checkpoint.offset.translation.max.syncs.per.partition",
+        whole: false,
+    },
+    BadConfig {
         name: "bad-integer-overflow",
         lines: "refresh.groups.interval.seconds = 99999999999999999999999\n",
         key: "refresh.groups.interval.seconds",

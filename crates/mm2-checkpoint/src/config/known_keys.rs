@@ -55,7 +55,12 @@ const CONNECTOR_PREFIXES: &[&str] = &[
 
 /// Connector-level keys of mm2-checkpoint's own (MM2 ignores them), read at
 /// the top level and per flow like connector keys.
-const OWN_KEYS: &[&str] = &[super::GROUP_OFFSETS_MODE_KEY, super::FOLLOW_COALESCE_KEY];
+const OWN_KEYS: &[&str] = &[
+    super::GROUP_OFFSETS_MODE_KEY,
+    super::FOLLOW_COALESCE_KEY,
+    super::OFFSET_TRANSLATION_KEY,
+    super::TRANSLATION_MAX_SYNCS_KEY,
+];
 
 /// Keys of mm2-checkpoint's own read at the top level only (process-wide).
 const OWN_TOP_LEVEL_KEYS: [&str; 2] = super::metrics::KEYS;

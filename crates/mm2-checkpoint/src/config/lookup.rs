@@ -11,7 +11,9 @@ use super::error::ConfigError;
 use super::properties::Properties;
 use super::providers::{Environment, Providers};
 use super::security::{ConnectionSettings, build_connection, is_connection_key};
-use super::{FilterSettings, FlowConfig, GroupOffsetsMode, MIRROR_PACKAGE, Setting};
+use super::{
+    FilterSettings, FlowConfig, GroupOffsetsMode, MIRROR_PACKAGE, OffsetTranslation, Setting,
+};
 use crate::core::filter::{
     DEFAULT_GROUPS, DEFAULT_GROUPS_EXCLUDE, DEFAULT_TOPICS, DEFAULT_TOPICS_EXCLUDE,
 };
@@ -223,6 +225,28 @@ impl<'a> Lookup<'a> {
             },
         };
         let follow_coalesce = millis(get(super::FOLLOW_COALESCE_KEY)?, 200)?;
+        let offset_translation = match get(super::OFFSET_TRANSLATION_KEY)? {
+            None => OffsetTranslation::default(),
+            Some(s) => match s.value.trim() {
+                "mm2" => OffsetTranslation::Mm2,
+                "precise" => OffsetTranslation::Precise,
+                other => {
+                    return Err(s.error(format!("`{other}` is not valid; use `mm2` or `precise`")));
+                }
+            },
+        };
+        let translation_max_syncs = match get(super::TRANSLATION_MAX_SYNCS_KEY)? {
+            None => super::DEFAULT_TRANSLATION_MAX_SYNCS,
+            Some(s) => match usize::try_from(parse_positive(&s)?) {
+                Ok(v) if v <= super::MAX_TRANSLATION_MAX_SYNCS => v,
+                _ => {
+                    return Err(s.error(format!(
+                        "must be at most {} (8 bytes per sync and partition)",
+                        super::MAX_TRANSLATION_MAX_SYNCS
+                    )));
+                }
+            },
+        };
         let checkpoints_topic_replication_factor =
             match get("checkpoints.topic.replication.factor")? {
                 None => 3,
@@ -339,6 +363,8 @@ impl<'a> Lookup<'a> {
             offset_lag_max,
             group_offsets_mode,
             follow_coalesce,
+            offset_translation,
+            translation_max_syncs,
             origins,
         })
     }

@@ -44,7 +44,7 @@ pub use security::{
 };
 
 use crate::core::policy::ClusterSide;
-use crate::core::{Flow, OffsetSyncsLocation, ReplicationPolicy};
+use crate::core::{Flow, OffsetSyncsLocation, Precision, ReplicationPolicy};
 use lookup::{Lookup, java_parse_boolean};
 use providers::Providers;
 use security::is_connection_key;
@@ -81,6 +81,44 @@ pub const GROUP_OFFSETS_MODE_KEY: &str = "mm2-checkpoint.group.offsets.mode";
 
 /// The key of the commit follower's coalescing window (ours).
 pub const FOLLOW_COALESCE_KEY: &str = "mm2-checkpoint.group.offsets.coalesce.ms";
+
+/// The key choosing how precisely a flow translates offsets (ours: MM2 ignores it).
+pub const OFFSET_TRANSLATION_KEY: &str = "mm2-checkpoint.offset.translation";
+
+/// The key of the precise translation's budget: offset syncs kept per source
+/// partition (ours).
+pub const TRANSLATION_MAX_SYNCS_KEY: &str =
+    "mm2-checkpoint.offset.translation.max.syncs.per.partition";
+
+/// The default of [`TRANSLATION_MAX_SYNCS_KEY`]. Provisional: it covers a lag of
+/// 10,000 × `offset.lag.max` records (10^6 at the default spacing) in about 80 KB per
+/// partition; it is to be set from measurements at scale (docs/translation.md).
+pub const DEFAULT_TRANSLATION_MAX_SYNCS: usize = 10_000;
+
+/// The largest accepted [`TRANSLATION_MAX_SYNCS_KEY`]: 100,000,000 syncs are about
+/// 800 MB for one partition, beyond any sensible budget (a guard against typos).
+pub const MAX_TRANSLATION_MAX_SYNCS: usize = 100_000_000;
+
+/// How precisely a flow translates offsets (docs/translation.md, "Precise translation").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OffsetTranslation {
+    /// MirrorMaker 2's algorithm: the checkpoints MM2 would write.
+    #[default]
+    Mm2,
+    /// Through the nearest offset sync at or below the group's offset, from every
+    /// sync kept since the partition's last rewind.
+    Precise,
+}
+
+impl OffsetTranslation {
+    /// The setting's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OffsetTranslation::Mm2 => "mm2",
+            OffsetTranslation::Precise => "precise",
+        }
+    }
+}
 
 /// How a flow learns the source groups' committed offsets
 /// (docs/commit-follower.md section 4).
@@ -165,6 +203,12 @@ pub struct FlowConfig {
     /// `mm2-checkpoint.group.offsets.coalesce.ms` (ours; default 200): how long
     /// the commit follower gathers commits before emitting their checkpoints.
     pub follow_coalesce: Duration,
+    /// `mm2-checkpoint.offset.translation` (ours; default `mm2`): how precisely
+    /// offsets are translated.
+    pub offset_translation: OffsetTranslation,
+    /// `mm2-checkpoint.offset.translation.max.syncs.per.partition` (ours; default
+    /// [`DEFAULT_TRANSLATION_MAX_SYNCS`]): the precise mode's budget per partition.
+    pub translation_max_syncs: usize,
     /// Where each setting came from: logical key → `file key (line N)` or `default`.
     /// Connection keys are listed as `source.<key>` and `target.<key>`.
     pub origins: BTreeMap<String, String>,
@@ -194,6 +238,16 @@ impl FlowConfig {
         match self.offset_syncs_topic_location.cluster() {
             ClusterSide::Source => &self.source,
             ClusterSide::Target => &self.target,
+        }
+    }
+
+    /// The offset-sync store's precision for this flow's settings.
+    pub fn sync_precision(&self) -> Precision {
+        match self.offset_translation {
+            OffsetTranslation::Mm2 => Precision::Mm2,
+            OffsetTranslation::Precise => Precision::Precise {
+                max_syncs: self.translation_max_syncs,
+            },
         }
     }
 

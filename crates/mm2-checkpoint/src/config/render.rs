@@ -147,6 +147,19 @@ fn render_flow(out: &mut String, flow: &FlowConfig) {
         super::FOLLOW_COALESCE_KEY,
         millis(flow.follow_coalesce),
     );
+    line(
+        out,
+        super::OFFSET_TRANSLATION_KEY,
+        flow.offset_translation.as_str().to_string(),
+    );
+    let budget = match flow.offset_translation {
+        super::OffsetTranslation::Precise => flow.translation_max_syncs.to_string(),
+        super::OffsetTranslation::Mm2 => format!(
+            "{} (unused: translation is mm2)",
+            flow.translation_max_syncs
+        ),
+    };
+    line(out, super::TRANSLATION_MAX_SYNCS_KEY, budget);
     let _ = writeln!(
         out,
         "  offset-syncs topic = {} on {}",

@@ -531,6 +531,70 @@ fn negative_timeout_is_an_error() {
 }
 
 #[test]
+fn offset_translation_defaults_to_mm2_with_the_provisional_budget() {
+    let f = only_flow(BASE);
+    assert_eq!(f.offset_translation, OffsetTranslation::Mm2);
+    assert_eq!(f.translation_max_syncs, DEFAULT_TRANSLATION_MAX_SYNCS);
+    assert_eq!(f.sync_precision(), Precision::Mm2);
+    assert_eq!(f.origins[OFFSET_TRANSLATION_KEY], "default");
+}
+
+#[test]
+fn offset_translation_precise_is_read_per_flow_with_its_budget() {
+    let config = load(&with(
+        "B->A.enabled = true
+         mm2-checkpoint.offset.translation.max.syncs.per.partition = 500
+         A->B.mm2-checkpoint.offset.translation = precise",
+    ));
+    let (ab, ba) = (&config.flows[0], &config.flows[1]);
+    assert_eq!(ab.sync_precision(), Precision::Precise { max_syncs: 500 });
+    assert_eq!(ba.offset_translation, OffsetTranslation::Mm2);
+    assert_eq!(ba.translation_max_syncs, 500);
+    let text = render_effective_settings(&config);
+    assert!(
+        text.contains(
+            "  mm2-checkpoint.offset.translation = precise    # A->B.mm2-checkpoint.offset.translation (line 7)\n\
+             \x20 mm2-checkpoint.offset.translation.max.syncs.per.partition = 500    # \
+             mm2-checkpoint.offset.translation.max.syncs.per.partition (line 6)\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "  mm2-checkpoint.offset.translation.max.syncs.per.partition = 500 (unused: translation is mm2)"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_unknown_offset_translation_is_an_error_naming_the_key_and_the_choices() {
+    assert_rejected(
+        &with("A->B.mm2-checkpoint.offset.translation = exact"),
+        "A->B.mm2-checkpoint.offset.translation",
+        &["`exact`", "`mm2`", "`precise`"],
+    );
+}
+
+#[test]
+fn a_translation_budget_below_one_or_too_large_is_an_error_naming_the_key() {
+    for (value, mentions) in [
+        ("0", "at least 1"),
+        ("-5", "at least 1"),
+        ("lots", "`lots` is not an integer"),
+        ("100000001", "at most 100000000"),
+    ] {
+        assert_rejected(
+            &with(&format!(
+                "mm2-checkpoint.offset.translation.max.syncs.per.partition = {value}"
+            )),
+            "mm2-checkpoint.offset.translation.max.syncs.per.partition",
+            &[mentions],
+        );
+    }
+}
+
+#[test]
 fn integers_allow_surrounding_whitespace_like_kafka() {
     assert_eq!(
         only_flow(&with("refresh.groups.interval.seconds =  30  ")).refresh_groups_interval,

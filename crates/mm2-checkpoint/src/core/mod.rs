@@ -7,10 +7,12 @@
 //! numbers in comments here (`D.3`, `C.5 steps 3–5`, quirk `H.4`) are that
 //! document's.
 
+pub mod sync_history;
 pub mod sync_store;
 pub mod types;
 
-pub use sync_store::{InitMode, OffsetSync, OffsetSyncStore, SlotLayout};
+pub use sync_history::SyncHistory;
+pub use sync_store::{InitMode, OffsetSync, OffsetSyncStore, Precision, SlotLayout, SyncApplied};
 pub use types::{OffsetTranslator, TopicPartition, Translation};
 pub mod checkpoint_store;
 pub mod consumer_offsets;

@@ -23,6 +23,7 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::fmt;
 
+use super::sync_history::{Pushed, SyncHistory};
 use super::types::{OffsetTranslator, TopicPartition, Translation};
 
 /// Number of history slots kept per source partition (MM2's `Long.SIZE`).
@@ -141,14 +142,16 @@ impl PartitionHistory {
     }
 
     /// Applies one sync (docs/behaviour.md C.3). `reset` forces the "fill all slots" branch, used
-    /// during the initial read in [`InitMode::MustReadToEnd`].
-    fn apply(&mut self, sync: OffsetSync, reset: bool) {
+    /// during the initial read in [`InitMode::MustReadToEnd`]. Returns whether every
+    /// older sync was discarded, so `sync` begins a new generation (invariant D):
+    /// the one place that decides it, which the precise history follows.
+    fn apply(&mut self, sync: OffsetSync, reset: bool) -> bool {
         let fresh = self.free_entry();
         self.syncs[usize::from(fresh)] = sync;
         if reset || sync.upstream < self.up(self.slots[0]) {
             // Upstream rewind (or load-only-last): all older history is invalid.
             self.slots = [fresh; SLOTS_PER_PARTITION];
-            return;
+            return true;
         }
 
         let old = self.slots;
@@ -186,6 +189,7 @@ impl PartitionHistory {
             }
             self.slots[current] = candidate;
         }
+        false
     }
 
     /// docs/behaviour.md C.5, steps 3–5.
@@ -196,15 +200,7 @@ impl PartitionHistory {
             .map(|&entry| self.sync(entry))
             .find(|sync| sync.upstream <= upstream)
             .unwrap_or_else(|| self.sync(self.slots[LAST_SLOT]));
-        if sync.upstream > upstream {
-            Translation::TooOld
-        } else if sync.upstream == upstream {
-            Translation::Translated(sync.downstream)
-        } else {
-            // Past the sync we only know the next record lands at or after
-            // `downstream + 1`; anything more could skip records. Wrapping like Java.
-            Translation::Translated(sync.downstream.wrapping_add(1))
-        }
+        translate_through(sync, upstream)
     }
 
     fn layout(&self) -> SlotLayout {
@@ -212,6 +208,20 @@ impl PartitionHistory {
             syncs: self.slots.map(|entry| self.sync(entry)),
             entries: self.slots,
         }
+    }
+}
+
+/// Translates `upstream` through `sync`, the sync chosen for it (docs/behaviour.md C.5,
+/// steps 4–5): the one rule both precisions share.
+fn translate_through(sync: OffsetSync, upstream: i64) -> Translation {
+    if sync.upstream > upstream {
+        Translation::TooOld
+    } else if sync.upstream == upstream {
+        Translation::Translated(sync.downstream)
+    } else {
+        // Past the sync we only know the next record lands at or after
+        // `downstream + 1`; anything more could skip records. Wrapping like Java.
+        Translation::Translated(sync.downstream.wrapping_add(1))
     }
 }
 
@@ -295,14 +305,111 @@ impl fmt::Display for SlotLayout {
     }
 }
 
+/// How precisely the store translates (docs/translation.md, "Precise translation").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Precision {
+    /// MirrorMaker 2's 64 slots only: every answer is the one MM2 gives.
+    Mm2,
+    /// Besides the slots, every sync of each partition's current generation, up to
+    /// `max_syncs` per partition: an offset is translated through the sync with the
+    /// greatest upstream offset at or below it. Past the budget a partition drops its
+    /// oldest syncs and answers offsets older than the oldest kept one from the slots.
+    Precise {
+        /// Syncs kept per source partition (at least 1).
+        max_syncs: usize,
+    },
+}
+
+/// What [`OffsetSyncStore::apply`] did besides storing the sync.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SyncApplied {
+    /// The sync began a new generation of its partition: every older sync was
+    /// discarded (first sync, upstream rewind, or the must-read-to-end initial read).
+    pub restarted: bool,
+    /// [`Precision::Precise`] only: the partition's history reached its budget and
+    /// dropped its oldest sync, the first time since the generation began. Offsets
+    /// older than the oldest kept sync are now translated with MM2's precision.
+    pub fell_back: bool,
+}
+
+/// The precise histories of every partition (only with [`Precision::Precise`]).
+#[derive(Debug)]
+struct PreciseHistories {
+    max_syncs: usize,
+    /// Source topic → partition → history, the same partitions as the slots.
+    topics: HashMap<Box<str>, HashMap<i32, SyncHistory>>,
+    /// Partitions whose history dropped syncs for the budget.
+    fallen_back: usize,
+}
+
+impl PreciseHistories {
+    fn get(&self, topic: &str, partition: i32) -> Option<&SyncHistory> {
+        self.topics.get(topic)?.get(&partition)
+    }
+
+    /// Follows the slots' decision for `sync`: a restart begins a new history.
+    /// Returns whether the partition fell back (first drop of this generation).
+    fn apply(&mut self, topic: &str, partition: i32, sync: OffsetSync, restarted: bool) -> bool {
+        let partitions = match self.topics.get_mut(topic) {
+            Some(partitions) => partitions,
+            None => self.topics.entry(topic.into()).or_default(),
+        };
+        match partitions.entry(partition) {
+            Entry::Vacant(slot) => {
+                slot.insert(SyncHistory::new(sync));
+                false
+            }
+            Entry::Occupied(mut history) => {
+                let history = history.get_mut();
+                if restarted {
+                    if !history.is_complete() {
+                        self.fallen_back -= 1;
+                    }
+                    history.restart(sync);
+                    false
+                } else if history.push(sync, self.max_syncs) == Pushed::FirstDrop {
+                    self.fallen_back += 1;
+                    true
+                } else {
+                    false
+                }
+            }
+        }
+    }
+
+    fn remove_partition(&mut self, topic: &str, partition: i32) {
+        if let Some(parts) = self.topics.get_mut(topic) {
+            if let Some(h) = parts.remove(&partition)
+                && !h.is_complete()
+            {
+                self.fallen_back -= 1;
+            }
+            if parts.is_empty() {
+                self.topics.remove(topic);
+            }
+        }
+    }
+
+    fn remove_topic(&mut self, topic: &str) {
+        if let Some(parts) = self.topics.remove(topic) {
+            self.fallen_back -= parts.values().filter(|h| !h.is_complete()).count();
+        }
+    }
+}
+
 /// The offset syncs of every source partition seen on the offset-syncs topic, and the
 /// translation of upstream offsets through them (docs/behaviour.md C.2–C.5).
 ///
-/// Lifecycle: create it with [`new`](Self::new), [`apply`](Self::apply) every sync of
+/// Lifecycle: create it with [`new`](Self::new) (or
+/// [`with_precision`](Self::with_precision)), [`apply`](Self::apply) every sync of
 /// the initial read of the offset-syncs topic (from the beginning up to the end offsets
 /// captured at start), call [`finish_initial_read`](Self::finish_initial_read), then keep
 /// applying live syncs. Until the initial read is finished every translation is
 /// [`Translation::NotReady`].
+///
+/// With [`Precision::Precise`] the store also keeps each partition's [`SyncHistory`].
+/// It restarts exactly when the slots discard their older syncs (the slots decide,
+/// the history follows), so it never holds a sync from before a rewind.
 #[derive(Debug)]
 pub struct OffsetSyncStore {
     mode: InitMode,
@@ -311,22 +418,48 @@ pub struct OffsetSyncStore {
     /// partition is looked up with the borrowed `&str` and never allocates.
     topics: HashMap<Box<str>, HashMap<i32, Box<PartitionHistory>>>,
     partitions: usize,
+    precise: Option<PreciseHistories>,
 }
 
 impl OffsetSyncStore {
-    /// An empty store whose initial read has not finished.
+    /// An empty store whose initial read has not finished, translating with MM2's
+    /// precision ([`Precision::Mm2`]).
     pub fn new(mode: InitMode) -> Self {
+        Self::with_precision(mode, Precision::Mm2)
+    }
+
+    /// An empty store whose initial read has not finished, translating with
+    /// `precision`. A `max_syncs` of 0 is taken as 1.
+    pub fn with_precision(mode: InitMode, precision: Precision) -> Self {
         Self {
             mode,
             initial_read_done: false,
             topics: HashMap::new(),
             partitions: 0,
+            precise: match precision {
+                Precision::Mm2 => None,
+                Precision::Precise { max_syncs } => Some(PreciseHistories {
+                    max_syncs: max_syncs.max(1),
+                    topics: HashMap::new(),
+                    fallen_back: 0,
+                }),
+            },
         }
     }
 
     /// The initialisation mode this store was created with.
     pub fn mode(&self) -> InitMode {
         self.mode
+    }
+
+    /// The precision this store translates with.
+    pub fn precision(&self) -> Precision {
+        match &self.precise {
+            None => Precision::Mm2,
+            Some(p) => Precision::Precise {
+                max_syncs: p.max_syncs,
+            },
+        }
     }
 
     /// Marks the initial read of the offset-syncs topic as complete (MM2 sets
@@ -348,29 +481,50 @@ impl OffsetSyncStore {
     /// Every call is a new sync, even if its values equal an earlier one. Any values
     /// are accepted (offsets are taken as MM2 takes them, with wrapping arithmetic);
     /// a smaller upstream offset than the newest sync's discards the partition's
-    /// history. Allocates only for the first sync of a partition.
-    pub fn apply(&mut self, topic: &str, partition: i32, upstream: i64, downstream: i64) {
+    /// history. With [`Precision::Mm2`] it allocates only for the first sync of a
+    /// partition; with [`Precision::Precise`] the history grows by an eighth at a time.
+    pub fn apply(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        upstream: i64,
+        downstream: i64,
+    ) -> SyncApplied {
         let sync = OffsetSync::new(upstream, downstream);
+        let restarted = self.apply_slots(topic, partition, sync);
+        let fell_back = self
+            .precise
+            .as_mut()
+            .is_some_and(|p| p.apply(topic, partition, sync, restarted));
+        SyncApplied {
+            restarted,
+            fell_back,
+        }
+    }
+
+    /// MM2's update of the slots; returns whether `sync` began a new generation.
+    fn apply_slots(&mut self, topic: &str, partition: i32, sync: OffsetSync) -> bool {
         let reset = !self.initial_read_done && self.mode == InitMode::MustReadToEnd;
         if let Some(partitions) = self.topics.get_mut(topic) {
-            match partitions.entry(partition) {
+            return match partitions.entry(partition) {
                 Entry::Occupied(mut history) => history.get_mut().apply(sync, reset),
                 Entry::Vacant(slot) => {
                     slot.insert(Box::new(PartitionHistory::new(sync)));
                     self.partitions += 1;
+                    true
                 }
-            }
-            return;
+            };
         }
         // First sync of a new topic: the only time the topic name is allocated.
         let partitions = HashMap::from([(partition, Box::new(PartitionHistory::new(sync)))]);
         self.topics.insert(topic.into(), partitions);
         self.partitions += 1;
+        true
     }
 
     /// [`apply`](Self::apply) for a [`TopicPartition`].
-    pub fn apply_sync(&mut self, tp: &TopicPartition, sync: OffsetSync) {
-        self.apply(&tp.topic, tp.partition, sync.upstream, sync.downstream);
+    pub fn apply_sync(&mut self, tp: &TopicPartition, sync: OffsetSync) -> SyncApplied {
+        self.apply(&tp.topic, tp.partition, sync.upstream, sync.downstream)
     }
 
     /// Translates upstream offset `upstream` of source partition `topic`-`partition`
@@ -382,14 +536,48 @@ impl OffsetSyncStore {
     /// * otherwise [`Translation::Translated`] through the newest sync at or before
     ///   `upstream`: its downstream offset if `upstream` equals the sync's, else that
     ///   plus one.
+    ///
+    /// With [`Precision::Precise`] the stored syncs are the partition's history, and
+    /// the slots for an offset older than the oldest sync the history kept.
     pub fn translate_offset(&self, topic: &str, partition: i32, upstream: i64) -> Translation {
         if !self.initial_read_done {
             return Translation::NotReady;
         }
-        match self.history(topic, partition) {
-            Some(history) => history.translate(upstream),
-            None => Translation::NoSync,
+        let Some(history) = self.history(topic, partition) else {
+            return Translation::NoSync;
+        };
+        let precise = self
+            .precise
+            .as_ref()
+            .and_then(|p| p.get(topic, partition))
+            .and_then(|h| h.floor(upstream));
+        match precise {
+            Some(sync) => translate_through(sync, upstream),
+            None => history.translate(upstream),
         }
+    }
+
+    /// With [`Precision::Precise`]: the syncs held for `topic`-`partition`, oldest
+    /// first (`None` with [`Precision::Mm2`] or for an unknown partition).
+    pub fn precise_history(&self, topic: &str, partition: i32) -> Option<&SyncHistory> {
+        self.precise.as_ref()?.get(topic, partition)
+    }
+
+    /// Number of partitions whose precise history reached its budget and dropped
+    /// syncs since their generation began (0 with [`Precision::Mm2`]).
+    pub fn fallen_back_partitions(&self) -> usize {
+        self.precise.as_ref().map_or(0, |p| p.fallen_back)
+    }
+
+    /// Number of syncs held in precise histories, over every partition.
+    pub fn precise_syncs(&self) -> usize {
+        self.precise.as_ref().map_or(0, |p| {
+            p.topics
+                .values()
+                .flat_map(HashMap::values)
+                .map(SyncHistory::len)
+                .sum()
+        })
     }
 
     /// Number of source partitions that have a history.
@@ -423,6 +611,9 @@ impl OffsetSyncStore {
         if parts.is_empty() {
             self.topics.remove(topic);
         }
+        if let Some(p) = &mut self.precise {
+            p.remove_partition(topic, partition);
+        }
         removed
     }
 
@@ -431,6 +622,9 @@ impl OffsetSyncStore {
     pub fn remove_topic(&mut self, topic: &str) -> usize {
         let removed = self.topics.remove(topic).map_or(0, |parts| parts.len());
         self.partitions -= removed;
+        if let Some(p) = &mut self.precise {
+            p.remove_topic(topic);
+        }
         removed
     }
 
@@ -439,7 +633,8 @@ impl OffsetSyncStore {
         std::mem::size_of::<PartitionHistory>()
     }
 
-    /// Rough estimate of the heap bytes this store holds: histories, hash-table
+    /// Rough estimate of the heap bytes this store holds: histories (slots and, with
+    /// [`Precision::Precise`], the syncs' allocated capacity), hash-table
     /// buckets (taken as capacity × 8/7, hashbrown's load factor, plus one control byte
     /// each) and topic names. Allocator overhead is not included.
     pub fn approx_heap_bytes(&self) -> usize {
@@ -454,6 +649,14 @@ impl OffsetSyncStore {
             bytes += table::<i32, Box<PartitionHistory>>(parts.capacity());
             bytes += parts.len() * Self::history_bytes();
         }
+        if let Some(p) = &self.precise {
+            bytes += table::<Box<str>, HashMap<i32, SyncHistory>>(p.topics.capacity());
+            for (topic, parts) in &p.topics {
+                bytes += topic.len();
+                bytes += table::<i32, SyncHistory>(parts.capacity());
+                bytes += parts.values().map(SyncHistory::heap_bytes).sum::<usize>();
+            }
+        }
         bytes
     }
 
@@ -467,6 +670,9 @@ impl OffsetTranslator for OffsetSyncStore {
         self.translate_offset(&tp.topic, tp.partition, upstream)
     }
 }
+
+#[cfg(test)]
+mod precise_tests;
 
 #[cfg(test)]
 mod tests {

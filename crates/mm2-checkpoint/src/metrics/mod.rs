@@ -278,6 +278,7 @@ struct Inner {
     request_errors: Family<RequestErrorLabels, Counter>,
     records_skipped: Family<SkippedLabels, Counter>,
     initial_read_progress: Family<TopicLabels, RatioGauge>,
+    precise_fallback: Family<FlowLabels, Gauge>,
     follower: follower::FollowerMetrics,
     requests: requests::RequestCounters,
     readiness: Readiness,
@@ -370,6 +371,12 @@ impl Metrics {
             "Share (0 to 1) of an internal topic read at startup",
             initial_read_progress.clone(),
         );
+        let precise_fallback = Family::<FlowLabels, Gauge>::default();
+        registry.register(
+            "precise_fallback_partitions",
+            "Source partitions whose precise-translation history reached its budget: offsets older than its oldest kept sync are translated with MirrorMaker 2's precision (0 in mm2 mode)",
+            precise_fallback.clone(),
+        );
         let follower = follower::FollowerMetrics::register(registry);
         let requests = requests::RequestCounters::default();
         registry.register_collector(Box::new(requests.clone()));
@@ -404,6 +411,7 @@ impl Metrics {
                 request_errors,
                 records_skipped,
                 initial_read_progress,
+                precise_fallback,
                 follower,
                 requests,
                 readiness: Readiness::with_gauge(ready),
@@ -472,6 +480,7 @@ impl Metrics {
             }
         }
         self.set_initial_read_progress(name, flow.offset_syncs_topic, 0.0);
+        self.set_precise_fallback_partitions(name, 0);
         self.register_follower_flow(name);
         self.set_latency_aliases(name, flow.connector_source, flow.connector_target);
     }
@@ -573,6 +582,15 @@ impl Metrics {
                 topic: topic.to_string(),
             })
             .set(ratio);
+    }
+
+    /// Sets `precise_fallback_partitions{flow}` to `count`: the source partitions
+    /// whose precise-translation history reached its budget.
+    pub fn set_precise_fallback_partitions(&self, flow: &str, count: usize) {
+        self.inner
+            .precise_fallback
+            .get_or_create(&flow_labels(flow))
+            .set(i64::try_from(count).unwrap_or(i64::MAX));
     }
 
     /// The Prometheus text format (version 0.0.4) of every metric.

@@ -323,6 +323,8 @@ pub struct FlowState {
     /// arrived for since the follower last looked (`None` when polling).
     pub synced: Option<BTreeSet<crate::core::TopicPartition>>,
     logged: BTreeSet<&'static str>,
+    /// Partitions already warned about as past their precise-translation budget.
+    fallback_warned: BTreeSet<crate::core::TopicPartition>,
 }
 
 /// What an emission round did.

@@ -54,12 +54,13 @@ impl<C: FlowCluster> FlowContext<C> {
             InitMode::MustReadToEnd
         };
         let mut state = FlowState {
-            syncs: OffsetSyncStore::new(mode),
+            syncs: OffsetSyncStore::with_precision(mode, self.cfg.sync_precision()),
             syncs_pos: 0,
             checkpoints,
             groups,
             synced: followed.map(|_| BTreeSet::new()),
             logged: BTreeSet::new(),
+            fallback_warned: BTreeSet::new(),
         };
         let c = &self.syncs_cluster;
         let exists = self.step(c, "Metadata", c.topic_exists(&self.syncs_topic).await)?;
@@ -81,7 +82,9 @@ impl<C: FlowCluster> FlowContext<C> {
         readiness.set_ready(&self.ready_condition());
         tracing::info!(
             flow = %self.name, syncs = applied, partitions = state.syncs.partition_count(),
-            mode = ?mode, "offset syncs loaded; translation is ready"
+            mode = ?mode, translation = self.cfg.offset_translation.as_str(),
+            syncs_held = state.syncs.precise_syncs(),
+            "offset syncs loaded; translation is ready"
         );
         Ok(state)
     }

@@ -8,7 +8,7 @@ use kafka_lite::records::ConsumerRecord;
 use kafka_lite::{PartitionReader, StartOffset};
 
 use crate::core::format::OffsetSync as OffsetSyncRecord;
-use crate::core::{DecodeError, InitMode, OffsetSyncStore, TopicPartition};
+use crate::core::{DecodeError, InitMode, OffsetSyncStore, Precision, TopicPartition};
 use crate::metrics::{self, Metrics, TopicKind};
 
 use super::super::kafka::fetch_options;
@@ -89,9 +89,13 @@ impl<C: FlowCluster> FlowContext<C> {
                 r => self.step(c, "Fetch", r)?,
             };
             for rec in &records {
-                if let Some(tp) =
-                    self.apply_sync_record(&mut state.syncs, &mut state.logged, rec, true)
-                {
+                if let Some(tp) = self.apply_sync_record(
+                    &mut state.syncs,
+                    &mut state.logged,
+                    &mut state.fallback_warned,
+                    rec,
+                    true,
+                ) {
                     applied += 1;
                     if let Some(synced) = &mut state.synced {
                         synced.insert(tp);
@@ -106,19 +110,28 @@ impl<C: FlowCluster> FlowContext<C> {
         }
         if applied > 0 {
             self.metrics.offset_syncs_read(&self.name, applied);
+            self.note_fallbacks(&state.syncs);
         }
         Ok(applied)
+    }
+
+    /// Sets `precise_fallback_partitions{flow}` from the store.
+    fn note_fallbacks(&self, syncs: &OffsetSyncStore) {
+        self.metrics
+            .set_precise_fallback_partitions(&self.name, syncs.fallen_back_partitions());
     }
 
     /// Decodes one record of the offset-syncs topic into `syncs`; an
     /// undecodable one is counted and warned about once per kind. With
     /// `following` (reading what was appended after the initial read), an
-    /// upstream offset going backwards is warned about. Returns the partition
-    /// of the sync applied, if one was.
+    /// upstream offset going backwards is warned about. A partition whose
+    /// precise history reached its budget is warned about once (`warned`).
+    /// Returns the partition of the sync applied, if one was.
     fn apply_sync_record(
         &self,
         syncs: &mut OffsetSyncStore,
         logged: &mut BTreeSet<&'static str>,
+        warned: &mut BTreeSet<TopicPartition>,
         rec: &ConsumerRecord,
         following: bool,
     ) -> Option<TopicPartition> {
@@ -145,12 +158,30 @@ impl<C: FlowCluster> FlowContext<C> {
                 );
             }
         }
-        syncs.apply(
+        let applied = syncs.apply(
             &tp.topic,
             tp.partition,
             s.upstream_offset,
             s.downstream_offset,
         );
+        if applied.fell_back && !warned.contains(tp) {
+            warned.insert(tp.clone());
+            let oldest = syncs
+                .precise_history(&tp.topic, tp.partition)
+                .and_then(|h| h.oldest())
+                .map_or(s.upstream_offset, |o| o.upstream);
+            let budget = match syncs.precision() {
+                Precision::Precise { max_syncs } => max_syncs,
+                Precision::Mm2 => 0,
+            };
+            tracing::warn!(
+                flow = %self.name, topic = %tp.topic, partition = tp.partition, budget, oldest_kept = oldest,
+                "source partition {tp} has more offset syncs than {} = {budget}: offsets below {oldest} \
+                 are now translated with MirrorMaker 2's precision (logged once per partition; see \
+                 precise_fallback_partitions)",
+                crate::config::TRANSLATION_MAX_SYNCS_KEY
+            );
+        }
         Some(s.topic_partition)
     }
 
@@ -163,7 +194,8 @@ impl<C: FlowCluster> FlowContext<C> {
             flow = %self.name, cluster = c.alias(), topic = %self.syncs_topic, position = state.syncs_pos,
             "the offset-syncs topic went backwards (deleted and recreated, or truncated); dropping the syncs held and rereading it from its start"
         );
-        state.syncs = OffsetSyncStore::new(InitMode::MustReadToEnd);
+        state.syncs =
+            OffsetSyncStore::with_precision(InitMode::MustReadToEnd, state.syncs.precision());
         self.read_all_syncs(state).await
     }
 
@@ -172,14 +204,22 @@ impl<C: FlowCluster> FlowContext<C> {
     /// syncs applied. Undecodable records are skipped and counted.
     pub(super) async fn read_all_syncs(&self, state: &mut FlowState) -> Result<u64, StepError> {
         let mut applied = 0u64;
-        let FlowState { syncs, logged, .. } = state;
+        let FlowState {
+            syncs,
+            logged,
+            fallback_warned,
+            ..
+        } = state;
         let pos = self
             .read_to_end(
                 &self.syncs_cluster,
                 &self.syncs_topic,
                 TopicKind::OffsetSyncs,
                 |rec| {
-                    if self.apply_sync_record(syncs, logged, rec, false).is_some() {
+                    if self
+                        .apply_sync_record(syncs, logged, fallback_warned, rec, false)
+                        .is_some()
+                    {
                         applied += 1;
                     }
                 },
@@ -187,6 +227,7 @@ impl<C: FlowCluster> FlowContext<C> {
             .await?;
         state.syncs_pos = pos;
         state.syncs.finish_initial_read();
+        self.note_fallbacks(&state.syncs);
         Ok(applied)
     }
 }

@@ -303,6 +303,7 @@ fn state(checkpoints: CheckpointStore) -> FlowState {
         groups: vec!["g".to_owned()],
         synced: None,
         logged: BTreeSet::new(),
+        fallback_warned: BTreeSet::new(),
     }
 }
 
@@ -549,4 +550,88 @@ async fn a_full_group_sync_absorbs_the_wanted_groups_and_shutdown_lets_its_commi
     runner.start(&store);
     assert!(runner.finish_commits(&store).await.is_none());
     assert!(runner.is_idle());
+}
+
+/// The checkpoints of `topic` on `target`: (group, partition, upstream, downstream).
+fn checkpoints_written(target: &MemCluster, topic: &str) -> Vec<(String, i32, i64, i64)> {
+    target
+        .records(topic)
+        .iter()
+        .map(|r| {
+            let cp = Checkpoint::decode(r.key.as_deref(), r.value.as_deref()).unwrap();
+            (
+                cp.key.group,
+                cp.key.topic_partition.partition,
+                cp.upstream_offset,
+                cp.downstream_offset,
+            )
+        })
+        .collect()
+}
+
+/// The flow takes its precision from the configuration: in precise mode a lagging
+/// group is translated through the nearest sync, a group older than the budget's
+/// window gets MM2's answer, the partition past its budget is counted (and warned
+/// about once), and rereading the offset-syncs topic keeps the precision.
+#[tokio::test]
+async fn a_precise_flow_translates_lagging_groups_through_the_nearest_sync() {
+    let (ctx, source, target) = flow(
+        "A->B.mm2-checkpoint.offset.translation = precise\n\
+         mm2-checkpoint.offset.translation.max.syncs.per.partition = 50",
+    );
+    // An identity mirror of partition 0 of `t`, a sync every 100 records to 9,900.
+    source.append(
+        &ctx.syncs_topic,
+        (0..100).map(|n| sync_record(n * 100, n * 100)).collect(),
+    );
+    let commit = |group: &str, offset: i64| {
+        let offsets = BTreeMap::from([(
+            TopicPartition::new("t", 0),
+            Some(CommittedOffset::new(offset, "")),
+        )]);
+        source.mem().groups.insert(group.to_owned(), offsets);
+    };
+    commit("lagging", 6_050);
+    commit("older", 2_050);
+    let mut state = ctx.start().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        state.syncs.precision(),
+        crate::core::Precision::Precise { max_syncs: 50 }
+    );
+    ctx.emit_round(&mut state).await.unwrap();
+    // MM2's store restarts the group at 6,050 from offset 1; for 2,050 (older than the 50
+    // syncs kept, 5,000 to 9,900) the precise store gives MM2's answer.
+    let mut mm2 = OffsetSyncStore::new(InitMode::LoadAllHistory);
+    (0..100).for_each(|n| {
+        mm2.apply("t", 0, n * 100, n * 100);
+    });
+    mm2.finish_initial_read();
+    let mm2_older = match mm2.translate_offset("t", 0, 2_050) {
+        crate::core::Translation::Translated(d) => d,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        mm2.translate_offset("t", 0, 6_050),
+        crate::core::Translation::Translated(1)
+    );
+    assert_eq!(
+        checkpoints_written(&target, &ctx.checkpoints_topic),
+        [
+            ("lagging".to_owned(), 0, 6_050, 6_001),
+            ("older".to_owned(), 0, 2_050, mm2_older),
+        ]
+    );
+    let metrics = ctx.metrics.encode_prometheus().unwrap();
+    assert!(
+        metrics.contains("mm2_checkpoint_precise_fallback_partitions{flow=\"A->B\"} 1"),
+        "{metrics}"
+    );
+    assert!(state.fallback_warned.contains(&TopicPartition::new("t", 0)));
+    // The topic was recreated shorter than our position: reread, still precise.
+    state.syncs_pos = 1_000;
+    ctx.poll_syncs(&mut state).await.unwrap();
+    assert_eq!(
+        state.syncs.precision(),
+        crate::core::Precision::Precise { max_syncs: 50 }
+    );
 }

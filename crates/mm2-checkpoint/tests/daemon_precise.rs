@@ -1,0 +1,277 @@
+//! Precise translation end to end (docs/translation.md, "Precise translation"):
+//! a long identity history of offset syncs, one every 100 records as MM2's source
+//! task writes them with `offset.lag.max = 100`, and groups lagging the log end by
+//! about 150 to 100,000 records. In precise mode every checkpoint is within the
+//! sync spacing below the group's true position (its committed offset: the mirror
+//! is an identity) and never past it; in the default mode the checkpoints are those
+//! of MM2's algorithm; `translate` shows (and `--apply` commits) the precise values.
+
+mod common;
+mod fault_support;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use common::{World, mm2, rt, run_once};
+use fault_support::{Daemon, latest, wait_for};
+use mm2_checkpoint::core::{InitMode, OffsetSyncStore, Translation};
+
+/// Records of the identity mirror: offsets `0..END`, a sync every `SPACING`.
+const END: i64 = 1_000_000;
+const SPACING: i64 = 100;
+/// How far behind the log end each group is.
+const LAGS: [i64; 4] = [150, 1_030, 10_050, 100_070];
+const PRECISE: &str = "mm2-checkpoint.offset.translation = precise";
+
+/// The identity syncs `(0, o, o)` for `o` in `from..to`, every `SPACING`.
+fn identity_syncs(from: i64, to: i64) -> Vec<(i32, i64, i64)> {
+    (from..to)
+        .step_by(SPACING as usize)
+        .map(|o| (0, o, o))
+        .collect()
+}
+
+/// Writes `syncs` to the world's offset-syncs topic in batches.
+fn write(rt: &tokio::runtime::Runtime, w: &World, syncs: &[(i32, i64, i64)]) {
+    for chunk in syncs.chunks(2_000) {
+        w.write_syncs(rt, &w.source, &w.syncs_topic(), chunk);
+    }
+}
+
+fn group(w: &World, lag: i64) -> String {
+    format!("g{lag}-{}", w.topic)
+}
+
+/// The `groups` filter selecting every group of [`group`].
+fn groups_filter(w: &World) -> String {
+    format!("g[0-9]+-{}", w.topic)
+}
+
+/// MM2's answer for `u` after `syncs`, from the core's port of its store.
+fn mm2_answer(syncs: &[(i32, i64, i64)], u: i64) -> i64 {
+    let mut store = OffsetSyncStore::new(InitMode::LoadAllHistory);
+    for &(p, up, down) in syncs {
+        store.apply("t", p, up, down);
+    }
+    store.finish_initial_read();
+    match store.translate_offset("t", 0, u) {
+        Translation::Translated(d) => d,
+        other => panic!("MM2 does not translate {u}: {other:?}"),
+    }
+}
+
+/// A world whose identity history ends at `END`, with one group per lag.
+fn world(rt: &tokio::runtime::Runtime, name: &str) -> (World, Vec<(String, i64)>) {
+    let w = World::new(rt, name, 1);
+    write(rt, &w, &identity_syncs(0, END));
+    let groups = LAGS
+        .iter()
+        .map(|&lag| {
+            let g = group(&w, lag);
+            w.commit_source(rt, &g, &[(0, END - lag)]);
+            (g, END - lag)
+        })
+        .collect();
+    (w, groups)
+}
+
+/// The newest checkpoint of each group on partition 0: group → (upstream, downstream).
+fn checkpointed(rt: &tokio::runtime::Runtime, w: &World) -> BTreeMap<String, (i64, i64)> {
+    latest(&w.checkpoints(rt))
+        .into_iter()
+        .filter(|((_, p), _)| *p == 0)
+        .map(|((g, _), v)| (g, v))
+        .collect()
+}
+
+/// Asserts a precise checkpoint of committed offset `u`: never past the true
+/// position (`u`, the mirror being an identity), less than `SPACING` below it.
+#[track_caller]
+fn assert_precise(group: &str, u: i64, (up, down): (i64, i64)) {
+    assert_eq!(up, u, "{group}: checkpoint of another offset");
+    assert!(
+        down <= u && u - down < SPACING,
+        "{group} at {u}: checkpoint {down} re-reads {}",
+        u - down
+    );
+}
+
+#[test]
+fn precise_checkpoints_are_within_the_sync_spacing_at_every_lag_and_translate_shows_them() {
+    let rt = rt();
+    let (w, groups) = world(&rt, "precise");
+    let config = w.properties(&groups_filter(&w), PRECISE);
+    run_once(&config);
+    let got = checkpointed(&rt, &w);
+    assert_eq!(got.len(), groups.len(), "{got:?}");
+    let history = identity_syncs(0, END);
+    for (g, u) in &groups {
+        assert_precise(g, *u, got[g]);
+        // MM2 re-reads far more beyond the few syncs near the head.
+        let mm2 = mm2_answer(&history, *u);
+        assert!(got[g].1 >= mm2, "{g}: below MM2's {mm2}");
+        if END - u > 1_000 {
+            assert!(u - mm2 > 500, "{g}: MM2 re-reads only {}", u - mm2);
+        }
+    }
+
+    // `translate` reads the same checkpoints, and --apply commits them.
+    let flow = format!("{}->{}", w.s, w.t);
+    let mut args = vec![
+        "translate",
+        "--config",
+        config.to_str().unwrap(),
+        "--flow",
+        &flow,
+        "--format",
+        "json",
+        "--apply",
+    ];
+    for (g, _) in &groups {
+        args.extend(["--group", g.as_str()]);
+    }
+    let out = mm2(&args, Duration::from_secs(60));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON output");
+    for entry in doc["groups"].as_array().expect("groups") {
+        let g = entry["group"].as_str().expect("group");
+        let offsets = entry["offsets"].as_array().expect("offsets");
+        assert_eq!(offsets.len(), 1, "{entry}");
+        assert_eq!(offsets[0]["source_offset"].as_i64(), Some(got[g].0));
+        assert_eq!(offsets[0]["target_offset"].as_i64(), Some(got[g].1));
+        assert_eq!(w.target_offsets(&rt, g), [(0, got[g].1)].into());
+    }
+}
+
+#[test]
+fn the_default_mode_writes_exactly_the_checkpoints_of_mm2s_algorithm() {
+    let rt = rt();
+    let (w, groups) = world(&rt, "precisedefault");
+    run_once(&w.properties(&groups_filter(&w), ""));
+    let got = checkpointed(&rt, &w);
+    let history = identity_syncs(0, END);
+    for (g, u) in &groups {
+        assert_eq!(got[g], (*u, mm2_answer(&history, *u)), "{g}");
+    }
+    // The example: about 100,000 behind, MM2 makes the group re-read
+    // about 80,000 records (80,799 at exactly 100,000).
+    let far = &groups[3];
+    assert_eq!(far.1 - got[&far.0].1, 80_729);
+}
+
+/// While MM2's source task keeps writing syncs at the head (MM2's store would
+/// evict the syncs near the lagging groups) and the groups move forward slowly,
+/// the running daemon keeps every checkpoint within the sync spacing.
+#[test]
+fn a_running_daemon_stays_precise_while_syncs_arrive_and_lagging_groups_move_slowly() {
+    let rt = rt();
+    let w = World::new(&rt, "preciselive", 1);
+    let head = 200_000;
+    let mut history = identity_syncs(0, head);
+    write(&rt, &w, &history);
+    let mut groups: Vec<(String, i64)> = LAGS
+        .iter()
+        .map(|&lag| (group(&w, lag), head - lag))
+        .collect();
+    for (g, u) in &groups {
+        w.commit_source(&rt, g, &[(0, *u)]);
+    }
+    let config = w.properties(&groups_filter(&w), PRECISE);
+    let daemon = Daemon::start(&config, &w.dir.join("daemon.log"));
+    wait_for("the first checkpoints", Duration::from_secs(60), || {
+        let got = checkpointed(&rt, &w);
+        groups
+            .iter()
+            .all(|(g, u)| got.get(g).is_some_and(|c| c.0 == *u))
+    });
+    let got = checkpointed(&rt, &w);
+    for (g, u) in &groups {
+        assert_precise(g, *u, got[g]);
+    }
+
+    // 300,000 more records mirrored: 3,000 new syncs at the head, and a new
+    // group near the new head, precise only if the daemon read them.
+    let more = identity_syncs(head, head + 300_000);
+    write(&rt, &w, &more);
+    history.extend(&more);
+    let lagging = groups.len();
+    // 250 behind: after the two moves below it is 50 behind the log end.
+    let near_head = (group(&w, 250), head + 300_000 - 250);
+    w.commit_source(&rt, &near_head.0, &[(0, near_head.1)]);
+    groups.push(near_head);
+    // Each group moves forward by one sync spacing, twice.
+    for _ in 0..2 {
+        for (g, u) in &mut groups {
+            *u += SPACING;
+            w.commit_source(&rt, g, &[(0, *u)]);
+        }
+        wait_for(
+            "the moved groups' checkpoints",
+            Duration::from_secs(30),
+            || {
+                let got = checkpointed(&rt, &w);
+                groups
+                    .iter()
+                    .all(|(g, u)| got.get(g).is_some_and(|c| c.0 == *u))
+            },
+        );
+        let got = checkpointed(&rt, &w);
+        for (g, u) in &groups {
+            assert_precise(g, *u, got[g]);
+        }
+        for (g, u) in &groups[..lagging] {
+            // Far behind the new head MM2 would re-read thousands of records.
+            let mm2 = mm2_answer(&history, *u);
+            assert!(u - mm2 > 1_000, "{g} at {u}: MM2 re-reads only {}", u - mm2);
+        }
+    }
+    let fallback = format!(
+        "mm2_checkpoint_precise_fallback_partitions{{flow=\"{}->{}\"}}",
+        w.s, w.t
+    );
+    assert_eq!(daemon.metric(&fallback), Some(0.0));
+    assert_eq!(daemon.sigterm().code(), Some(0));
+}
+
+/// A budget smaller than the history: the partition falls back to MM2's
+/// precision for the oldest offsets, with one WARN and the metric at 1, while
+/// groups within the budget stay precise.
+#[test]
+fn past_its_budget_a_partition_falls_back_to_mm2s_answer_with_a_warning_and_a_metric() {
+    let rt = rt();
+    let w = World::new(&rt, "precisebudget", 1);
+    let history = identity_syncs(0, 100_000);
+    write(&rt, &w, &history);
+    let recent = (group(&w, 950), 100_000 - 950);
+    let old = (group(&w, 90_050), 100_000 - 90_050);
+    for (g, u) in [&recent, &old] {
+        w.commit_source(&rt, g, &[(0, *u)]);
+    }
+    let config = w.properties(
+        &groups_filter(&w),
+        &format!("{PRECISE}\nmm2-checkpoint.offset.translation.max.syncs.per.partition = 50"),
+    );
+    let daemon = Daemon::start(&config, &w.dir.join("daemon.log"));
+    wait_for("the checkpoints", Duration::from_secs(60), || {
+        checkpointed(&rt, &w).len() == 2
+    });
+    let got = checkpointed(&rt, &w);
+    assert_precise(&recent.0, recent.1, got[&recent.0]);
+    assert_eq!(got[&old.0], (old.1, mm2_answer(&history, old.1)));
+    let fallback = format!(
+        "mm2_checkpoint_precise_fallback_partitions{{flow=\"{}->{}\"}}",
+        w.s, w.t
+    );
+    assert_eq!(daemon.metric(&fallback), Some(1.0));
+    let log = daemon.log_text();
+    let warnings = log
+        .lines()
+        .filter(|l| l.contains("WARN") && l.contains("max.syncs.per.partition = 50"))
+        .count();
+    assert_eq!(warnings, 1, "{log}");
+    assert_eq!(daemon.sigterm().code(), Some(0));
+}
