@@ -186,10 +186,35 @@ pub struct ValidateArgs {
     /// How the configuration file is written.
     #[command(flatten)]
     pub config_format: ConfigFormatFlag,
-    /// Fail (exit 2) if the file has keys that neither MirrorMaker 2 nor
-    /// mm2-checkpoint reads, such as misspelt ones.
+    /// Also fail (exit 2) on every warning: keys that nothing reads (misspelt
+    /// ones), keys that are ignored (top-level client keys, flow-level
+    /// connection keys, ssl.*/sasl.* keys the protocol does not use),
+    /// certificates expired, not yet valid or expiring within 30 days,
+    /// disabled host name verification, SASL PLAIN without TLS, and flows
+    /// enabled by the top-level `enabled`. Keys MirrorMaker 2 reads that only
+    /// do not concern checkpointing are listed, not warned about.
     #[arg(long)]
     pub strict: bool,
+    /// Check the structure only, for CI gates without the production secrets:
+    /// keys, values, flows and the rules between keys are checked, but config
+    /// provider values (${env:..}, ${file:..}, ${dir:..}) are not read and key
+    /// and trust stores and PEM files are not opened; each is listed as `not
+    /// checked`, and the output says that material was not checked.
+    #[arg(long)]
+    pub no_secrets: bool,
+    /// Output format on stdout: `text` (the effective settings; errors on
+    /// stderr) or `json` (one document with settings, errors and warnings).
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = ValidateFormatArg::Text)]
+    pub format: ValidateFormatArg,
+}
+
+/// `--format` values of `validate`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ValidateFormatArg {
+    /// The effective settings as text on stdout, errors on stderr.
+    Text,
+    /// One JSON document on stdout (docs/configuration.md, "validate").
+    Json,
 }
 
 /// Logging options shared by the commands that talk to brokers.
@@ -346,6 +371,32 @@ mod tests {
             };
             assert_eq!(v.config.path(), Some(Path::new("a.properties")));
         }
+    }
+
+    #[test]
+    fn validate_takes_format_strict_and_no_secrets() {
+        let Command::Validate(v) = parse(&["validate", "f"]).expect("parses").command else {
+            panic!("not validate");
+        };
+        assert_eq!(v.format, ValidateFormatArg::Text);
+        assert!(!v.strict && !v.no_secrets);
+        let Command::Validate(v) = parse(&[
+            "validate",
+            "--format",
+            "json",
+            "--strict",
+            "--no-secrets",
+            "f",
+        ])
+        .expect("parses")
+        .command
+        else {
+            panic!("not validate");
+        };
+        assert_eq!(v.format, ValidateFormatArg::Json);
+        assert!(v.strict && v.no_secrets);
+        let e = parse(&["validate", "--format", "yaml", "f"]).expect_err("refused");
+        assert_eq!(e.exit_code(), 2);
     }
 
     #[test]

@@ -18,7 +18,9 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use mm2_checkpoint::config::{ConfigError, MirrorConfig, ProcessEnvironment};
+use mm2_checkpoint::config::{
+    self, ConfigError, MirrorConfig, ProcessEnvironment, Secrets, Validation,
+};
 use mm2_checkpoint::core::GroupFilter;
 use mm2_checkpoint::driver::{self, RunOptions, TranslateOptions};
 use mm2_checkpoint::metrics::{Metrics, MetricsServer};
@@ -27,6 +29,7 @@ use mm2_checkpoint::{console, logging};
 
 use cli::{
     Cli, Command, ConfigFile, ConfigFormatFlag, LogArgs, RunArgs, TranslateArgs, ValidateArgs,
+    ValidateFormatArg,
 };
 
 /// A broker, the network or the runtime failed.
@@ -67,18 +70,61 @@ fn main() -> ExitCode {
 }
 
 fn validate(args: &ValidateArgs) -> Result<(), u8> {
-    let config = load_config(&args.config, &args.config_format)?;
-    console::out(&mm2_checkpoint::config::render_effective_settings(&config));
-    if args.strict && !config.unknown_keys.is_empty() {
-        let keys: Vec<&str> = config.unknown_keys.iter().map(|u| u.key.as_str()).collect();
-        console::err_line(&format!(
-            "error: --strict: {} key(s) that nothing reads: {}",
-            keys.len(),
-            keys.join(", ")
-        ));
-        return Err(EXIT_USAGE);
+    let Some(path) = args.config.path() else {
+        return Err(usage("give the configuration file with --config FILE"));
+    };
+    let secrets = match args.no_secrets {
+        true => Secrets::Skip,
+        false => Secrets::Read,
+    };
+    let validation = MirrorConfig::validate_file(
+        path,
+        args.config_format.format(),
+        &ProcessEnvironment,
+        secrets,
+    );
+    let passes = validation.passes(args.strict);
+    match args.format {
+        ValidateFormatArg::Json => {
+            console::out(&config::render_validation_json(&validation, args.strict));
+        }
+        ValidateFormatArg::Text if !validation.is_ok() => report_errors(&validation),
+        ValidateFormatArg::Text => {
+            console::out(&config::render_validation_text(&validation));
+            if !passes {
+                let n = validation.warnings.len();
+                console::err_line(&format!(
+                    "error: --strict: the configuration has {n} warning{} (--strict fails on \
+                     every warning):",
+                    if n == 1 { "" } else { "s" }
+                ));
+                for warning in &validation.warnings {
+                    console::err_line(&format!("  - {warning}"));
+                }
+            }
+        }
     }
-    Ok(())
+    match passes {
+        true => Ok(()),
+        false => Err(EXIT_USAGE),
+    }
+}
+
+/// Prints every error of `validation` on stderr, then what was not checked
+/// because of them, then how many errors there were (when more than one).
+fn report_errors(validation: &Validation) {
+    for e in &validation.errors {
+        console::err_line(&describe_config_error(e));
+    }
+    for n in &validation.not_checked {
+        console::err_line(&format!("note: not checked: {n}"));
+    }
+    let n = validation.errors.len();
+    if n > 1 {
+        console::err_line(&format!(
+            "error: the configuration has {n} errors (each is listed above)"
+        ));
+    }
 }
 
 fn run(args: RunArgs) -> Result<(), u8> {
@@ -223,12 +269,21 @@ fn usage(message: &str) -> u8 {
     EXIT_USAGE
 }
 
+/// Loads the configuration with its secrets, or prints every error (exit 2).
 fn load_config(file: &ConfigFile, format: &ConfigFormatFlag) -> Result<MirrorConfig, u8> {
     let Some(path) = file.path() else {
         return Err(usage("give the configuration file with --config FILE"));
     };
-    MirrorConfig::load_as(path, format.format(), &ProcessEnvironment).map_err(|e| {
-        console::err_line(&describe_config_error(&e));
+    let validation =
+        MirrorConfig::validate_file(path, format.format(), &ProcessEnvironment, Secrets::Read);
+    if !validation.is_ok() {
+        report_errors(&validation);
+        return Err(EXIT_USAGE);
+    }
+    validation.into_config().map_err(|errors| {
+        for e in &errors {
+            console::err_line(&describe_config_error(e));
+        }
         EXIT_USAGE
     })
 }

@@ -165,9 +165,15 @@ fn validate_names_keys_nothing_reads_and_strict_fails_on_them() {
     let (code, stdout, stderr) = run(&mut mm2(&["validate", "--strict", path(&config)]));
     assert_eq!(code, Some(2), "stdout: {stdout}");
     assert_eq!(
-        stderr.trim(),
-        "error: --strict: 2 key(s) that nothing reads: A->B.emit.checkpoint.interval.seconds, \
-         totally.unknown.key"
+        stderr.lines().collect::<Vec<_>>(),
+        [
+            "error: --strict: the configuration has 2 warnings (--strict fails on every warning):",
+            "  - `A->B.emit.checkpoint.interval.seconds` (line 5) is read by neither MirrorMaker 2 \
+             nor mm2-checkpoint and has no effect; did you mean \
+             `A->B.emit.checkpoints.interval.seconds`?",
+            "  - `totally.unknown.key` (line 6) is read by neither MirrorMaker 2 nor \
+             mm2-checkpoint and has no effect",
+        ]
     );
 
     let clean_dir = TempDir::new("validate-strict-clean");

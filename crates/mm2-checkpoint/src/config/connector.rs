@@ -69,19 +69,40 @@ impl fmt::Display for ConfigFormat {
 }
 
 /// Reads `text` in `format` and returns the `mm2.properties` entries it
-/// stands for, and whether it was a connector configuration.
+/// stands for, and whether it was a connector configuration; fails with the
+/// first problem.
+#[cfg(test)]
 pub(super) fn read(text: &str, format: ConfigFormat) -> Result<(Properties, bool), ConfigError> {
+    read_all(text, format).map_err(|mut errors| errors.remove(0))
+}
+
+/// [`read`], failing with every line of properties text that cannot be read
+/// (never an empty list).
+pub(super) fn read_all(
+    text: &str,
+    format: ConfigFormat,
+) -> Result<(Properties, bool), Vec<ConfigError>> {
+    let parse = |text: &str| match Properties::parse_all(text) {
+        (props, errors) if errors.is_empty() => Ok(props),
+        (_, errors) => Err(errors),
+    };
     let is_json = text.trim_start().starts_with('{');
     match format {
-        ConfigFormat::Mm2 => Ok((Properties::parse(text)?, false)),
-        ConfigFormat::Connector | ConfigFormat::Auto if is_json => Ok((from_json(text)?, true)),
-        ConfigFormat::Connector => {
-            Ok((from_connector_properties(&Properties::parse(text)?)?, true))
+        ConfigFormat::Mm2 => Ok((parse(text)?, false)),
+        ConfigFormat::Connector | ConfigFormat::Auto if is_json => {
+            Ok((from_json(text).map_err(|e| vec![e])?, true))
         }
+        ConfigFormat::Connector => Ok((
+            from_connector_properties(&parse(text)?).map_err(|e| vec![e])?,
+            true,
+        )),
         ConfigFormat::Auto => {
-            let props = Properties::parse(text)?;
+            let props = parse(text)?;
             if props.contains("connector.class") && !props.contains("clusters") {
-                Ok((from_connector_properties(&props)?, true))
+                Ok((
+                    from_connector_properties(&props).map_err(|e| vec![e])?,
+                    true,
+                ))
             } else {
                 Ok((props, false))
             }

@@ -7,9 +7,10 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use super::check::{Checker, ConfigWarning, Unknown};
 use super::error::ConfigError;
 use super::properties::Properties;
-use super::providers::{Environment, Providers};
+use super::providers::{Environment, Providers, Resolution};
 use super::security::{ConnectionSettings, build_connection, is_connection_key};
 use super::{
     FilterSettings, FlowConfig, GroupOffsetsMode, MIRROR_PACKAGE, OffsetTranslation, Setting,
@@ -32,6 +33,8 @@ fn simple_class_name<'v>(value: &'v str, package: &str) -> &'v str {
 pub(super) struct Lookup<'a> {
     pub(super) props: &'a Properties,
     pub(super) providers: Providers<'a>,
+    /// Where every problem found is recorded.
+    pub(super) checker: &'a Checker,
     /// Every key a setting was taken from, so the keys read by nothing here
     /// can be listed afterwards.
     read: RefCell<BTreeSet<String>>,
@@ -42,11 +45,17 @@ const SOURCE_CLIENTS: &[&str] = &["consumer", "admin"];
 const TARGET_CLIENTS: &[&str] = &["consumer", "producer", "admin"];
 
 impl<'a> Lookup<'a> {
-    /// Looks keys up in `props`, resolving references with `providers`.
-    pub(super) fn new(props: &'a Properties, providers: Providers<'a>) -> Self {
+    /// Looks keys up in `props`, resolving references with `providers` and
+    /// recording problems in `checker`.
+    pub(super) fn new(
+        props: &'a Properties,
+        providers: Providers<'a>,
+        checker: &'a Checker,
+    ) -> Self {
         Lookup {
             props,
             providers,
+            checker,
             read: RefCell::default(),
         }
     }
@@ -63,51 +72,64 @@ impl<'a> Lookup<'a> {
         self.read.borrow().contains(key)
     }
 
-    /// The setting stored under exactly `key`, with providers resolved.
-    pub(super) fn setting(&self, key: &str) -> Result<Option<Setting>, ConfigError> {
-        let Some(raw) = self.raw(key) else {
-            return Ok(None);
-        };
+    /// The setting stored under exactly `key`, with providers resolved (a
+    /// reference that fails is recorded and leaves the value unknown).
+    pub(super) fn setting(&self, key: &str) -> Option<Setting> {
+        let raw = self.raw(key)?;
         let line = self.props.line(key);
         let origin = self.props.written_as(key);
-        Ok(Some(Setting {
-            value: self.providers.resolve(origin, line, raw)?,
+        let (value, resolution) = self.providers.resolve(origin, line, raw, self.checker);
+        Some(Setting {
+            value,
             origin: origin.to_string(),
             line,
-        }))
+            resolution,
+        })
+    }
+
+    /// `parse` of setting `s`, or [`Unknown`] if its value is unknown or
+    /// `parse` fails (the error is recorded).
+    pub(super) fn parse<T>(
+        &self,
+        s: &Setting,
+        parse: impl FnOnce(&Setting) -> Result<T, ConfigError>,
+    ) -> Result<T, Unknown> {
+        s.text()?;
+        self.checker.check(parse(s))
     }
 
     /// The first of `keys` present in the file.
-    fn first(&self, keys: &[String]) -> Result<Option<Setting>, ConfigError> {
-        match keys.iter().find(|k| self.props.contains(k)) {
-            Some(k) => self.setting(k),
-            None => Ok(None),
-        }
+    fn first(&self, keys: &[String]) -> Option<Setting> {
+        keys.iter()
+            .find(|k| self.props.contains(k))
+            .and_then(|k| self.setting(k))
     }
 
     /// A connector-level key of `flow`: `S->T.<key>`, else top-level `<key>`.
-    pub(super) fn flow_key(&self, flow: &str, key: &str) -> Result<Option<Setting>, ConfigError> {
+    pub(super) fn flow_key(&self, flow: &str, key: &str) -> Option<Setting> {
         self.first(&[format!("{flow}.{key}"), key.to_string()])
     }
 
-    pub(super) fn clusters(&self) -> Result<Vec<String>, ConfigError> {
-        let setting = self.setting("clusters")?.ok_or_else(|| {
-            ConfigError::for_key(
+    pub(super) fn clusters(&self) -> Result<Vec<String>, Unknown> {
+        let setting = self.setting("clusters").ok_or_else(|| {
+            self.checker.error(ConfigError::for_key(
                 "clusters",
                 "is required: list the cluster aliases, e.g. `clusters = A, B`",
-            )
+            ))
         })?;
         let mut out: Vec<String> = Vec::new();
-        for alias in setting.value.split(',').map(str::trim) {
+        for alias in setting.text()?.split(',').map(str::trim) {
             if alias.is_empty() {
-                return Err(setting.error("contains an empty alias"));
+                return Err(self.checker.error(setting.error("contains an empty alias")));
             }
             if !out.iter().any(|a| a == alias) {
                 out.push(alias.to_string());
             }
         }
         if out.len() < 2 {
-            return Err(setting.error("must list at least two cluster aliases"));
+            return Err(self
+                .checker
+                .error(setting.error("must list at least two cluster aliases")));
         }
         Ok(out)
     }
@@ -119,8 +141,7 @@ impl<'a> Lookup<'a> {
         &self,
         flow: &str,
         global_heartbeats: bool,
-        warnings: &mut Vec<String>,
-    ) -> Result<bool, ConfigError> {
+    ) -> Result<bool, Unknown> {
         let pair_flag = self
             .raw(&format!("{flow}.enabled"))
             .is_some_and(java_parse_boolean);
@@ -130,14 +151,18 @@ impl<'a> Lookup<'a> {
         if !pair_flag && !heartbeats {
             return Ok(false);
         }
-        let Some(setting) = self.flow_key(flow, "enabled")? else {
+        let Some(setting) = self.flow_key(flow, "enabled") else {
             return Ok(false);
         };
-        let enabled = parse_bool(&setting)?;
+        let enabled = self.parse(&setting, parse_bool)?;
         if enabled && setting.origin == "enabled" {
-            warnings.push(format!(
-                "flow {flow} is enabled by the top-level `enabled=true`, which (as in MM2) enables \
-                 every pair of clusters; set `{flow}.enabled=false` to exclude it"
+            self.checker.warn(ConfigWarning::new(
+                Some(setting.origin.clone()),
+                setting.line,
+                format!(
+                    "flow {flow} is enabled by the top-level `enabled=true`, which (as in MM2) \
+                     enables every pair of clusters; set `{flow}.enabled=false` to exclude it"
+                ),
             ));
         }
         Ok(enabled)
@@ -147,226 +172,264 @@ impl<'a> Lookup<'a> {
     /// set: `Some(false)` hands the flow's checkpointing from MM2 to
     /// mm2-checkpoint (docs/configuration.md, "Sharing mm2.properties with
     /// MirrorMaker 2").
-    pub(super) fn emit_checkpoints(
-        &self,
-        flow: &str,
-    ) -> Result<Option<(bool, Setting)>, ConfigError> {
-        match self.flow_key(flow, "emit.checkpoints.enabled")? {
+    pub(super) fn emit_checkpoints(&self, flow: &str) -> Result<Option<(bool, Setting)>, Unknown> {
+        match self.flow_key(flow, "emit.checkpoints.enabled") {
             None => Ok(None),
-            Some(s) => Ok(Some((parse_bool(&s)?, s))),
+            Some(s) => Ok(Some((self.parse(&s, parse_bool)?, s))),
         }
     }
 
+    /// Every setting of `flow` (source `source`, target `target`), checking
+    /// each independently: every problem is recorded, and the flow is
+    /// [`Unknown`] if any was found.
     pub(super) fn flow(
         &self,
         flow: &str,
         source: &str,
         target: &str,
         env: &dyn Environment,
-        warnings: &mut Vec<String>,
-    ) -> Result<FlowConfig, ConfigError> {
-        let mut origins = BTreeMap::new();
-        let mut get = |key: &str| -> Result<Option<Setting>, ConfigError> {
-            let s = self.flow_key(flow, key)?;
-            origins.insert(
+    ) -> Result<FlowConfig, Unknown> {
+        let origins = RefCell::new(BTreeMap::new());
+        let get = |key: &str| -> Option<Setting> {
+            let s = self.flow_key(flow, key);
+            origins.borrow_mut().insert(
                 key.to_string(),
                 s.as_ref()
                     .map_or_else(|| "default".to_string(), Setting::describe_origin),
             );
-            Ok(s)
+            s
         };
 
         // `emit.checkpoints.enabled` decided whether the flow is ours before it
         // was built (`Lookup::checkpointing`); it is listed with its origin.
-        get("emit.checkpoints.enabled")?;
-        if let Some(s) = get("emit.offset-syncs.enabled")?
-            && !parse_bool(&s)?
-        {
-            return Err(s.error(format!(
-                "is false, so flow {flow} has no offset syncs to translate with (MM2 rejects this \
-                 connector config too); let MM2's source connector write offset syncs, or \
-                 disable the flow with `{flow}.enabled=false`"
-            )));
-        }
-        let bool_or = |s: Option<Setting>, default: bool| s.map_or(Ok(default), |s| parse_bool(&s));
-        let seconds = |s: Option<Setting>, default: u64| -> Result<Duration, ConfigError> {
-            Ok(Duration::from_secs(
-                s.map_or(Ok(default), |s| parse_positive(&s))?,
-            ))
+        get("emit.checkpoints.enabled");
+        let offset_syncs = match get("emit.offset-syncs.enabled") {
+            None => Ok(()),
+            Some(s) => self.parse(&s, |s| match parse_bool(s)? {
+                true => Ok(()),
+                false => Err(s.error(format!(
+                    "is false, so flow {flow} has no offset syncs to translate with (MM2 rejects \
+                     this connector config too); let MM2's source connector write offset \
+                     syncs, or disable the flow with `{flow}.enabled=false`"
+                ))),
+            }),
         };
-        let millis = |s: Option<Setting>, default: u64| -> Result<Duration, ConfigError> {
-            Ok(Duration::from_millis(
-                s.map_or(Ok(default), |s| parse_positive(&s))?,
-            ))
+        let bool_or = |key: &str, default: bool| -> Result<bool, Unknown> {
+            get(key).map_or(Ok(default), |s| self.parse(&s, parse_bool))
         };
+        let positive = |key: &str, default: u64| -> Result<u64, Unknown> {
+            get(key).map_or(Ok(default), |s| self.parse(&s, parse_positive))
+        };
+        let seconds = |key: &str, default: u64| positive(key, default).map(Duration::from_secs);
+        let millis = |key: &str, default: u64| positive(key, default).map(Duration::from_millis);
 
-        let emit_checkpoints_interval = seconds(get("emit.checkpoints.interval.seconds")?, 60)?;
-        let sync_group_offsets_enabled = bool_or(get("sync.group.offsets.enabled")?, false)?;
-        let sync_group_offsets_interval = seconds(get("sync.group.offsets.interval.seconds")?, 60)?;
-        let refresh_groups_enabled = bool_or(get("refresh.groups.enabled")?, true)?;
-        let refresh_groups_interval = seconds(get("refresh.groups.interval.seconds")?, 600)?;
-        let consumer_poll_timeout = millis(get("consumer.poll.timeout.ms")?, 1000)?;
-        let admin_timeout = millis(get("admin.timeout.ms")?, 60_000)?;
-        let offset_lag_max = match get("offset.lag.max")? {
-            None => 100,
-            Some(s) => parse_i64(&s)?,
+        let emit_checkpoints_interval = seconds("emit.checkpoints.interval.seconds", 60);
+        let sync_group_offsets_enabled = bool_or("sync.group.offsets.enabled", false);
+        let sync_group_offsets_interval = seconds("sync.group.offsets.interval.seconds", 60);
+        let refresh_groups_enabled = bool_or("refresh.groups.enabled", true);
+        let refresh_groups_interval = seconds("refresh.groups.interval.seconds", 600);
+        let consumer_poll_timeout = millis("consumer.poll.timeout.ms", 1000);
+        let admin_timeout = millis("admin.timeout.ms", 60_000);
+        let offset_lag_max = match get("offset.lag.max") {
+            None => Ok(100),
+            Some(s) => self.parse(&s, parse_i64),
         };
-        let group_offsets_mode = match get(super::GROUP_OFFSETS_MODE_KEY)? {
-            None => GroupOffsetsMode::default(),
-            Some(s) => match s.value.trim() {
-                "auto" => GroupOffsetsMode::Auto,
-                "follow" => GroupOffsetsMode::Follow,
-                "poll" => GroupOffsetsMode::Poll,
-                other => {
-                    return Err(s.error(format!(
-                        "`{other}` is not valid; use `auto`, `follow` or `poll`"
-                    )));
-                }
-            },
+        let group_offsets_mode = match get(super::GROUP_OFFSETS_MODE_KEY) {
+            None => Ok(GroupOffsetsMode::default()),
+            Some(s) => self.parse(&s, |s| match s.value.trim() {
+                "auto" => Ok(GroupOffsetsMode::Auto),
+                "follow" => Ok(GroupOffsetsMode::Follow),
+                "poll" => Ok(GroupOffsetsMode::Poll),
+                other => Err(s.error(format!(
+                    "`{other}` is not valid; use `auto`, `follow` or `poll`"
+                ))),
+            }),
         };
-        let follow_coalesce = millis(get(super::FOLLOW_COALESCE_KEY)?, 200)?;
-        let offset_translation = match get(super::OFFSET_TRANSLATION_KEY)? {
-            None => OffsetTranslation::default(),
-            Some(s) => match s.value.trim() {
-                "mm2" => OffsetTranslation::Mm2,
-                "precise" => OffsetTranslation::Precise,
-                other => {
-                    return Err(s.error(format!("`{other}` is not valid; use `mm2` or `precise`")));
-                }
-            },
+        let follow_coalesce = millis(super::FOLLOW_COALESCE_KEY, 200);
+        let offset_translation = match get(super::OFFSET_TRANSLATION_KEY) {
+            None => Ok(OffsetTranslation::default()),
+            Some(s) => self.parse(&s, |s| match s.value.trim() {
+                "mm2" => Ok(OffsetTranslation::Mm2),
+                "precise" => Ok(OffsetTranslation::Precise),
+                other => Err(s.error(format!("`{other}` is not valid; use `mm2` or `precise`"))),
+            }),
         };
-        let translation_max_syncs = match get(super::TRANSLATION_MAX_SYNCS_KEY)? {
-            None => super::DEFAULT_TRANSLATION_MAX_SYNCS,
-            Some(s) => match usize::try_from(parse_positive(&s)?) {
-                Ok(v) if v <= super::MAX_TRANSLATION_MAX_SYNCS => v,
-                _ => {
-                    return Err(s.error(format!(
-                        "must be at most {} (8 bytes per sync and partition)",
-                        super::MAX_TRANSLATION_MAX_SYNCS
-                    )));
-                }
-            },
+        let translation_max_syncs = match get(super::TRANSLATION_MAX_SYNCS_KEY) {
+            None => Ok(super::DEFAULT_TRANSLATION_MAX_SYNCS),
+            Some(s) => self.parse(&s, |s| match usize::try_from(parse_positive(s)?) {
+                Ok(v) if v <= super::MAX_TRANSLATION_MAX_SYNCS => Ok(v),
+                _ => Err(s.error(format!(
+                    "must be at most {} (8 bytes per sync and partition)",
+                    super::MAX_TRANSLATION_MAX_SYNCS
+                ))),
+            }),
         };
-        let checkpoints_topic_replication_factor =
-            match get("checkpoints.topic.replication.factor")? {
-                None => 3,
-                Some(s) => match parse_i64(&s)? {
-                    v @ (-1 | 1..=32767) => v as i16,
-                    _ => return Err(s.error("must be -1 (broker default) or between 1 and 32767")),
-                },
-            };
-        let offset_syncs_topic_location = match get("offset-syncs.topic.location")? {
-            None => OffsetSyncsLocation::default(),
-            Some(s) => s.value.trim().parse().map_err(|_| {
-                s.error(format!(
-                    "`{}` is not valid; use `source` or `target` (lower case)",
-                    s.value.trim()
-                ))
-            })?,
+        let checkpoints_topic_replication_factor = match get("checkpoints.topic.replication.factor")
+        {
+            None => Ok(3),
+            Some(s) => self.parse(&s, |s| match parse_i64(s)? {
+                v @ (-1 | 1..=32767) => Ok(v as i16),
+                _ => Err(s.error("must be -1 (broker default) or between 1 and 32767")),
+            }),
+        };
+        let offset_syncs_topic_location = match get("offset-syncs.topic.location") {
+            None => Ok(OffsetSyncsLocation::default()),
+            Some(s) => self.parse(&s, |s| {
+                s.value.trim().parse().map_err(|_| {
+                    s.error(format!(
+                        "`{}` is not valid; use `source` or `target` (lower case)",
+                        s.value.trim()
+                    ))
+                })
+            }),
         };
 
         // The deprecated `topics.blacklist`/`groups.blacklist` were removed in
         // Kafka 4.0 and MM2 4.x ignores them; so do we (known_keys warns).
-        let mut filter = |key: &str, default: &str| -> Result<String, ConfigError> {
-            Ok(get(key)?.map_or_else(|| default.to_string(), |s| s.value))
+        let filter = |key: &str, default: &str| -> Result<String, Unknown> {
+            get(key).map_or_else(|| Ok(default.to_string()), |s| s.text().map(str::to_string))
         };
-        let filters = FilterSettings {
-            topics: filter("topics", DEFAULT_TOPICS)?,
-            topics_exclude: filter("topics.exclude", DEFAULT_TOPICS_EXCLUDE)?,
-            groups: filter("groups", DEFAULT_GROUPS)?,
-            groups_exclude: filter("groups.exclude", DEFAULT_GROUPS_EXCLUDE)?,
-        };
+        let (topics, topics_exclude, groups, groups_exclude) = (
+            filter("topics", DEFAULT_TOPICS),
+            filter("topics.exclude", DEFAULT_TOPICS_EXCLUDE),
+            filter("groups", DEFAULT_GROUPS),
+            filter("groups.exclude", DEFAULT_GROUPS_EXCLUDE),
+        );
 
+        let mut classes = Ok(());
         for (key, default) in [
             ("topic.filter.class", "DefaultTopicFilter"),
             ("group.filter.class", "DefaultGroupFilter"),
         ] {
-            if let Some(s) = get(key)?
-                && simple_class_name(s.value.trim(), MIRROR_PACKAGE) != default
-            {
-                return Err(s.error(format!(
-                    "custom filter classes are not supported by mm2-checkpoint; remove the key to \
-                     use {MIRROR_PACKAGE}{default} and express the filter with topics/groups \
-                     include and exclude lists"
-                )));
+            if let Some(s) = get(key) {
+                let checked = self.parse(&s, |s| {
+                    if simple_class_name(s.value.trim(), MIRROR_PACKAGE) == default {
+                        return Ok(());
+                    }
+                    Err(s.error(format!(
+                        "custom filter classes are not supported by mm2-checkpoint; remove the \
+                         key to use {MIRROR_PACKAGE}{default} and express the filter with \
+                         topics/groups include and exclude lists"
+                    )))
+                });
+                classes = classes.and(checked);
             }
         }
-        if let Some(s) = get("forwarding.admin.class")?
-            && simple_class_name(s.value.trim(), "org.apache.kafka.clients.admin.")
-                != "ForwardingAdmin"
-        {
-            return Err(s.error(
-                "custom forwarding admin classes are not supported by mm2-checkpoint; remove the key",
-            ));
+        if let Some(s) = get("forwarding.admin.class") {
+            let checked = self.parse(&s, |s| {
+                if simple_class_name(s.value.trim(), "org.apache.kafka.clients.admin.")
+                    == "ForwardingAdmin"
+                {
+                    return Ok(());
+                }
+                Err(s.error(
+                    "custom forwarding admin classes are not supported by mm2-checkpoint; remove \
+                     the key",
+                ))
+            });
+            classes = classes.and(checked);
         }
 
-        let class = get("replication.policy.class")?;
-        if let Some(s) = &class {
-            let name = simple_class_name(s.value.trim(), MIRROR_PACKAGE);
-            if ReplicationPolicy::from_class(Some(name), None, None, None).is_err() {
-                return Err(s.error(format!(
-                    "replication policy `{name}` is not supported; only \
-                     {MIRROR_PACKAGE}DefaultReplicationPolicy and \
-                     {MIRROR_PACKAGE}IdentityReplicationPolicy are"
-                )));
+        let replication_policy = self.replication_policy(&get, source, target);
+
+        let source_settings = self.connection_settings(flow, source, "source", SOURCE_CLIENTS);
+        let target_settings = self.connection_settings(flow, target, "target", TARGET_CLIENTS);
+        for (role, settings) in [("source", &source_settings), ("target", &target_settings)] {
+            for (k, s) in settings {
+                origins
+                    .borrow_mut()
+                    .insert(format!("{role}.{k}"), s.describe_origin());
             }
         }
-        let internal_flag = get("replication.policy.internal.topic.separator.enabled")?;
-        let separator = get("replication.policy.separator")?;
+        let source_conn = build_connection(source, &source_settings, env, self.checker);
+        let target_conn = build_connection(target, &target_settings, env, self.checker);
+
+        offset_syncs?;
+        classes?;
+        let (policy, source_alias, target_alias) = replication_policy?;
+        Ok(FlowConfig {
+            source: source_conn?,
+            target: target_conn?,
+            source_alias,
+            target_alias,
+            emit_checkpoints_interval: emit_checkpoints_interval?,
+            sync_group_offsets_enabled: sync_group_offsets_enabled?,
+            sync_group_offsets_interval: sync_group_offsets_interval?,
+            refresh_groups_enabled: refresh_groups_enabled?,
+            refresh_groups_interval: refresh_groups_interval?,
+            filters: FilterSettings {
+                topics: topics?,
+                topics_exclude: topics_exclude?,
+                groups: groups?,
+                groups_exclude: groups_exclude?,
+            },
+            replication_policy: policy,
+            offset_syncs_topic_location: offset_syncs_topic_location?,
+            checkpoints_topic_replication_factor: checkpoints_topic_replication_factor?,
+            consumer_poll_timeout: consumer_poll_timeout?,
+            admin_timeout: admin_timeout?,
+            offset_lag_max: offset_lag_max?,
+            group_offsets_mode: group_offsets_mode?,
+            follow_coalesce: follow_coalesce?,
+            offset_translation: offset_translation?,
+            translation_max_syncs: translation_max_syncs?,
+            origins: origins.into_inner(),
+        })
+    }
+
+    /// The flow's replication policy and its (possibly overridden) source and
+    /// target aliases; `get` looks a connector key of the flow up.
+    fn replication_policy(
+        &self,
+        get: &dyn Fn(&str) -> Option<Setting>,
+        source: &str,
+        target: &str,
+    ) -> Result<(ReplicationPolicy, String, String), Unknown> {
+        let class = get("replication.policy.class");
+        let class_checked = match &class {
+            Some(s) => self.parse(s, |s| {
+                let name = simple_class_name(s.value.trim(), MIRROR_PACKAGE);
+                match ReplicationPolicy::from_class(Some(name), None, None, None) {
+                    Ok(_) => Ok(()),
+                    Err(_) => Err(s.error(format!(
+                        "replication policy `{name}` is not supported; only \
+                         {MIRROR_PACKAGE}DefaultReplicationPolicy and \
+                         {MIRROR_PACKAGE}IdentityReplicationPolicy are"
+                    ))),
+                }
+            }),
+            None => Ok(()),
+        };
+        let internal_flag = get("replication.policy.internal.topic.separator.enabled");
+        let separator = get("replication.policy.separator");
         // The internal-separator flag is only read (and checked) when a separator
         // is set, as MM2 does (docs/behaviour.md B.1).
-        let internal_enabled = match &separator {
-            Some(_) => internal_flag.map(|s| parse_bool(&s)).transpose()?,
-            None => None,
+        let internal_enabled = match (&separator, &internal_flag) {
+            (Some(_), Some(flag)) => self.parse(flag, parse_bool).map(Some),
+            _ => Ok(None),
         };
         // MM2 puts the flow's aliases into each connector's config only if
         // absent, so a top-level `source.cluster.alias` renames every flow's
         // source and `S->T.source.cluster.alias` one flow's (docs/behaviour.md F.2).
-        let source_alias =
-            get("source.cluster.alias")?.map_or_else(|| source.to_string(), |s| s.value);
-        let target_alias =
-            get("target.cluster.alias")?.map_or_else(|| target.to_string(), |s| s.value);
-        let replication_policy = ReplicationPolicy::from_class(
-            class.as_ref().map(|s| s.value.as_str()),
-            separator.as_ref().map(|s| s.value.as_str()),
-            internal_enabled,
-            Some(&source_alias),
-        )
-        .map_err(|e| ConfigError::for_key("replication.policy.class", e.to_string()))?;
-
-        let source_settings = self.connection_settings(flow, source, "source", SOURCE_CLIENTS)?;
-        let target_settings = self.connection_settings(flow, target, "target", TARGET_CLIENTS)?;
-        for (role, settings) in [("source", &source_settings), ("target", &target_settings)] {
-            for (k, s) in settings {
-                origins.insert(format!("{role}.{k}"), s.describe_origin());
-            }
-        }
-        let source_conn = build_connection(source, &source_settings, env, warnings)?;
-        let target_conn = build_connection(target, &target_settings, env, warnings)?;
-
-        Ok(FlowConfig {
-            source: source_conn,
-            target: target_conn,
-            source_alias,
-            target_alias,
-            emit_checkpoints_interval,
-            sync_group_offsets_enabled,
-            sync_group_offsets_interval,
-            refresh_groups_enabled,
-            refresh_groups_interval,
-            filters,
-            replication_policy,
-            offset_syncs_topic_location,
-            checkpoints_topic_replication_factor,
-            consumer_poll_timeout,
-            admin_timeout,
-            offset_lag_max,
-            group_offsets_mode,
-            follow_coalesce,
-            offset_translation,
-            translation_max_syncs,
-            origins,
-        })
+        let alias = |key: &str, default: &str| -> Result<String, Unknown> {
+            get(key).map_or_else(|| Ok(default.to_string()), |s| s.text().map(str::to_string))
+        };
+        let source_alias = alias("source.cluster.alias", source);
+        let target_alias = alias("target.cluster.alias", target);
+        class_checked?;
+        let separator = separator.as_ref().map(Setting::text).transpose();
+        let class = class.as_ref().map(Setting::text).transpose()?;
+        let (internal_enabled, source_alias, target_alias) =
+            (internal_enabled?, source_alias?, target_alias?);
+        let policy =
+            ReplicationPolicy::from_class(class, separator?, internal_enabled, Some(&source_alias))
+                .map_err(|e| {
+                    self.checker.error(ConfigError::for_key(
+                        "replication.policy.class",
+                        e.to_string(),
+                    ))
+                })?;
+        Ok((policy, source_alias, target_alias))
     }
 
     /// Merges the connection keys cluster `alias` gets in the role `role`
@@ -380,14 +443,16 @@ impl<'a> Lookup<'a> {
     /// 5. `S->T.<client>.<k>`
     /// 6. `S->T.<role>.cluster.<k>`
     ///
-    /// The clients must agree, because mm2-checkpoint opens one connection.
+    /// The clients must agree, because mm2-checkpoint opens one connection: a
+    /// key they disagree on is an error, and stays in the result with an
+    /// unknown value (so that nothing reports it missing as well).
     fn connection_settings(
         &self,
         flow: &str,
         alias: &str,
         role: &str,
         clients: &[&str],
-    ) -> Result<ConnectionSettings, ConfigError> {
+    ) -> ConnectionSettings {
         let prefixes = |client: &str| {
             [
                 format!("{flow}.{role}.{client}."),
@@ -419,7 +484,7 @@ impl<'a> Lookup<'a> {
                     .iter()
                     .map(|p| format!("{p}{key}"))
                     .collect();
-                chosen.push((client, self.first(&names)?));
+                chosen.push((client, self.first(&names)));
             }
             let values: Vec<Option<&str>> = chosen
                 .iter()
@@ -433,8 +498,9 @@ impl<'a> Lookup<'a> {
                         None => format!("{client} has none"),
                     })
                     .collect();
-                return Err(ConfigError::for_key(
-                    format!("{alias}.{key}"),
+                let written = format!("{alias}.{key}");
+                self.checker.error(ConfigError::for_key(
+                    written.clone(),
                     format!(
                         "cluster `{alias}` ({role} of flow {flow}) has conflicting `{key}` \
                          settings for its clients ({}); mm2-checkpoint uses one connection per \
@@ -442,12 +508,24 @@ impl<'a> Lookup<'a> {
                         detail.join(", ")
                     ),
                 ));
+                let first = chosen.into_iter().find_map(|(_, s)| s);
+                let (origin, line) = first.map_or((written, None), |s| (s.origin, s.line));
+                merged.insert(
+                    key,
+                    Setting {
+                        value: String::new(),
+                        origin,
+                        line,
+                        resolution: Resolution::Failed,
+                    },
+                );
+                continue;
             }
             if let Some((_, Some(setting))) = chosen.into_iter().next() {
                 merged.insert(key, setting);
             }
         }
-        Ok(merged)
+        merged
     }
 }
 

@@ -2,7 +2,7 @@
 //! top level of the file only: one `/metrics` endpoint serves every flow. The
 //! metrics themselves are described in `docs/operations.md` (Metrics).
 
-use super::ConfigError;
+use super::check::Unknown;
 use super::lookup::{Lookup, parse_bool};
 
 /// The key choosing the labels of the checkpoint-latency series.
@@ -49,25 +49,28 @@ pub struct MetricsSettings {
 }
 
 impl MetricsSettings {
-    /// Reads both keys from the top level of the file.
-    pub(super) fn read(lookup: &Lookup) -> Result<Self, ConfigError> {
-        let mut settings = MetricsSettings::default();
-        if let Some(s) = lookup.setting(LATENCY_GRANULARITY_KEY)? {
-            settings.latency_granularity = match s.value.trim() {
-                "partition" => LatencyGranularity::Partition,
-                "group" => LatencyGranularity::Group,
-                "flow" => LatencyGranularity::Flow,
-                other => {
-                    return Err(s.error(format!(
-                        "`{other}` is not a granularity; use `partition`, `group` or `flow`"
-                    )));
-                }
-            };
-        }
-        if let Some(s) = lookup.setting(MM2_NAMES_KEY)? {
-            settings.mm2_names = parse_bool(&s)?;
-        }
-        Ok(settings)
+    /// Reads both keys from the top level of the file, each checked on its
+    /// own.
+    pub(super) fn read(lookup: &Lookup) -> Result<Self, Unknown> {
+        let latency_granularity = match lookup.setting(LATENCY_GRANULARITY_KEY) {
+            None => Ok(LatencyGranularity::default()),
+            Some(s) => lookup.parse(&s, |s| match s.value.trim() {
+                "partition" => Ok(LatencyGranularity::Partition),
+                "group" => Ok(LatencyGranularity::Group),
+                "flow" => Ok(LatencyGranularity::Flow),
+                other => Err(s.error(format!(
+                    "`{other}` is not a granularity; use `partition`, `group` or `flow`"
+                ))),
+            }),
+        };
+        let mm2_names = match lookup.setting(MM2_NAMES_KEY) {
+            None => Ok(false),
+            Some(s) => lookup.parse(&s, parse_bool),
+        };
+        Ok(MetricsSettings {
+            latency_granularity: latency_granularity?,
+            mm2_names: mm2_names?,
+        })
     }
 }
 
@@ -75,7 +78,7 @@ impl MetricsSettings {
 mod tests {
     use super::*;
     use crate::config::providers::tests::FakeEnvironment;
-    use crate::config::{MirrorConfig, Properties};
+    use crate::config::{ConfigError, MirrorConfig, Properties};
 
     const BASE: &str = "clusters = A, B\nA.bootstrap.servers = a:9092\n\
                         B.bootstrap.servers = b:9092\nA->B.enabled = true\n";

@@ -13,9 +13,12 @@
 //! * [`render_effective_settings`] prints the result for `mm2-checkpoint validate`.
 //!
 //! Everything here is checked up front and reported as a [`ConfigError`] naming
-//! the key (and line) to fix. Secrets stay inside [`Secret`]. The user-facing
-//! description of every key is `docs/configuration.md`.
+//! the key (and line) to fix; [`MirrorConfig::validate_text`] reports every
+//! independent error of a file in one go ([`check`]). Secrets stay inside
+//! [`Secret`]. The user-facing description of every key is
+//! `docs/configuration.md`.
 
+pub mod check;
 pub mod connector;
 pub mod error;
 mod jaas;
@@ -32,11 +35,12 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+pub use check::{ConfigWarning, FlowReport, NotChecked, Secrets, Validation};
 pub use connector::{CONNECTOR_FLOW, ConfigFormat};
 pub use error::ConfigError;
 pub use properties::Properties;
 pub use providers::{Environment, ProcessEnvironment};
-pub use render::render_effective_settings;
+pub use render::{render_effective_settings, render_validation_json, render_validation_text};
 pub use secret::Secret;
 pub use security::{
     BrokerAddress, ClientIdentity, ClusterConnection, EXPIRY_WARNING, KeyOrigin, PemSource,
@@ -45,8 +49,9 @@ pub use security::{
 
 use crate::core::policy::ClusterSide;
 use crate::core::{Flow, OffsetSyncsLocation, Precision, ReplicationPolicy};
+use check::{Checker, Unknown};
 use lookup::{Lookup, java_parse_boolean};
-use providers::Providers;
+use providers::{Providers, Resolution};
 use security::is_connection_key;
 
 const MIRROR_PACKAGE: &str = "org.apache.kafka.connect.mirror.";
@@ -54,15 +59,33 @@ const MIRROR_PACKAGE: &str = "org.apache.kafka.connect.mirror.";
 /// A value read from the file: the (provider-resolved) text and where it came from.
 #[derive(Clone, PartialEq, Eq)]
 pub(crate) struct Setting {
-    /// The value, with `${...}` references resolved.
+    /// The value, with `${...}` references resolved; when they were not
+    /// (see `resolution`), the text as written.
     pub(crate) value: String,
     /// The key as written in the file, e.g. `A->B.topics`.
     pub(crate) origin: String,
     /// The line that key is on.
     pub(crate) line: Option<usize>,
+    /// Whether `value` is the real value.
+    pub(crate) resolution: Resolution,
 }
 
 impl Setting {
+    /// The value, or [`Unknown`] when it is not the real one: a reference in
+    /// it failed (that error is recorded) or was not read (`--no-secrets`).
+    /// Checks of a value's content go through this; presence checks need not.
+    pub(crate) fn text(&self) -> Result<&str, Unknown> {
+        match self.resolution {
+            Resolution::Resolved => Ok(&self.value),
+            Resolution::Failed | Resolution::NotRead => Err(Unknown),
+        }
+    }
+
+    /// A warning about this setting's key.
+    pub(crate) fn warning(&self, message: impl Into<String>) -> ConfigWarning {
+        ConfigWarning::new(Some(self.origin.clone()), self.line, message)
+    }
+
     pub(crate) fn error(&self, message: impl Into<String>) -> ConfigError {
         ConfigError::for_key(self.origin.clone(), message).at_line(self.line)
     }
@@ -336,9 +359,10 @@ pub struct MirrorConfig {
     /// Which enabled flows are ours and why; the others are left to MM2.
     pub ownership: Ownership,
     /// Accepted but dubious settings (disabled host name verification, ignored
-    /// keys, deprecated names, keys nothing reads). The driver logs them at
-    /// startup.
-    pub warnings: Vec<String>,
+    /// keys, deprecated names, keys nothing reads, certificates near their end
+    /// of validity). The driver logs them at startup; `validate --strict`
+    /// fails on them.
+    pub warnings: Vec<ConfigWarning>,
     /// The keys of the file that neither MirrorMaker 2 nor mm2-checkpoint reads
     /// (each also has a warning); `validate --strict` fails on them.
     pub unknown_keys: Vec<known_keys::UnknownKey>,
@@ -354,7 +378,8 @@ impl MirrorConfig {
     /// Reads and validates a configuration file (UTF-8): an `mm2.properties`
     /// or a MirrorCheckpointConnector configuration, told apart by content
     /// ([`ConfigFormat::Auto`]). Reads referenced provider and PEM files; does
-    /// no network I/O.
+    /// no network I/O. Fails with the first error ([`Self::validate_file`]
+    /// reports them all).
     pub fn load(path: &Path, env: &dyn Environment) -> Result<Self, ConfigError> {
         Self::load_as(path, ConfigFormat::Auto, env)
     }
@@ -365,169 +390,359 @@ impl MirrorConfig {
         format: ConfigFormat,
         env: &dyn Environment,
     ) -> Result<Self, ConfigError> {
-        let bytes = env
-            .read_file(path)
-            .map_err(|e| ConfigError::new(format!("cannot read `{}`: {e}", path.display())))?;
-        let Ok(text) = std::str::from_utf8(&bytes) else {
-            // The properties reader names the line of the first bad byte.
-            return Err(Properties::parse_bytes(&bytes)
-                .err()
-                .unwrap_or_else(|| ConfigError::new("the file is not valid UTF-8")));
-        };
-        Self::from_text(text, format, env)
+        first_error(Self::validate_file(path, format, env, Secrets::Read))
     }
 
-    /// Validates configuration text in `format` and derives the enabled flows.
+    /// Validates configuration text in `format` and derives the enabled flows;
+    /// fails with the first error.
     pub fn from_text(
         text: &str,
         format: ConfigFormat,
         env: &dyn Environment,
     ) -> Result<Self, ConfigError> {
-        let (props, is_connector) = connector::read(text, format)?;
-        Self::from_entries(&props, env, is_connector).map_err(|e| match e.key() {
+        first_error(Self::validate_text(text, format, env, Secrets::Read))
+    }
+
+    /// Validates parsed `mm2.properties` entries and derives the enabled
+    /// flows; fails with the first error.
+    pub fn from_properties(props: &Properties, env: &dyn Environment) -> Result<Self, ConfigError> {
+        first_error(Self::validate_entries(props, env, false, Secrets::Read))
+    }
+
+    /// Checks a configuration file completely: every independent error, every
+    /// warning, and (with [`Secrets::Skip`]) what was not read. Does no
+    /// network I/O.
+    pub fn validate_file(
+        path: &Path,
+        format: ConfigFormat,
+        env: &dyn Environment,
+        secrets: Secrets,
+    ) -> Validation {
+        let bytes = match env.read_file(path) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                return Validation::failed(
+                    secrets,
+                    vec![ConfigError::new(format!(
+                        "cannot read `{}`: {e}",
+                        path.display()
+                    ))],
+                    Vec::new(),
+                );
+            }
+        };
+        match std::str::from_utf8(&bytes) {
+            Ok(text) => Self::validate_text(text, format, env, secrets),
+            // The properties reader names the line of the first bad byte.
+            Err(_) => Validation::failed(
+                secrets,
+                vec![
+                    Properties::parse_bytes(&bytes)
+                        .err()
+                        .unwrap_or_else(|| ConfigError::new("the file is not valid UTF-8")),
+                ],
+                Vec::new(),
+            ),
+        }
+    }
+
+    /// [`validate_file`](Self::validate_file) for configuration text.
+    pub fn validate_text(
+        text: &str,
+        format: ConfigFormat,
+        env: &dyn Environment,
+        secrets: Secrets,
+    ) -> Validation {
+        let (props, is_connector) = match connector::read_all(text, format) {
+            Ok(read) => read,
+            Err(errors) => {
+                let rest = NotChecked::new(
+                    None,
+                    None,
+                    "the settings: the file has entries that cannot be read",
+                );
+                return Validation::failed(secrets, errors, vec![rest]);
+            }
+        };
+        let mut validation = Self::validate_entries(&props, env, is_connector, secrets);
+        if is_connector {
             // A missing cluster setting is named by its cluster (`target.<k>`);
             // in a connector configuration that is `target.cluster.<k>`.
-            Some(key) if is_connector && e.line().is_none() => match connector::cluster_key(key) {
-                Some(written) => ConfigError::for_key(written, e.message()),
-                None => e,
-            },
-            _ => e,
-        })
+            for e in &mut validation.errors {
+                if let Some(key) = e.key()
+                    && e.line().is_none()
+                    && let Some(written) = connector::cluster_key(key)
+                {
+                    *e = ConfigError::for_key(written, e.message());
+                }
+            }
+        }
+        validation
     }
 
-    /// Validates parsed `mm2.properties` entries and derives the enabled flows.
-    pub fn from_properties(props: &Properties, env: &dyn Environment) -> Result<Self, ConfigError> {
-        Self::from_entries(props, env, false)
-    }
-
-    /// [`from_properties`](Self::from_properties) for entries that may stand
-    /// for a connector configuration (`connector.rs`), whose keys are then
-    /// reported as the user wrote them.
-    fn from_entries(
+    /// Checks parsed entries that may stand for a connector configuration
+    /// (`connector.rs`), whose keys are then reported as the user wrote them.
+    ///
+    /// Every independent part is checked even after an error: the provider
+    /// declarations, the metrics settings, `clusters`, each flow's `enabled`
+    /// and `emit.checkpoints.enabled`, and each checkpointed flow's keys and
+    /// clusters. What depends on a part with an error is skipped (a flow whose
+    /// `enabled` is invalid; everything but the metrics and providers when
+    /// `clusters` is), and a [`NotChecked`] entry says so.
+    fn validate_entries(
         props: &Properties,
         env: &dyn Environment,
         is_connector: bool,
-    ) -> Result<Self, ConfigError> {
-        let connector_key = |key: &str| -> String {
-            key.strip_prefix(CONNECTOR_FLOW)
-                .and_then(|k| k.strip_prefix('.'))
-                .filter(|_| is_connector)
-                .unwrap_or(key)
-                .to_string()
+        secrets: Secrets,
+    ) -> Validation {
+        let checker = Checker::new(secrets);
+        let found = {
+            let lookup = Lookup::new(props, Providers::declare(props, env, &checker), &checker);
+            check_entries(&lookup, props, env, is_connector)
         };
-        let lookup = Lookup::new(props, Providers::declare(props, env)?);
-        let clusters = lookup.clusters()?;
-        let mut warnings = Vec::new();
-        let metrics = metrics::MetricsSettings::read(&lookup)?;
-        let unknown_keys = known_keys::unknown_keys(props.keys(), &clusters);
-        let mut unknown_as_written = Vec::new();
-        for unknown in &unknown_keys {
-            let at = props
-                .line(&unknown.key)
-                .map_or_else(String::new, |line| format!(" (line {line})"));
-            let unknown_written = known_keys::UnknownKey {
-                key: props.written_as(&unknown.key).to_string(),
-                suggestion: unknown.suggestion.as_deref().map(connector_key),
-                note: unknown.note,
+        let (mut errors, warnings, mut not_checked) = checker.into_findings();
+        // In file order; what has no line (a missing key, a flow) last.
+        errors.sort_by_key(|e| (e.line().is_none(), e.line()));
+        not_checked.sort_by_key(|n| (n.line().is_none(), n.line()));
+        let Some(found) = found else {
+            return Validation {
+                warnings,
+                not_checked,
+                ..Validation::failed(secrets, errors, Vec::new())
             };
-            let unknown = &unknown_written;
-            let mut text = format!(
-                "`{}`{at} is read by neither MirrorMaker 2 nor mm2-checkpoint and has no effect",
-                unknown.key
-            );
-            match (&unknown.suggestion, unknown.note) {
-                (Some(suggestion), Some(note)) => {
-                    text.push_str(&format!("; {note}: use `{suggestion}`"));
-                }
-                (Some(suggestion), None) => {
-                    text.push_str(&format!("; did you mean `{suggestion}`?"));
-                }
-                (None, Some(note)) => text.push_str(&format!("; {note}")),
-                (None, None) => {}
+        };
+        let ownership = if is_connector {
+            Ownership::Connector
+        } else {
+            found.ownership
+        };
+        let flows = Validation::flow_reports(&found.enabled, &ownership, found.built);
+        let config = match (errors.is_empty(), secrets, found.metrics) {
+            (true, Secrets::Read, Some(metrics))
+                if flows
+                    .iter()
+                    .all(|f| !f.checkpointed || f.settings.is_some()) =>
+            {
+                Some(MirrorConfig {
+                    clusters: found.clusters.clone(),
+                    flows: flows.iter().filter_map(|f| f.settings.clone()).collect(),
+                    ownership,
+                    warnings: warnings.clone(),
+                    unknown_keys: found.unknown_keys,
+                    no_effect_keys: found.no_effect_keys.clone(),
+                    metrics,
+                })
             }
-            warnings.push(text);
-            unknown_as_written.push(unknown_written);
+            _ => None,
+        };
+        Validation {
+            config,
+            secrets,
+            clusters: found.clusters,
+            flows,
+            metrics: found.metrics,
+            no_effect_keys: found.no_effect_keys,
+            errors,
+            warnings,
+            not_checked,
         }
-        for key in props.keys() {
-            let client_key = ["consumer.", "producer.", "admin."]
-                .iter()
-                .find_map(|p| key.strip_prefix(p));
-            if client_key.is_some_and(is_connection_key) {
-                warnings.push(format!(
+    }
+}
+
+/// The config of `validation`, or its first error.
+fn first_error(validation: Validation) -> Result<MirrorConfig, ConfigError> {
+    validation
+        .into_config()
+        .map_err(|mut errors| errors.remove(0))
+}
+
+/// What [`check_entries`] derived (its problems are in the checker).
+struct Found {
+    clusters: Vec<String>,
+    metrics: Option<metrics::MetricsSettings>,
+    /// Every enabled flow whose hand-over setting is valid, in `clusters` order.
+    enabled: Vec<String>,
+    ownership: Ownership,
+    /// The checkpointed flows that were derived without problems.
+    built: Vec<FlowConfig>,
+    unknown_keys: Vec<known_keys::UnknownKey>,
+    no_effect_keys: Vec<String>,
+}
+
+/// Checks every part of `props` through `lookup`; `None` when `clusters`
+/// itself has errors, so that no flow can be named.
+fn check_entries(
+    lookup: &Lookup<'_>,
+    props: &Properties,
+    env: &dyn Environment,
+    is_connector: bool,
+) -> Option<Found> {
+    let checker = lookup.checker;
+    let connector_key = |key: &str| -> String {
+        key.strip_prefix(CONNECTOR_FLOW)
+            .and_then(|k| k.strip_prefix('.'))
+            .filter(|_| is_connector)
+            .unwrap_or(key)
+            .to_string()
+    };
+    let metrics = metrics::MetricsSettings::read(lookup).ok();
+    let Ok(clusters) = lookup.clusters() else {
+        checker.not_checked(NotChecked::new(
+            Some("clusters".to_string()),
+            props.line("clusters"),
+            "the flows, the cluster settings and the key names: they all depend on the cluster \
+             aliases",
+        ));
+        return None;
+    };
+    let unknown_keys = known_keys::unknown_keys(props.keys(), &clusters);
+    let mut unknown_as_written = Vec::new();
+    for unknown in &unknown_keys {
+        let line = props.line(&unknown.key);
+        let at = line.map_or_else(String::new, |line| format!(" (line {line})"));
+        let unknown_written = known_keys::UnknownKey {
+            key: props.written_as(&unknown.key).to_string(),
+            suggestion: unknown.suggestion.as_deref().map(connector_key),
+            note: unknown.note,
+        };
+        let unknown = &unknown_written;
+        let mut text = format!(
+            "`{}`{at} is read by neither MirrorMaker 2 nor mm2-checkpoint and has no effect",
+            unknown.key
+        );
+        match (&unknown.suggestion, unknown.note) {
+            (Some(suggestion), Some(note)) => {
+                text.push_str(&format!("; {note}: use `{suggestion}`"));
+            }
+            (Some(suggestion), None) => {
+                text.push_str(&format!("; did you mean `{suggestion}`?"));
+            }
+            (None, Some(note)) => text.push_str(&format!("; {note}")),
+            (None, None) => {}
+        }
+        checker.warn(ConfigWarning::new(Some(unknown.key.clone()), line, text));
+        unknown_as_written.push(unknown_written);
+    }
+    for key in props.keys() {
+        let client_key = ["consumer.", "producer.", "admin."]
+            .iter()
+            .find_map(|p| key.strip_prefix(p));
+        if client_key.is_some_and(is_connection_key) {
+            checker.warn(ConfigWarning::new(
+                Some(key.to_string()),
+                props.line(key),
+                format!(
                     "`{key}` is ignored (MM2 drops top-level client keys too); put it on a \
                      cluster, e.g. `<alias>.{key}`"
-                ));
-            }
+                ),
+            ));
         }
-        let global_heartbeats = lookup
-            .raw("emit.heartbeats.enabled")
-            .is_none_or(java_parse_boolean);
-        let mut enabled = Vec::new();
-        for source in &clusters {
-            for target in &clusters {
-                if source == target {
-                    continue;
-                }
-                let flow = format!("{source}->{target}");
-                if lookup.flow_enabled(&flow, global_heartbeats, &mut warnings)? {
-                    let emit = lookup.emit_checkpoints(&flow)?;
-                    enabled.push((flow, source, target, emit));
-                }
-            }
-        }
-        // A flow with `emit.checkpoints.enabled=false` is handed over to us;
-        // once one is, the file is shared with MM2 and the others stay MM2's.
-        let handed_over: Vec<(String, String)> = enabled
-            .iter()
-            .filter_map(|(flow, _, _, emit)| match emit {
-                Some((false, s)) => Some((flow.clone(), s.describe_origin())),
-                _ => None,
-            })
-            .collect();
-        let ownership = if handed_over.is_empty() {
-            Ownership::OwnFile
-        } else {
-            Ownership::Shared {
-                left_to_mm2: enabled
-                    .iter()
-                    .filter(|(flow, ..)| !handed_over.iter().any(|(f, _)| f == flow))
-                    .map(|(flow, ..)| flow.clone())
-                    .collect(),
-                handed_over,
-            }
-        };
-        let mut flows = Vec::new();
-        for (flow, source, target, _) in enabled {
-            if !ownership.checkpoints(&flow) {
+    }
+    let global_heartbeats = lookup
+        .raw("emit.heartbeats.enabled")
+        .is_none_or(java_parse_boolean);
+    let mut enabled = Vec::new();
+    let mut undecided = false;
+    for source in &clusters {
+        for target in &clusters {
+            if source == target {
                 continue;
             }
-            let prefix = format!("{flow}.");
-            for key in props.keys() {
-                let Some(rest) = key.strip_prefix(&prefix) else {
-                    continue;
-                };
-                if is_connector && is_connection_key(rest) {
-                    let at = props
-                        .line(key)
-                        .map_or_else(String::new, |line| format!(" (line {line})"));
-                    warnings.push(format!(
-                        "`{}`{at} is ignored (as in MirrorConnectorConfig, a bare connection key \
-                         reaches no client); use `source.cluster.{rest}` and \
-                         `target.cluster.{rest}`",
-                        props.written_as(key)
+            let flow = format!("{source}->{target}");
+            match lookup.flow_enabled(&flow, global_heartbeats) {
+                Ok(false) => {}
+                Ok(true) => match lookup.emit_checkpoints(&flow) {
+                    Ok(emit) => enabled.push((flow, source.clone(), target.clone(), emit)),
+                    Err(Unknown) => {
+                        undecided = true;
+                        checker.not_checked(NotChecked::new(
+                            None,
+                            None,
+                            format!(
+                                "flow {flow}: its emit.checkpoints.enabled has an error, so it \
+                                 is not known whether mm2-checkpoint or MirrorMaker 2 \
+                                 checkpoints it"
+                            ),
+                        ));
+                    }
+                },
+                Err(Unknown) => {
+                    undecided = true;
+                    checker.not_checked(NotChecked::new(
+                        None,
+                        None,
+                        format!(
+                            "flow {flow}: its `enabled` setting has an error, so it is not known \
+                             whether the flow is enabled"
+                        ),
                     ));
-                } else if is_connection_key(rest) {
-                    warnings.push(format!(
+                }
+            }
+        }
+    }
+    // A flow with `emit.checkpoints.enabled=false` is handed over to us;
+    // once one is, the file is shared with MM2 and the others stay MM2's.
+    let handed_over: Vec<(String, String)> = enabled
+        .iter()
+        .filter_map(|(flow, _, _, emit)| match emit {
+            Some((false, s)) => Some((flow.clone(), s.describe_origin())),
+            _ => None,
+        })
+        .collect();
+    let ownership = if handed_over.is_empty() {
+        Ownership::OwnFile
+    } else {
+        Ownership::Shared {
+            left_to_mm2: enabled
+                .iter()
+                .filter(|(flow, ..)| !handed_over.iter().any(|(f, _)| f == flow))
+                .map(|(flow, ..)| flow.clone())
+                .collect(),
+            handed_over,
+        }
+    };
+    let mut built = Vec::new();
+    for (flow, source, target, _) in &enabled {
+        if !ownership.checkpoints(flow) {
+            continue;
+        }
+        let prefix = format!("{flow}.");
+        for key in props.keys() {
+            let Some(rest) = key.strip_prefix(&prefix) else {
+                continue;
+            };
+            let line = props.line(key);
+            if is_connector && is_connection_key(rest) {
+                let at = line.map_or_else(String::new, |line| format!(" (line {line})"));
+                let written = props.written_as(key);
+                checker.warn(ConfigWarning::new(
+                    Some(written.to_string()),
+                    line,
+                    format!(
+                        "`{written}`{at} is ignored (as in MirrorConnectorConfig, a bare \
+                         connection key reaches no client); use `source.cluster.{rest}` and \
+                         `target.cluster.{rest}`"
+                    ),
+                ));
+            } else if is_connection_key(rest) {
+                checker.warn(ConfigWarning::new(
+                    Some(key.to_string()),
+                    line,
+                    format!(
                         "`{key}` is ignored (as in MM2, a flow-level connection key reaches no \
                          client); use `{source}.<key>`/`{target}.<key>` or \
                          `{flow}.source.admin.<key>`-style keys"
-                    ));
-                }
+                    ),
+                ));
             }
-            flows.push(lookup.flow(&flow, source, target, env, &mut warnings)?);
         }
-        if flows.is_empty() {
-            return Err(ConfigError::for_key(
+        if let Ok(config) = lookup.flow(flow, source, target, env) {
+            built.push(config);
+        }
+    }
+    if enabled.is_empty() && !undecided {
+        checker.error(
+            ConfigError::for_key(
                 "clusters",
                 format!(
                     "no flow is enabled; enable one with e.g. `{}.enabled = true`",
@@ -537,12 +752,17 @@ impl MirrorConfig {
                     }
                 ),
             )
-            .at_line(props.line("clusters")));
-        }
-        // What MM2 reads but checkpointing does not use: every key that is
-        // neither unknown nor read above (the providers' own keys are read
-        // when they are declared).
-        let no_effect_keys = props
+            .at_line(props.line("clusters")),
+        );
+    }
+    // What MM2 reads but checkpointing does not use: every key that is
+    // neither unknown nor read above (the providers' own keys are read when
+    // they are declared). Only when nothing failed: a key an error kept from
+    // being read would be listed wrongly.
+    let no_effect_keys = if checker.error_count() > 0 {
+        Vec::new()
+    } else {
+        props
             .keys()
             .filter(|k| {
                 *k != "clusters"
@@ -554,21 +774,17 @@ impl MirrorConfig {
                 Some(line) => format!("{} (line {line})", props.written_as(k)),
                 None => props.written_as(k).to_string(),
             })
-            .collect();
-        Ok(Self {
-            clusters,
-            flows,
-            ownership: if is_connector {
-                Ownership::Connector
-            } else {
-                ownership
-            },
-            warnings,
-            unknown_keys: unknown_as_written,
-            no_effect_keys,
-            metrics,
-        })
-    }
+            .collect()
+    };
+    Some(Found {
+        clusters,
+        metrics,
+        enabled: enabled.into_iter().map(|(flow, ..)| flow).collect(),
+        ownership,
+        built,
+        unknown_keys: unknown_as_written,
+        no_effect_keys,
+    })
 }
 
 #[cfg(test)]

@@ -68,10 +68,22 @@ impl Properties {
         }
     }
 
-    /// Parses properties text.
+    /// Parses properties text; fails with the first line that cannot be read.
     pub fn parse(text: &str) -> Result<Self, ConfigError> {
+        let (props, errors) = Self::parse_all(text);
+        match errors.into_iter().next() {
+            Some(e) => Err(e),
+            None => Ok(props),
+        }
+    }
+
+    /// Parses properties text, reading past lines that cannot be read: the
+    /// entries that could be read, and an error for every line that could not
+    /// (its key is then missing from the entries).
+    pub fn parse_all(text: &str) -> (Self, Vec<ConfigError>) {
         let lines = physical_lines(text);
         let mut entries = BTreeMap::new();
+        let mut errors = Vec::new();
         let mut next = 0;
         while let Some(&(first_line, raw)) = lines.get(next) {
             next += 1;
@@ -97,17 +109,21 @@ impl Properties {
                     break;
                 }
             }
-            let (key, value) = split_entry(&logical, first_line)?;
-            entries.insert(
-                key,
-                Entry {
-                    value,
-                    line: Some(first_line),
-                    written_as: None,
-                },
-            );
+            match split_entry(&logical, first_line) {
+                Ok((key, value)) => {
+                    entries.insert(
+                        key,
+                        Entry {
+                            value,
+                            line: Some(first_line),
+                            written_as: None,
+                        },
+                    );
+                }
+                Err(e) => errors.push(e),
+            }
         }
-        Ok(Self { entries })
+        (Self { entries }, errors)
     }
 
     /// The value of `key`, if present.
@@ -484,5 +500,18 @@ mod tests {
         let dbg = format!("{p:?}");
         assert!(!dbg.contains("secret-stuff"), "{dbg}");
         assert!(dbg.contains("sasl.jaas.config"));
+    }
+
+    #[test]
+    fn parse_all_reports_every_bad_line_and_keeps_the_good_ones() {
+        let (p, errors) = Properties::parse_all("a = \\u12\nb = 2\nc\\u00 = 3\nd = \\uZZZZ\n");
+        assert_eq!(p.get("b"), Some("2"));
+        assert_eq!(p.len(), 1);
+        let lines: Vec<_> = errors.iter().map(ConfigError::line).collect();
+        assert_eq!(lines, [Some(1), Some(3), Some(4)]);
+        assert_eq!(
+            Properties::parse("a = \\u12\nd = \\uZZZZ\n").unwrap_err(),
+            errors[0]
+        );
     }
 }

@@ -22,12 +22,20 @@
 //! naming the config key (Kafka leaves the `${...}` text in place, which then
 //! becomes, say, a password). Resolution reads environment variables and local
 //! files through [`Environment`] and never touches the network.
+//!
+//! Every problem is recorded in the check's `Checker` (each bad declaration,
+//! each reference that fails) and the value is then marked as not resolved
+//! (`Resolution`), so that nothing checks its content. With
+//! `--no-secrets` ([`Secrets::Skip`](super::Secrets::Skip)) references are
+//! checked (declared provider, form, `allowed.paths`, `allowlist.pattern`)
+//! but never read, whether the secret is there or not.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
+use super::check::{Checker, NotChecked};
 use super::error::ConfigError;
 use super::properties::Properties;
 use crate::core::filter::WholeNamePattern;
@@ -73,90 +81,58 @@ enum Provider {
     Directory { allowed_paths: Option<Vec<PathBuf>> },
 }
 
+/// How a value's `${...}` references were resolved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Resolution {
+    /// The value is the real one (with or without references).
+    Resolved,
+    /// A reference could not be resolved; the error is recorded.
+    Failed,
+    /// With [`Secrets::Skip`](super::Secrets::Skip): the value has references
+    /// that were checked but not read; the value is the text as written.
+    NotRead,
+}
+
 /// The declared providers plus a cache of the files already read.
 pub(crate) struct Providers<'e> {
     declared: BTreeMap<String, Provider>,
+    /// Names listed in `config.providers` whose declaration has an error.
+    failed: BTreeSet<String>,
     env: &'e dyn Environment,
     files: RefCell<BTreeMap<PathBuf, Properties>>,
 }
 
 impl<'e> Providers<'e> {
-    /// Reads `config.providers` and `config.providers.<name>.*` from the file.
-    pub(crate) fn declare(
-        props: &Properties,
-        env: &'e dyn Environment,
-    ) -> Result<Self, ConfigError> {
+    /// Reads `config.providers` and `config.providers.<name>.*` from the file,
+    /// recording each declaration's errors in `checker`.
+    pub(crate) fn declare(props: &Properties, env: &'e dyn Environment, checker: &Checker) -> Self {
         let mut declared = BTreeMap::new();
+        let mut failed = BTreeSet::new();
         if let Some(list) = props.get("config.providers") {
             for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-                let class_key = format!("config.providers.{name}.class");
-                let line = props.line(&class_key).or(props.line("config.providers"));
-                let class = props.get(&class_key).map(str::trim).ok_or_else(|| {
-                    ConfigError::for_key(
-                        class_key.clone(),
-                        format!(
-                            "config.providers lists `{name}` but its class is not set; use \
-                             {ENV_PROVIDER_CLASS}, {FILE_PROVIDER_CLASS} or \
-                             {DIRECTORY_PROVIDER_CLASS}"
-                        ),
-                    )
-                    .at_line(line)
-                })?;
-                let allowed_paths = || {
-                    let param = format!("config.providers.{name}.param.allowed.paths");
-                    match props.get(&param) {
-                        None => Ok(None),
-                        Some(v) => parse_allowed_paths(v).map(Some).map_err(|m| {
-                            ConfigError::for_key(param.clone(), m).at_line(props.line(&param))
-                        }),
+                match declare_one(props, name) {
+                    Ok(provider) => {
+                        declared.insert(name.to_string(), provider);
                     }
-                };
-                let provider = match class {
-                    ENV_PROVIDER_CLASS => {
-                        let param = format!("config.providers.{name}.param.allowlist.pattern");
-                        let allowlist = match props.get(&param) {
-                            None => None,
-                            Some(pattern) => Some((
-                                WholeNamePattern::new("allowlist.pattern", pattern).map_err(
-                                    |e| {
-                                        ConfigError::for_key(param.clone(), e.to_string())
-                                            .at_line(props.line(&param))
-                                    },
-                                )?,
-                                param.clone(),
-                            )),
-                        };
-                        Provider::Env { allowlist }
+                    Err(e) => {
+                        checker.error(e);
+                        failed.insert(name.to_string());
                     }
-                    FILE_PROVIDER_CLASS => Provider::File {
-                        allowed_paths: allowed_paths()?,
-                    },
-                    DIRECTORY_PROVIDER_CLASS => Provider::Directory {
-                        allowed_paths: allowed_paths()?,
-                    },
-                    other => {
-                        return Err(ConfigError::for_key(
-                            class_key.clone(),
-                            format!(
-                                "config provider class `{other}` is not supported; only \
-                                 {ENV_PROVIDER_CLASS}, {FILE_PROVIDER_CLASS} and \
-                                 {DIRECTORY_PROVIDER_CLASS} are"
-                            ),
-                        )
-                        .at_line(line));
-                    }
-                };
-                declared.insert(name.to_string(), provider);
+                }
             }
         }
-        Ok(Self {
+        Self {
             declared,
+            failed,
             env,
             files: RefCell::new(BTreeMap::new()),
-        })
+        }
     }
 
-    /// Replaces every `${provider:[path:]key}` in `value`, read from config `key`.
+    /// Replaces every `${provider:[path:]key}` in `value`, read from config
+    /// `key`, recording every reference that fails in `checker`. With
+    /// [`Secrets::Skip`](super::Secrets::Skip) the references are checked
+    /// (declared provider, form, allowed paths and variables) but not read.
     ///
     /// Errors name `key` (and `line`) but never contain the resolved value.
     pub(crate) fn resolve(
@@ -164,106 +140,148 @@ impl<'e> Providers<'e> {
         key: &str,
         line: Option<usize>,
         value: &str,
-    ) -> Result<String, ConfigError> {
-        let err = |m: String| ConfigError::for_key(key, m).at_line(line);
+        checker: &Checker,
+    ) -> (String, Resolution) {
         let mut out = String::with_capacity(value.len());
-        let mut rest = value;
-        while let Some(start) = rest.find("${") {
-            out.push_str(&rest[..start]);
-            let after = &rest[start + 2..];
-            let Some(end) = after.find('}') else {
-                out.push_str(&rest[start..]);
-                rest = "";
-                break;
-            };
-            let inner = &after[..end];
-            let Some((provider, tail)) = inner.split_once(':') else {
-                // Not a reference (Kafka's pattern needs a colon): keep the text.
-                out.push_str("${");
-                rest = after;
-                continue;
-            };
-            let (path, name) = match tail.split_once(':') {
-                Some((p, n)) => (Some(p), n),
-                None => (None, tail),
-            };
-            let replacement = match self.declared.get(provider) {
-                None => {
-                    return Err(err(format!(
-                        "refers to config provider `{provider}`, which is not declared in \
-                         config.providers (declare it with config.providers={provider} and \
-                         config.providers.{provider}.class=...)"
+        let mut outcome = Resolution::Resolved;
+        let mut not_read = Vec::new();
+        for part in references(value) {
+            match part {
+                Part::Text(text) => out.push_str(text),
+                Part::Reference {
+                    text,
+                    provider,
+                    path,
+                    name,
+                } => match self.reference(provider, path, name, checker.reads_secrets()) {
+                    Ok(Some(replacement)) => out.push_str(&replacement),
+                    Ok(None) => {
+                        out.push_str(text);
+                        not_read.push(text);
+                        if outcome == Resolution::Resolved {
+                            outcome = Resolution::NotRead;
+                        }
+                    }
+                    Err(Refused::Error(m)) => {
+                        out.push_str(text);
+                        checker.error(ConfigError::for_key(key, m).at_line(line));
+                        outcome = Resolution::Failed;
+                    }
+                    Err(Refused::ProviderFailed) => {
+                        out.push_str(text);
+                        checker.not_checked(NotChecked::new(
+                            Some(key.to_string()),
+                            line,
+                            format!(
+                                "it refers to config provider `{provider}`, whose declaration \
+                                 has errors"
+                            ),
+                        ));
+                        outcome = Resolution::Failed;
+                    }
+                },
+            }
+        }
+        if outcome == Resolution::NotRead {
+            checker.not_checked(NotChecked::new(
+                Some(key.to_string()),
+                line,
+                format!(
+                    "its value comes from {}, which --no-secrets does not read",
+                    not_read.join(", ")
+                ),
+            ));
+        }
+        (out, outcome)
+    }
+
+    /// The value of one reference; `Ok(None)` when it is valid but `read`
+    /// is false.
+    fn reference(
+        &self,
+        provider: &str,
+        path: Option<&str>,
+        name: &str,
+        read: bool,
+    ) -> Result<Option<String>, Refused> {
+        let declared = match self.declared.get(provider) {
+            Some(declared) => declared,
+            None if self.failed.contains(provider) => return Err(Refused::ProviderFailed),
+            None => {
+                return Err(Refused::Error(format!(
+                    "refers to config provider `{provider}`, which is not declared in \
+                     config.providers (declare it with config.providers={provider} and \
+                     config.providers.{provider}.class=...)"
+                )));
+            }
+        };
+        match declared {
+            Provider::Env { allowlist } => {
+                if path.is_some_and(|p| !p.is_empty()) {
+                    return Err(Refused::Error(format!(
+                        "`${{{provider}:...}}` is an environment-variable reference and takes \
+                         no path; write `${{{provider}:VARIABLE}}`"
                     )));
                 }
-                Some(Provider::Env { allowlist }) => {
-                    if path.is_some_and(|p| !p.is_empty()) {
-                        return Err(err(format!(
-                            "`${{{provider}:...}}` is an environment-variable reference and takes \
-                             no path; write `${{{provider}:VARIABLE}}`"
+                if let Some((pattern, param)) = allowlist
+                    && !pattern.matches(name)
+                {
+                    return Err(Refused::Error(format!(
+                        "environment variable `{name}` is not allowed by {param}"
+                    )));
+                }
+                if !read {
+                    return Ok(None);
+                }
+                self.env.var(name).map(Some).ok_or_else(|| {
+                    Refused::Error(format!("environment variable `{name}` is not set"))
+                })
+            }
+            Provider::Directory { allowed_paths } => {
+                let dir = match path {
+                    Some(p) if !p.is_empty() => p,
+                    _ => {
+                        return Err(Refused::Error(format!(
+                            "directory reference `${{{provider}:{name}}}` needs a directory: \
+                             write `${{{provider}:/path/to/directory:{name}}}`"
                         )));
                     }
-                    if let Some((pattern, param)) = allowlist
-                        && !pattern.matches(name)
-                    {
-                        return Err(err(format!(
-                            "environment variable `{name}` is not allowed by {param}"
+                };
+                let dir = Path::new(dir);
+                check_allowed(dir, allowed_paths.as_deref()).map_err(Refused::Error)?;
+                check_file_name(dir, name).map_err(Refused::Error)?;
+                if !read {
+                    return Ok(None);
+                }
+                self.directory_value(dir, name)
+                    .map(Some)
+                    .map_err(Refused::Error)
+            }
+            Provider::File { allowed_paths } => {
+                let path = match path {
+                    Some(p) if !p.is_empty() => p,
+                    _ => {
+                        return Err(Refused::Error(format!(
+                            "file reference `${{{provider}:{name}}}` needs a path: write \
+                             `${{{provider}:/path/to/file.properties:{name}}}`"
                         )));
                     }
-                    self.env
-                        .var(name)
-                        .ok_or_else(|| err(format!("environment variable `{name}` is not set")))?
+                };
+                let path = Path::new(path);
+                check_allowed(path, allowed_paths.as_deref()).map_err(Refused::Error)?;
+                if !read {
+                    return Ok(None);
                 }
-                Some(Provider::Directory { allowed_paths }) => {
-                    let dir = match path {
-                        Some(p) if !p.is_empty() => p,
-                        _ => {
-                            return Err(err(format!(
-                                "directory reference `${{{provider}:{name}}}` needs a directory: \
-                                 write `${{{provider}:/path/to/directory:{name}}}`"
-                            )));
-                        }
-                    };
-                    self.directory_value(Path::new(dir), name, allowed_paths.as_deref())
-                        .map_err(err)?
-                }
-                Some(Provider::File { allowed_paths }) => {
-                    let path = match path {
-                        Some(p) if !p.is_empty() => p,
-                        _ => {
-                            return Err(err(format!(
-                                "file reference `${{{provider}:{name}}}` needs a path: write \
-                                 `${{{provider}:/path/to/file.properties:{name}}}`"
-                            )));
-                        }
-                    };
-                    self.file_value(Path::new(path), name, allowed_paths.as_deref())
-                        .map_err(err)?
-                }
-            };
-            out.push_str(&replacement);
-            rest = &after[end + 1..];
+                self.file_value(path, name)
+                    .map(Some)
+                    .map_err(Refused::Error)
+            }
         }
-        out.push_str(rest);
-        Ok(out)
     }
 
     /// The content of file `name` directly inside `dir`, as Kafka's
     /// DirectoryConfigProvider gives it: the whole file, as UTF-8.
-    fn directory_value(
-        &self,
-        dir: &Path,
-        name: &str,
-        allowed: Option<&[PathBuf]>,
-    ) -> Result<String, String> {
-        check_allowed(dir, allowed)?;
-        // Only files directly in the directory are keys (Kafka lists the
-        // directory's regular files); a name with a separator or `..` is not.
-        if name.is_empty() || name == "." || name == ".." || name.contains('/') {
-            return Err(format!(
-                "`{name}` is not a file name in directory `{}`",
-                dir.display()
-            ));
-        }
+    fn directory_value(&self, dir: &Path, name: &str) -> Result<String, String> {
         let path = dir.join(name);
         let bytes = self.env.read_file(&path).map_err(|e| {
             format!(
@@ -279,13 +297,7 @@ impl<'e> Providers<'e> {
         })
     }
 
-    fn file_value(
-        &self,
-        path: &Path,
-        name: &str,
-        allowed: Option<&[PathBuf]>,
-    ) -> Result<String, String> {
-        check_allowed(path, allowed)?;
+    fn file_value(&self, path: &Path, name: &str) -> Result<String, String> {
         let mut files = self.files.borrow_mut();
         if !files.contains_key(path) {
             let bytes = self.env.read_file(path).map_err(|e| {
@@ -313,6 +325,154 @@ impl<'e> Providers<'e> {
                 )
             })
     }
+}
+
+/// Why a reference was not resolved.
+enum Refused {
+    /// An error about the reference, to be reported against the config key.
+    Error(String),
+    /// The provider's declaration has an error (already reported).
+    ProviderFailed,
+}
+
+/// Reads the declaration of provider `name`: its class and parameters.
+fn declare_one(props: &Properties, name: &str) -> Result<Provider, ConfigError> {
+    let class_key = format!("config.providers.{name}.class");
+    let line = props.line(&class_key).or(props.line("config.providers"));
+    let class = props.get(&class_key).map(str::trim).ok_or_else(|| {
+        ConfigError::for_key(
+            class_key.clone(),
+            format!(
+                "config.providers lists `{name}` but its class is not set; use \
+                 {ENV_PROVIDER_CLASS}, {FILE_PROVIDER_CLASS} or \
+                 {DIRECTORY_PROVIDER_CLASS}"
+            ),
+        )
+        .at_line(line)
+    })?;
+    let allowed_paths = || {
+        let param = format!("config.providers.{name}.param.allowed.paths");
+        match props.get(&param) {
+            None => Ok(None),
+            Some(v) => parse_allowed_paths(v)
+                .map(Some)
+                .map_err(|m| ConfigError::for_key(param.clone(), m).at_line(props.line(&param))),
+        }
+    };
+    match class {
+        ENV_PROVIDER_CLASS => {
+            let param = format!("config.providers.{name}.param.allowlist.pattern");
+            let allowlist = match props.get(&param) {
+                None => None,
+                Some(pattern) => Some((
+                    WholeNamePattern::new("allowlist.pattern", pattern).map_err(|e| {
+                        ConfigError::for_key(param.clone(), e.to_string())
+                            .at_line(props.line(&param))
+                    })?,
+                    param.clone(),
+                )),
+            };
+            Ok(Provider::Env { allowlist })
+        }
+        FILE_PROVIDER_CLASS => Ok(Provider::File {
+            allowed_paths: allowed_paths()?,
+        }),
+        DIRECTORY_PROVIDER_CLASS => Ok(Provider::Directory {
+            allowed_paths: allowed_paths()?,
+        }),
+        other => Err(ConfigError::for_key(
+            class_key.clone(),
+            format!(
+                "config provider class `{other}` is not supported; only \
+                 {ENV_PROVIDER_CLASS}, {FILE_PROVIDER_CLASS} and \
+                 {DIRECTORY_PROVIDER_CLASS} are"
+            ),
+        )
+        .at_line(line)),
+    }
+}
+
+/// A piece of a value: literal text, or one `${provider:[path:]key}` reference.
+#[derive(Debug, PartialEq, Eq)]
+enum Part<'v> {
+    Text(&'v str),
+    Reference {
+        /// The reference as written, `${...}`.
+        text: &'v str,
+        provider: &'v str,
+        path: Option<&'v str>,
+        name: &'v str,
+    },
+}
+
+/// Splits `value` into text and references, in Kafka's `ConfigTransformer`
+/// shape: `${provider:key}` or `${provider:path:key}`, with no `}` inside; a
+/// `${...}` without a colon is text.
+fn references(value: &str) -> Vec<Part<'_>> {
+    let mut parts = Vec::new();
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            break;
+        };
+        let inner = &after[..end];
+        let Some((provider, tail)) = inner.split_once(':') else {
+            // Not a reference (Kafka's pattern needs a colon): keep the text.
+            parts.push(Part::Text(&rest[..start + 2]));
+            rest = after;
+            continue;
+        };
+        let (path, name) = match tail.split_once(':') {
+            Some((p, n)) => (Some(p), n),
+            None => (None, tail),
+        };
+        if start > 0 {
+            parts.push(Part::Text(&rest[..start]));
+        }
+        parts.push(Part::Reference {
+            text: &rest[start..start + 2 + end + 1],
+            provider,
+            path,
+            name,
+        });
+        rest = &after[end + 1..];
+    }
+    if !rest.is_empty() {
+        parts.push(Part::Text(rest));
+    }
+    parts
+}
+
+/// `value` with every `${provider:...}` reference replaced by `with`.
+pub(crate) fn replace_references(value: &str, with: &str) -> String {
+    references(value)
+        .into_iter()
+        .map(|part| match part {
+            Part::Text(text) => text,
+            Part::Reference { .. } => with,
+        })
+        .collect()
+}
+
+/// Whether `value` is exactly one reference (blanks around it aside).
+pub(crate) fn is_one_reference(value: &str) -> bool {
+    matches!(
+        references(value.trim()).as_slice(),
+        [Part::Reference { .. }]
+    )
+}
+
+/// Only files directly in the directory are keys (Kafka lists the
+/// directory's regular files); a name with a separator or `..` is not.
+fn check_file_name(dir: &Path, name: &str) -> Result<(), String> {
+    if name.is_empty() || name == "." || name == ".." || name.contains('/') {
+        return Err(format!(
+            "`{name}` is not a file name in directory `{}`",
+            dir.display()
+        ));
+    }
+    Ok(())
 }
 
 /// Fails unless `path` is inside one of the provider's `allowed.paths`.
@@ -363,6 +523,7 @@ fn normalize(path: &Path) -> PathBuf {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::config::Secrets;
 
     /// A fixed set of environment variables and files, for tests.
     #[derive(Default)]
@@ -398,9 +559,24 @@ pub(crate) mod tests {
         config.providers.env.class = org.apache.kafka.common.config.provider.EnvVarConfigProvider\n\
         config.providers.file.class = org.apache.kafka.common.config.provider.FileConfigProvider\n";
 
+    /// Resolves `value` of `some.key` (line 9): the value, or the first error.
     fn resolve(props: &str, env: &FakeEnvironment, value: &str) -> Result<String, ConfigError> {
+        let checker = Checker::new(Secrets::Read);
+        let resolved = resolve_in(props, env, value, &checker);
+        match checker.into_findings().0.into_iter().next() {
+            Some(e) => Err(e),
+            None => Ok(resolved.0),
+        }
+    }
+
+    fn resolve_in(
+        props: &str,
+        env: &FakeEnvironment,
+        value: &str,
+        checker: &Checker,
+    ) -> (String, Resolution) {
         let props = Properties::parse(props).unwrap();
-        Providers::declare(&props, env)?.resolve("some.key", Some(9), value)
+        Providers::declare(&props, env, checker).resolve("some.key", Some(9), value, checker)
     }
 
     #[test]
@@ -513,6 +689,7 @@ pub(crate) mod tests {
 
     const DECLARE_DIR: &str = "config.providers = dir\n\
         config.providers.dir.class = org.apache.kafka.common.config.provider.DirectoryConfigProvider\n";
+    const DECLARE_DIR_ENTRY: &str = "config.providers.dir.class = org.apache.kafka.common.config.provider.DirectoryConfigProvider\n";
 
     #[test]
     fn directory_reference_is_the_whole_file_in_the_directory() {
@@ -613,14 +790,130 @@ pub(crate) mod tests {
     #[test]
     fn process_environment_reads_real_variables_and_files() {
         let props = Properties::parse(DECLARE_BOTH).unwrap();
-        let providers = Providers::declare(&props, &ProcessEnvironment).unwrap();
+        let checker = Checker::new(Secrets::Read);
+        let providers = Providers::declare(&props, &ProcessEnvironment, &checker);
         // PATH is set for any test process; the real file is this crate's manifest.
         let path = std::env::var("PATH").unwrap();
-        assert_eq!(providers.resolve("k", None, "${env:PATH}").unwrap(), path);
+        assert_eq!(
+            providers.resolve("k", None, "${env:PATH}", &checker),
+            (path, Resolution::Resolved)
+        );
         let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
-        let e = providers
-            .resolve("k", None, &format!("${{file:{manifest}:nonexistent.key}}"))
-            .unwrap_err();
-        assert!(e.message().contains("nonexistent.key"), "{e}");
+        let (_, outcome) = providers.resolve(
+            "k",
+            None,
+            &format!("${{file:{manifest}:nonexistent.key}}"),
+            &checker,
+        );
+        assert_eq!(outcome, Resolution::Failed);
+        let (errors, _, _) = checker.into_findings();
+        assert!(
+            errors[0].message().contains("nonexistent.key"),
+            "{errors:?}"
+        );
+    }
+
+    #[test]
+    fn every_failing_reference_of_a_value_is_an_error() {
+        let checker = Checker::new(Secrets::Read);
+        let (_, outcome) = resolve_in(
+            DECLARE_BOTH,
+            &FakeEnvironment::default(),
+            "${env:NOPE_1}/${env:NOPE_2}/${vault:x}",
+            &checker,
+        );
+        assert_eq!(outcome, Resolution::Failed);
+        let (errors, _, _) = checker.into_findings();
+        let messages: Vec<&str> = errors.iter().map(ConfigError::message).collect();
+        assert_eq!(errors.len(), 3, "{messages:?}");
+        assert!(messages[0].contains("NOPE_1") && messages[1].contains("NOPE_2"));
+        assert!(messages[2].contains("`vault`, which is not declared"));
+    }
+
+    #[test]
+    fn every_bad_declaration_is_an_error_and_its_references_are_not_checked() {
+        let props = "config.providers = vault, env, nope
+\
+            config.providers.vault.class = com.example.Vault
+\
+            config.providers.env.class = org.apache.kafka.common.config.provider.EnvVarConfigProvider
+";
+        let checker = Checker::new(Secrets::Read);
+        let env = FakeEnvironment::default().with_var("X", "1");
+        let (value, outcome) = resolve_in(props, &env, "${vault:a}${env:X}", &checker);
+        assert_eq!(outcome, Resolution::Failed);
+        assert_eq!(value, "${vault:a}1");
+        let (errors, _, not_checked) = checker.into_findings();
+        let keys: Vec<_> = errors.iter().map(ConfigError::key).collect();
+        assert_eq!(
+            keys,
+            [
+                Some("config.providers.vault.class"),
+                Some("config.providers.nope.class")
+            ]
+        );
+        assert_eq!(not_checked.len(), 1);
+        assert!(
+            not_checked[0]
+                .why()
+                .contains("`vault`, whose declaration has errors"),
+            "{not_checked:?}"
+        );
+    }
+
+    #[test]
+    fn without_secrets_references_are_checked_but_never_read() {
+        let props = format!(
+            "{DECLARE_BOTH}{DECLARE_DIR_ENTRY}\
+             config.providers.file.param.allowed.paths = /etc/mm2\n"
+        )
+        .replace(
+            "config.providers = env, file\n",
+            "config.providers = env, file, dir\n",
+        );
+        // Present or not, nothing is read: the outcome does not depend on it.
+        let env = FakeEnvironment::default()
+            .with_var("PW", "s3cret")
+            .with_file("/etc/mm2/a.properties", "k = s3cret\n");
+        let checker = Checker::new(Secrets::Skip);
+        let (value, outcome) = resolve_in(
+            &props,
+            &env,
+            "u=${env:PW} p=${file:/etc/mm2/a.properties:k} d=${dir:/run/s:pw}",
+            &checker,
+        );
+        assert_eq!(outcome, Resolution::NotRead);
+        assert!(!value.contains("s3cret"), "{value}");
+        let (errors, _, not_checked) = checker.into_findings();
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(
+            not_checked[0].to_string(),
+            "some.key (line 9) (its value comes from ${env:PW}, \
+             ${file:/etc/mm2/a.properties:k}, ${dir:/run/s:pw}, which --no-secrets does not read)"
+        );
+        // What is wrong with a reference itself is still an error.
+        for bad in [
+            "${file:/etc/other.properties:k}",
+            "${env:/p:X}",
+            "${nope:X}",
+            "${dir:/run/s:../x}",
+        ] {
+            let checker = Checker::new(Secrets::Skip);
+            let (_, outcome) = resolve_in(&props, &env, bad, &checker);
+            assert_eq!(outcome, Resolution::Failed, "{bad}");
+            assert_eq!(checker.error_count(), 1, "{bad}");
+        }
+    }
+
+    #[test]
+    fn references_are_found_like_kafka_finds_them() {
+        assert_eq!(
+            replace_references("a${x:y}b${nocolon}c${p:/f:k}", "R"),
+            "aRb${nocolon}cR"
+        );
+        assert_eq!(replace_references("${open", "R"), "${open");
+        assert!(is_one_reference(" ${env:X} "));
+        assert!(!is_one_reference("x${env:X}"));
+        assert!(!is_one_reference("${env:X}${env:Y}"));
     }
 }

@@ -1,24 +1,205 @@
-//! The effective-settings report printed by `mm2-checkpoint validate`.
+//! The reports of `mm2-checkpoint validate`: the effective settings as text
+//! (`--format text`) or as one JSON document (`--format json`).
 //!
-//! It shows, per enabled flow, every value the daemon will use and where it came
-//! from, so an operator can check MM2's layering without reading the source.
-//! Passwords and inline keys print as `[redacted]`.
+//! They show, per enabled flow, every value the daemon will use and where it
+//! came from, so an operator can check MM2's layering without reading the
+//! source. Both formats are made from the same rows ([`Row`]), so they show
+//! the same values; passwords and inline keys appear as `[redacted]` in both.
+//! The JSON shape is documented in docs/configuration.md ("validate").
 
 use std::fmt::Write as _;
 
+use serde_json::{Value, json};
+
+use super::check::{Secrets, Validation};
+use super::metrics::{self, MetricsSettings};
 use super::security::{ClusterConnection, PemSource, TrustRoots};
-use super::{FlowConfig, MirrorConfig};
+use super::{ConfigError, ConfigWarning, FlowConfig, MirrorConfig, NotChecked};
+
+/// One line of the settings: `key = value    # origin`. `origin` is the key
+/// and line the value came from, or `default`; lines derived from other
+/// settings (topic names, the TLS summary) have none.
+struct Row {
+    key: String,
+    value: String,
+    origin: Option<String>,
+}
+
+/// One enabled flow in a report.
+struct FlowView<'a> {
+    name: String,
+    checkpointed: bool,
+    reason: String,
+    settings: Option<&'a FlowConfig>,
+}
+
+/// What a report shows, from a [`MirrorConfig`] or a [`Validation`].
+struct View<'a> {
+    clusters: &'a [String],
+    flows: Vec<FlowView<'a>>,
+    metrics: Option<&'a MetricsSettings>,
+    no_effect_keys: &'a [String],
+    warnings: &'a [ConfigWarning],
+    not_checked: &'a [NotChecked],
+    secrets: Secrets,
+}
+
+impl<'a> View<'a> {
+    fn of_config(config: &'a MirrorConfig) -> Self {
+        let mut flows: Vec<FlowView<'a>> = config
+            .flows
+            .iter()
+            .map(|f| FlowView {
+                reason: config.ownership.reason(&f.name()),
+                name: f.name(),
+                checkpointed: true,
+                settings: Some(f),
+            })
+            .collect();
+        flows.extend(config.ownership.left_to_mm2().iter().map(|name| FlowView {
+            name: name.clone(),
+            checkpointed: false,
+            reason: config.ownership.reason(name),
+            settings: None,
+        }));
+        View {
+            clusters: &config.clusters,
+            flows,
+            metrics: Some(&config.metrics),
+            no_effect_keys: &config.no_effect_keys,
+            warnings: &config.warnings,
+            not_checked: &[],
+            secrets: Secrets::Read,
+        }
+    }
+
+    fn of_validation(v: &'a Validation) -> Self {
+        View {
+            clusters: &v.clusters,
+            flows: v
+                .flows
+                .iter()
+                .map(|f| FlowView {
+                    name: f.name.clone(),
+                    checkpointed: f.checkpointed,
+                    reason: f.reason.clone(),
+                    settings: f.settings.as_ref(),
+                })
+                .collect(),
+            metrics: v.metrics.as_ref(),
+            no_effect_keys: &v.no_effect_keys,
+            warnings: &v.warnings,
+            not_checked: &v.not_checked,
+            secrets: v.secrets,
+        }
+    }
+
+    fn checkpointed(&self) -> impl Iterator<Item = &FlowView<'a>> {
+        self.flows.iter().filter(|f| f.checkpointed)
+    }
+}
 
 /// Renders every flow's effective settings, secrets masked, as plain text.
 pub fn render_effective_settings(config: &MirrorConfig) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "clusters = {}", config.clusters.join(", "));
-    let names: Vec<String> = config.flows.iter().map(FlowConfig::name).collect();
-    let _ = writeln!(out, "checkpointed flows = {}", names.join(", "));
-    for name in &names {
-        let _ = writeln!(out, "  {name}: {}", config.ownership.reason(name));
+    render_text(&View::of_config(config))
+}
+
+/// The text report of a check without errors (`validate`'s standard output):
+/// the effective settings, and with `--no-secrets` what was not checked.
+pub fn render_validation_text(validation: &Validation) -> String {
+    render_text(&View::of_validation(validation))
+}
+
+/// The one JSON document of `validate --format json`. `strict` is whether
+/// warnings count as failures; `ok` says whether the check passed.
+pub fn render_validation_json(validation: &Validation, strict: bool) -> String {
+    let view = View::of_validation(validation);
+    let ok = validation.passes(strict);
+    let flows: Vec<Value> = view
+        .flows
+        .iter()
+        .map(|f| {
+            json!({
+                "name": f.name,
+                "checkpointed": f.checkpointed,
+                "reason": f.reason,
+                "settings": f.settings.map(|flow| {
+                    json!({
+                        "settings": rows_json(&flow_rows(flow)),
+                        "source": cluster_json(&flow.source, "source", flow),
+                        "target": cluster_json(&flow.target, "target", flow),
+                    })
+                }),
+            })
+        })
+        .collect();
+    let process = view.metrics.map(|m| {
+        let rows: Vec<Row> = metrics_rows(m);
+        rows_json(&rows)
+    });
+    let doc = json!({
+        "ok": ok,
+        "strict": strict,
+        "secrets_checked": view.secrets == Secrets::Read,
+        "clusters": view.clusters,
+        "flows": flows,
+        "process": process,
+        "no_effect_keys": view.no_effect_keys,
+        "errors": validation.errors.iter().map(error_json).collect::<Vec<_>>(),
+        "warnings": view.warnings.iter().map(|w| {
+            finding(w.key(), w.line(), "message", w.message())
+        }).collect::<Vec<_>>(),
+        "not_checked": view.not_checked.iter().map(|n| {
+            finding(n.key(), n.line(), "why", n.why())
+        }).collect::<Vec<_>>(),
+    });
+    let mut text = serde_json::to_string_pretty(&doc).unwrap_or_else(|_| "{}".to_string());
+    text.push('\n');
+    text
+}
+
+fn error_json(e: &ConfigError) -> Value {
+    finding(e.key(), e.line(), "message", e.message())
+}
+
+/// `{"key": ..., "line": ..., <text_name>: text}`, without `line` when unknown
+/// and with `key` null when the finding is about no key.
+fn finding(key: Option<&str>, line: Option<usize>, text_name: &str, text: &str) -> Value {
+    let mut object = serde_json::Map::new();
+    object.insert("key".into(), json!(key));
+    if let Some(line) = line {
+        object.insert("line".into(), json!(line));
     }
-    let left = config.ownership.left_to_mm2();
+    object.insert(text_name.into(), json!(text));
+    Value::Object(object)
+}
+
+fn rows_json(rows: &[Row]) -> Value {
+    Value::Array(
+        rows.iter()
+            .map(|r| json!({"key": r.key, "value": r.value, "origin": r.origin}))
+            .collect(),
+    )
+}
+
+fn cluster_json(c: &ClusterConnection, role: &str, flow: &FlowConfig) -> Value {
+    json!({"alias": c.alias, "settings": rows_json(&cluster_rows(c, role, flow))})
+}
+
+fn render_text(view: &View<'_>) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "clusters = {}", view.clusters.join(", "));
+    let names: Vec<&str> = view.checkpointed().map(|f| f.name.as_str()).collect();
+    let _ = writeln!(out, "checkpointed flows = {}", names.join(", "));
+    for flow in view.checkpointed() {
+        let _ = writeln!(out, "  {}: {}", flow.name, flow.reason);
+    }
+    let left: Vec<&str> = view
+        .flows
+        .iter()
+        .filter(|f| !f.checkpointed)
+        .map(|f| f.name.as_str())
+        .collect();
     if !left.is_empty() {
         let _ = writeln!(
             out,
@@ -26,177 +207,209 @@ pub fn render_effective_settings(config: &MirrorConfig) -> String {
             left.join(", ")
         );
     }
-    let m = &config.metrics;
-    let _ = writeln!(
-        out,
-        "{} = {}\n{} = {}",
-        super::metrics::LATENCY_GRANULARITY_KEY,
-        m.latency_granularity.as_str(),
-        super::metrics::MM2_NAMES_KEY,
-        m.mm2_names
-    );
-    for flow in &config.flows {
-        render_flow(&mut out, flow);
+    if let Some(m) = view.metrics {
+        for row in metrics_rows(m) {
+            let _ = writeln!(out, "{} = {}", row.key, row.value);
+        }
     }
-    if !config.no_effect_keys.is_empty() {
+    for flow in view.checkpointed() {
+        let _ = writeln!(out, "\n[flow {}]", flow.name);
+        let Some(settings) = flow.settings else {
+            let _ = writeln!(
+                out,
+                "  (settings not shown: they depend on values that were not read; see \
+                 `not checked:` below)"
+            );
+            continue;
+        };
+        write_rows(&mut out, "  ", &flow_rows(settings));
+        for (role, c) in [("source", &settings.source), ("target", &settings.target)] {
+            let _ = writeln!(out, "  {role} cluster {}:", c.alias);
+            write_rows(&mut out, "    ", &cluster_rows(c, role, settings));
+        }
+    }
+    if !view.no_effect_keys.is_empty() {
         let _ = writeln!(out, "\nread by MirrorMaker 2, no effect on checkpointing:");
-        for key in &config.no_effect_keys {
+        for key in view.no_effect_keys {
             let _ = writeln!(out, "  - {key}");
         }
     }
-    if !config.warnings.is_empty() {
+    if !view.warnings.is_empty() {
         let _ = writeln!(out, "\nwarnings:");
-        for w in &config.warnings {
+        for w in view.warnings {
             let _ = writeln!(out, "  - {w}");
         }
+    }
+    if !view.not_checked.is_empty() {
+        let _ = writeln!(out, "\nnot checked:");
+        for n in view.not_checked {
+            let _ = writeln!(out, "  - {n}");
+        }
+    }
+    if view.secrets == Secrets::Skip {
+        let _ = writeln!(
+            out,
+            "\nstructure only (--no-secrets): config provider values were not read and key and \
+             trust material (stores, PEM files) was not opened, so passwords, certificates and \
+             keys were NOT checked; run `validate` without --no-secrets where the secrets are \
+             mounted to check them"
+        );
     }
     out
 }
 
-fn render_flow(out: &mut String, flow: &FlowConfig) {
-    let _ = writeln!(out, "\n[flow {}]", flow.name());
-    let line = |out: &mut String, key: &str, value: String| {
-        let origin = flow
-            .origins
-            .get(key)
-            .map(String::as_str)
-            .unwrap_or("default");
-        let _ = writeln!(out, "  {key} = {value}    # {origin}");
-    };
-    let secs = |d: std::time::Duration| d.as_secs().to_string();
-    let millis = |d: std::time::Duration| d.as_millis().to_string();
-    line(
-        out,
-        "emit.checkpoints.interval.seconds",
-        secs(flow.emit_checkpoints_interval),
-    );
-    line(
-        out,
-        "sync.group.offsets.enabled",
-        flow.sync_group_offsets_enabled.to_string(),
-    );
-    line(
-        out,
-        "sync.group.offsets.interval.seconds",
-        secs(flow.sync_group_offsets_interval),
-    );
-    line(
-        out,
-        "refresh.groups.enabled",
-        flow.refresh_groups_enabled.to_string(),
-    );
-    line(
-        out,
-        "refresh.groups.interval.seconds",
-        secs(flow.refresh_groups_interval),
-    );
-    line(out, "topics", flow.filters.topics.clone());
-    line(out, "topics.exclude", flow.filters.topics_exclude.clone());
-    line(out, "groups", flow.filters.groups.clone());
-    line(out, "groups.exclude", flow.filters.groups_exclude.clone());
-    line(
-        out,
-        "source.cluster.alias",
-        format!("{:?}", flow.source_alias),
-    );
-    line(
-        out,
-        "target.cluster.alias",
-        format!("{:?}", flow.target_alias),
-    );
-    let policy = &flow.replication_policy;
-    line(
-        out,
-        "replication.policy.class",
-        policy.class_name().to_string(),
-    );
-    line(
-        out,
-        "replication.policy.separator",
-        format!("{:?}", policy.separator()),
-    );
-    let _ = writeln!(
-        out,
-        "  internal topic separator = {:?}",
-        policy.internal_separator()
-    );
-    line(
-        out,
-        "offset-syncs.topic.location",
-        flow.offset_syncs_topic_location.as_str().to_string(),
-    );
-    line(
-        out,
-        "checkpoints.topic.replication.factor",
-        flow.checkpoints_topic_replication_factor.to_string(),
-    );
-    line(
-        out,
-        "consumer.poll.timeout.ms",
-        millis(flow.consumer_poll_timeout),
-    );
-    line(out, "admin.timeout.ms", millis(flow.admin_timeout));
-    line(out, "offset.lag.max", flow.offset_lag_max.to_string());
-    line(
-        out,
-        super::GROUP_OFFSETS_MODE_KEY,
-        flow.group_offsets_mode.as_str().to_string(),
-    );
-    line(
-        out,
-        super::FOLLOW_COALESCE_KEY,
-        millis(flow.follow_coalesce),
-    );
-    line(
-        out,
-        super::OFFSET_TRANSLATION_KEY,
-        flow.offset_translation.as_str().to_string(),
-    );
-    let budget = match flow.offset_translation {
-        super::OffsetTranslation::Precise => flow.translation_max_syncs.to_string(),
-        super::OffsetTranslation::Mm2 => format!(
-            "{} (unused: translation is mm2)",
-            flow.translation_max_syncs
-        ),
-    };
-    line(out, super::TRANSLATION_MAX_SYNCS_KEY, budget);
-    let _ = writeln!(
-        out,
-        "  offset-syncs topic = {} on {}",
-        flow.offset_syncs_topic(),
-        flow.offset_syncs_cluster().alias
-    );
-    let _ = writeln!(
-        out,
-        "  checkpoints topic = {} on {}",
-        flow.checkpoints_topic(),
-        flow.target.alias
-    );
-    render_cluster(out, "source", &flow.source, flow);
-    render_cluster(out, "target", &flow.target, flow);
+fn write_rows(out: &mut String, indent: &str, rows: &[Row]) {
+    for row in rows {
+        match &row.origin {
+            Some(origin) => {
+                let _ = writeln!(out, "{indent}{} = {}    # {origin}", row.key, row.value);
+            }
+            None => {
+                let _ = writeln!(out, "{indent}{} = {}", row.key, row.value);
+            }
+        }
+    }
 }
 
-fn render_cluster(out: &mut String, role: &str, c: &ClusterConnection, flow: &FlowConfig) {
-    let _ = writeln!(out, "  {role} cluster {}:", c.alias);
-    let line = |out: &mut String, key: &str, value: String| {
-        let origin = flow
-            .origins
-            .get(&format!("{role}.{key}"))
-            .map(String::as_str)
-            .unwrap_or("default");
-        let _ = writeln!(out, "    {key} = {value}    # {origin}");
-    };
+fn metrics_rows(m: &MetricsSettings) -> Vec<Row> {
+    vec![
+        Row {
+            key: metrics::LATENCY_GRANULARITY_KEY.to_string(),
+            value: m.latency_granularity.as_str().to_string(),
+            origin: None,
+        },
+        Row {
+            key: metrics::MM2_NAMES_KEY.to_string(),
+            value: m.mm2_names.to_string(),
+            origin: None,
+        },
+    ]
+}
+
+/// A row whose value came from `key` of `flow` (its origin, or `default`);
+/// connection keys are looked up as `<role>.<key>`.
+fn setting_row(flow: &FlowConfig, origin_key: &str, key: &str, value: String) -> Row {
+    let origin = flow
+        .origins
+        .get(origin_key)
+        .map(String::as_str)
+        .unwrap_or("default");
+    Row {
+        key: key.to_string(),
+        value,
+        origin: Some(origin.to_string()),
+    }
+}
+
+/// A row derived from other settings.
+fn derived(key: &str, value: String) -> Row {
+    Row {
+        key: key.to_string(),
+        value,
+        origin: None,
+    }
+}
+
+fn flow_rows(flow: &FlowConfig) -> Vec<Row> {
+    let line = |key: &str, value: String| setting_row(flow, key, key, value);
+    let secs = |d: std::time::Duration| d.as_secs().to_string();
+    let millis = |d: std::time::Duration| d.as_millis().to_string();
+    let policy = &flow.replication_policy;
+    vec![
+        line(
+            "emit.checkpoints.interval.seconds",
+            secs(flow.emit_checkpoints_interval),
+        ),
+        line(
+            "sync.group.offsets.enabled",
+            flow.sync_group_offsets_enabled.to_string(),
+        ),
+        line(
+            "sync.group.offsets.interval.seconds",
+            secs(flow.sync_group_offsets_interval),
+        ),
+        line(
+            "refresh.groups.enabled",
+            flow.refresh_groups_enabled.to_string(),
+        ),
+        line(
+            "refresh.groups.interval.seconds",
+            secs(flow.refresh_groups_interval),
+        ),
+        line("topics", flow.filters.topics.clone()),
+        line("topics.exclude", flow.filters.topics_exclude.clone()),
+        line("groups", flow.filters.groups.clone()),
+        line("groups.exclude", flow.filters.groups_exclude.clone()),
+        line("source.cluster.alias", format!("{:?}", flow.source_alias)),
+        line("target.cluster.alias", format!("{:?}", flow.target_alias)),
+        line("replication.policy.class", policy.class_name().to_string()),
+        line(
+            "replication.policy.separator",
+            format!("{:?}", policy.separator()),
+        ),
+        derived(
+            "internal topic separator",
+            format!("{:?}", policy.internal_separator()),
+        ),
+        line(
+            "offset-syncs.topic.location",
+            flow.offset_syncs_topic_location.as_str().to_string(),
+        ),
+        line(
+            "checkpoints.topic.replication.factor",
+            flow.checkpoints_topic_replication_factor.to_string(),
+        ),
+        line(
+            "consumer.poll.timeout.ms",
+            millis(flow.consumer_poll_timeout),
+        ),
+        line("admin.timeout.ms", millis(flow.admin_timeout)),
+        line("offset.lag.max", flow.offset_lag_max.to_string()),
+        line(
+            super::GROUP_OFFSETS_MODE_KEY,
+            flow.group_offsets_mode.as_str().to_string(),
+        ),
+        line(super::FOLLOW_COALESCE_KEY, millis(flow.follow_coalesce)),
+        line(
+            super::OFFSET_TRANSLATION_KEY,
+            flow.offset_translation.as_str().to_string(),
+        ),
+        line(
+            super::TRANSLATION_MAX_SYNCS_KEY,
+            match flow.offset_translation {
+                super::OffsetTranslation::Precise => flow.translation_max_syncs.to_string(),
+                super::OffsetTranslation::Mm2 => format!(
+                    "{} (unused: translation is mm2)",
+                    flow.translation_max_syncs
+                ),
+            },
+        ),
+        derived(
+            "offset-syncs topic",
+            format!(
+                "{} on {}",
+                flow.offset_syncs_topic(),
+                flow.offset_syncs_cluster().alias
+            ),
+        ),
+        derived(
+            "checkpoints topic",
+            format!("{} on {}", flow.checkpoints_topic(), flow.target.alias),
+        ),
+    ]
+}
+
+fn cluster_rows(c: &ClusterConnection, role: &str, flow: &FlowConfig) -> Vec<Row> {
+    let line = |key: &str, value: String| setting_row(flow, &format!("{role}.{key}"), key, value);
     let servers: Vec<String> = c
         .bootstrap_servers
         .iter()
         .map(ToString::to_string)
         .collect();
-    line(out, "bootstrap.servers", servers.join(","));
-    line(
-        out,
-        "security.protocol",
-        c.security_protocol.name().to_string(),
-    );
+    let mut rows = vec![
+        line("bootstrap.servers", servers.join(",")),
+        line("security.protocol", c.security_protocol.name().to_string()),
+    ];
     if let Some(tls) = &c.tls {
         let describe = |s: &PemSource| match s {
             PemSource::File(p) => format!("PEM file {}", p.display()),
@@ -207,30 +420,29 @@ fn render_cluster(out: &mut String, role: &str, c: &ClusterConnection, flow: &Fl
             TrustRoots::Default => "default root certificates".to_string(),
             TrustRoots::Pem { source, .. } => describe(source),
         };
-        let _ = writeln!(out, "    trust = {trust}");
-        match &tls.identity {
-            None => {
-                let _ = writeln!(out, "    client certificate = none");
-            }
-            Some(id) => {
-                let _ = writeln!(
-                    out,
-                    "    client certificate = {}, key = {}",
+        rows.push(derived("trust", trust));
+        rows.push(derived(
+            "client certificate",
+            match &tls.identity {
+                None => "none".to_string(),
+                Some(id) => format!(
+                    "{}, key = {}",
                     describe(&id.certificate_chain),
                     describe(&id.private_key)
-                );
-            }
-        }
+                ),
+            },
+        ));
         let verify = if tls.verify_hostname {
             "on".to_string()
         } else {
             "OFF (ssl.endpoint.identification.algorithm is empty)".to_string()
         };
-        let _ = writeln!(out, "    host name verification = {verify}");
+        rows.push(derived("host name verification", verify));
     }
     if let Some(sasl) = &c.sasl {
-        line(out, "sasl.mechanism", sasl.mechanism.name().to_string());
-        let _ = writeln!(out, "    sasl username = {}", sasl.username);
-        let _ = writeln!(out, "    sasl password = {}", sasl.password);
+        rows.push(line("sasl.mechanism", sasl.mechanism.name().to_string()));
+        rows.push(derived("sasl username", sasl.username.clone()));
+        rows.push(derived("sasl password", sasl.password.to_string()));
     }
+    rows
 }

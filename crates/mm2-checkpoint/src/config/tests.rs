@@ -140,7 +140,7 @@ fn top_level_enabled_enables_every_pair_with_a_warning() {
         config
             .warnings
             .iter()
-            .any(|w| w.contains("top-level `enabled=true`"))
+            .any(|w| w.message().contains("top-level `enabled=true`"))
     );
 }
 
@@ -820,7 +820,7 @@ fn removed_blacklist_keys_are_ignored_with_a_warning() {
              no effect; removed in Kafka 4.0; MirrorMaker 2 4.x ignores it too: use `{new}`"
         );
         assert!(
-            config.warnings.contains(&want),
+            config.warnings.iter().any(|w| w.message() == want),
             "{want}\n{:?}",
             config.warnings
         );
@@ -917,7 +917,12 @@ fn plain_uses_the_plain_login_module() {
         config.flows[0].source.sasl.clone().unwrap().mechanism,
         SaslMechanism::Plain
     );
-    assert!(config.warnings.iter().any(|w| w.contains("unencrypted")));
+    assert!(
+        config
+            .warnings
+            .iter()
+            .any(|w| w.message().contains("unencrypted"))
+    );
 }
 
 #[test]
@@ -1026,7 +1031,7 @@ fn sasl_keys_without_a_sasl_protocol_are_ignored_with_a_warning() {
         config
             .warnings
             .iter()
-            .any(|w| w.contains("sasl.* settings are ignored"))
+            .any(|w| w.message().contains("sasl.* settings are ignored"))
     );
 }
 
@@ -1344,24 +1349,34 @@ fn certificates_outside_their_validity_are_warnings_with_key_line_and_subject() 
     let early = at(not_before - Duration::from_secs(60));
     assert_eq!(early.len(), 2, "{early:?}");
     assert!(
-        early[0].contains("`B.ssl.truststore.location`"),
+        early[0].message().contains("`B.ssl.truststore.location`"),
         "{early:?}"
     );
-    assert!(early[1].contains("`B.ssl.keystore.location`"), "{early:?}");
-    assert!(early.iter().all(|w| w.contains("(line ")
-        && w.contains("subject `CN=mm2-checkpoint test`")
-        && w.contains("is not valid before 2026-12-02T12:22:18Z")));
+    assert!(
+        early[1].message().contains("`B.ssl.keystore.location`"),
+        "{early:?}"
+    );
+    assert!(early.iter().all(|w| {
+        w.message().contains("(line ")
+            && w.message().contains("subject `CN=mm2-checkpoint test`")
+            && w.message()
+                .contains("is not valid before 2026-12-02T12:22:18Z")
+    }));
 
     let soon = at(not_after - Duration::from_secs(10 * 86_400 + 60));
     assert!(
-        soon[0].contains("expires on 2126-11-08T12:22:18Z (in 10 days)"),
+        soon[0]
+            .message()
+            .contains("expires on 2126-11-08T12:22:18Z (in 10 days)"),
         "{soon:?}"
     );
 
     let expired = at(not_after + Duration::from_secs(1));
     assert_eq!(expired.len(), 2, "{expired:?}");
     assert!(
-        expired[0].contains("EXPIRED on 2126-11-08T12:22:18Z"),
+        expired[0]
+            .message()
+            .contains("EXPIRED on 2126-11-08T12:22:18Z"),
         "{expired:?}"
     );
 }
@@ -1376,7 +1391,10 @@ fn certificate_warnings_reach_the_config_warnings() {
     )
     .unwrap();
     assert!(
-        !config.warnings.iter().any(|w| w.contains("certificate")),
+        !config
+            .warnings
+            .iter()
+            .any(|w| w.message().contains("certificate")),
         "{:?}",
         config.warnings
     );
@@ -1457,7 +1475,12 @@ fn empty_endpoint_identification_turns_host_name_checks_off_loudly() {
     let text = ssl("B.ssl.endpoint.identification.algorithm =");
     let config = load_with(&text, &tls_env()).unwrap();
     assert!(!config.flows[0].target.tls.clone().unwrap().verify_hostname);
-    assert!(config.warnings.iter().any(|w| w.contains("DISABLED")));
+    assert!(
+        config
+            .warnings
+            .iter()
+            .any(|w| w.message().contains("DISABLED"))
+    );
 }
 
 #[test]
@@ -1500,7 +1523,7 @@ fn ssl_keys_without_tls_are_ignored_with_a_warning() {
         config
             .warnings
             .iter()
-            .any(|w| w.contains("ssl.* settings are ignored"))
+            .any(|w| w.message().contains("ssl.* settings are ignored"))
     );
 }
 
@@ -1721,7 +1744,7 @@ fn flow_level_connection_key_is_ignored_with_a_warning() {
         config
             .warnings
             .iter()
-            .any(|w| w.contains("`A->B.security.protocol` is ignored"))
+            .any(|w| w.message().contains("`A->B.security.protocol` is ignored"))
     );
 }
 
@@ -1732,12 +1755,10 @@ fn top_level_client_prefixed_key_is_ignored_with_a_warning() {
         config.flows[0].source.security_protocol,
         SecurityProtocol::Plaintext
     );
-    assert!(
-        config
-            .warnings
-            .iter()
-            .any(|w| w.contains("`consumer.security.protocol` is ignored"))
-    );
+    assert!(config.warnings.iter().any(|w| {
+        w.message()
+            .contains("`consumer.security.protocol` is ignored")
+    }));
 }
 
 /// `validate` lists what MM2 reads but checkpointing does not use: client and
@@ -1861,4 +1882,431 @@ fn example_connector_config_in_docs_is_valid() {
     assert_eq!(f.target.sasl.clone().unwrap().password.expose(), "pw-2");
     assert!(f.sync_group_offsets_enabled);
     assert!(config.unknown_keys.is_empty(), "{:?}", config.unknown_keys);
+}
+
+// ---- every error in one check (check.rs) ----
+
+/// Checks `text` (an mm2.properties) in `env` with or without the secrets.
+fn check(text: &str, env: &FakeEnvironment, secrets: Secrets) -> Validation {
+    MirrorConfig::validate_text(text, ConfigFormat::Mm2, env, secrets)
+}
+
+/// `key (line N)` of every error, in order.
+fn error_keys(v: &Validation) -> Vec<String> {
+    v.errors
+        .iter()
+        .map(|e| match e.line() {
+            Some(line) => format!("{} ({line})", e.key().unwrap_or("-")),
+            None => e.key().unwrap_or("-").to_string(),
+        })
+        .collect()
+}
+
+/// Everything a check says, for leak checks.
+fn everything(v: &Validation) -> String {
+    format!(
+        "{:?}\n{}\n{}",
+        v,
+        render_validation_json(v, true),
+        render_validation_text(v)
+    )
+}
+
+const SECRET_A: &str = "Sekret-A-4471";
+const SECRET_B: &str = "Sekret-B-9013";
+
+#[test]
+fn every_independent_error_is_reported_in_one_check_in_file_order() {
+    let text = format!(
+        "clusters = A, B\n\
+         A.bootstrap.servers = a:9092\n\
+         B.bootstrap.servers = b:90x2\n\
+         A->B.enabled = true\n\
+         emit.checkpoints.interval.seconds = soon\n\
+         sync.group.offsets.enabled = yes\n\
+         offset-syncs.topic.location = Source\n\
+         replication.policy.class = com.example.Policy\n\
+         A.security.protocol = SASL_SSL\n\
+         A.sasl.mechanism = SCRAM-SHA-512\n\
+         A.sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required \
+             username=\"u\" password=\"{SECRET_A}\";\n\
+         A.ssl.truststore.type = JKS\n\
+         A.ssl.truststore.location = /etc/kafka/ts.jks\n\
+         B.security.protocol = SSL\n\
+         B.ssl.keystore.type = PKCS12\n\
+         B.ssl.keystore.location = /etc/kafka/ks.p12\n\
+         B.ssl.endpoint.identification.algorithm = http\n\
+         mm2-checkpoint.metrics.latency.granularity = topic\n\
+         A.ssl.keystore.password = {SECRET_B}\n"
+    );
+    let v = check(&text, &tls_env(), Secrets::Read);
+    assert_eq!(
+        error_keys(&v),
+        [
+            "B.bootstrap.servers (3)",
+            "emit.checkpoints.interval.seconds (5)",
+            "sync.group.offsets.enabled (6)",
+            "offset-syncs.topic.location (7)",
+            "replication.policy.class (8)",
+            "A.sasl.jaas.config (11)",
+            "A.ssl.truststore.type (12)",
+            "B.ssl.endpoint.identification.algorithm (17)",
+            "mm2-checkpoint.metrics.latency.granularity (18)",
+            "B.ssl.keystore.password",
+        ]
+    );
+    assert!(!v.is_ok());
+    assert!(v.config.is_none());
+    // The messages are the ones a single error would have.
+    assert!(v.errors[1].message().contains("`soon` is not an integer"));
+    assert!(
+        v.errors[9]
+            .message()
+            .contains("is required for a PKCS12 store")
+    );
+    let all = everything(&v);
+    assert!(!all.contains(SECRET_A) && !all.contains(SECRET_B), "{all}");
+    // The first error is what `from_properties` fails with.
+    let first =
+        MirrorConfig::from_properties(&Properties::parse(&text).unwrap(), &tls_env()).unwrap_err();
+    assert_eq!(first, v.errors[0]);
+}
+
+#[test]
+fn a_cluster_shared_by_two_flows_reports_its_errors_once() {
+    let v = check(
+        "clusters = A, B\nA.bootstrap.servers = a:9092\nB.bootstrap.servers = b\n\
+         A->B.enabled = true\nB->A.enabled = true\nadmin.timeout.ms = 0\n",
+        &FakeEnvironment::default(),
+        Secrets::Read,
+    );
+    assert_eq!(
+        error_keys(&v),
+        ["B.bootstrap.servers (3)", "admin.timeout.ms (6)"]
+    );
+}
+
+#[test]
+fn what_depends_on_an_error_is_skipped_and_said_so() {
+    // A flow whose `enabled` is no boolean is not checked; the other one is.
+    let v = check(
+        &with(
+            "B->A.enabled = ture\nA.security.protocol = SASL_SSL\nA.sasl.mechanism = PLAN\n\
+               A.sasl.jaas.config = x required;",
+        ),
+        &FakeEnvironment::default(),
+        Secrets::Read,
+    );
+    assert_eq!(error_keys(&v), ["B->A.enabled (5)", "A.sasl.mechanism (7)"]);
+    let notes: Vec<String> = v.not_checked.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        notes,
+        [
+            "A.sasl.jaas.config (line 8) (its login module must match sasl.mechanism, which has \
+             an error or was not read)",
+            "flow B->A: its `enabled` setting has an error, so it is not known whether the flow \
+             is enabled",
+        ]
+    );
+    // `clusters` itself: nothing that needs the aliases is checked, the rest is.
+    let v = check(
+        "clusters = A\nA.bootstrap.servers = x\nmm2-checkpoint.metrics.mm2.names.enabled = 1\n",
+        &FakeEnvironment::default(),
+        Secrets::Read,
+    );
+    assert_eq!(
+        error_keys(&v),
+        [
+            "clusters (1)",
+            "mm2-checkpoint.metrics.mm2.names.enabled (3)"
+        ]
+    );
+    assert_eq!(v.not_checked[0].key(), Some("clusters"));
+    assert!(v.flows.is_empty());
+}
+
+#[test]
+fn a_value_whose_reference_fails_is_not_also_reported_as_missing_or_invalid() {
+    let v = check(
+        "clusters = A, B\nA.bootstrap.servers = ${env:NO_SUCH_BOOTSTRAP}\n\
+             B.bootstrap.servers = b:9092\nA->B.enabled = true\n\
+             config.providers = env\n\
+             config.providers.env.class = org.apache.kafka.common.config.provider.EnvVarConfigProvider\n\
+             A.security.protocol = ${env:NO_SUCH_PROTOCOL}\n\
+             A.sasl.mechanism = PLAIN\n",
+        &FakeEnvironment::default(),
+        Secrets::Read,
+    );
+    assert_eq!(
+        error_keys(&v),
+        ["A.bootstrap.servers (2)", "A.security.protocol (7)"]
+    );
+    assert!(v.errors[0].message().contains("NO_SUCH_BOOTSTRAP"));
+}
+
+#[test]
+fn clients_that_disagree_are_one_error_not_a_missing_key_as_well() {
+    let v = check(
+        &with("A.consumer.bootstrap.servers = a2:9092\nA.admin.bootstrap.servers = a3:9092"),
+        &FakeEnvironment::default(),
+        Secrets::Read,
+    );
+    assert_eq!(v.errors.len(), 1, "{:?}", v.errors);
+    assert!(
+        v.errors[0]
+            .message()
+            .contains("conflicting `bootstrap.servers`")
+    );
+}
+
+#[test]
+fn errors_of_provider_declarations_and_properties_lines_are_all_reported() {
+    let v = check(
+        &with(
+            "config.providers = a, b\nconfig.providers.a.class = x.A\n\
+             config.providers.b.class = x.B\nA.sasl.jaas.config = ${a:k}",
+        ),
+        &FakeEnvironment::default(),
+        Secrets::Read,
+    );
+    assert_eq!(
+        error_keys(&v),
+        [
+            "config.providers.a.class (6)",
+            "config.providers.b.class (7)"
+        ]
+    );
+    let v = MirrorConfig::validate_text(
+        "a = \\u12\nb = 1\nc = \\uZZZZ\n",
+        ConfigFormat::Mm2,
+        &FakeEnvironment::default(),
+        Secrets::Read,
+    );
+    let lines: Vec<_> = v.errors.iter().map(ConfigError::line).collect();
+    assert_eq!(lines, [Some(1), Some(3)]);
+    assert!(v.not_checked[0].why().contains("cannot be read"));
+}
+
+#[test]
+fn a_clean_config_has_the_same_result_either_way() {
+    let v = check(&with(""), &FakeEnvironment::default(), Secrets::Read);
+    assert!(v.is_ok() && v.not_checked.is_empty());
+    assert_eq!(v.config, Some(load(&with(""))));
+    assert_eq!(v.flows.len(), 1);
+    assert!(v.flows[0].checkpointed && v.flows[0].settings.is_some());
+}
+
+/// A config whose secrets live in files and variables this test environment
+/// does not have: stores, a PEM key file and provider values.
+fn secrets_elsewhere(extra: &str) -> String {
+    format!(
+        "clusters = A, B\n\
+         A.bootstrap.servers = a:9092\n\
+         B.bootstrap.servers = b:9093\n\
+         A->B.enabled = true\n\
+         config.providers = env, file, dir\n\
+         config.providers.env.class = org.apache.kafka.common.config.provider.EnvVarConfigProvider\n\
+         config.providers.file.class = org.apache.kafka.common.config.provider.FileConfigProvider\n\
+         config.providers.dir.class = org.apache.kafka.common.config.provider.DirectoryConfigProvider\n\
+         A.security.protocol = SASL_SSL\n\
+         A.sasl.mechanism = SCRAM-SHA-512\n\
+         A.sasl.jaas.config = org.apache.kafka.common.security.scram.ScramLoginModule required \
+             username=\"mm2\" password=\"${{env:MM2_A_PASSWORD}}\";\n\
+         A.ssl.truststore.type = PKCS12\n\
+         A.ssl.truststore.location = /run/secrets/a/truststore.p12\n\
+         A.ssl.truststore.password = ${{dir:/run/secrets/a:truststore.password}}\n\
+         B.security.protocol = SSL\n\
+         B.ssl.truststore.type = PEM\n\
+         B.ssl.truststore.location = /run/secrets/b/ca.crt\n\
+         B.ssl.keystore.type = PEM\n\
+         B.ssl.keystore.certificate.chain = /run/secrets/b/user.crt\n\
+         B.ssl.keystore.key = /run/secrets/b/user.key\n\
+         B.ssl.key.password = ${{file:/run/secrets/b.properties:key.password}}\n\
+         {extra}\n"
+    )
+}
+
+#[test]
+fn without_secrets_a_config_whose_secrets_are_absent_passes_and_says_what_was_not_checked() {
+    let text = secrets_elsewhere("");
+    let env = FakeEnvironment::default();
+    // With the secrets read, their absence is an error per secret.
+    let read = check(&text, &env, Secrets::Read);
+    assert_eq!(
+        error_keys(&read),
+        [
+            "A.sasl.jaas.config (11)",
+            "A.ssl.truststore.password (14)",
+            "B.ssl.key.password (21)"
+        ]
+    );
+    let v = check(&text, &env, Secrets::Skip);
+    assert!(v.is_ok(), "{:?}", v.errors);
+    assert!(v.config.is_none(), "never runnable without the secrets");
+    assert!(v.clone().into_config().is_err());
+    let notes: Vec<String> = v.not_checked.iter().map(ToString::to_string).collect();
+    for want in [
+        "A.sasl.jaas.config (line 11) (its value comes from ${env:MM2_A_PASSWORD}, which \
+         --no-secrets does not read)",
+        "A.ssl.truststore.password (line 14) (its value comes from \
+         ${dir:/run/secrets/a:truststore.password}, which --no-secrets does not read)",
+        "B.ssl.key.password (line 21) (its value comes from \
+         ${file:/run/secrets/b.properties:key.password}, which --no-secrets does not read)",
+        "B.ssl.truststore.location (line 17) (PEM file /run/secrets/b/ca.crt is not opened \
+         with --no-secrets)",
+        "B.ssl.keystore.key (line 20) (PEM file /run/secrets/b/user.key is not opened with \
+         --no-secrets)",
+    ] {
+        assert!(notes.iter().any(|n| n == want), "{want}\n{notes:#?}");
+    }
+    // The structure of the JAAS entry was checked around its reference.
+    let flow = v.flows[0].settings.as_ref().expect("settings shown");
+    let sasl = flow.source.sasl.as_ref().expect("sasl");
+    assert_eq!(sasl.username, "mm2");
+    let text = render_validation_text(&v);
+    assert!(text.contains("structure only (--no-secrets)"), "{text}");
+    assert!(text.contains("not checked:\n  - "), "{text}");
+}
+
+#[test]
+fn without_secrets_store_files_that_are_absent_are_listed_not_opened() {
+    let text = format!(
+        "{BASE}B.security.protocol = SSL\nB.ssl.truststore.type = PKCS12\n\
+         B.ssl.truststore.location = /nowhere/ts.p12\nB.ssl.truststore.password = {SECRET_A}\n\
+         B.ssl.keystore.type = PEM\nB.ssl.keystore.location = /nowhere/client.pem\n"
+    );
+    let v = check(&text, &FakeEnvironment::default(), Secrets::Skip);
+    assert!(v.is_ok(), "{:?}", v.errors);
+    let notes: Vec<String> = v.not_checked.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        notes,
+        [
+            "B.ssl.truststore.location (line 7) (PKCS12 store /nowhere/ts.p12 is not opened \
+             with --no-secrets)",
+            "B.ssl.keystore.location (line 10) (PEM file /nowhere/client.pem is not opened with \
+             --no-secrets)",
+        ]
+    );
+    assert!(!everything(&v).contains(SECRET_A));
+    // Inline material is in the file itself: it is still checked.
+    let inline = |cert: &str| {
+        format!(
+            "{BASE}B.security.protocol = SSL\nB.ssl.truststore.type = PEM\n\
+             B.ssl.truststore.certificates = {}\n",
+            cert.trim_end().replace('\n', "\\n")
+        )
+    };
+    assert!(
+        check(
+            &inline(TEST_CERT),
+            &FakeEnvironment::default(),
+            Secrets::Skip
+        )
+        .is_ok()
+    );
+    let broken = TEST_CERT.replace("MII", "MIJ");
+    let v = check(&inline(&broken), &FakeEnvironment::default(), Secrets::Skip);
+    assert_eq!(error_keys(&v), ["B.ssl.truststore.certificates (7)"]);
+}
+
+#[test]
+fn without_secrets_structural_errors_still_fail() {
+    let env = FakeEnvironment::default();
+    for (extra, key) in [
+        ("B.ssl.keystore.type = JKS", "B.ssl.keystore.type (22)"),
+        (
+            "sync.group.offsets.enabled = yes",
+            "sync.group.offsets.enabled (22)",
+        ),
+        ("A.ssl.truststore.password =", "A.ssl.truststore.password"),
+        (
+            "B.ssl.keystore.password = x",
+            "B.ssl.keystore.password (22)",
+        ),
+        ("A->B.enabled = maybe", "A->B.enabled (22)"),
+        ("A.sasl.mechanism = GSSAPI", "A.sasl.mechanism (22)"),
+        ("A.security.providers = x.Y", "A.security.providers (22)"),
+        (
+            "A.sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule \
+             required username=\"mm2\" password=\"${env:MM2_A_PASSWORD}\";",
+            "A.sasl.jaas.config (22)",
+        ),
+        (
+            "A.sasl.jaas.config = org.apache.kafka.common.security.scram.ScramLoginModule \
+             required username=\"mm2\";",
+            "A.sasl.jaas.config (22)",
+        ),
+        (
+            "A.sasl.jaas.config = org.apache.kafka.common.security.scram.ScramLoginModule \
+             required username=\"mm2\" password=\"${vault:pw}\";",
+            "A.sasl.jaas.config (22)",
+        ),
+    ] {
+        let text = secrets_elsewhere(extra);
+        let v = check(&text, &env, Secrets::Skip);
+        assert_eq!(error_keys(&v), [key], "{extra}");
+    }
+}
+
+#[test]
+fn a_jaas_entry_that_is_one_reference_is_listed_as_not_checked() {
+    let text = secrets_elsewhere("A.sasl.jaas.config = ${file:/run/secrets/a.properties:jaas}");
+    let v = check(&text, &FakeEnvironment::default(), Secrets::Skip);
+    assert!(v.is_ok(), "{:?}", v.errors);
+    let flow = v.flows[0].settings.as_ref().expect("settings shown");
+    assert_eq!(
+        flow.source.sasl.as_ref().map(|s| s.username.as_str()),
+        Some(security::SASL_NOT_READ)
+    );
+    assert!(
+        v.not_checked
+            .iter()
+            .any(|n| n.key() == Some("A.sasl.jaas.config") && n.why().contains("${file:")),
+        "{:?}",
+        v.not_checked
+    );
+}
+
+#[test]
+fn the_json_report_has_every_part_and_no_secret() {
+    let text = format!(
+        "{BASE}A.security.protocol = SASL_PLAINTEXT\nA.sasl.mechanism = PLAIN\n\
+         A.sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required \
+         username=\"u\" password=\"{SECRET_A}\";\ntasks.max = 3\ngrups = x\n"
+    );
+    let v = check(&text, &FakeEnvironment::default(), Secrets::Read);
+    let doc: serde_json::Value =
+        serde_json::from_str(&render_validation_json(&v, false)).expect("valid JSON");
+    assert_eq!(doc["ok"], true);
+    assert_eq!(doc["secrets_checked"], true);
+    assert_eq!(doc["clusters"], serde_json::json!(["A", "B"]));
+    assert_eq!(doc["flows"][0]["name"], "A->B");
+    assert_eq!(doc["flows"][0]["checkpointed"], true);
+    let source = &doc["flows"][0]["settings"]["source"]["settings"];
+    let row = |key: &str| {
+        source
+            .as_array()
+            .and_then(|rows| rows.iter().find(|r| r["key"] == key))
+            .cloned()
+            .unwrap_or_else(|| panic!("no {key} in {source}"))
+    };
+    assert_eq!(row("sasl password")["value"], "[redacted]");
+    assert_eq!(row("sasl.mechanism")["origin"], "A.sasl.mechanism (line 6)");
+    assert_eq!(
+        doc["no_effect_keys"],
+        serde_json::json!(["tasks.max (line 8)"])
+    );
+    let warnings = doc["warnings"].as_array().expect("warnings");
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w["key"] == "grups" && w["line"] == 9)
+    );
+    assert!(warnings.iter().any(|w| w["key"] == "A.sasl.mechanism"));
+    assert_eq!(doc["errors"], serde_json::json!([]));
+    // --strict: the same warnings fail the check.
+    let strict: serde_json::Value =
+        serde_json::from_str(&render_validation_json(&v, true)).expect("valid JSON");
+    assert_eq!(strict["ok"], false);
+    assert!(!everything(&v).contains(SECRET_A));
 }

@@ -26,11 +26,12 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use super::Setting;
+use super::check::{Checker, ConfigWarning, NotChecked, Unknown};
 use super::error::ConfigError;
 use super::providers::Environment;
 
 use sasl::build_sasl;
-pub use sasl::{SaslCredentials, SaslMechanism};
+pub use sasl::{NOT_READ as SASL_NOT_READ, SaslCredentials, SaslMechanism};
 pub use stores::{certificates_pem, private_key_pem};
 use tls::build_tls;
 pub use tls::{
@@ -122,14 +123,16 @@ pub(crate) type ConnectionSettings = BTreeMap<String, Setting>;
 pub(super) struct Keys<'a> {
     alias: &'a str,
     settings: &'a ConnectionSettings,
+    checker: &'a Checker,
 }
 
 impl Keys<'_> {
-    /// The setting, treating an all-whitespace value as absent.
+    /// The setting, treating an all-whitespace value as absent (a value that
+    /// is not known counts as present).
     fn get(&self, key: &str) -> Option<&Setting> {
         self.settings
             .get(key)
-            .filter(|s| !s.value.trim().is_empty())
+            .filter(|s| s.text().is_err() || !s.value.trim().is_empty())
     }
 
     fn raw(&self, key: &str) -> Option<&Setting> {
@@ -147,94 +150,209 @@ impl Keys<'_> {
             None => ConfigError::for_key(self.missing(key), message),
         }
     }
+
+    /// Records `error`; what depends on it is [`Unknown`].
+    fn fail(&self, error: ConfigError) -> Unknown {
+        self.checker.error(error)
+    }
+
+    /// Whether every `<prefix>*` setting has its real value: none failed to
+    /// resolve and none was left unread (`--no-secrets`).
+    fn all_known(&self, prefix: &str) -> bool {
+        self.settings
+            .iter()
+            .filter(|(k, _)| k.starts_with(prefix))
+            .all(|(_, s)| s.text().is_ok())
+    }
 }
 
-/// Builds and validates the connection of cluster `alias` (PEM files are read).
+/// Builds and validates the connection of cluster `alias`, recording every
+/// problem in `checker`: the bootstrap list, the protocol, the TLS settings
+/// and material (PEM files and stores are read unless `--no-secrets`) and the
+/// SASL settings are checked independently of each other; TLS and SASL are
+/// skipped (and said so) when the protocol itself has an error.
 pub(crate) fn build_connection(
     alias: &str,
     settings: &ConnectionSettings,
     env: &dyn Environment,
-    warnings: &mut Vec<String>,
-) -> Result<ClusterConnection, ConfigError> {
-    let keys = Keys { alias, settings };
-    let bootstrap = keys.get("bootstrap.servers").ok_or_else(|| {
-        ConfigError::for_key(
+    checker: &Checker,
+) -> Result<ClusterConnection, Unknown> {
+    let keys = Keys {
+        alias,
+        settings,
+        checker,
+    };
+    let bootstrap_servers = match keys.get("bootstrap.servers") {
+        None => Err(keys.fail(ConfigError::for_key(
             keys.missing("bootstrap.servers"),
             format!("is required: cluster `{alias}` is used by an enabled flow"),
-        )
-    })?;
-    let bootstrap_servers =
-        parse_bootstrap_servers(&bootstrap.value).map_err(|m| bootstrap.error(m))?;
+        ))),
+        Some(s) => {
+            let value = s.text();
+            value.and_then(|v| parse_bootstrap_servers(v).map_err(|m| keys.fail(s.error(m))))
+        }
+    };
 
     // An empty value is an error here (as in Kafka), not a fallback to PLAINTEXT.
     let security_protocol = match keys.raw("security.protocol") {
-        None => SecurityProtocol::Plaintext,
-        Some(s) => match s.value.trim().to_ascii_uppercase().as_str() {
-            "PLAINTEXT" => SecurityProtocol::Plaintext,
-            "SSL" => SecurityProtocol::Ssl,
-            "SASL_PLAINTEXT" => SecurityProtocol::SaslPlaintext,
-            "SASL_SSL" => SecurityProtocol::SaslSsl,
-            _ => {
-                return Err(s.error(format!(
-                    "`{}` is not a security protocol; use PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
-                    s.value.trim()
-                )));
-            }
-        },
+        None => Ok(SecurityProtocol::Plaintext),
+        Some(s) => s
+            .text()
+            .and_then(|v| match v.trim().to_ascii_uppercase().as_str() {
+                "PLAINTEXT" => Ok(SecurityProtocol::Plaintext),
+                "SSL" => Ok(SecurityProtocol::Ssl),
+                "SASL_PLAINTEXT" => Ok(SecurityProtocol::SaslPlaintext),
+                "SASL_SSL" => Ok(SecurityProtocol::SaslSsl),
+                _ => Err(keys.fail(s.error(format!(
+                    "`{}` is not a security protocol; use PLAINTEXT, SSL, SASL_PLAINTEXT or \
+                     SASL_SSL",
+                    v.trim()
+                )))),
+            }),
     };
 
-    if let Some(s) = keys.get("security.providers") {
-        return Err(s.error(
+    let providers = match keys.get("security.providers") {
+        Some(s) => Err(keys.fail(s.error(
             "custom security providers are not supported by mm2-checkpoint; remove the key",
-        ));
-    }
+        ))),
+        None => Ok(()),
+    };
+
+    let Ok(security_protocol) = security_protocol else {
+        if settings
+            .keys()
+            .any(|k| k.starts_with("ssl.") || k.starts_with("sasl."))
+        {
+            checker.not_checked(NotChecked::new(
+                None,
+                None,
+                format!(
+                    "the ssl.* and sasl.* settings of cluster `{alias}`: whether they apply \
+                     depends on its security.protocol, which has an error or was not read"
+                ),
+            ));
+        }
+        return Err(Unknown);
+    };
 
     let tls = if security_protocol.uses_tls() {
-        Some(build_tls(&keys, warnings)?)
+        let tls = build_tls(&keys);
+        if let Ok(tls) = &tls {
+            check_material(&keys, tls, env);
+        }
+        Some(tls)
     } else {
-        if settings.keys().any(|k| k.starts_with("ssl.")) {
-            warnings.push(format!(
-                "cluster `{alias}`: ssl.* settings are ignored because security.protocol is {}",
-                security_protocol.name()
+        if let Some((_, s)) = settings.iter().find(|(k, _)| k.starts_with("ssl.")) {
+            checker.warn(ConfigWarning::new(
+                Some(s.origin.clone()),
+                s.line,
+                format!(
+                    "cluster `{alias}`: ssl.* settings are ignored because security.protocol is {}",
+                    security_protocol.name()
+                ),
             ));
         }
         None
     };
-    if let Some(tls) = &tls {
-        // Check the material now, so `validate` and start-up report it before
-        // any network I/O; the material itself is loaded again when connecting.
-        let material = tls.load(env)?;
-        warnings.extend(tls.warnings(alias, &material, std::time::SystemTime::now()));
-    }
 
     let sasl = if security_protocol.uses_sasl() {
-        Some(build_sasl(&keys)?)
+        Some(build_sasl(&keys))
     } else {
-        if settings.keys().any(|k| k.starts_with("sasl.")) {
-            warnings.push(format!(
-                "cluster `{alias}`: sasl.* settings are ignored because security.protocol is {}",
-                security_protocol.name()
+        if let Some((_, s)) = settings.iter().find(|(k, _)| k.starts_with("sasl.")) {
+            checker.warn(ConfigWarning::new(
+                Some(s.origin.clone()),
+                s.line,
+                format!(
+                    "cluster `{alias}`: sasl.* settings are ignored because security.protocol \
+                     is {}",
+                    security_protocol.name()
+                ),
             ));
         }
         None
     };
     if security_protocol == SecurityProtocol::SaslPlaintext
-        && sasl
-            .as_ref()
-            .is_some_and(|s| s.mechanism == SaslMechanism::Plain)
+        && let Some(Ok(sasl)) = &sasl
+        && sasl.mechanism == SaslMechanism::Plain
     {
-        warnings.push(format!(
-            "cluster `{alias}`: SASL PLAIN over SASL_PLAINTEXT sends the password unencrypted"
+        let mechanism = keys.raw("sasl.mechanism");
+        checker.warn(ConfigWarning::new(
+            mechanism.map(|s| s.origin.clone()),
+            mechanism.and_then(|s| s.line),
+            format!(
+                "cluster `{alias}`: SASL PLAIN over SASL_PLAINTEXT sends the password unencrypted"
+            ),
         ));
     }
 
+    providers?;
     Ok(ClusterConnection {
         alias: alias.to_string(),
-        bootstrap_servers,
+        bootstrap_servers: bootstrap_servers?,
         security_protocol,
-        tls,
-        sasl,
+        tls: tls.transpose()?,
+        sasl: sasl.transpose()?,
     })
+}
+
+/// Checks the TLS material of `tls` now, so that `validate` and start-up
+/// report it before any network I/O (the driver loads it again when
+/// connecting): the trust roots and the client identity independently, then
+/// the validity warnings. Without the secrets (`--no-secrets`) only material
+/// written inline in the file is checked; every file and store is listed as
+/// not checked. Material whose settings have errors is not checked either.
+fn check_material(keys: &Keys<'_>, tls: &TlsSettings, env: &dyn Environment) {
+    let checker = keys.checker;
+    let note = |origin: &KeyOrigin, why: String| {
+        checker.not_checked(NotChecked::new(Some(origin.key.clone()), origin.line, why));
+    };
+    let sources = tls.material_sources();
+    let all_known = keys.all_known("ssl.");
+    let (check_trust, check_identity) = if checker.reads_secrets() {
+        if !all_known {
+            for (origin, _) in &sources {
+                note(
+                    origin,
+                    format!(
+                        "the material it names: an ssl.* setting of cluster `{}` has an error",
+                        keys.alias
+                    ),
+                );
+            }
+            return;
+        }
+        (true, true)
+    } else {
+        for (origin, source) in &sources {
+            if !matches!(source, PemSource::Inline(_)) {
+                note(
+                    origin,
+                    format!("{} is not opened with --no-secrets", source.describe()),
+                );
+            } else if !all_known {
+                note(
+                    origin,
+                    format!(
+                        "its inline PEM: an ssl.* setting of cluster `{}` comes from a config \
+                         provider, which --no-secrets does not read",
+                        keys.alias
+                    ),
+                );
+            }
+        }
+        if !all_known {
+            return;
+        }
+        (tls.trust_is_inline(), tls.identity_is_inline())
+    };
+    let trust = check_trust.then(|| tls.load_trust(env).map_err(|e| checker.error(e)));
+    let identity = check_identity.then(|| tls.load_identity(env).map_err(|e| checker.error(e)));
+    if let (Some(Ok(roots)), Some(Ok(identity))) = (trust, identity) {
+        let material = TlsMaterial::new(roots, identity);
+        for warning in tls.warnings(keys.alias, &material, std::time::SystemTime::now()) {
+            checker.warn(warning);
+        }
+    }
 }
 
 /// Parses `bootstrap.servers` like Kafka's `ClientUtils`: comma list of

@@ -2,8 +2,10 @@
 //! read from `sasl.jaas.config` (PLAIN and SCRAM login modules only).
 
 use super::Keys;
+use crate::config::check::{NotChecked, Unknown};
 use crate::config::error::ConfigError;
 use crate::config::jaas;
+use crate::config::providers::{Resolution, is_one_reference, replace_references};
 use crate::config::secret::Secret;
 
 const PLAIN_LOGIN_MODULE: &str = "org.apache.kafka.common.security.plain.PlainLoginModule";
@@ -48,67 +50,112 @@ const GSSAPI_REFUSAL: &str = "mm2-checkpoint does not support Kerberos and will 
     cannot carry. Give this client a SCRAM-SHA-512 or SCRAM-SHA-256 identity (or PLAIN over \
     SASL_SSL, or a client certificate over SSL) and set sasl.mechanism accordingly";
 
-pub(super) fn build_sasl(keys: &Keys<'_>) -> Result<SaslCredentials, ConfigError> {
+/// How `validate --no-secrets` shows a JAAS option that comes from a config
+/// provider it did not read.
+pub const NOT_READ: &str = "[not read: --no-secrets]";
+
+/// Stands for an unread provider reference inside a JAAS text, so that the
+/// text's structure can still be checked: a JAAS word, never a real value.
+const NOT_READ_TOKEN: &str = "__mm2_checkpoint_not_read__";
+
+/// The SASL settings of a cluster: the mechanism and the credentials in
+/// `sasl.jaas.config`. Custom handler classes and the mechanism are checked
+/// independently; the JAAS entry depends on the mechanism.
+pub(super) fn build_sasl(keys: &Keys<'_>) -> Result<SaslCredentials, Unknown> {
+    let mut handlers = Ok(());
     for handler in [
         "sasl.login.callback.handler.class",
         "sasl.client.callback.handler.class",
         "sasl.login.class",
     ] {
         if let Some(s) = keys.get(handler) {
-            return Err(s.error(
+            handlers = Err(keys.fail(s.error(
                 "custom SASL login and callback classes are not supported by mm2-checkpoint; \
                  use sasl.mechanism PLAIN or SCRAM-SHA-256/512 with username and password in \
                  sasl.jaas.config",
-            ));
+            )));
         }
     }
-    let (mechanism, module) = match keys.get("sasl.mechanism").map(|s| s.value.trim()) {
-        Some("PLAIN") => (SaslMechanism::Plain, PLAIN_LOGIN_MODULE),
-        Some("SCRAM-SHA-256") => (SaslMechanism::ScramSha256, SCRAM_LOGIN_MODULE),
-        Some("SCRAM-SHA-512") => (SaslMechanism::ScramSha512, SCRAM_LOGIN_MODULE),
-        None => {
-            return Err(ConfigError::for_key(
-                keys.missing("sasl.mechanism"),
-                format!(
-                    "is not set, so MirrorMaker 2 would use Kafka's default, GSSAPI (Kerberos); \
-                     {GSSAPI_REFUSAL}"
-                ),
+    let Ok((mechanism, module)) = mechanism(keys) else {
+        if let Some(jaas) = keys.get("sasl.jaas.config") {
+            keys.checker.not_checked(NotChecked::new(
+                Some(jaas.origin.clone()),
+                jaas.line,
+                "its login module must match sasl.mechanism, which has an error or was not read",
             ));
         }
-        Some("GSSAPI") => {
-            return Err(keys.error(
-                "sasl.mechanism",
-                format!("GSSAPI (Kerberos): {GSSAPI_REFUSAL}"),
-            ));
-        }
-        Some(m @ "OAUTHBEARER") => {
-            return Err(keys.error(
-                "sasl.mechanism",
-                format!(
-                    "{m} is not supported by mm2-checkpoint yet; use SCRAM-SHA-512, SCRAM-SHA-256 \
-                     or PLAIN (over SASL_SSL), or mutual TLS"
-                ),
-            ));
-        }
-        Some(other) => {
-            return Err(keys.error(
-                "sasl.mechanism",
-                format!("unknown mechanism `{other}`; use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"),
-            ));
-        }
+        return Err(Unknown);
     };
+    let credentials = credentials(keys, mechanism, module);
+    handlers?;
+    credentials
+}
+
+/// The mechanism and the login module it takes.
+fn mechanism(keys: &Keys<'_>) -> Result<(SaslMechanism, &'static str), Unknown> {
+    let value = match keys.get("sasl.mechanism") {
+        Some(s) => Some(s.text()?.trim()),
+        None => None,
+    };
+    let refused = |message: String| Err(keys.fail(keys.error("sasl.mechanism", message)));
+    match value {
+        Some("PLAIN") => Ok((SaslMechanism::Plain, PLAIN_LOGIN_MODULE)),
+        Some("SCRAM-SHA-256") => Ok((SaslMechanism::ScramSha256, SCRAM_LOGIN_MODULE)),
+        Some("SCRAM-SHA-512") => Ok((SaslMechanism::ScramSha512, SCRAM_LOGIN_MODULE)),
+        None => Err(keys.fail(ConfigError::for_key(
+            keys.missing("sasl.mechanism"),
+            format!(
+                "is not set, so MirrorMaker 2 would use Kafka's default, GSSAPI (Kerberos); \
+                 {GSSAPI_REFUSAL}"
+            ),
+        ))),
+        Some("GSSAPI") => refused(format!("GSSAPI (Kerberos): {GSSAPI_REFUSAL}")),
+        Some(m @ "OAUTHBEARER") => refused(format!(
+            "{m} is not supported by mm2-checkpoint yet; use SCRAM-SHA-512, SCRAM-SHA-256 or \
+             PLAIN (over SASL_SSL), or mutual TLS"
+        )),
+        Some(other) => refused(format!(
+            "unknown mechanism `{other}`; use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"
+        )),
+    }
+}
+
+/// The username and password of the `sasl.jaas.config` entry for `module`.
+///
+/// With `--no-secrets`, an entry whose options come from config providers is
+/// still checked for its structure (module, options present), with the
+/// references standing for their values; an entry that is one reference as a
+/// whole cannot be checked.
+fn credentials(
+    keys: &Keys<'_>,
+    mechanism: SaslMechanism,
+    module: &str,
+) -> Result<SaslCredentials, Unknown> {
     let jaas_setting = keys.get("sasl.jaas.config").ok_or_else(|| {
-        ConfigError::for_key(
+        keys.fail(ConfigError::for_key(
             keys.missing("sasl.jaas.config"),
             format!(
                 "is required for SASL (JAAS files given with java.security.auth.login.config are \
                  not read); e.g. `{module} required username=\"...\" password=\"...\";`"
             ),
-        )
+        ))
     })?;
-    let entry = jaas::parse(&jaas_setting.value).map_err(|m| jaas_setting.error(m))?;
+    let text = match jaas_setting.resolution {
+        Resolution::Resolved => jaas_setting.value.clone(),
+        Resolution::Failed => return Err(Unknown),
+        Resolution::NotRead if is_one_reference(&jaas_setting.value) => {
+            return Ok(SaslCredentials {
+                mechanism,
+                username: NOT_READ.to_string(),
+                password: Secret::new(""),
+            });
+        }
+        Resolution::NotRead => replace_references(&jaas_setting.value, NOT_READ_TOKEN),
+    };
+    let fail = |message: String| keys.fail(jaas_setting.error(message));
+    let entry = jaas::parse(&text).map_err(fail)?;
     if entry.module != module {
-        return Err(jaas_setting.error(format!(
+        return Err(fail(format!(
             "login module `{}` does not match sasl.mechanism={}; use {module}",
             entry.module,
             mechanism.name()
@@ -119,20 +166,21 @@ pub(super) fn build_sasl(keys: &Keys<'_>) -> Result<SaslCredentials, ConfigError
         .get("tokenauth")
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
     {
-        return Err(jaas_setting.error(
-            "delegation-token authentication (tokenauth=true) is not supported by mm2-checkpoint",
+        return Err(fail(
+            "delegation-token authentication (tokenauth=true) is not supported by mm2-checkpoint"
+                .to_string(),
         ));
     }
     let username = entry
         .options
         .get("username")
-        .cloned()
-        .ok_or_else(|| jaas_setting.error("has no `username` option"))?;
+        .map(|u| u.replace(NOT_READ_TOKEN, NOT_READ))
+        .ok_or_else(|| fail("has no `username` option".to_string()))?;
     let password = entry
         .options
         .get("password")
         .cloned()
-        .ok_or_else(|| jaas_setting.error("has no `password` option"))?;
+        .ok_or_else(|| fail("has no `password` option".to_string()))?;
     Ok(SaslCredentials {
         mechanism,
         username,

@@ -16,6 +16,7 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
 use super::{Keys, stores};
 use crate::config::Setting;
+use crate::config::check::{ConfigWarning, Unknown};
 use crate::config::error::ConfigError;
 use crate::config::providers::Environment;
 use crate::config::secret::Secret;
@@ -63,7 +64,8 @@ impl PemSource {
         Ok(normalize_pem(&String::from_utf8_lossy(&bytes)).into_bytes())
     }
 
-    fn describe(&self) -> String {
+    /// `PEM file <path>`, `inline PEM` or `PKCS12 store <path>`.
+    pub(super) fn describe(&self) -> String {
         match self {
             Self::File(path) => format!("PEM file {}", path.display()),
             Self::Inline(_) => "inline PEM".to_string(),
@@ -92,6 +94,11 @@ impl KeyOrigin {
 
     pub(super) fn error(&self, message: impl Into<String>) -> ConfigError {
         ConfigError::for_key(self.key.as_str(), message).at_line(self.line)
+    }
+
+    /// A warning about this key.
+    fn warning(&self, message: String) -> ConfigWarning {
+        ConfigWarning::new(Some(self.key.clone()), self.line, message)
     }
 
     /// `` `key` (line N) `` for warnings.
@@ -169,6 +176,33 @@ pub struct TlsMaterial {
     pub key_not_compared: Option<String>,
 }
 
+impl TlsMaterial {
+    /// Material of trust roots `roots` and, if configured, a client identity
+    /// (chain, key, and why the key could not be compared with the chain).
+    pub(super) fn new(
+        roots: Vec<CertificateDer<'static>>,
+        identity: Option<LoadedIdentity>,
+    ) -> Self {
+        let (identity, key_not_compared) = match identity {
+            Some((chain, key, why)) => (Some((chain, key)), why),
+            None => (None, None),
+        };
+        TlsMaterial {
+            roots,
+            identity,
+            key_not_compared,
+        }
+    }
+}
+
+/// A client identity as loaded: the chain, the key, and why the key could not
+/// be compared with the chain (if it could not).
+pub(super) type LoadedIdentity = (
+    Vec<CertificateDer<'static>>,
+    PrivateKeyDer<'static>,
+    Option<String>,
+);
+
 impl TlsSettings {
     /// Reads and parses the PEM files and inline PEM text, parses every
     /// certificate as X.509 and checks that the private key is usable and
@@ -176,8 +210,18 @@ impl TlsSettings {
     ///
     /// Errors name the config key and line; they never contain key material.
     pub fn load(&self, env: &dyn Environment) -> Result<TlsMaterial, ConfigError> {
-        let roots = match &self.trust {
-            TrustRoots::Default => Vec::new(),
+        let roots = self.load_trust(env)?;
+        let identity = self.load_identity(env)?;
+        Ok(TlsMaterial::new(roots, identity))
+    }
+
+    /// The trusted CA certificates (empty for [`TrustRoots::Default`]).
+    pub(super) fn load_trust(
+        &self,
+        env: &dyn Environment,
+    ) -> Result<Vec<CertificateDer<'static>>, ConfigError> {
+        match &self.trust {
+            TrustRoots::Default => Ok(Vec::new()),
             TrustRoots::Pem {
                 source:
                     source @ PemSource::Pkcs12 {
@@ -195,43 +239,75 @@ impl TlsSettings {
                 };
                 let certs = stores::pkcs12_trusted_certificates(env, &store)?;
                 check_x509(&certs, key, source)?;
-                certs
+                Ok(certs)
             }
             TrustRoots::Pem { source, key } => {
                 let bytes = source.read_normalized(env, key)?;
-                certificates(&bytes, key, source)?
+                certificates(&bytes, key, source)
             }
+        }
+    }
+
+    /// The client certificate chain and private key, checked as a pair, if
+    /// an identity is configured.
+    pub(super) fn load_identity(
+        &self,
+        env: &dyn Environment,
+    ) -> Result<Option<LoadedIdentity>, ConfigError> {
+        let Some(id) = &self.identity else {
+            return Ok(None);
         };
-        let mut key_not_compared = None;
-        let identity = match &self.identity {
-            None => None,
-            Some(id) => {
-                let (chain, key) = match &id.certificate_chain {
-                    source @ PemSource::Pkcs12 {
-                        path,
-                        password,
-                        password_key,
-                    } => {
-                        let store = stores::Pkcs12Store {
-                            path,
-                            password,
-                            key: &id.chain_key,
-                            password_key,
-                        };
-                        let (chain, key) = stores::pkcs12_key_chain(env, &store)?;
-                        check_x509(&chain, &id.chain_key, source)?;
-                        (chain, key)
-                    }
-                    _ => pem_key_chain(id, env)?,
+        let (chain, key) = match &id.certificate_chain {
+            source @ PemSource::Pkcs12 {
+                path,
+                password,
+                password_key,
+            } => {
+                let store = stores::Pkcs12Store {
+                    path,
+                    password,
+                    key: &id.chain_key,
+                    password_key,
                 };
-                key_not_compared = check_key_belongs_to_chain(id, &chain, &key)?;
-                Some((chain, key))
+                let (chain, key) = stores::pkcs12_key_chain(env, &store)?;
+                check_x509(&chain, &id.chain_key, source)?;
+                (chain, key)
             }
+            _ => pem_key_chain(id, env)?,
         };
-        Ok(TlsMaterial {
-            roots,
-            identity,
-            key_not_compared,
+        let not_compared = check_key_belongs_to_chain(id, &chain, &key)?;
+        Ok(Some((chain, key, not_compared)))
+    }
+
+    /// Every key that names material, with where that material is: the trust
+    /// store, then the client chain and key (once when one key gives both).
+    pub(super) fn material_sources(&self) -> Vec<(&KeyOrigin, &PemSource)> {
+        let mut out = Vec::new();
+        if let TrustRoots::Pem { source, key } = &self.trust {
+            out.push((key, source));
+        }
+        if let Some(id) = &self.identity {
+            out.push((&id.chain_key, &id.certificate_chain));
+            if id.key != id.chain_key {
+                out.push((&id.key, &id.private_key));
+            }
+        }
+        out
+    }
+
+    /// Whether the trust roots need no file: the defaults, or inline PEM.
+    pub(super) fn trust_is_inline(&self) -> bool {
+        match &self.trust {
+            TrustRoots::Default => true,
+            TrustRoots::Pem { source, .. } => matches!(source, PemSource::Inline(_)),
+        }
+    }
+
+    /// Whether the client identity needs no file: none, or inline PEM.
+    pub(super) fn identity_is_inline(&self) -> bool {
+        self.identity.as_ref().is_none_or(|id| {
+            matches!(id.certificate_chain, PemSource::Inline(_))
+                && matches!(id.private_key, PemSource::Inline(_))
         })
     }
 
@@ -241,7 +317,12 @@ impl TlsSettings {
     /// certificate. Each names the config key and line and the certificate's
     /// subject; a TLS handshake with an expired certificate fails, so these are
     /// worth fixing before they stop the daemon.
-    pub fn warnings(&self, alias: &str, material: &TlsMaterial, now: SystemTime) -> Vec<String> {
+    pub fn warnings(
+        &self,
+        alias: &str,
+        material: &TlsMaterial,
+        now: SystemTime,
+    ) -> Vec<ConfigWarning> {
         let mut out = Vec::new();
         if let TrustRoots::Pem { source, key } = &self.trust {
             validity_warnings(alias, key, source, &material.roots, now, &mut out);
@@ -256,11 +337,11 @@ impl TlsSettings {
                 &mut out,
             );
             if let Some(why) = &material.key_not_compared {
-                out.push(format!(
+                out.push(id.key.warning(format!(
                     "cluster `{alias}`: {}: the private key was not compared with its \
                      certificate ({why}); the TLS handshake will tell",
                     id.key.describe()
-                ));
+                )));
             }
         }
         out
@@ -391,7 +472,7 @@ fn validity_warnings(
     source: &PemSource,
     certs: &[CertificateDer<'static>],
     now: SystemTime,
-    out: &mut Vec<String>,
+    out: &mut Vec<ConfigWarning>,
 ) {
     let total = certs.len();
     for (i, der) in certs.iter().enumerate() {
@@ -420,10 +501,10 @@ fn validity_warnings(
         } else {
             continue;
         };
-        out.push(format!(
+        out.push(key.warning(format!(
             "cluster `{alias}`: {}: {which} {problem}",
             key.describe()
-        ));
+        )));
     }
 }
 
@@ -531,8 +612,11 @@ enum StoreType {
 
 /// The store type set by `type_key` (Kafka's default is JKS, so an absent key
 /// means JKS), or an error telling how to convert what we cannot read.
-fn store_type(keys: &Keys<'_>, type_key: &str, what: &str) -> Result<StoreType, ConfigError> {
-    let store_type = keys.get(type_key).map(|s| s.value.trim());
+fn store_type(keys: &Keys<'_>, type_key: &str, what: &str) -> Result<StoreType, Unknown> {
+    let store_type = match keys.get(type_key) {
+        Some(s) => Some(s.text()?.trim()),
+        None => None,
+    };
     match store_type {
         Some(t) if t.eq_ignore_ascii_case("PEM") => return Ok(StoreType::Pem),
         Some(t) if t.eq_ignore_ascii_case("PKCS12") => return Ok(StoreType::Pkcs12),
@@ -544,67 +628,68 @@ fn store_type(keys: &Keys<'_>, type_key: &str, what: &str) -> Result<StoreType, 
     } else {
         ""
     };
-    Err(keys.error(
+    Err(keys.fail(keys.error(
         type_key,
         format!(
             "{what} type {t}{shown} is not supported; PKCS12 and PEM are. Convert a JKS store \
              with `keytool -importkeystore -srckeystore <store.jks> -destkeystore <store.p12> \
              -deststoretype PKCS12` and set {type_key}=PKCS12"
         ),
-    ))
+    )))
 }
 
 /// The password of a PKCS12 store and its key (required: the store's
-/// integrity check and its encryption are keyed by it).
-fn store_password(keys: &Keys<'_>, password_key: &str) -> Result<(Secret, KeyOrigin), ConfigError> {
+/// integrity check and its encryption are keyed by it). The password may be
+/// unread (`--no-secrets`): only its presence is checked here.
+fn store_password(keys: &Keys<'_>, password_key: &str) -> Result<(Secret, KeyOrigin), Unknown> {
     match keys.get(password_key) {
         Some(s) => Ok((Secret::new(s.value.clone()), KeyOrigin::of(s))),
-        None => Err(ConfigError::for_key(
+        None => Err(keys.fail(ConfigError::for_key(
             keys.missing(password_key),
             "is required for a PKCS12 store",
-        )),
+        ))),
     }
 }
 
-pub(super) fn build_tls(
-    keys: &Keys<'_>,
-    warnings: &mut Vec<String>,
-) -> Result<TlsSettings, ConfigError> {
-    if let Some(s) = keys.get("ssl.engine.factory.class") {
-        return Err(s.error(
+/// The TLS settings of a cluster. The trust store, the client identity, the
+/// host name check and the engine factory are checked independently; every
+/// problem is recorded.
+pub(super) fn build_tls(keys: &Keys<'_>) -> Result<TlsSettings, Unknown> {
+    let engine = match keys.get("ssl.engine.factory.class") {
+        Some(s) => Err(keys.fail(s.error(
             "custom SSL engine factories are not supported by mm2-checkpoint; configure PEM \
              or PKCS12 trust and key stores instead",
-        ));
-    }
-    let trust = build_trust(keys)?;
-    let identity = build_identity(keys)?;
-    let verify_hostname = match keys.raw("ssl.endpoint.identification.algorithm") {
-        None => true,
-        Some(s) if s.value.trim().is_empty() => {
-            warnings.push(format!(
-                "cluster `{}`: TLS host name verification is DISABLED ({} is empty)",
-                keys.alias, s.origin
-            ));
-            false
-        }
-        Some(s) if s.value.trim().eq_ignore_ascii_case("https") => true,
-        Some(s) => {
-            return Err(s.error(format!(
-                "`{}` is not supported; use `https` (verify host names, the default) or an empty \
-                 value (do not verify)",
-                s.value.trim()
-            )));
-        }
+        ))),
+        None => Ok(()),
     };
-
+    let trust = build_trust(keys);
+    let identity = build_identity(keys);
+    let verify_hostname = match keys.raw("ssl.endpoint.identification.algorithm") {
+        None => Ok(true),
+        Some(s) => s.text().and_then(|value| match value.trim() {
+            "" => {
+                keys.checker.warn(s.warning(format!(
+                    "cluster `{}`: TLS host name verification is DISABLED ({} is empty)",
+                    keys.alias, s.origin
+                )));
+                Ok(false)
+            }
+            v if v.eq_ignore_ascii_case("https") => Ok(true),
+            v => Err(keys.fail(s.error(format!(
+                "`{v}` is not supported; use `https` (verify host names, the default) or an \
+                 empty value (do not verify)"
+            )))),
+        }),
+    };
+    engine?;
     Ok(TlsSettings {
-        trust,
-        identity,
-        verify_hostname,
+        trust: trust?,
+        identity: identity?,
+        verify_hostname: verify_hostname?,
     })
 }
 
-fn build_trust(keys: &Keys<'_>) -> Result<TrustRoots, ConfigError> {
+fn build_trust(keys: &Keys<'_>) -> Result<TrustRoots, Unknown> {
     let location = keys.get("ssl.truststore.location");
     let inline = keys.get("ssl.truststore.certificates");
     if location.is_none() && inline.is_none() {
@@ -612,8 +697,11 @@ fn build_trust(keys: &Keys<'_>) -> Result<TrustRoots, ConfigError> {
     }
     let kind = store_type(keys, "ssl.truststore.type", "trust store")?;
     match (location, inline) {
-        (Some(_), Some(certs)) => Err(certs
-            .error("set either ssl.truststore.location or ssl.truststore.certificates, not both")),
+        (Some(_), Some(certs)) => {
+            Err(keys.fail(certs.error(
+                "set either ssl.truststore.location or ssl.truststore.certificates, not both",
+            )))
+        }
         (Some(loc), None) if kind == StoreType::Pkcs12 => {
             let (password, password_key) = store_password(keys, "ssl.truststore.password")?;
             Ok(TrustRoots::Pem {
@@ -625,15 +713,15 @@ fn build_trust(keys: &Keys<'_>) -> Result<TrustRoots, ConfigError> {
                 key: KeyOrigin::of(loc),
             })
         }
-        (None, Some(certs)) if kind == StoreType::Pkcs12 => Err(certs.error(
+        (None, Some(certs)) if kind == StoreType::Pkcs12 => Err(keys.fail(certs.error(
             "inline certificates are PEM: set ssl.truststore.type=PEM, or give the PKCS12 \
              store as ssl.truststore.location",
-        )),
+        ))),
         (location, inline) => {
             if let Some(s) = keys.get("ssl.truststore.password") {
-                return Err(s.error(
+                return Err(keys.fail(s.error(
                     "a trust store password cannot be used with PEM trust stores; remove it",
-                ));
+                )));
             }
             Ok(match (location, inline) {
                 (Some(loc), _) => TrustRoots::Pem {
@@ -650,7 +738,7 @@ fn build_trust(keys: &Keys<'_>) -> Result<TrustRoots, ConfigError> {
     }
 }
 
-fn build_identity(keys: &Keys<'_>) -> Result<Option<ClientIdentity>, ConfigError> {
+fn build_identity(keys: &Keys<'_>) -> Result<Option<ClientIdentity>, Unknown> {
     let location = keys.get("ssl.keystore.location");
     let chain = keys.get("ssl.keystore.certificate.chain");
     let key = keys.get("ssl.keystore.key");
@@ -658,31 +746,35 @@ fn build_identity(keys: &Keys<'_>) -> Result<Option<ClientIdentity>, ConfigError
         return Ok(None);
     }
     let kind = store_type(keys, "ssl.keystore.type", "key store")?;
-    let key_password = keys
-        .get("ssl.key.password")
-        .map(|s| (Secret::new(s.value.clone()), KeyOrigin::of(s)));
+    let key_password_setting = keys.get("ssl.key.password");
+    let key_password =
+        key_password_setting.map(|s| (Secret::new(s.value.clone()), KeyOrigin::of(s)));
     if kind == StoreType::Pkcs12 {
         let Some(loc) = location else {
-            return Err(keys.error(
+            return Err(keys.fail(keys.error(
                 "ssl.keystore.location",
                 "is required for a PKCS12 key store (ssl.keystore.certificate.chain and \
                  ssl.keystore.key are PEM)",
-            ));
+            )));
         };
         if let Some(s) = chain.or(key) {
-            return Err(s.error("is PEM: it cannot be combined with a PKCS12 key store"));
+            return Err(keys.fail(s.error("is PEM: it cannot be combined with a PKCS12 key store")));
         }
         let (password, password_key) = store_password(keys, "ssl.keystore.password")?;
         // keytool writes PKCS12 stores with one password for the store and its
-        // keys, and refuses a different key password; so do we.
-        if let Some((key_pw, origin)) = &key_password
-            && key_pw.expose() != password.expose()
+        // keys, and refuses a different key password; so do we. Passwords not
+        // read (`--no-secrets`) cannot be compared.
+        let store_password = keys.get("ssl.keystore.password").map(Setting::text);
+        if let (Some(key_setting), Some(Ok(store_password))) =
+            (key_password_setting, store_password)
+            && let Ok(key_pw) = key_setting.text()
+            && key_pw != store_password
         {
-            return Err(origin.error(
+            return Err(keys.fail(key_setting.error(
                 "differs from ssl.keystore.password; a PKCS12 store has one password for \
                  the store and its key (keytool enforces this), so remove ssl.key.password \
                  or set it to the store password",
-            ));
+            )));
         }
         let source = PemSource::Pkcs12 {
             path: PathBuf::from(loc.value.trim()),
@@ -698,10 +790,10 @@ fn build_identity(keys: &Keys<'_>) -> Result<Option<ClientIdentity>, ConfigError
         }));
     }
     if let Some(s) = keys.get("ssl.keystore.password") {
-        return Err(s.error(
+        return Err(keys.fail(s.error(
             "a key store password cannot be used with PEM key stores (Kafka refuses it too); \
              remove it (an encrypted private key takes ssl.key.password)",
-        ));
+        )));
     }
     match (location, chain, key) {
         (Some(loc), None, None) => {
@@ -721,18 +813,18 @@ fn build_identity(keys: &Keys<'_>) -> Result<Option<ClientIdentity>, ConfigError
             key: KeyOrigin::of(key),
             key_password,
         })),
-        (Some(loc), _, _) => Err(loc.error(
+        (Some(loc), _, _) => Err(keys.fail(loc.error(
             "set either ssl.keystore.location or ssl.keystore.certificate.chain with \
              ssl.keystore.key, not both",
-        )),
-        (None, Some(_), None) => Err(keys.error(
+        ))),
+        (None, Some(_), None) => Err(keys.fail(keys.error(
             "ssl.keystore.key",
             "is required when ssl.keystore.certificate.chain is set",
-        )),
-        (None, _, _) => Err(keys.error(
+        ))),
+        (None, _, _) => Err(keys.fail(keys.error(
             "ssl.keystore.certificate.chain",
             "is required when ssl.keystore.key is set",
-        )),
+        ))),
     }
 }
 
