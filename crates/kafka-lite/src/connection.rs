@@ -167,7 +167,7 @@ enum Closed {
     /// [`Error::ConnectionClosed`].
     Io(String),
     /// The TLS layer failed (an alert from the broker, say): [`Error::Tls`].
-    Tls(String),
+    Tls(String, crate::TlsFailure),
     /// The broker announced an impossible frame: [`Error::FrameTooLarge`].
     FrameTooLarge { size: i64, max: usize },
 }
@@ -186,9 +186,10 @@ impl Shared {
                 broker,
                 detail: detail.clone(),
             },
-            Closed::Tls(detail) => Error::Tls {
+            Closed::Tls(detail, kind) => Error::Tls {
                 broker,
                 detail: detail.clone(),
+                kind: *kind,
             },
             Closed::FrameTooLarge { size, max } => Error::FrameTooLarge {
                 broker,
@@ -227,7 +228,10 @@ impl Shared {
             .get_ref()
             .and_then(|inner| inner.downcast_ref::<rustls::Error>())
         {
-            Some(tls) => self.close(Closed::Tls(crate::tls::describe_error(tls))),
+            Some(tls) => self.close(Closed::Tls(
+                crate::tls::describe_error(tls),
+                crate::tls::failure_kind(tls),
+            )),
             None => self.poison(format!("{action} failed: {error}")),
         }
     }

@@ -64,6 +64,8 @@ pub enum Error {
         broker: String,
         /// What rustls reported.
         detail: String,
+        /// Which kind of failure, for callers that point at the setting to fix.
+        kind: TlsFailure,
     },
 
     /// The local TLS configuration is unusable (unreadable PEM file, no
@@ -203,7 +205,32 @@ pub enum Error {
     },
 }
 
+/// What kind of TLS failure an [`Error::Tls`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TlsFailure {
+    /// The broker's certificate does not chain to a CA the client trusts
+    /// (rustls' `UnknownIssuer`): the trust roots lack the CA that signed it.
+    UntrustedCertificate,
+    /// Any other failure: an alert from the broker, a certificate that is
+    /// expired or names another host, a broken session, ...
+    Other,
+}
+
 impl Error {
+    /// Whether the broker's certificate was refused because no trusted CA
+    /// signed it: the trust roots (`TlsConfig::ca_pem_file` / `ca_pem`, or
+    /// the built-in roots) lack its CA.
+    pub fn is_untrusted_certificate(&self) -> bool {
+        matches!(
+            self,
+            Error::Tls {
+                kind: TlsFailure::UntrustedCertificate,
+                ..
+            }
+        )
+    }
+
     /// Whether retrying (on a new connection if this one is closed) may succeed.
     ///
     /// I/O failures, timeouts and closed connections are retriable; Kafka

@@ -79,7 +79,7 @@ pub use data::{
     FetchOptions, FetchedPartition, IsolationLevel, ListedOffset, OffsetSpec, PartitionOffset,
     PartitionReader, PartitionRecords, ProduceOptions, StartOffset, TopicPoll, TopicReader,
 };
-pub use error::{Error, kafka_error_name};
+pub use error::{Error, TlsFailure, kafka_error_name};
 pub use membership::{Joined, JoinedMember, MemberConfig};
 pub use pool::BrokerPool;
 pub use tls::{

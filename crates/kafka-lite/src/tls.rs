@@ -310,6 +310,16 @@ pub(crate) fn describe_error(error: &rustls::Error) -> String {
     format!("{error}{hint}")
 }
 
+/// Which kind of failure a rustls error is.
+pub(crate) fn failure_kind(error: &rustls::Error) -> crate::TlsFailure {
+    match error {
+        rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer) => {
+            crate::TlsFailure::UntrustedCertificate
+        }
+        _ => crate::TlsFailure::Other,
+    }
+}
+
 fn config_error(detail: String) -> Error {
     Error::TlsConfig { detail }
 }

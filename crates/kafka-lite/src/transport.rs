@@ -105,6 +105,7 @@ fn tls_error(address: &str, error: io::Error) -> Error {
         Error::Tls {
             broker: address.to_string(),
             detail: crate::tls::describe_error(tls),
+            kind: crate::tls::failure_kind(tls),
         }
     } else if matches!(
         error.kind(),
@@ -118,6 +119,7 @@ fn tls_error(address: &str, error: io::Error) -> Error {
                  like this (use security.protocol PLAINTEXT or SASL_PLAINTEXT for it), and \
                  so does a TLS listener that requires a client certificate"
             ),
+            kind: crate::TlsFailure::Other,
         }
     } else {
         Error::Io {

@@ -302,6 +302,7 @@ async fn expired_certificate_is_refused() {
         tls_detail(&err).to_ascii_lowercase().contains("expired"),
         "{err}"
     );
+    assert!(!err.is_untrusted_certificate(), "{err:?}");
 }
 
 #[tokio::test]
@@ -317,6 +318,7 @@ async fn certificate_from_an_untrusted_ca_is_refused_as_unknown_issuer() {
         "{detail}"
     );
     assert!(detail.contains("ca_pem_file"), "{detail}");
+    assert!(err.is_untrusted_certificate(), "{err:?}");
 }
 
 /// Runs `f` with a tracing subscriber that records WARN and above.

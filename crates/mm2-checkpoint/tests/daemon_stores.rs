@@ -4,7 +4,9 @@
 //! and an encrypted PKCS#8 key opened with `ssl.key.password`. `run --once`
 //! must write the checkpoint through them; wrong passwords and a store without
 //! a key must fail at `validate` (exit 2) naming the key, with no secret in
-//! the output.
+//! the output. A trust store without the brokers' CA can only be found by a
+//! handshake: against the source cluster's real SSL listener, `run` must name
+//! the key that set the trusted CAs.
 
 mod common;
 
@@ -12,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::{World, mm2, rt, run_once};
-use e2e::clusters;
+use common::{Daemon, World, mm2, rt, run_once};
+use e2e::{Listener, clusters};
 
 const STORE_PASSWORD: &str = "store-Pw-7731";
 const KEY_PASSWORD: &str = "key-Pw-5520";
@@ -306,4 +308,159 @@ fn wrong_passwords_and_a_store_without_a_key_fail_validate_naming_the_key() {
             assert_no_secret(&out);
         }
     }
+}
+
+/// A CA made by the test, which signed nothing the test clusters present:
+/// `<dir>/other-ca.pem`, and a keytool PKCS12 trust store holding it.
+fn other_ca(dir: &Path) -> (PathBuf, PathBuf) {
+    let pem = dir.join("other-ca.pem");
+    tool(
+        "openssl",
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-subj",
+            "/CN=mm2-checkpoint other test CA",
+            "-days",
+            "365",
+            "-keyout",
+            s(&dir.join("other-ca.key")),
+            "-out",
+            s(&pem),
+        ],
+    );
+    let store = dir.join("other-truststore.p12");
+    tool(
+        "keytool",
+        &[
+            "-importcert",
+            "-noprompt",
+            "-storetype",
+            "PKCS12",
+            "-alias",
+            "other-ca",
+            "-file",
+            s(&pem),
+            "-keystore",
+            s(&store),
+            "-storepass",
+            STORE_PASSWORD,
+        ],
+    );
+    (pem, store)
+}
+
+/// A config whose source `w.s` is reached on its SSL listener with the trust
+/// lines `trust` (line 4 on), the target over PLAINTEXT.
+fn ssl_source_config(w: &World, name: &str, trust: &str) -> PathBuf {
+    let c = clusters();
+    let text = format!(
+        "clusters = {s}, {t}\n\
+         {s}.bootstrap.servers = {sb}\n\
+         {s}.security.protocol = SSL\n\
+         {trust}\n\
+         {t}.bootstrap.servers = {tb}\n\
+         {s}->{t}.enabled = true\n\
+         admin.timeout.ms = 5000\n",
+        s = w.s,
+        t = w.t,
+        sb = c.source().bootstrap.get(Listener::Ssl),
+        tb = c.target().bootstrap.get(Listener::Plaintext),
+        trust = trust.replace("{s}", &w.s),
+    );
+    let path = w.dir.join(name);
+    std::fs::write(&path, text).expect("write config");
+    path
+}
+
+/// The broker's certificate is signed by the test clusters' CA, the trust
+/// store holds another one: `validate` cannot know (exit 0), `run --once`
+/// fails its round (exit 1) naming the cluster and the trust key with its
+/// line, and the daemon says the same while it retries.
+#[test]
+fn a_trust_store_without_the_brokers_ca_is_named_at_run() {
+    let rt = rt();
+    let w = World::new(&rt, "stores-untrusted", 1);
+    let (pem, store) = other_ca(&w.dir);
+    let inline = std::fs::read_to_string(&pem)
+        .expect("read CA")
+        .trim_end()
+        .replace('\n', "\\n");
+    let cases = [
+        (
+            "pkcs12",
+            format!(
+                "{{s}}.ssl.truststore.type = PKCS12\n\
+                 {{s}}.ssl.truststore.location = {}\n\
+                 {{s}}.ssl.truststore.password = {STORE_PASSWORD}",
+                s(&store)
+            ),
+            format!("`{}.ssl.truststore.location` (line 5)", w.s),
+        ),
+        (
+            "inline-pem",
+            format!(
+                "{{s}}.ssl.truststore.type = PEM\n{{s}}.ssl.truststore.certificates = {inline}"
+            ),
+            format!("`{}.ssl.truststore.certificates` (line 5)", w.s),
+        ),
+    ];
+    for (name, trust, key) in cases {
+        let cfg = ssl_source_config(&w, &format!("{name}.properties"), &trust);
+        let validated = mm2(&["validate", s(&cfg)], Duration::from_secs(30));
+        assert_eq!(
+            validated.status.code(),
+            Some(0),
+            "{name}: {}",
+            String::from_utf8_lossy(&validated.stderr)
+        );
+        let out = mm2(
+            &["run", "--once", "--config", s(&cfg)],
+            Duration::from_secs(60),
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {stderr}");
+        let failure = stderr
+            .lines()
+            .find(|l| l.contains("ERROR") && l.contains("stopped on error"))
+            .unwrap_or_else(|| panic!("{name}: no final error:\n{stderr}"));
+        assert!(
+            failure.contains(&format!(
+                "the broker's certificate is not signed by a CA that cluster `{}` trusts: {key}",
+                w.s
+            )) && failure.contains("lacks the CA that signed the brokers' certificates")
+                && failure.contains("UnknownIssuer"),
+            "{name}: {failure}"
+        );
+        assert_no_secret(&out);
+    }
+
+    // The daemon keeps retrying (the brokers may get a certificate the
+    // store trusts) and says why each time; SIGTERM stops it.
+    let cfg = ssl_source_config(
+        &w,
+        "daemon.properties",
+        &format!(
+            "{{s}}.ssl.truststore.type = PEM\n{{s}}.ssl.truststore.location = {}",
+            s(&pem)
+        ),
+    );
+    let mut daemon = Daemon::spawn(Command::new(env!("CARGO_BIN_EXE_mm2-checkpoint")).args([
+        "run",
+        "--config",
+        s(&cfg),
+    ]));
+    let line = daemon.wait_for("startup failed; retrying");
+    assert!(
+        line.contains(&format!("`{}.ssl.truststore.location` (line 5)", w.s))
+            && line.contains("lacks the CA"),
+        "{line}"
+    );
+    let (code, _, stderr) = daemon.terminate();
+    assert_eq!(code, Some(0), "{stderr}");
 }

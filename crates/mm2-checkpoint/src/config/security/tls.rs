@@ -295,6 +295,28 @@ impl TlsSettings {
         out
     }
 
+    /// What to tell the operator when a broker of cluster `alias` presented
+    /// a certificate that no trusted CA signed (found only by a TLS
+    /// handshake): which key sets the trusted CAs, and what to do.
+    pub fn untrusted_certificate_hint(&self, alias: &str) -> String {
+        match &self.trust {
+            TrustRoots::Pem { source, key } => format!(
+                "the broker's certificate is not signed by a CA that cluster `{alias}` trusts: \
+                 {} gives {}, which lacks the CA that signed the brokers' certificates; add \
+                 that CA to it",
+                key.describe(),
+                source.describe()
+            ),
+            TrustRoots::Default => format!(
+                "the broker's certificate is not signed by a CA that cluster `{alias}` trusts: \
+                 neither `{alias}.ssl.truststore.location` nor \
+                 `{alias}.ssl.truststore.certificates` is set, so only the default root \
+                 certificates are trusted; set one of them to the CA that signed the brokers' \
+                 certificates"
+            ),
+        }
+    }
+
     /// Whether the trust roots need no file: the defaults, or inline PEM.
     pub(super) fn trust_is_inline(&self) -> bool {
         match &self.trust {

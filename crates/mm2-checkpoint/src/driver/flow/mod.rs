@@ -280,9 +280,27 @@ impl<C: FlowCluster> FlowContext<C> {
             StepError {
                 cluster: cluster.alias().to_owned(),
                 op,
-                error: StepCause::Client(error),
+                error: self.cause(cluster.alias(), error),
             }
         })
+    }
+
+    /// The cause of a failed step on cluster `alias`. A broker certificate
+    /// that no trusted CA signed is found only by a TLS handshake, so the
+    /// configuration could not report it; the cause then names the key that
+    /// sets the cluster's trusted CAs (the configuration says which).
+    fn cause(&self, alias: &str, error: Error) -> StepCause {
+        let tls = [&self.cfg.source, &self.cfg.target]
+            .into_iter()
+            .find(|c| c.alias == alias)
+            .and_then(|c| c.tls.as_ref());
+        match tls {
+            Some(tls) if error.is_untrusted_certificate() => StepCause::Driver {
+                what: tls.untrusted_certificate_hint(alias),
+                cause: Some(Box::new(error)),
+            },
+            _ => StepCause::Client(error),
+        }
     }
 
     fn ready_condition(&self) -> String {
