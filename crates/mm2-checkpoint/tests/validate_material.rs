@@ -222,4 +222,14 @@ fn a_certificate_about_to_expire_is_a_warning_with_key_line_and_subject() {
     }
     let secrets = secret_lines(&dir.read("short-lived.key"));
     assert!(secrets.iter().all(|l| !stdout.contains(l)));
+
+    // A warning like any other: `--strict` fails on it.
+    let out = mm2(&["validate", "--strict", s(&cfg)], Duration::from_secs(20));
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with("error: --strict: the configuration has 2 warnings")
+            && stderr.contains("(in 0 days)"),
+        "{stderr}"
+    );
 }
