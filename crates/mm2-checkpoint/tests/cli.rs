@@ -1122,7 +1122,7 @@ fn validate_format_json_of_a_good_config_has_its_settings_and_masks_secrets() {
         row("security.protocol")["origin"],
         "A.security.protocol (line 5)"
     );
-    let interval = flow["settings"]["settings"]
+    let interval = flow["settings"]["flow"]
         .as_array()
         .and_then(|r| {
             r.iter()

@@ -125,7 +125,7 @@ pub fn render_validation_json(validation: &Validation, strict: bool) -> String {
                 "reason": f.reason,
                 "settings": f.settings.map(|flow| {
                     json!({
-                        "settings": rows_json(&flow_rows(flow)),
+                        "flow": rows_json(&flow_rows(flow)),
                         "source": cluster_json(&flow.source, "source", flow),
                         "target": cluster_json(&flow.target, "target", flow),
                     })
