@@ -659,9 +659,9 @@ fn check_entries(
                             None,
                             None,
                             format!(
-                                "flow {flow}: its emit.checkpoints.enabled has an error, so it \
-                                 is not known whether mm2-checkpoint or MirrorMaker 2 \
-                                 checkpoints it"
+                                "flow {flow}: its emit.checkpoints.enabled has an error or was \
+                                 not read, so it is not known whether mm2-checkpoint or \
+                                 MirrorMaker 2 checkpoints it"
                             ),
                         ));
                     }
@@ -672,8 +672,8 @@ fn check_entries(
                         None,
                         None,
                         format!(
-                            "flow {flow}: its `enabled` setting has an error, so it is not known \
-                             whether the flow is enabled"
+                            "flow {flow}: its `enabled` setting has an error or was not read, \
+                             so it is not known whether the flow is enabled"
                         ),
                     ));
                 }

@@ -2004,8 +2004,8 @@ fn what_depends_on_an_error_is_skipped_and_said_so() {
         [
             "A.sasl.jaas.config (line 8) (its login module must match sasl.mechanism, which has \
              an error or was not read)",
-            "flow B->A: its `enabled` setting has an error, so it is not known whether the flow \
-             is enabled",
+            "flow B->A: its `enabled` setting has an error or was not read, so it is not known \
+             whether the flow is enabled",
         ]
     );
     // `clusters` itself: nothing that needs the aliases is checked, the rest is.
@@ -2309,4 +2309,32 @@ fn the_json_report_has_every_part_and_no_secret() {
         serde_json::from_str(&render_validation_json(&v, true)).expect("valid JSON");
     assert_eq!(strict["ok"], false);
     assert!(!everything(&v).contains(SECRET_A));
+}
+
+#[test]
+fn material_is_not_read_when_the_tls_settings_have_an_error_and_that_is_said() {
+    let v = check(
+        &ssl(
+            "B.ssl.truststore.location = /etc/kafka/ca.pem\nB.ssl.keystore.type = PEM\n\
+              B.ssl.keystore.location = /nowhere/client.pem\nB.ssl.keystore.password = x",
+        ),
+        &tls_env(),
+        Secrets::Read,
+    );
+    // The trust store's type (JKS by default) and the PEM key store's
+    // password are the errors; no file is read, and both keys say why.
+    assert_eq!(
+        error_keys(&v),
+        ["B.ssl.keystore.password (9)", "B.ssl.truststore.type"]
+    );
+    let notes: Vec<_> = v.not_checked.iter().filter_map(NotChecked::key).collect();
+    assert_eq!(
+        notes,
+        ["B.ssl.truststore.location", "B.ssl.keystore.location"]
+    );
+    assert!(
+        v.not_checked[0]
+            .why()
+            .contains("TLS settings of cluster `B` have an error")
+    );
 }

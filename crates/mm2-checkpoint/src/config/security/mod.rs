@@ -166,6 +166,15 @@ impl Keys<'_> {
     }
 }
 
+/// The keys that name key or trust material.
+const MATERIAL_KEYS: [&str; 5] = [
+    "ssl.truststore.location",
+    "ssl.truststore.certificates",
+    "ssl.keystore.location",
+    "ssl.keystore.certificate.chain",
+    "ssl.keystore.key",
+];
+
 /// Builds and validates the connection of cluster `alias`, recording every
 /// problem in `checker`: the bootstrap list, the protocol, the TLS settings
 /// and material (PEM files and stores are read unless `--no-secrets`) and the
@@ -237,8 +246,20 @@ pub(crate) fn build_connection(
 
     let tls = if security_protocol.uses_tls() {
         let tls = build_tls(&keys);
-        if let Ok(tls) = &tls {
-            check_material(&keys, tls, env);
+        match &tls {
+            Ok(tls) => check_material(&keys, tls, env),
+            Err(Unknown) => {
+                for s in MATERIAL_KEYS.iter().filter_map(|k| keys.get(k)) {
+                    checker.not_checked(NotChecked::new(
+                        Some(s.origin.clone()),
+                        s.line,
+                        format!(
+                            "the material it names: the TLS settings of cluster `{alias}` have \
+                             an error or were not read"
+                        ),
+                    ));
+                }
+            }
         }
         Some(tls)
     } else {
