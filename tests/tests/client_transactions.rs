@@ -43,23 +43,33 @@ fn records(values: &[&str]) -> Vec<ProducerRecord> {
         .collect()
 }
 
-/// The values of `topic`-0 a reader with `isolation` sees from the start,
-/// once they are `want` (the commit markers land shortly after EndTxn
-/// returns) or after 10 s.
+/// What `probe` returns once it is `want` (commit markers, and with them a
+/// transaction's records and offsets, land shortly after EndTxn returns), or
+/// its last answer after 10 s.
+async fn settled<T: PartialEq, F, Fut>(want: T, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = T>,
+{
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let got = probe().await;
+        if got == want || std::time::Instant::now() > deadline {
+            return got;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The values a reader with `isolation` sees, once they are `want`.
 async fn eventually(
     client: &Client,
     topic: &str,
     isolation: IsolationLevel,
     want: &[&str],
 ) -> Vec<String> {
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let got = values(client, topic, isolation).await;
-        if got == want || std::time::Instant::now() > deadline {
-            return got;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let want: Vec<String> = want.iter().map(|v| v.to_string()).collect();
+    settled(want, || values(client, topic, isolation)).await
 }
 
 /// The values of `topic`-0 a reader with `isolation` sees from the start.
@@ -84,22 +94,14 @@ async fn values(client: &Client, topic: &str, isolation: IsolationLevel) -> Vec<
     out
 }
 
-/// [`committed`] once it is `want` (a transaction's offsets take effect
-/// when its marker reaches `__consumer_offsets`) or after 10 s.
+/// [`committed`] once it is `want`.
 async fn committed_eventually(
     client: &Client,
     group: &str,
     topic: &str,
     want: Option<i64>,
 ) -> Option<i64> {
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let got = committed(client, group, topic).await;
-        if got == want || std::time::Instant::now() > deadline {
-            return got;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    settled(want, || committed(client, group, topic)).await
 }
 
 async fn committed(client: &Client, group: &str, topic: &str) -> Option<i64> {
