@@ -34,7 +34,6 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use crate::admin::is_coordinator_error;
 use crate::client::Client;
 use crate::connection::BrokerConnection;
 use crate::error::Error;
@@ -131,19 +130,6 @@ impl Client {
         self.pool()
             .get_lane(&coordinator.address(), MEMBERSHIP_LANE)
             .await
-    }
-
-    /// Forgets `group`'s cached coordinator when `r` says it moved or is
-    /// not available, so that the retry finds the new one. Rejoin and
-    /// fencing errors are answers for the caller: the retry returns them at
-    /// once ([`Error::is_group_active`]).
-    fn note_coordinator<T>(&self, group: &str, r: Result<T, Error>) -> Result<T, Error> {
-        if let Err(e) = &r
-            && is_coordinator_error(e)
-        {
-            self.invalidate_coordinator(group);
-        }
-        r
     }
 
     /// Joins `config.group` as `member_id` (empty for a new member) and waits

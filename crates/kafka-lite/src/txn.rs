@@ -98,9 +98,8 @@ impl TransactionalProducer {
             groups: BTreeSet::new(),
         };
         let timeout_ms = i32::try_from(transaction_timeout.as_millis()).unwrap_or(i32::MAX);
-        let (id, epoch) = client
-            .retry("InitProducerId", || async {
-                let connection = producer_coordinator(client, transactional_id).await?;
+        let (id, epoch) = producer
+            .on_coordinator("InitProducerId", |connection| async move {
                 let version = connection.version_for::<InitProducerIdRequest>()?;
                 let request = InitProducerIdRequest::default()
                     .with_transactional_id(Some(TransactionalId(str_bytes(transactional_id))))
@@ -319,10 +318,7 @@ impl TransactionalProducer {
                                 || e.is_group_active()
                                 || crate::admin::is_coordinator_error(e))
                         {
-                            if crate::admin::is_coordinator_error(e) {
-                                client.invalidate_coordinator(group);
-                            }
-                            return Err(e.clone());
+                            return client.note_coordinator(group, Err(e.clone()));
                         }
                         out.insert(tp, result);
                     }
@@ -393,15 +389,6 @@ impl TransactionalProducer {
         self.groups.clear();
         Ok(())
     }
-}
-
-/// A connection to the transaction coordinator of `transactional_id`.
-async fn producer_coordinator(
-    client: &Client,
-    transactional_id: &str,
-) -> Result<BrokerConnection, Error> {
-    let found = find_transaction_coordinator(client, transactional_id).await?;
-    client.connection_to(&found).await
 }
 
 /// FindCoordinator for a transactional id (one attempt; callers retry).

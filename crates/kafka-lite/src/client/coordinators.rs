@@ -226,6 +226,18 @@ impl Client {
         out
     }
 
+    /// Forgets `group`'s cached coordinator when `r` says it moved or is
+    /// not available, so that a retry finds the new one; passes `r` on. The
+    /// one place a group request's coordinator error is handled.
+    pub(crate) fn note_coordinator<T>(&self, group: &str, r: Result<T, Error>) -> Result<T, Error> {
+        if let Err(e) = &r
+            && crate::admin::is_coordinator_error(e)
+        {
+            self.invalidate_coordinator(group);
+        }
+        r
+    }
+
     /// Forgets the cached coordinator of `group`.
     pub fn invalidate_coordinator(&self, group: &str) {
         self.inner

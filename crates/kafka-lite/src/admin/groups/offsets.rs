@@ -214,12 +214,7 @@ impl Client {
     ) -> Result<CommitResults, Error> {
         self.retry("OffsetCommit", || async {
             let result = self.commit_once(group, offsets).await;
-            if let Err(e) = &result
-                && is_coordinator_error(e)
-            {
-                self.invalidate_coordinator(group);
-            }
-            result
+            self.note_coordinator(group, result)
         })
         .await
     }

@@ -15,22 +15,13 @@ use super::super::kafka::{CommitOutcome, error_label};
 use super::{FlowCluster, FlowContext, StepCause, StepError, SyncSummary};
 
 impl<C: FlowCluster> FlowContext<C> {
-    /// One target group sync.
+    /// One target group sync of every group of the store, its steps awaited
+    /// one after the other (`run --once`); the run loop's
+    /// [`GroupSyncRunner`](super::sync_runner::GroupSyncRunner) runs the same
+    /// steps beside the loop.
     pub async fn sync_groups(&self, store: &CheckpointStore) -> Result<SyncSummary, StepError> {
-        self.sync_some_groups(store, None).await
-    }
-
-    /// A target group sync of `only` these groups (all of the store's when
-    /// `None`), its steps awaited one after the other (`run --once`); the run
-    /// loop's [`GroupSyncRunner`](super::sync_runner::GroupSyncRunner) runs
-    /// the same steps beside the loop.
-    pub async fn sync_some_groups(
-        &self,
-        store: &CheckpointStore,
-        only: Option<&BTreeSet<String>>,
-    ) -> Result<SyncSummary, StepError> {
-        let refreshed = self.refresh_for_sync(sync_group_names(store, only)).await;
-        let plan = refreshed.plan(store, only);
+        let refreshed = self.refresh_for_sync(sync_group_names(store, None)).await;
+        let plan = refreshed.plan(store, None);
         let summary = self.carry_out_sync(plan).await;
         refreshed.finish(summary)
     }

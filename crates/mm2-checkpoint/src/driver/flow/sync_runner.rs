@@ -37,7 +37,7 @@ pub struct SyncDone {
     pub full: bool,
     /// How many groups it covered.
     pub groups: usize,
-    /// Its outcome, as [`FlowContext::sync_some_groups`] reports it.
+    /// Its outcome, as [`FlowContext::sync_groups`] reports it.
     pub result: Result<SyncSummary, StepError>,
 }
 
