@@ -125,7 +125,7 @@ impl std::fmt::Debug for BrokerConnection {
 
 struct Inner {
     shared: Arc<Shared>,
-    frames: mpsc::Sender<Bytes>,
+    frames: mpsc::Sender<Outgoing>,
     client_id: String,
     request_timeout: Duration,
     /// The broker's version range per API key, from ApiVersions.
@@ -153,6 +153,64 @@ struct Shared {
 }
 
 type Waiter = oneshot::Sender<Result<Bytes, Error>>;
+
+/// A request frame on its way to the writer task.
+struct Outgoing {
+    frame: Bytes,
+    correlation_id: i32,
+    api: &'static str,
+    /// Written only while this window is open.
+    window: Option<SendWindow>,
+}
+
+tokio::task_local! {
+    static SEND_WINDOW: SendWindow;
+}
+
+/// A time until which requests may be written to a broker, checked by the
+/// connection's writer just before it writes each request sent under it
+/// ([`SendWindow::scope`]). A request whose window has closed by then is not
+/// written and fails with [`Error::SendWindowClosed`].
+///
+/// It exists for writers whose right to write is a lease: a process that
+/// was paused (SIGSTOP, a frozen VM) after queueing a request, and wakes up
+/// after its lease ran out and another instance took its work over, must
+/// not deliver that request. The check uses the monotonic clock. What it
+/// cannot stop is a request already handed to the operating system before
+/// the pause: that one was sent while the lease held.
+#[derive(Clone, Debug, Default)]
+pub struct SendWindow(Arc<Mutex<Option<std::time::Instant>>>);
+
+impl SendWindow {
+    /// A window that is closed until [`open_until`](Self::open_until).
+    pub fn closed() -> Self {
+        SendWindow::default()
+    }
+
+    /// Opens the window until `until` (replacing the previous end).
+    pub fn open_until(&self, until: std::time::Instant) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(until);
+    }
+
+    /// Closes the window now.
+    pub fn close(&self) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    /// Whether a request written now would be within the window.
+    pub fn is_open(&self) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some_and(|until| std::time::Instant::now() < until)
+    }
+
+    /// Runs `future` with every request it sends (in this task) written only
+    /// while this window is open.
+    pub async fn scope<F: std::future::Future>(&self, future: F) -> F::Output {
+        SEND_WINDOW.scope(self.clone(), future).await
+    }
+}
 
 struct InFlight {
     waiters: HashMap<i32, Waiter>,
@@ -214,6 +272,14 @@ impl Shared {
 
     fn remove(&self, correlation_id: i32) {
         self.lock().waiters.remove(&correlation_id);
+    }
+
+    /// Fails one in-flight request with `error` (it was never written).
+    fn fail(&self, correlation_id: i32, error: Error) {
+        let waiter = self.lock().waiters.remove(&correlation_id);
+        if let Some(waiter) = waiter {
+            let _ = waiter.send(Err(error));
+        }
     }
 
     /// Marks the connection closed and fails every in-flight request.
@@ -310,12 +376,24 @@ impl BrokerConnection {
             }),
             next_correlation_id: AtomicI32::new(0),
         });
-        let (frames, mut queue) = mpsc::channel::<Bytes>(WRITE_QUEUE);
+        let (frames, mut queue) = mpsc::channel::<Outgoing>(WRITE_QUEUE);
 
         let writer_shared = shared.clone();
         let writer = tokio::spawn(async move {
-            while let Some(frame) = queue.recv().await {
-                if let Err(e) = write_half.write_all(&frame).await {
+            while let Some(out) = queue.recv().await {
+                if let Some(window) = &out.window
+                    && !window.is_open()
+                {
+                    writer_shared.fail(
+                        out.correlation_id,
+                        Error::SendWindowClosed {
+                            broker: writer_shared.broker.clone(),
+                            api: out.api,
+                        },
+                    );
+                    continue;
+                }
+                if let Err(e) = write_half.write_all(&out.frame).await {
                     writer_shared.poison_io("write", &e);
                     return;
                 }
@@ -501,8 +579,14 @@ impl BrokerConnection {
                 state.unwrap_or_else(|| Closed::Io("the connection's tasks stopped".into()));
             inner.shared.closed_error(&closed)
         };
+        let out = Outgoing {
+            frame,
+            correlation_id,
+            api: R::NAME,
+            window: SEND_WINDOW.try_with(SendWindow::clone).ok(),
+        };
         let exchange = async {
-            inner.frames.send(frame).await.map_err(|_| closed())?;
+            inner.frames.send(out).await.map_err(|_| closed())?;
             response.await.map_err(|_| closed())?
         };
         match tokio::time::timeout(timeout, exchange).await {

@@ -156,6 +156,18 @@ pub enum Error {
         detail: String,
     },
 
+    /// The request was not written: the [`SendWindow`](crate::SendWindow) it
+    /// was sent under had closed (its writer's right to write had lapsed).
+    #[error(
+        "{api} request to broker {broker} was not sent: the send window it was given had closed"
+    )]
+    SendWindowClosed {
+        /// The broker address.
+        broker: String,
+        /// The API name.
+        api: &'static str,
+    },
+
     /// No response arrived within the request timeout.
     #[error("{api} request to broker {broker} timed out after {timeout:?}")]
     RequestTimeout {
@@ -256,6 +268,7 @@ impl Error {
             | Error::UnsupportedVersion { .. }
             | Error::FrameTooLarge { .. }
             | Error::Encode { .. }
+            | Error::SendWindowClosed { .. }
             | Error::MalformedResponse { .. } => false,
         }
     }

@@ -73,7 +73,7 @@ pub use config::{
     ClientCertConfig, ConnectionConfig, DEFAULT_MAX_FRAME_BYTES, Pem, PemBytes, SaslConfig,
     SaslMechanismKind, Secret, TlsConfig,
 };
-pub use connection::{BrokerConnection, Connector};
+pub use connection::{BrokerConnection, Connector, SendWindow};
 pub use counts::RequestCounts;
 pub use data::{
     FetchOptions, FetchedPartition, IsolationLevel, ListedOffset, OffsetSpec, PartitionOffset,

@@ -264,3 +264,45 @@ async fn cancelled_request_frees_its_slot() {
             .is_err()
     );
 }
+
+#[tokio::test]
+async fn a_request_is_written_only_while_its_send_window_is_open() {
+    let (conn, mut peer) = metadata_connection(Duration::from_secs(10));
+    let window = SendWindow::closed();
+
+    // Closed: refused by the writer, never written, not retriable.
+    let refused = window.scope(conn.send(MetadataRequest::default())).await;
+    match refused {
+        Err(e @ Error::SendWindowClosed { api, .. }) => {
+            assert_eq!(api, "Metadata");
+            assert!(!e.is_retriable());
+        }
+        other => panic!("expected SendWindowClosed, got {other:?}"),
+    }
+
+    // Open: written and answered. The broker's side sees this request first,
+    // so the refused one never reached the wire.
+    window.open_until(std::time::Instant::now() + Duration::from_secs(60));
+    let sent = {
+        let conn = conn.clone();
+        let window = window.clone();
+        tokio::spawn(async move { window.scope(conn.send(MetadataRequest::default())).await })
+    };
+    let header = read_request(&mut peer).await;
+    assert_eq!(header.correlation_id, 1, "the refused request took id 0");
+    answer_metadata(&mut peer, header.correlation_id, 7).await;
+    assert_eq!(sent.await.unwrap().unwrap().throttle_time_ms, 7);
+
+    // Closed again (and an expired window is as closed): refused once more;
+    // requests outside any window are unaffected.
+    window.open_until(std::time::Instant::now() - Duration::from_millis(1));
+    assert!(!window.is_open());
+    assert!(matches!(
+        window.scope(conn.send(MetadataRequest::default())).await,
+        Err(Error::SendWindowClosed { .. })
+    ));
+    let free = spawn_metadata(&conn);
+    let header = read_request(&mut peer).await;
+    answer_metadata(&mut peer, header.correlation_id, 9).await;
+    assert_eq!(free.await.unwrap().unwrap().throttle_time_ms, 9);
+}

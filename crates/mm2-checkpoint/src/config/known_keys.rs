@@ -60,6 +60,11 @@ const OWN_KEYS: &[&str] = &[
     super::FOLLOW_COALESCE_KEY,
     super::OFFSET_TRANSLATION_KEY,
     super::TRANSLATION_MAX_SYNCS_KEY,
+    super::MEMBERSHIP_KEYS[0],
+    super::MEMBERSHIP_KEYS[1],
+    super::MEMBERSHIP_KEYS[2],
+    super::MEMBERSHIP_KEYS[3],
+    super::MEMBERSHIP_KEYS[4],
 ];
 
 /// Keys of mm2-checkpoint's own read at the top level only (process-wide).

@@ -13,7 +13,8 @@ use super::properties::Properties;
 use super::providers::{Environment, Providers, Resolution};
 use super::security::{ConnectionSettings, build_connection, is_connection_key};
 use super::{
-    FilterSettings, FlowConfig, GroupOffsetsMode, MIRROR_PACKAGE, OffsetTranslation, Setting,
+    FilterSettings, FlowConfig, GroupOffsetsMode, MIRROR_PACKAGE, MembershipConfig, OffsetTranslation,
+    Setting,
 };
 use crate::core::filter::{
     DEFAULT_GROUPS, DEFAULT_GROUPS_EXCLUDE, DEFAULT_TOPICS, DEFAULT_TOPICS_EXCLUDE,
@@ -264,6 +265,7 @@ impl<'a> Lookup<'a> {
                 ))),
             }),
         };
+        let membership = self.membership(&get, &bool_or, &millis, source, target);
         let checkpoints_topic_replication_factor = match get("checkpoints.topic.replication.factor")
         {
             None => Ok(3),
@@ -373,8 +375,69 @@ impl<'a> Lookup<'a> {
             follow_coalesce: follow_coalesce?,
             offset_translation: offset_translation?,
             translation_max_syncs: translation_max_syncs?,
+            membership: membership?,
             origins: origins.into_inner(),
         })
+    }
+
+    /// The flow's `mm2-checkpoint.membership.*` settings; `None` when off.
+    /// The other keys are read (and checked) whether or not it is on.
+    fn membership(
+        &self,
+        get: &dyn Fn(&str) -> Option<Setting>,
+        bool_or: &dyn Fn(&str, bool) -> Result<bool, Unknown>,
+        millis: &dyn Fn(&str, u64) -> Result<Duration, Unknown>,
+        source: &str,
+        target: &str,
+    ) -> Result<Option<MembershipConfig>, Unknown> {
+        let enabled = bool_or(super::MEMBERSHIP_ENABLED_KEY, false);
+        let name = |key: &str| -> Result<Option<String>, Unknown> {
+            match get(key) {
+                None => Ok(None),
+                Some(s) => {
+                    let text = s.text()?.trim().to_string();
+                    // Kafka's limit for group ids and transactional ids alike
+                    // is the 16-bit string length of the protocol.
+                    if text.is_empty() || text.len() > 249 {
+                        return self.checker.check(Err(s.error(
+                            "must be between 1 and 249 characters (a Kafka group and transactional id)",
+                        )));
+                    }
+                    Ok(Some(text))
+                }
+            }
+        };
+        let group = name(super::MEMBERSHIP_GROUP_KEY);
+        let instance_id = name(super::MEMBERSHIP_INSTANCE_KEY);
+        let session_timeout = millis(super::MEMBERSHIP_SESSION_TIMEOUT_KEY, 10_000);
+        let heartbeat_interval = millis(super::MEMBERSHIP_HEARTBEAT_KEY, 1_000);
+        let (enabled, group, instance_id, session_timeout, heartbeat_interval) = (
+            enabled?,
+            group?,
+            instance_id?,
+            session_timeout?,
+            heartbeat_interval?,
+        );
+        if heartbeat_interval.saturating_mul(2) >= session_timeout {
+            let s = get(super::MEMBERSHIP_HEARTBEAT_KEY)
+                .or_else(|| get(super::MEMBERSHIP_SESSION_TIMEOUT_KEY));
+            let message = format!(
+                "the heartbeat interval ({} ms) must be under half the session timeout ({} ms): \
+                 an owner renews its right to write with each heartbeat",
+                heartbeat_interval.as_millis(),
+                session_timeout.as_millis()
+            );
+            return self.checker.check(Err(match s {
+                Some(s) => s.error(message),
+                None => ConfigError::new(message),
+            }));
+        }
+        Ok(enabled.then(|| MembershipConfig {
+            group: group.unwrap_or_else(|| FlowConfig::default_membership_group(source, target)),
+            instance_id,
+            session_timeout,
+            heartbeat_interval,
+        }))
     }
 
     /// The flow's replication policy and its (possibly overridden) source and

@@ -113,6 +113,46 @@ pub const OFFSET_TRANSLATION_KEY: &str = "mm2-checkpoint.offset.translation";
 pub const TRANSLATION_MAX_SYNCS_KEY: &str =
     "mm2-checkpoint.offset.translation.max.syncs.per.partition";
 
+/// The key turning membership on: instances sharing a flow elect one owner
+/// of it through a group on its target cluster (ours; docs/membership.md).
+pub const MEMBERSHIP_ENABLED_KEY: &str = "mm2-checkpoint.membership.enabled";
+
+/// The key of the flow's membership group id (ours; default
+/// `mm2-checkpoint.<source>.<target>`: [`FlowConfig::default_membership_group`]).
+pub const MEMBERSHIP_GROUP_KEY: &str = "mm2-checkpoint.membership.group.id";
+
+/// The key of the static member id, `group.instance.id` (ours; e.g. the pod name).
+pub const MEMBERSHIP_INSTANCE_KEY: &str = "mm2-checkpoint.membership.instance.id";
+
+/// The key of the membership session timeout (ours; default 10000 ms).
+pub const MEMBERSHIP_SESSION_TIMEOUT_KEY: &str = "mm2-checkpoint.membership.session.timeout.ms";
+
+/// The key of the membership heartbeat interval (ours; default 1000 ms).
+pub const MEMBERSHIP_HEARTBEAT_KEY: &str = "mm2-checkpoint.membership.heartbeat.interval.ms";
+
+/// Every key of membership, for the known-keys list.
+pub const MEMBERSHIP_KEYS: [&str; 5] = [
+    MEMBERSHIP_ENABLED_KEY,
+    MEMBERSHIP_GROUP_KEY,
+    MEMBERSHIP_INSTANCE_KEY,
+    MEMBERSHIP_SESSION_TIMEOUT_KEY,
+    MEMBERSHIP_HEARTBEAT_KEY,
+];
+
+/// How the instances sharing a flow elect its one writer (docs/membership.md).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MembershipConfig {
+    /// The group on the target cluster; also the transactional id of the
+    /// flow's checkpoint producer (one unit of work, one writer).
+    pub group: String,
+    /// `group.instance.id` for static membership.
+    pub instance_id: Option<String>,
+    /// The coordinator drops a member silent for this long.
+    pub session_timeout: Duration,
+    /// How often a member heartbeats.
+    pub heartbeat_interval: Duration,
+}
+
 /// The default of [`TRANSLATION_MAX_SYNCS_KEY`]. Provisional: it covers a lag of
 /// 10,000 × `offset.lag.max` records (10^6 at the default spacing) in about 80 KB per
 /// partition; it is to be set from measurements at scale (docs/translation.md).
@@ -232,6 +272,9 @@ pub struct FlowConfig {
     /// `mm2-checkpoint.offset.translation.max.syncs.per.partition` (ours; default
     /// [`DEFAULT_TRANSLATION_MAX_SYNCS`]): the precise mode's budget per partition.
     pub translation_max_syncs: usize,
+    /// `mm2-checkpoint.membership.*` (ours; off by default): the flow's
+    /// owner election among instances; `None` when off.
+    pub membership: Option<MembershipConfig>,
     /// Where each setting came from: logical key → `file key (line N)` or `default`.
     /// Connection keys are listed as `source.<key>` and `target.<key>`.
     pub origins: BTreeMap<String, String>,
@@ -241,6 +284,13 @@ impl FlowConfig {
     /// The flow's name, `S->T`.
     pub fn name(&self) -> String {
         format!("{}->{}", self.source.alias, self.target.alias)
+    }
+
+    /// The membership group of a flow when [`MEMBERSHIP_GROUP_KEY`] does not
+    /// name one: `mm2-checkpoint.<source>.<target>`, the same for every
+    /// instance started with the same configuration.
+    pub fn default_membership_group(source: &str, target: &str) -> String {
+        format!("mm2-checkpoint.{source}.{target}")
     }
 
     /// The flow as its topic names see it: the (possibly overridden) aliases

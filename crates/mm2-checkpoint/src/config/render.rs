@@ -384,6 +384,33 @@ fn flow_rows(flow: &FlowConfig) -> Vec<Row> {
                 ),
             },
         ),
+        line(
+            super::MEMBERSHIP_ENABLED_KEY,
+            flow.membership.is_some().to_string(),
+        ),
+        match &flow.membership {
+            Some(m) => line(super::MEMBERSHIP_GROUP_KEY, m.group.clone()),
+            None => line(super::MEMBERSHIP_GROUP_KEY, "(unused: membership is off)".to_string()),
+        },
+        line(
+            super::MEMBERSHIP_INSTANCE_KEY,
+            flow.membership
+                .as_ref()
+                .and_then(|m| m.instance_id.clone())
+                .unwrap_or_else(|| "(none: a dynamic member)".to_string()),
+        ),
+        line(
+            super::MEMBERSHIP_SESSION_TIMEOUT_KEY,
+            flow.membership
+                .as_ref()
+                .map_or_else(|| "(unused)".to_string(), |m| millis(m.session_timeout)),
+        ),
+        line(
+            super::MEMBERSHIP_HEARTBEAT_KEY,
+            flow.membership
+                .as_ref()
+                .map_or_else(|| "(unused)".to_string(), |m| millis(m.heartbeat_interval)),
+        ),
         derived(
             "offset-syncs topic",
             format!(
