@@ -16,7 +16,7 @@ use kafka_lite::records::{Codec, ConsumerRecord, ProducerRecord};
 use kafka_lite::{
     Client, ConnectionConfig, CreateTopicOutcome, Error, FetchOptions, GroupState, IsolationLevel,
     OffsetToCommit, PartitionReader, ProduceOptions, RetryPolicy, StartOffset, TopicPoll,
-    TopicReader,
+    SendWindow, TopicReader, TransactionalProducer,
 };
 use kafka_protocol::error::ResponseError;
 use tokio::sync::OnceCell;
@@ -70,6 +70,52 @@ pub struct ClusterClient {
     config: ConnectionConfig,
     retry: RetryPolicy,
     client: std::sync::Arc<OnceCell<Client>>,
+    /// How writes are guarded while this instance owns a flow under
+    /// membership (docs/membership.md); unguarded without it.
+    owner: std::sync::Arc<OwnerWrites>,
+}
+
+/// The owner's guards on its writes to the target: checkpoints in
+/// transactions of the flow's transactional id, group commits within the
+/// membership lease. Counts the writes refused for want of ownership.
+#[derive(Debug)]
+pub struct OwnerWrites {
+    producer: tokio::sync::Mutex<Option<TransactionalProducer>>,
+    lease: std::sync::Mutex<Option<SendWindow>>,
+    refused: tokio::sync::watch::Sender<Refusals>,
+}
+
+impl Default for OwnerWrites {
+    fn default() -> Self {
+        OwnerWrites {
+            producer: tokio::sync::Mutex::default(),
+            lease: std::sync::Mutex::default(),
+            refused: tokio::sync::watch::Sender::new(Refusals::default()),
+        }
+    }
+}
+
+/// Writes refused because this instance no longer owned the flow, so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Refusals {
+    /// Checkpoint batches refused: another instance's producer fenced ours.
+    pub fenced: u64,
+    /// Group commits not sent: the membership lease had lapsed.
+    pub lease_lapsed: u64,
+}
+
+impl OwnerWrites {
+    fn lease(&self) -> Option<SendWindow> {
+        self.lease.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn note(&self, e: &Error) {
+        if e.is_fenced() {
+            self.refused.send_modify(|r| r.fenced += 1);
+        } else if matches!(e, Error::SendWindowClosed { .. }) {
+            self.refused.send_modify(|r| r.lease_lapsed += 1);
+        }
+    }
 }
 
 /// The core's name for a group state kafka-lite reported: the one place the
@@ -109,6 +155,7 @@ impl ClusterClient {
             config,
             retry,
             client: std::sync::Arc::default(),
+            owner: std::sync::Arc::default(),
         })
     }
 
@@ -124,6 +171,42 @@ impl ClusterClient {
             .get()
             .map(|c| c.request_counts().by_api())
             .unwrap_or_default()
+    }
+
+    /// kafka-lite's client of this cluster (connecting on first use).
+    pub async fn kafka(&self) -> Result<&Client, Error> {
+        self.client().await
+    }
+
+    /// Starts writing as a flow's owner: takes `transactional_id` over
+    /// (fencing its previous holder), then produces every batch in a
+    /// transaction of its own under it, and sends group commits only within
+    /// `lease`.
+    pub async fn begin_owner_writes(
+        &self,
+        transactional_id: &str,
+        transaction_timeout: Duration,
+        lease: SendWindow,
+    ) -> Result<(i64, i16), Error> {
+        let client = self.client().await?;
+        let producer =
+            TransactionalProducer::init(client, transactional_id, transaction_timeout).await?;
+        let id = producer.producer();
+        *self.owner.producer.lock().await = Some(producer);
+        *self.owner.lease.lock().unwrap_or_else(|e| e.into_inner()) = Some(lease);
+        Ok(id)
+    }
+
+    /// Ends writing as an owner: the producer is dropped, and no write is
+    /// guarded any more.
+    pub async fn end_owner_writes(&self) {
+        *self.owner.producer.lock().await = None;
+        *self.owner.lease.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    /// The writes refused so far for want of ownership, as they happen.
+    pub fn refusals(&self) -> tokio::sync::watch::Receiver<Refusals> {
+        self.owner.refused.subscribe()
     }
 
     async fn client(&self) -> Result<&Client, Error> {
@@ -232,12 +315,16 @@ impl ClusterClient {
                 (tp.clone(), c)
             })
             .collect();
-        match self
-            .client()
-            .await?
-            .commit_group_offsets(group, &to_commit)
-            .await
-        {
+        let client = self.client().await?;
+        let commit = client.commit_group_offsets(group, &to_commit);
+        let committed = match self.owner.lease() {
+            Some(lease) => lease.scope(commit).await,
+            None => commit.await,
+        };
+        if let Err(e) = &committed {
+            self.owner.note(e);
+        }
+        match committed {
             Ok(results) => {
                 for (_, r) in results {
                     r?;
@@ -364,6 +451,27 @@ impl ClusterClient {
                 .saturating_sub(Duration::from_secs(1))
                 .max(Duration::from_secs(1)),
         };
+        let mut txn = self.owner.producer.lock().await;
+        if let Some(producer) = txn.as_mut() {
+            // One transaction per batch: it lands whole or not at all, and a
+            // fenced producer lands nothing.
+            let r: Result<i64, Error> = async {
+                let base = producer
+                    .produce(topic, partition, &records, &options)
+                    .await?;
+                producer.commit().await?;
+                Ok(base)
+            }
+            .await;
+            if let Err(e) = &r {
+                self.owner.note(e);
+                if !e.is_fenced() && producer.in_transaction() {
+                    let _ = producer.abort().await;
+                }
+            }
+            return r;
+        }
+        drop(txn);
         self.client()
             .await?
             .produce(topic, partition, &records, &options)

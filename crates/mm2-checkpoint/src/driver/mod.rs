@@ -14,6 +14,7 @@
 pub mod connect;
 pub mod flow;
 pub mod kafka;
+pub mod membership;
 mod run;
 mod translate;
 

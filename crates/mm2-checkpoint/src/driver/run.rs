@@ -11,6 +11,7 @@ use crate::metrics::Metrics;
 use crate::shutdown::ShutdownSignal;
 
 use super::flow::follow::CommitFollower;
+use super::membership::Role;
 use super::flow::sync_runner::{GroupSyncRunner, SyncDone, SyncStep};
 use super::flow::{FlowContext, FlowState, StepCause, StepError};
 use super::kafka::ClusterClient;
@@ -54,14 +55,22 @@ pub(super) async fn run(
     metrics: Metrics,
 ) -> Result<(), DriverError> {
     check_cpu(&config)?;
+    if options.once
+        && let Some(flow) = config.flows.iter().find(|f| f.membership.is_some())
+    {
+        // A one-shot writer outside the group would write beside the owner.
+        return Err(DriverError::Setup(format!(
+            "flow {}: `run --once` does not take part in membership ({} = true); run it with \
+             membership off, or run the daemon",
+            flow.name(),
+            crate::config::MEMBERSHIP_ENABLED_KEY
+        )));
+    }
     let mut contexts = Vec::new();
     for flow in config.flows {
         let ctx = FlowContext::new(flow, metrics.clone())
             .map_err(|e| DriverError::Setup(e.to_string()))?;
-        metrics.readiness().set_not_ready(
-            format!("flow {} initial read", ctx.name),
-            "starting".to_string(),
-        );
+        ctx.set_initial_read_pending(true);
         contexts.push(ctx);
     }
     metrics.readiness().set_ready("startup");
@@ -81,7 +90,10 @@ pub(super) async fn run(
             let r = if once {
                 run_once(&ctx, &shutdown).await
             } else {
-                run_forever(&ctx, &shutdown).await;
+                match ctx.cfg.membership.clone() {
+                    Some(m) => run_as_member(&ctx, &shutdown, &m).await,
+                    None => run_forever(&ctx, &shutdown).await,
+                }
                 Ok(())
             };
             (name, r)
@@ -173,6 +185,156 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
     .await;
     if let Some(done) = syncer.finish_commits(&state.checkpoints).await {
         report_sync(ctx, done, &mut timer);
+    }
+}
+
+/// How long the transaction coordinator lets one of our transactions stay
+/// open (each is one produce and its commit; a paused owner's open
+/// transaction is aborted by the next owner's takeover long before).
+const TRANSACTION_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The daemon loop of a flow with membership on (docs/membership.md): stand
+/// by until this instance owns the flow, take it over (fence the previous
+/// writer, then restore from the checkpoints topic), run it as
+/// [`run_forever`] does until the ownership ends, and stand by again.
+async fn run_as_member(
+    ctx: &FlowContext,
+    shutdown: &ShutdownSignal,
+    cfg: &crate::config::MembershipConfig,
+) {
+    let mut backoff = FailureBackoff::new(Duration::from_secs(30));
+    let client = loop {
+        match ctx.target.kafka().await {
+            Ok(c) => break c.clone(),
+            Err(e) => {
+                ctx.set_clusters_ok(false, &e.to_string());
+                let wait = backoff.failed();
+                tracing::warn!(flow = %ctx.name, error = %e, retry_in_ms = wait.as_millis() as u64, "cannot reach the target to join the membership group; retrying");
+                tokio::select! {
+                    _ = shutdown.triggered() => return,
+                    _ = tokio::time::sleep(wait) => {}
+                }
+            }
+        }
+    };
+    // A standby has nothing to read: it is ready once it is a member.
+    ctx.set_initial_read_pending(false);
+    let mut membership = super::membership::start(
+        ctx.name.clone(),
+        client,
+        cfg.clone(),
+        ctx.metrics.clone(),
+        shutdown.clone(),
+    );
+    let mut last_tenure = 0;
+    loop {
+        let tenure = loop {
+            if let Role::Owner { tenure } = *membership.role.borrow_and_update()
+                && tenure != last_tenure
+            {
+                break tenure;
+            }
+            tokio::select! {
+                _ = shutdown.triggered() => return,
+                r = membership.role.changed() => if r.is_err() { return },
+            }
+        };
+        last_tenure = tenure;
+        // This tenure ends when the process stops, the member no longer owns
+        // the flow with this tenure, or a write of ours was fenced.
+        let stop = ShutdownSignal::new();
+        let watcher = tokio::spawn(watch_tenure(
+            ctx.name.clone(),
+            membership.role.clone(),
+            tenure,
+            ctx.target.refusals(),
+            ctx.metrics.clone(),
+            shutdown.clone(),
+            stop.clone(),
+        ));
+        let took_over = tokio::select! {
+            _ = stop.triggered() => None,
+            r = ctx.target.begin_owner_writes(&cfg.group, TRANSACTION_TIMEOUT, membership.lease.clone()) => Some(r),
+        };
+        match took_over {
+            Some(Ok((producer_id, epoch))) => {
+                ctx.metrics.member_took_over(&ctx.name);
+                ctx.set_initial_read_pending(true);
+                tracing::info!(flow = %ctx.name, transactional_id = %cfg.group, producer_id, epoch, "took the flow over: the previous writer is fenced; restoring from the checkpoints topic");
+                run_forever(ctx, &stop).await;
+            }
+            Some(Err(e)) => {
+                ctx.set_clusters_ok(false, &e.to_string());
+                tracing::warn!(flow = %ctx.name, error = %e, "taking the flow over failed (InitProducerId); trying again");
+                // The same tenure may try again after a pause.
+                last_tenure = 0;
+                tokio::select! {
+                    _ = stop.triggered() => {}
+                    _ = tokio::time::sleep(backoff.failed()) => {}
+                }
+            }
+            None => {}
+        }
+        watcher.abort();
+        ctx.target.end_owner_writes().await;
+        ctx.set_initial_read_pending(false);
+        ctx.set_clusters_ok(true, "");
+        if shutdown.is_triggered() {
+            return;
+        }
+        tracing::info!(flow = %ctx.name, "this instance no longer writes the flow");
+    }
+}
+
+/// Triggers `stop` when `shutdown` fires, the member's role leaves
+/// `Owner { tenure }`, or a checkpoint write was fenced; counts refused writes.
+async fn watch_tenure(
+    flow: String,
+    mut role: tokio::sync::watch::Receiver<Role>,
+    tenure: u64,
+    mut refusals: tokio::sync::watch::Receiver<super::kafka::Refusals>,
+    metrics: crate::metrics::Metrics,
+    shutdown: ShutdownSignal,
+    stop: ShutdownSignal,
+) {
+    let mut seen = *refusals.borrow_and_update();
+    loop {
+        let owner = match *role.borrow_and_update() {
+            Role::Owner { tenure: t } => t == tenure,
+            // A rebalance: the lease is closed meanwhile; the tenure goes on
+            // if this member keeps the flow.
+            Role::Joining => true,
+            Role::Standby => false,
+        };
+        if !owner {
+            stop.trigger(crate::shutdown::ShutdownReason::Requested);
+            return;
+        }
+        tokio::select! {
+            reason = shutdown.triggered() => {
+                stop.trigger(reason);
+                return;
+            }
+            r = role.changed() => if r.is_err() {
+                stop.trigger(crate::shutdown::ShutdownReason::Requested);
+                return;
+            },
+            r = refusals.changed() => {
+                if r.is_err() {
+                    return;
+                }
+                let now = *refusals.borrow_and_update();
+                for _ in 0..(now.fenced + now.lease_lapsed).saturating_sub(seen.fenced + seen.lease_lapsed) {
+                    metrics.fenced_write(&flow);
+                }
+                if now.fenced > seen.fenced {
+                    tracing::warn!(flow = %flow, "a checkpoint write was fenced: another instance took the flow over");
+                    stop.trigger(crate::shutdown::ShutdownReason::Requested);
+                    return;
+                }
+                seen = now;
+            }
+        }
     }
 }
 

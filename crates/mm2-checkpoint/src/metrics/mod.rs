@@ -17,6 +17,7 @@
 //! and OpenMetrics formats, and lock-free counters.
 
 mod follower;
+mod membership;
 mod latency;
 mod readiness;
 mod requests;
@@ -36,6 +37,7 @@ use prometheus_client::registry::Registry;
 pub use crate::config::metrics::{LatencyGranularity, MetricsSettings};
 pub use latency::MM2_PREFIX;
 pub use readiness::Readiness;
+pub use membership::MemberRole;
 pub use requests::RequestSource;
 pub use server::{MetricsServer, ServerLimits};
 
@@ -280,6 +282,7 @@ struct Inner {
     initial_read_progress: Family<TopicLabels, RatioGauge>,
     precise_fallback: Family<FlowLabels, Gauge>,
     follower: follower::FollowerMetrics,
+    membership: membership::MembershipMetrics,
     requests: requests::RequestCounters,
     readiness: Readiness,
 }
@@ -378,6 +381,7 @@ impl Metrics {
             precise_fallback.clone(),
         );
         let follower = follower::FollowerMetrics::register(registry);
+        let membership = membership::MembershipMetrics::register(registry);
         let requests = requests::RequestCounters::default();
         registry.register_collector(Box::new(requests.clone()));
         let ready = Gauge::<i64>::default();
@@ -413,6 +417,7 @@ impl Metrics {
                 initial_read_progress,
                 precise_fallback,
                 follower,
+                membership,
                 requests,
                 readiness: Readiness::with_gauge(ready),
             }),

@@ -307,6 +307,18 @@ impl<C: FlowCluster> FlowContext<C> {
         format!("flow {} initial read", self.name)
     }
 
+    /// Marks the flow's initial read pending (not ready until the startup
+    /// finishes it) or not pending (done, or not this instance's to do: a
+    /// standby under membership).
+    pub fn set_initial_read_pending(&self, pending: bool) {
+        let readiness = self.metrics.readiness();
+        if pending {
+            readiness.set_not_ready(self.ready_condition(), "starting".to_string());
+        } else {
+            readiness.set_ready(&self.ready_condition());
+        }
+    }
+
     fn cluster_condition(&self) -> String {
         format!("flow {} clusters", self.name)
     }
