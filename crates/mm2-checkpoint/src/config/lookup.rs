@@ -13,8 +13,8 @@ use super::properties::Properties;
 use super::providers::{Environment, Providers, Resolution};
 use super::security::{ConnectionSettings, build_connection, is_connection_key};
 use super::{
-    FilterSettings, FlowConfig, GroupOffsetsMode, MIRROR_PACKAGE, MembershipConfig, OffsetTranslation,
-    Setting,
+    FilterSettings, FlowConfig, GroupOffsetsMode, MIRROR_PACKAGE, MembershipConfig,
+    OffsetTranslation, Setting,
 };
 use crate::core::filter::{
     DEFAULT_GROUPS, DEFAULT_GROUPS_EXCLUDE, DEFAULT_TOPICS, DEFAULT_TOPICS_EXCLUDE,

@@ -390,7 +390,10 @@ fn flow_rows(flow: &FlowConfig) -> Vec<Row> {
         ),
         match &flow.membership {
             Some(m) => line(super::MEMBERSHIP_GROUP_KEY, m.group.clone()),
-            None => line(super::MEMBERSHIP_GROUP_KEY, "(unused: membership is off)".to_string()),
+            None => line(
+                super::MEMBERSHIP_GROUP_KEY,
+                "(unused: membership is off)".to_string(),
+            ),
         },
         line(
             super::MEMBERSHIP_INSTANCE_KEY,

@@ -15,8 +15,8 @@ use kafka_lite::kafka_error_name;
 use kafka_lite::records::{Codec, ConsumerRecord, ProducerRecord};
 use kafka_lite::{
     Client, ConnectionConfig, CreateTopicOutcome, Error, FetchOptions, GroupState, IsolationLevel,
-    OffsetToCommit, PartitionReader, ProduceOptions, RetryPolicy, StartOffset, TopicPoll,
-    SendWindow, TopicReader, TransactionalProducer,
+    OffsetToCommit, PartitionReader, ProduceOptions, RetryPolicy, SendWindow, StartOffset,
+    TopicPoll, TopicReader, TransactionalProducer,
 };
 use kafka_protocol::error::ResponseError;
 use tokio::sync::OnceCell;

@@ -191,7 +191,10 @@ impl Member {
         };
         self.member.protocols = vec![(PROTOCOL.to_string(), Bytes::from(claim.encode()))];
         let sent = Instant::now();
-        let joined = self.client.join_group(&self.member, &self.member_id).await?;
+        let joined = self
+            .client
+            .join_group(&self.member, &self.member_id)
+            .await?;
         self.member_id = joined.member_id.clone();
         let assignments = if joined.is_leader() && !joined.skip_assignment {
             let members: Vec<Candidate> = joined

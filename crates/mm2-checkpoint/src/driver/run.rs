@@ -11,10 +11,10 @@ use crate::metrics::Metrics;
 use crate::shutdown::ShutdownSignal;
 
 use super::flow::follow::CommitFollower;
-use super::membership::Role;
 use super::flow::sync_runner::{GroupSyncRunner, SyncDone, SyncStep};
 use super::flow::{FlowContext, FlowState, StepCause, StepError};
 use super::kafka::ClusterClient;
+use super::membership::Role;
 use super::{DriverError, RunOptions, check_cpu};
 
 /// `now + d`, saturating far in the future for absurdly long configured intervals.

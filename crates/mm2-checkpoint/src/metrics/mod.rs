@@ -17,8 +17,8 @@
 //! and OpenMetrics formats, and lock-free counters.
 
 mod follower;
-mod membership;
 mod latency;
+mod membership;
 mod readiness;
 mod requests;
 mod server;
@@ -36,8 +36,8 @@ use prometheus_client::registry::Registry;
 
 pub use crate::config::metrics::{LatencyGranularity, MetricsSettings};
 pub use latency::MM2_PREFIX;
-pub use readiness::Readiness;
 pub use membership::MemberRole;
+pub use readiness::Readiness;
 pub use requests::RequestSource;
 pub use server::{MetricsServer, ServerLimits};
 
