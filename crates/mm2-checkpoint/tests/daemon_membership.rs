@@ -181,3 +181,36 @@ fn one_owner_writes_and_the_flow_survives_kill_and_pause_of_its_owner() {
         d.assert_running();
     }
 }
+
+/// What membership costs one instance at start-up: the time from start to
+/// the first checkpoint without and with it (printed for docs/benchmarks.md,
+/// not asserted; the test clusters run `group.initial.rebalance.delay.ms=0`).
+#[test]
+fn a_single_instance_with_membership_owns_the_flow_and_checkpoints() {
+    let rt = rt();
+    for membership in [false, true] {
+        let w = World::new(&rt, "single", 1);
+        ensure_consumer_offsets(&rt, &w);
+        let group = format!("g-{}", w.topic);
+        w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 10, 13)]);
+        w.commit_source(&rt, &group, &[(0, 10)]);
+        let config = w.properties(
+            &group,
+            &format!("mm2-checkpoint.membership.enabled = {membership}\n"),
+        );
+        let started = Instant::now();
+        let d = Daemon::start(&config, &w.dir.join("daemon.log"));
+        wait_for("the first checkpoint", Duration::from_secs(60), || {
+            latest(&w.checkpoints(&rt)).get(&(group.clone(), 0)) == Some(&(10, 13))
+        });
+        eprintln!(
+            "membership {membership}: start to first checkpoint {:?}",
+            started.elapsed()
+        );
+        if membership {
+            assert!(is(&d, &w, "owner"));
+        } else {
+            assert_eq!(d.metric(&role(&w, "owner")), None, "no membership series");
+        }
+    }
+}
