@@ -15,7 +15,12 @@ final class DumpSupport {
     private DumpSupport() {}
 
     static KafkaConsumer<byte[], byte[]> consumer(String bootstrap) {
+        return consumer(bootstrap, "read_uncommitted");
+    }
+
+    static KafkaConsumer<byte[], byte[]> consumer(String bootstrap, String isolation) {
         Properties props = new Properties();
+        props.put("isolation.level", isolation);
         props.put("bootstrap.servers", bootstrap);
         props.put("enable.auto.commit", "false");
         props.put("key.deserializer", ByteArrayDeserializer.class.getName());

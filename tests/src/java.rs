@@ -639,14 +639,26 @@ impl JavaHelpers {
         })
     }
 
-    /// Every record of the checkpoints topic `topic` (partition 0), in log order.
+    /// Every record of the checkpoints topic `topic` (partition 0), in log
+    /// order, as Java's default consumer (`read_uncommitted`) reads it.
     pub fn checkpoints(
         &self,
         bootstrap: &str,
         topic: &str,
     ) -> Result<Vec<CheckpointRecord>, JavaError> {
+        self.checkpoints_as(bootstrap, topic, "read_uncommitted")
+    }
+
+    /// [`checkpoints`](Self::checkpoints) read with `isolation`
+    /// (`read_committed` or `read_uncommitted`).
+    pub fn checkpoints_as(
+        &self,
+        bootstrap: &str,
+        topic: &str,
+        isolation: &str,
+    ) -> Result<Vec<CheckpointRecord>, JavaError> {
         let class = "DumpCheckpoints";
-        let out = self.run(class, &[bootstrap, topic])?;
+        let out = self.run(class, &[bootstrap, topic, isolation])?;
         parse_lines(class, &out, |f| {
             let [group, topic, partition, upstream, downstream, metadata @ ..] = f else {
                 return None;

@@ -214,3 +214,224 @@ fn a_single_instance_with_membership_owns_the_flow_and_checkpoints() {
         }
     }
 }
+
+/// One batch of the checkpoints topic as stored: (producer id, epoch,
+/// transactional, control).
+type StoredBatch = (i64, i16, bool, bool);
+
+/// Every batch of partition 0 of `topic`, read with plain Fetch requests (the
+/// producer ids and epochs our readers drop).
+fn stored_batches(rt: &tokio::runtime::Runtime, w: &World, topic: &str) -> Vec<StoredBatch> {
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use kafka_protocol::messages::{FetchRequest, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+    rt.block_on(async {
+        let client = w.target.kafka().await.expect("target client");
+        let connection = client.leader_connection(topic, 0).await.expect("leader");
+        let mut out = Vec::new();
+        let mut offset = 0;
+        loop {
+            let request = FetchRequest::default()
+                .with_max_wait_ms(100)
+                .with_min_bytes(1)
+                .with_isolation_level(0)
+                .with_topics(vec![
+                    FetchTopic::default()
+                        .with_topic(TopicName(StrBytes::from_string(topic.to_string())))
+                        .with_partitions(vec![
+                            FetchPartition::default()
+                                .with_partition(0)
+                                .with_fetch_offset(offset)
+                                .with_partition_max_bytes(1 << 20),
+                        ]),
+                ]);
+            let response = connection.send(request).await.expect("raw fetch");
+            let partition = &response.responses[0].partitions[0];
+            let mut bytes = partition.records.clone().unwrap_or_default();
+            let batches = kafka_lite::records::decode_batches(&mut bytes).expect("batches");
+            if batches.is_empty() {
+                assert!(offset >= partition.high_watermark, "stuck at {offset}");
+                return out;
+            }
+            for b in &batches {
+                out.push((
+                    b.producer_id,
+                    b.producer_epoch,
+                    b.is_transactional,
+                    b.is_control,
+                ));
+                offset = b.last_offset + 1;
+            }
+            if offset >= partition.high_watermark {
+                return out;
+            }
+        }
+    })
+}
+
+/// Checks what Java's consumer reads from the checkpoints topic with
+/// `isolation`: per group and partition never backwards, never past the
+/// translation of the syncs; returns the number of records.
+fn java_reads_sound(w: &World, isolation: &str, syncs: &[(i64, i64)]) -> usize {
+    let c = e2e::clusters();
+    let bootstrap = c.target().bootstrap.get(e2e::Listener::Plaintext);
+    let records = e2e::java::helpers()
+        .checkpoints_as(bootstrap, &w.checkpoints_topic(), isolation)
+        .expect("Java reads the checkpoints topic");
+    let mut last: BTreeMap<(String, i32), i64> = BTreeMap::new();
+    for r in &records {
+        let key = (r.group.clone(), r.partition);
+        if let Some(prev) = last.get(&key) {
+            assert!(
+                r.downstream >= *prev,
+                "{isolation}: checkpoint of {key:?} went back from {prev} to {}",
+                r.downstream
+            );
+        }
+        let bound = translate(syncs, r.upstream).expect("a sync at or below");
+        assert!(
+            r.downstream <= bound,
+            "{isolation}: {r:?} past the syncs' {bound}"
+        );
+        last.insert(key, r.downstream);
+    }
+    records.len()
+}
+
+/// A Deployment's rolling update, again and again, while the group commits
+/// continuously: two replicas; each step starts a third, waits until it is a
+/// ready member, then stops the oldest with SIGTERM. `MM2_ROLLING_RESTARTS`
+/// sets the number of steps (5 by default; `cargo xtask soak` runs more).
+#[test]
+fn rolling_restarts_keep_checkpoints_monotonic_for_both_isolations_and_one_writer_at_a_time() {
+    let restarts: usize = std::env::var("MM2_ROLLING_RESTARTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5);
+    let rt = rt();
+    let w = World::new(&rt, "rolling", 1);
+    ensure_consumer_offsets(&rt, &w);
+    let group = format!("g-{}", w.topic);
+    let config = w.properties(
+        &group,
+        &format!(
+            "sync.group.offsets.enabled = true\n\
+             mm2-checkpoint.membership.enabled = true\n\
+             mm2-checkpoint.membership.session.timeout.ms = {SESSION_MS}\n\
+             mm2-checkpoint.membership.heartbeat.interval.ms = 1000\n"
+        ),
+    );
+    let syncs = std::sync::Mutex::new(vec![(0, 3)]);
+    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 0, 3)]);
+    w.commit_source(&rt, &group, &[(0, 0)]);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let last_commit = std::thread::scope(|scope| {
+        let committer = scope.spawn(|| {
+            // Its own runtime and client: the world's clients run their
+            // connections on the test's (current-thread) runtime.
+            let rt = common::rt();
+            let source = common::client(e2e::clusters().source());
+            let mut k = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                k += 1;
+                w.write_syncs(&rt, &source, &w.syncs_topic(), &[(0, 10 * k, 10 * k + 3)]);
+                syncs.lock().unwrap().push((10 * k, 10 * k + 3));
+                let offsets = BTreeMap::from([(
+                    mm2_checkpoint::core::TopicPartition::new(&w.topic, 0),
+                    mm2_checkpoint::core::CommittedOffset::new(10 * k, format!("md-{}", 10 * k)),
+                )]);
+                rt.block_on(source.commit_group_offsets(&group, &offsets))
+                    .expect("commit the source group");
+                std::thread::sleep(Duration::from_millis(300));
+            }
+            10 * k
+        });
+        let mut instances: std::collections::VecDeque<Daemon> = (0..2)
+            .map(|i| Daemon::start(&config, &w.dir.join(format!("rolling-{i}.log"))))
+            .collect();
+        let mut target_offset = -1;
+        for step in 0..restarts {
+            let new = Daemon::start(&config, &w.dir.join(format!("rolling-{}.log", step + 2)));
+            wait_for(
+                "the new instance to be a ready member",
+                Duration::from_secs(60),
+                || (is(&new, &w, "standby") || is(&new, &w, "owner")) && new.ready() == Some(200),
+            );
+            instances.push_back(new);
+            let oldest = instances.pop_front().expect("an instance");
+            let status = oldest.sigterm();
+            assert!(status.success(), "SIGTERM exit: {status}");
+            // The target group never moves back.
+            if let Some(&now) = w.target_offsets(&rt, &group).get(&0) {
+                assert!(
+                    now >= target_offset,
+                    "target group rewound from {target_offset} to {now}"
+                );
+                target_offset = now;
+            }
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        let last = committer.join().expect("committer");
+        let syncs = syncs.lock().unwrap().clone();
+        let want = (last, translate(&syncs, last).expect("translation"));
+        wait_for(
+            "the last commit's checkpoint",
+            Duration::from_secs(60),
+            || latest(&w.checkpoints(&rt)).get(&(group.clone(), 0)) == Some(&want),
+        );
+        wait_for("the target group synced", Duration::from_secs(60), || {
+            w.target_offsets(&rt, &group).get(&0) == Some(&want.1)
+        });
+        for d in instances.iter_mut() {
+            d.assert_running();
+        }
+        last
+    });
+    let syncs = syncs.into_inner().unwrap();
+    assert!(last_commit > 0);
+
+    // Our reader (read_uncommitted, aborted records included).
+    let cps = w.checkpoints(&rt);
+    assert_sound(&cps, &BTreeMap::from([(0, syncs.clone())]));
+    // Java's consumer, both isolation levels.
+    let uncommitted = java_reads_sound(&w, "read_uncommitted", &syncs);
+    let committed = java_reads_sound(&w, "read_committed", &syncs);
+    assert!(committed > 0 && uncommitted >= committed);
+    // One writer at a time: every data batch is transactional, and once a
+    // newer producer epoch has written, no older one writes again.
+    let batches = stored_batches(&rt, &w, &w.checkpoints_topic());
+    let data: Vec<&StoredBatch> = batches.iter().filter(|b| !b.3).collect();
+    assert!(
+        data.iter().all(|b| b.2),
+        "a non-transactional checkpoint batch"
+    );
+    let mut newest = (i64::MIN, i16::MIN);
+    let mut epochs = std::collections::BTreeSet::new();
+    for b in &data {
+        let id = (b.0, b.1);
+        assert!(
+            id >= newest,
+            "producer {id:?} wrote after {newest:?} had taken over"
+        );
+        newest = id;
+        epochs.insert(id);
+    }
+    let takeovers: usize = (0..restarts + 2)
+        .map(|i| {
+            std::fs::read_to_string(w.dir.join(format!("rolling-{i}.log")))
+                .unwrap_or_default()
+                .matches("took the flow over")
+                .count()
+        })
+        .sum();
+    eprintln!(
+        "{restarts} rolling restarts: {takeovers} takeovers, {} producer epochs wrote, {} records (read_uncommitted) / {committed} (read_committed), target group at {}",
+        epochs.len(),
+        uncommitted,
+        w.target_offsets(&rt, &group).get(&0).copied().unwrap_or(-1)
+    );
+    assert!(
+        takeovers >= 2,
+        "the first two instances were both stopped: at least one handover"
+    );
+}

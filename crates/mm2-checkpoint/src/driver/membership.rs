@@ -147,6 +147,18 @@ impl Member {
                     self.lease.close();
                     self.set_role(Role::Joining);
                     if e.kafka_error()
+                        == Some(kafka_protocol::error::ResponseError::UnknownMemberId)
+                    {
+                        self.member_id.clear();
+                    }
+                    if e.needs_rejoin() {
+                        // The group moved on while we joined (another member
+                        // came): join again at once, as the same member, or
+                        // the coordinator waits a session timeout for the
+                        // member we were.
+                        continue;
+                    }
+                    if e.kafka_error()
                         == Some(kafka_protocol::error::ResponseError::FencedInstanceId)
                     {
                         tracing::error!(flow = %self.flow, group = %self.cfg.group, error = %e,
@@ -156,7 +168,6 @@ impl Member {
                         tracing::warn!(flow = %self.flow, group = %self.cfg.group, error = %e,
                             retry_in_ms = backoff.as_millis() as u64, "joining the membership group failed; retrying");
                     }
-                    self.member_id.clear();
                     tokio::select! {
                         _ = shutdown.triggered() => break,
                         _ = tokio::time::sleep(backoff) => {}
