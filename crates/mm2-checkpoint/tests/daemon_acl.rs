@@ -41,7 +41,19 @@ enum Grant {
     TargetRemoteRead,
     /// The target principal on the consumer group (group sync: OffsetCommit).
     TargetGroupRead,
+    /// With membership (docs/membership.md): the target principal on the
+    /// flow's membership group.
+    TargetMembershipGroupRead,
+    /// With membership: the target principal on the transactional id (the
+    /// membership group's name).
+    TargetTransactionalIdWrite,
 }
+
+/// The grants membership adds.
+const MEMBERSHIP: [Grant; 2] = [
+    Grant::TargetMembershipGroupRead,
+    Grant::TargetTransactionalIdWrite,
+];
 
 /// Every documented grant, source side then target side.
 const ALL: [Grant; 8] = [
@@ -141,6 +153,11 @@ impl SecureWorld {
         policy().checkpoints_topic(&self.s)
     }
 
+    /// The flow's default membership group (and transactional id).
+    fn membership_group(&self) -> String {
+        mm2_checkpoint::config::FlowConfig::default_membership_group(&self.s, &self.t)
+    }
+
     /// Adds `grants` with Kafka's own ACL tool, logged in as `admin`.
     fn grant(&self, grants: &[Grant]) {
         let c = secure();
@@ -163,6 +180,12 @@ impl SecureWorld {
                 }
                 Grant::TargetRemoteRead => (&tgt, "--topic", self.remote(), "Read"),
                 Grant::TargetGroupRead => (&tgt, "--group", self.group.clone(), "Read"),
+                Grant::TargetMembershipGroupRead => {
+                    (&tgt, "--group", self.membership_group(), "Read")
+                }
+                Grant::TargetTransactionalIdWrite => {
+                    (&tgt, "--transactional-id", self.membership_group(), "Write")
+                }
             };
             acls.entry((who.clone(), kind, name)).or_default().push(op);
         }
@@ -215,6 +238,11 @@ impl SecureWorld {
     /// An mm2.properties: the source alias logs in as `mm2-source`, the target
     /// alias as `mm2-target`, both over SASL_PLAINTEXT SCRAM-SHA-512.
     fn properties(&self, sync: bool) -> PathBuf {
+        self.properties_with(sync, "")
+    }
+
+    /// [`properties`](Self::properties) plus `extra` lines.
+    fn properties_with(&self, sync: bool, extra: &str) -> PathBuf {
         let c = secure();
         let users = c.acl_users.as_ref().expect("secure cluster has ACL users");
         let login = |alias: &str, u: &Credentials| {
@@ -233,7 +261,8 @@ impl SecureWorld {
              {s}->{t}.enabled = true\n\
              groups = {group}\n\
              sync.group.offsets.enabled = {sync}\n\
-             admin.timeout.ms = 10000\n",
+             admin.timeout.ms = 10000\n\
+             {extra}\n",
             s = self.s,
             t = self.t,
             src = login(&self.s, &users.mm2_source),
@@ -379,5 +408,52 @@ fn without_read_on_consumer_offsets_the_daemon_polls_and_names_the_acl() {
     if let Err(e) = r {
         std::panic::resume_unwind(e);
     }
+    assert_eq!(daemon.sigterm().code(), Some(0));
+}
+
+/// Membership's grants (docs/membership.md): with the documented ACLs plus
+/// Read on the membership group and Write on the transactional id, the owner
+/// takes the flow over, writes the checkpoint and syncs the group; without
+/// the transactional id's grant it cannot take over and writes nothing.
+#[test]
+fn membership_needs_read_on_its_group_and_write_on_its_transactional_id() {
+    use fault_support::{Daemon, wait_for};
+    use std::time::Duration;
+    let rt = rt();
+    let w = SecureWorld::new(&rt, "acl_members");
+    let membership = "mm2-checkpoint.membership.enabled = true\n\
+         mm2-checkpoint.membership.session.timeout.ms = 6000\n\
+         emit.checkpoints.interval.seconds = 1\n\
+         sync.group.offsets.interval.seconds = 1";
+    let config = w.properties_with(true, membership);
+    let grants: Vec<Grant> = ALL
+        .into_iter()
+        .chain([Grant::TargetMembershipGroupRead])
+        .collect();
+    w.grant(&grants);
+    let daemon = Daemon::start(&config, &w.dir.join("no-txn-acl.log"));
+    wait_for("the refused takeover", Duration::from_secs(60), || {
+        daemon
+            .log_text()
+            .contains("TRANSACTIONAL_ID_AUTHORIZATION_FAILED")
+    });
+    assert!(
+        w.checkpoints(&rt).is_empty(),
+        "a checkpoint without the grant"
+    );
+    let log = daemon.log_text();
+    assert!(log.contains("taking the flow over failed"), "{log}");
+    assert_eq!(daemon.sigterm().code(), Some(0));
+
+    w.grant(&MEMBERSHIP);
+    let daemon = Daemon::start(&config, &w.dir.join("members.log"));
+    wait_for(
+        "the checkpoint and the synced group",
+        Duration::from_secs(60),
+        || !w.checkpoints(&rt).is_empty() && w.target_offsets(&rt).get(&0) == Some(&13),
+    );
+    let got: Vec<_> = w.checkpoints(&rt).iter().map(tuple).collect();
+    assert_eq!(got, vec![(w.group.clone(), w.remote(), 0, 10, 13)]);
+    assert!(daemon.log_text().contains("took the flow over"));
     assert_eq!(daemon.sigterm().code(), Some(0));
 }
