@@ -180,6 +180,35 @@ fn one_owner_writes_and_the_flow_survives_kill_and_pause_of_its_owner() {
     for d in daemons.iter_mut().flatten() {
         d.assert_running();
     }
+    // One writer at a time, from the log itself: three owners wrote, and
+    // nothing of an older producer epoch (the killed or the paused owner)
+    // landed after a newer one had written.
+    let epochs = assert_one_writer_at_a_time(&rt, &w);
+    assert_eq!(epochs, 3, "three owners, three producer epochs");
+}
+
+/// Checks the checkpoints topic's batches: every data batch transactional,
+/// and once a newer producer epoch wrote, no older one again. Returns the
+/// number of producer epochs that wrote.
+fn assert_one_writer_at_a_time(rt: &tokio::runtime::Runtime, w: &World) -> usize {
+    let batches = stored_batches(rt, w, &w.checkpoints_topic());
+    let data: Vec<&StoredBatch> = batches.iter().filter(|b| !b.3).collect();
+    assert!(
+        data.iter().all(|b| b.2),
+        "a non-transactional checkpoint batch"
+    );
+    let mut newest = (i64::MIN, i16::MIN);
+    let mut epochs = std::collections::BTreeSet::new();
+    for b in &data {
+        let id = (b.0, b.1);
+        assert!(
+            id >= newest,
+            "producer {id:?} wrote after {newest:?} had taken over"
+        );
+        newest = id;
+        epochs.insert(id);
+    }
+    epochs.len()
 }
 
 /// What membership costs one instance at start-up: the time from start to
@@ -408,23 +437,7 @@ fn rolling_restarts_keep_checkpoints_monotonic_for_both_isolations_and_one_write
     assert!(committed > 0 && uncommitted >= committed);
     // One writer at a time: every data batch is transactional, and once a
     // newer producer epoch has written, no older one writes again.
-    let batches = stored_batches(&rt, &w, &w.checkpoints_topic());
-    let data: Vec<&StoredBatch> = batches.iter().filter(|b| !b.3).collect();
-    assert!(
-        data.iter().all(|b| b.2),
-        "a non-transactional checkpoint batch"
-    );
-    let mut newest = (i64::MIN, i16::MIN);
-    let mut epochs = std::collections::BTreeSet::new();
-    for b in &data {
-        let id = (b.0, b.1);
-        assert!(
-            id >= newest,
-            "producer {id:?} wrote after {newest:?} had taken over"
-        );
-        newest = id;
-        epochs.insert(id);
-    }
+    let epochs = assert_one_writer_at_a_time(&rt, &w);
     let takeovers: usize = (0..restarts + 2)
         .map(|i| {
             std::fs::read_to_string(w.dir.join(format!("rolling-{i}.log")))
@@ -435,7 +448,7 @@ fn rolling_restarts_keep_checkpoints_monotonic_for_both_isolations_and_one_write
         .sum();
     eprintln!(
         "{restarts} rolling restarts: {takeovers} takeovers, {} producer epochs wrote, {} records (read_uncommitted) / {committed} (read_committed), target group at {}",
-        epochs.len(),
+        epochs,
         uncommitted,
         w.target_offsets(&rt, &group).get(&0).copied().unwrap_or(-1)
     );
