@@ -258,7 +258,124 @@ fn check_kubernetes(dir: &Path, scratch: &Path) -> Result<()> {
         "xtask: the Deployment runs the image's default arguments, probes /readyz and /healthz \
          on port {METRICS_PORT} and mounts the Secret's mm2.properties at {CONFIG_PATH}"
     );
-    validate_secret_example(one_of(&resources, "Secret")?, scratch)?;
+    validate_secret_example(one_of(&resources, "Secret")?, scratch, "")?;
+    check_ha_overlay(&dir.join(HA_OVERLAY), &resources, scratch)?;
+    Ok(())
+}
+
+/// The overlay of two replicas with membership (docs/membership.md).
+const HA_OVERLAY: &str = "ha";
+/// The line the overlay's Secret needs beyond the example's.
+const HA_CONFIG_LINE: &str = "mm2-checkpoint.membership.enabled = true";
+
+/// `deploy/kubernetes/ha/`: a kustomization of the base (`../`) with JSON 6902
+/// patches. Renders the patches onto the base manifests (no kustomize
+/// needed: the patches use `replace`, `add` and `remove` only), validates the
+/// result like the base, checks what makes it safe to run several replicas,
+/// and validates the example config with membership on.
+fn check_ha_overlay(dir: &Path, base: &[(String, Value)], scratch: &Path) -> Result<()> {
+    let kustomization = yaml_documents(&dir.join(KUSTOMIZATION))?;
+    let k = kustomization
+        .first()
+        .context("ha/kustomization.yaml is empty")?;
+    ensure!(
+        k["resources"] == json!(["../"]),
+        "ha/{KUSTOMIZATION} must build on the base, `resources: [../]`"
+    );
+    let mut rendered: Vec<Value> = base
+        .iter()
+        .map(|(_, r)| r.clone())
+        .filter(|r| r["kind"] != "Secret")
+        .collect();
+    for (i, patch) in k["patches"].as_array().into_iter().flatten().enumerate() {
+        let (kind, name) = (&patch["target"]["kind"], &patch["target"]["name"]);
+        let ops_file = scratch.join(format!("ha-patch-{i}.yaml"));
+        fs::write(
+            &ops_file,
+            patch["patch"].as_str().context("a patch is not text")?,
+        )?;
+        let ops = yaml_documents(&ops_file)?
+            .into_iter()
+            .next()
+            .unwrap_or_default();
+        let doc = rendered
+            .iter_mut()
+            .find(|r| &r["kind"] == kind && &r["metadata"]["name"] == name)
+            .with_context(|| format!("ha: no {kind} {name} in the base to patch"))?;
+        for op in ops
+            .as_array()
+            .context("a patch is not a list of operations")?
+        {
+            apply_json_patch_op(doc, op).with_context(|| format!("ha: patching {kind} {name}"))?;
+        }
+    }
+    let mut failures = Vec::new();
+    for doc in &rendered {
+        let file = scratch.join(format!(
+            "ha-{}.json",
+            doc["kind"].as_str().unwrap_or("resource").to_lowercase()
+        ));
+        fs::write(&file, serde_json::to_vec(doc)?)?;
+        failures.extend(schema_failures(&file)?);
+    }
+    ensure!(
+        failures.is_empty(),
+        "ha: schema check failed:\n{}",
+        failures.join("\n")
+    );
+    let find = |kind: &str| rendered.iter().find(|r| r["kind"] == kind);
+    let deployment = find("Deployment").context("ha: no Deployment")?;
+    let spec = &deployment["spec"];
+    ensure!(
+        spec["replicas"].as_u64().is_some_and(|n| n >= 2)
+            && spec["strategy"]["type"] == "RollingUpdate"
+            && spec["strategy"]["rollingUpdate"]["maxUnavailable"] == 0,
+        "ha: the Deployment must run two or more replicas with a RollingUpdate that keeps \
+         every replica until its successor is ready (maxUnavailable: 0)"
+    );
+    let pdb = find("PodDisruptionBudget").context("ha: no PodDisruptionBudget")?;
+    ensure!(
+        pdb["spec"]["minAvailable"] == 1 && pdb["spec"].get("maxUnavailable").is_none(),
+        "ha: the PodDisruptionBudget must keep one instance (minAvailable: 1)"
+    );
+    let header = fs::read_to_string(dir.join(KUSTOMIZATION))?;
+    ensure!(
+        header.contains(HA_CONFIG_LINE),
+        "ha/{KUSTOMIZATION} must tell which line the Secret's mm2.properties needs"
+    );
+    eprintln!(
+        "xtask: ha: the overlay renders to {} valid manifests: {} replicas, RollingUpdate with maxUnavailable 0, PodDisruptionBudget minAvailable 1",
+        rendered.len(),
+        spec["replicas"]
+    );
+    let secret = one_of(base, "Secret")?;
+    validate_secret_example(secret, &scratch.join("ha"), HA_CONFIG_LINE)
+}
+
+/// Applies one JSON Patch (RFC 6902) operation of kind `replace`, `add` (to
+/// an object member) or `remove` to `doc`.
+fn apply_json_patch_op(doc: &mut Value, op: &Value) -> Result<()> {
+    let path = op["path"].as_str().context("an operation without a path")?;
+    let (parent, key) = path.rsplit_once('/').context("a path without a slash")?;
+    let target = doc
+        .pointer_mut(parent)
+        .and_then(Value::as_object_mut)
+        .with_context(|| format!("no object at {parent}"))?;
+    match op["op"].as_str() {
+        Some("replace") => {
+            ensure!(target.contains_key(key), "replace of a missing {path}");
+            target.insert(key.to_string(), op["value"].clone());
+        }
+        Some("add") => {
+            target.insert(key.to_string(), op["value"].clone());
+        }
+        Some("remove") => {
+            target
+                .remove(key)
+                .with_context(|| format!("remove of a missing {path}"))?;
+        }
+        other => bail!("unsupported operation {other:?} (replace, add and remove only)"),
+    }
     Ok(())
 }
 
@@ -266,7 +383,7 @@ fn check_kubernetes(dir: &Path, scratch: &Path) -> Result<()> {
 /// `mm2.properties`, with the Secret's files written to a scratch directory
 /// that stands in for the mount point (the config's paths are rewritten to
 /// it) and a freshly made CA in place of the `ca.pem` placeholder.
-fn validate_secret_example(secret: &Value, scratch: &Path) -> Result<()> {
+fn validate_secret_example(secret: &Value, scratch: &Path, extra_line: &str) -> Result<()> {
     let (mount, config_file) = CONFIG_PATH.rsplit_once('/').context("CONFIG_PATH")?;
     let dir = scratch.join("secret");
     fs::create_dir_all(&dir)?;
@@ -278,7 +395,11 @@ fn validate_secret_example(secret: &Value, scratch: &Path) -> Result<()> {
         let text = value
             .as_str()
             .context("a stringData value is not a string")?;
-        fs::write(dir.join(name), text.replace(mount, dir_str))?;
+        let mut text = text.replace(mount, dir_str);
+        if name == config_file && !extra_line.is_empty() {
+            text.push_str(&format!("\n{extra_line}\n"));
+        }
+        fs::write(dir.join(name), text)?;
     }
     if files.contains_key("ca.pem") {
         let pki = crate::certs::generate(&scratch.join("pki"))?;
