@@ -341,14 +341,32 @@ fn rolling_restarts_keep_checkpoints_monotonic_for_both_isolations_and_one_write
     let w = World::new(&rt, "rolling", 1);
     ensure_consumer_offsets(&rt, &w);
     let group = format!("g-{}", w.topic);
+    // A group with a member on the target (Kafka's console consumer, not
+    // committing): checkpointed, never synced, whoever owns the flow.
+    let active = format!("a-{}", w.topic);
+    let _member = common::ConsoleConsumer::join(
+        &w,
+        &active,
+        &["enable.auto.commit=false", "session.timeout.ms=6000"],
+    );
     let config = w.properties(
-        &group,
+        &format!("{group}, {active}"),
         &format!(
             "sync.group.offsets.enabled = true\n\
              mm2-checkpoint.membership.enabled = true\n\
              mm2-checkpoint.membership.session.timeout.ms = {SESSION_MS}\n\
              mm2-checkpoint.membership.heartbeat.interval.ms = 1000\n"
         ),
+    );
+    wait_for(
+        "the target group to have its member",
+        Duration::from_secs(60),
+        || {
+            rt.block_on(w.target.describe_groups(std::slice::from_ref(&active)))
+                .ok()
+                .and_then(|d| d.get(&active).map(|g| g.members))
+                == Some(1)
+        },
     );
     let syncs = std::sync::Mutex::new(vec![(0, 3)]);
     w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 0, 3)]);
@@ -369,8 +387,10 @@ fn rolling_restarts_keep_checkpoints_monotonic_for_both_isolations_and_one_write
                     mm2_checkpoint::core::TopicPartition::new(&w.topic, 0),
                     mm2_checkpoint::core::CommittedOffset::new(10 * k, format!("md-{}", 10 * k)),
                 )]);
-                rt.block_on(source.commit_group_offsets(&group, &offsets))
-                    .expect("commit the source group");
+                for g in [&group, &active] {
+                    rt.block_on(source.commit_group_offsets(g, &offsets))
+                        .expect("commit the source groups");
+                }
                 std::thread::sleep(Duration::from_millis(300));
             }
             10 * k
@@ -423,6 +443,17 @@ fn rolling_restarts_keep_checkpoints_monotonic_for_both_isolations_and_one_write
         for d in instances.iter_mut() {
             d.assert_running();
         }
+        // Checkpointed like the other group, never committed into.
+        assert_eq!(
+            latest(&w.checkpoints(&rt)).get(&(active.clone(), 0)),
+            Some(&want),
+            "the active group's checkpoint"
+        );
+        assert_eq!(
+            w.target_offsets(&rt, &active),
+            BTreeMap::new(),
+            "a commit into the target group with a member"
+        );
         last
     });
     let syncs = syncs.into_inner().unwrap();
