@@ -488,3 +488,97 @@ fn rolling_restarts_keep_checkpoints_monotonic_for_both_isolations_and_one_write
         "the first two instances were both stopped: at least one handover"
     );
 }
+
+/// A checkpoint a previous owner wrote in a transaction that was then
+/// aborted is what `read_uncommitted` readers (Java's default) have seen: a
+/// new owner restores it as the floor, so it never writes a lower one for
+/// the group (here its own translation would be lower: the sync that
+/// justified the aborted value is not in the offset-syncs topic), and its
+/// next checkpoint is above it. `read_committed` readers never see it.
+#[test]
+fn a_new_owner_never_writes_below_an_aborted_checkpoint_readers_saw() {
+    use kafka_lite::records::ProducerRecord;
+    use mm2_checkpoint::core::{Checkpoint, CheckpointKey, TopicPartition};
+    let rt = rt();
+    let w = World::new(&rt, "aborted", 1);
+    ensure_consumer_offsets(&rt, &w);
+    let group = format!("g-{}", w.topic);
+    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 0, 3)]);
+    w.commit_source(&rt, &group, &[(0, 10)]);
+    // The previous owner's aborted checkpoint (10, 13), under the flow's
+    // transactional id.
+    let txn_id = mm2_checkpoint::config::FlowConfig::default_membership_group(&w.s, &w.t);
+    let aborted = Checkpoint {
+        key: CheckpointKey {
+            group: group.clone(),
+            topic_partition: TopicPartition::new(w.remote_topic(), 0),
+        },
+        upstream_offset: 10,
+        downstream_offset: 13,
+        metadata: String::new(),
+    };
+    rt.block_on(async {
+        w.target
+            .create_topic(
+                &w.checkpoints_topic(),
+                1,
+                1,
+                &[("cleanup.policy", "compact")],
+            )
+            .await
+            .expect("create the checkpoints topic");
+        let client = w.target.kafka().await.expect("target client");
+        let mut producer =
+            kafka_lite::TransactionalProducer::init(client, &txn_id, Duration::from_secs(60))
+                .await
+                .expect("init the previous owner's producer");
+        let record = ProducerRecord {
+            timestamp: 0,
+            key: Some(aborted.encode_key().unwrap().into()),
+            value: Some(aborted.encode_value().unwrap().into()),
+            headers: Vec::new(),
+        };
+        producer
+            .produce(&w.checkpoints_topic(), 0, &[record], &Default::default())
+            .await
+            .expect("produce in the transaction");
+        producer.abort().await.expect("abort");
+    });
+    let config = w.properties(
+        &group,
+        "mm2-checkpoint.membership.enabled = true\n\
+         mm2-checkpoint.membership.session.timeout.ms = 6000\n",
+    );
+    let d = Daemon::start(&config, &w.dir.join("daemon.log"));
+    wait_for("the takeover and a round", Duration::from_secs(60), || {
+        let log = d.log_text();
+        log.contains("took the flow over") && log.contains("emission round done")
+    });
+    // The restore read the aborted record (nothing else was in the topic).
+    assert!(d.log_text().contains("restored=1"), "{}", d.log_text());
+    // The group moves on: (20, 23) is above the floor and written.
+    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &[(0, 20, 23)]);
+    w.commit_source(&rt, &group, &[(0, 20)]);
+    wait_for("the next checkpoint", Duration::from_secs(60), || {
+        latest(&w.checkpoints(&rt)).get(&(group.clone(), 0)) == Some(&(20, 23))
+    });
+    let c = e2e::clusters();
+    let bootstrap = c.target().bootstrap.get(e2e::Listener::Plaintext);
+    let java = e2e::java::helpers();
+    let seen = |isolation: &str| -> Vec<(i64, i64)> {
+        java.checkpoints_as(bootstrap, &w.checkpoints_topic(), isolation)
+            .expect("Java reads the checkpoints")
+            .into_iter()
+            .filter(|r| r.group == group)
+            .map(|r| (r.upstream, r.downstream))
+            .collect()
+    };
+    // Never the lower (10, 4) its own syncs would give. The log cleaner of
+    // the compacted topic may already have removed the aborted record.
+    let uncommitted = seen("read_uncommitted");
+    assert!(
+        uncommitted == [(10, 13), (20, 23)] || uncommitted == [(20, 23)],
+        "read_uncommitted: {uncommitted:?}"
+    );
+    assert_eq!(seen("read_committed"), vec![(20, 23)]);
+}
