@@ -23,6 +23,7 @@ pub mod access;
 pub mod java;
 pub mod mm2;
 pub mod process;
+pub mod stored;
 
 /// Environment variable naming the cluster file; `cargo xtask test` sets it.
 pub const CLUSTERS_FILE_ENV: &str = "MM2_CLUSTERS_FILE";

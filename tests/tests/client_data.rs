@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use e2e::{clusters, unique_name};
-use kafka_lite::records::{self, Codec, ConsumerRecord, Header, ProducerRecord};
+use kafka_lite::records::{Codec, ConsumerRecord, Header, ProducerRecord};
 use kafka_lite::{
     Client, ConnectionConfig, CreateTopicOutcome, Error, FetchOptions, FetchedPartition,
     IsolationLevel, OffsetSpec, PartitionReader, ProduceOptions, StartOffset,
@@ -131,33 +131,11 @@ async fn read_to_end(client: &Client, reader: &mut PartitionReader) -> Vec<Consu
     read
 }
 
-/// The codecs of the raw batches stored in partition 0 from offset 0, as
-/// written (read with a plain Fetch request, bypassing `fetch_on`).
+/// The codecs of the batches stored in partition 0, as written (read with
+/// plain Fetch requests, bypassing `fetch_on`).
 async fn stored_codecs(client: &Client, topic: &str) -> Vec<Codec> {
-    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-    use kafka_protocol::messages::{FetchRequest, TopicName};
-    use kafka_protocol::protocol::StrBytes;
-    let request = FetchRequest::default()
-        .with_max_wait_ms(100)
-        .with_min_bytes(1)
-        .with_topics(vec![
-            FetchTopic::default()
-                .with_topic(TopicName(StrBytes::from_string(topic.to_string())))
-                .with_partitions(vec![
-                    FetchPartition::default()
-                        .with_partition(0)
-                        .with_fetch_offset(0)
-                        .with_partition_max_bytes(1 << 20),
-                ]),
-        ]);
-    let connection = client.leader_connection(topic, 0).await.expect("leader");
-    let response = connection.send(request).await.expect("raw fetch");
-    let mut bytes = response.responses[0].partitions[0]
-        .records
-        .clone()
-        .unwrap_or_default();
-    records::decode_batches(&mut bytes)
-        .expect("decodable batches")
+    e2e::stored::stored_batches(client, topic, 0)
+        .await
         .iter()
         .map(|b| b.codec)
         .collect()

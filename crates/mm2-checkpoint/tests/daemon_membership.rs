@@ -248,53 +248,23 @@ fn a_single_instance_with_membership_owns_the_flow_and_checkpoints() {
 /// transactional, control).
 type StoredBatch = (i64, i16, bool, bool);
 
-/// Every batch of partition 0 of `topic`, read with plain Fetch requests (the
-/// producer ids and epochs our readers drop).
+/// Every batch of partition 0 of `topic` as stored (producer ids and
+/// epochs, which our readers drop).
 fn stored_batches(rt: &tokio::runtime::Runtime, w: &World, topic: &str) -> Vec<StoredBatch> {
-    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-    use kafka_protocol::messages::{FetchRequest, TopicName};
-    use kafka_protocol::protocol::StrBytes;
     rt.block_on(async {
         let client = w.target.kafka().await.expect("target client");
-        let connection = client.leader_connection(topic, 0).await.expect("leader");
-        let mut out = Vec::new();
-        let mut offset = 0;
-        loop {
-            let request = FetchRequest::default()
-                .with_max_wait_ms(100)
-                .with_min_bytes(1)
-                .with_isolation_level(0)
-                .with_topics(vec![
-                    FetchTopic::default()
-                        .with_topic(TopicName(StrBytes::from_string(topic.to_string())))
-                        .with_partitions(vec![
-                            FetchPartition::default()
-                                .with_partition(0)
-                                .with_fetch_offset(offset)
-                                .with_partition_max_bytes(1 << 20),
-                        ]),
-                ]);
-            let response = connection.send(request).await.expect("raw fetch");
-            let partition = &response.responses[0].partitions[0];
-            let mut bytes = partition.records.clone().unwrap_or_default();
-            let batches = kafka_lite::records::decode_batches(&mut bytes).expect("batches");
-            if batches.is_empty() {
-                assert!(offset >= partition.high_watermark, "stuck at {offset}");
-                return out;
-            }
-            for b in &batches {
-                out.push((
+        e2e::stored::stored_batches(client, topic, 0)
+            .await
+            .iter()
+            .map(|b| {
+                (
                     b.producer_id,
                     b.producer_epoch,
                     b.is_transactional,
                     b.is_control,
-                ));
-                offset = b.last_offset + 1;
-            }
-            if offset >= partition.high_watermark {
-                return out;
-            }
-        }
+                )
+            })
+            .collect()
     })
 }
 
