@@ -70,7 +70,8 @@ pub use api::ApiRequest;
 pub use backoff::RetryPolicy;
 pub use client::{BrokerInfo, Client, ClusterMetadata, PartitionMetadata, TopicMetadata};
 pub use config::{
-    ClientCertConfig, ConnectionConfig, DEFAULT_MAX_FRAME_BYTES, Pem, PemBytes, SaslConfig,
+    BearerToken, BoxFuture, ClientCertConfig, ConnectionConfig, CredentialError,
+    CredentialProvider, DEFAULT_MAX_FRAME_BYTES, DynamicCredentials, Pem, PemBytes, SaslConfig,
     SaslMechanismKind, Secret, TlsConfig,
 };
 pub use connection::{BrokerConnection, Connector};
