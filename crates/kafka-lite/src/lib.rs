@@ -49,6 +49,7 @@ mod counts;
 mod data;
 mod error;
 pub mod frame;
+mod http;
 mod membership;
 mod pool;
 pub mod records;
@@ -81,6 +82,7 @@ pub use data::{
     PartitionReader, PartitionRecords, ProduceOptions, StartOffset, TopicPoll, TopicReader,
 };
 pub use error::{Error, TlsFailure, kafka_error_name};
+pub use http::{HttpClient, HttpClientConfig, HttpError, HttpRequest, HttpResponse, HttpUrl};
 pub use membership::{Joined, JoinedMember, MemberConfig};
 pub use pool::BrokerPool;
 pub use tls::{
