@@ -709,9 +709,13 @@ impl BrokerConnection {
                 let name = kafka_protocol::error::ResponseError::try_from_code(response.error_code)
                     .map(|e| crate::error::kafka_error_name(&e))
                     .unwrap_or_default();
+                // The mechanism's view of the failure, unless the broker's
+                // message already says it (Kafka repeats OAUTHBEARER's JSON).
                 let detail = match mechanism.failure_detail() {
-                    Some(server) => format!("{name}: {message} ({server})"),
-                    None => format!("{name}: {message}"),
+                    Some((server, raw)) if !message.contains(raw.as_str()) => {
+                        format!("{name}: {message} ({server})")
+                    }
+                    _ => format!("{name}: {message}"),
                 };
                 return Err(auth_error(detail));
             }

@@ -41,8 +41,9 @@ pub(crate) trait SaslMechanism: Send {
     fn evaluate(&mut self, challenge: &[u8]) -> Result<SaslStep, SaslError>;
 
     /// What the server told the mechanism about a failure before the broker
-    /// failed the exchange (OAUTHBEARER's error document), if anything.
-    fn failure_detail(&self) -> Option<String> {
+    /// failed the exchange (OAUTHBEARER's error document), if anything: a
+    /// sentence for the error, and the server's text as received.
+    fn failure_detail(&self) -> Option<(String, String)> {
         None
     }
 }
