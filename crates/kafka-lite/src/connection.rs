@@ -651,18 +651,20 @@ impl BrokerConnection {
     /// fetched (which may take a network round trip to a token endpoint).
     async fn start_mechanism(&self, config: &SaslConfig) -> Result<Box<dyn SaslMechanism>, Error> {
         let mechanism = config.mechanism.name().to_string();
-        sasl::start(config).await.map_err(|e| match e {
-            StartError::Sasl(e) => Error::Authentication {
-                broker: self.address().to_string(),
-                mechanism,
-                detail: e.0,
-            },
-            StartError::Credentials(error) => Error::Credentials {
-                broker: self.address().to_string(),
-                mechanism,
-                error: Box::new(error),
-            },
-        })
+        sasl::start(config, self.address())
+            .await
+            .map_err(|e| match e {
+                StartError::Sasl(e) => Error::Authentication {
+                    broker: self.address().to_string(),
+                    mechanism,
+                    detail: e.0,
+                },
+                StartError::Credentials(error) => Error::Credentials {
+                    broker: self.address().to_string(),
+                    mechanism,
+                    error: Box::new(error),
+                },
+            })
     }
 
     /// SaslHandshake v1 naming the mechanism, then SaslAuthenticate rounds

@@ -57,10 +57,15 @@ pub(crate) enum StartError {
     Credentials(CredentialError),
 }
 
-/// Creates the mechanism configured in `config` for one authentication:
-/// fetches its credential from the provider if it has one, and draws a
-/// fresh random nonce where the mechanism needs one.
-pub(crate) async fn start(config: &SaslConfig) -> Result<Box<dyn SaslMechanism>, StartError> {
+/// Creates the mechanism configured in `config` for one authentication with
+/// the broker at `broker` (`host:port`; mechanisms that sign for the host,
+/// such as AWS_MSK_IAM, need it): fetches its credential from the provider
+/// if it has one, and draws a fresh random nonce where the mechanism needs
+/// one.
+pub(crate) async fn start(
+    config: &SaslConfig,
+    _broker: &str,
+) -> Result<Box<dyn SaslMechanism>, StartError> {
     match (config.mechanism, &config.credentials) {
         (SaslMechanismKind::OAuthBearer, Some(DynamicCredentials::BearerToken(provider))) => {
             let token = provider
