@@ -49,7 +49,9 @@ mod counts;
 mod data;
 mod error;
 pub mod frame;
+mod http;
 mod membership;
+mod oauth;
 mod pool;
 pub mod records;
 mod sasl;
@@ -70,7 +72,8 @@ pub use api::ApiRequest;
 pub use backoff::RetryPolicy;
 pub use client::{BrokerInfo, Client, ClusterMetadata, PartitionMetadata, TopicMetadata};
 pub use config::{
-    ClientCertConfig, ConnectionConfig, DEFAULT_MAX_FRAME_BYTES, Pem, PemBytes, SaslConfig,
+    BearerToken, BoxFuture, ClientCertConfig, ConnectionConfig, CredentialError,
+    CredentialProvider, DEFAULT_MAX_FRAME_BYTES, DynamicCredentials, Pem, PemBytes, SaslConfig,
     SaslMechanismKind, Secret, TlsConfig,
 };
 pub use connection::{BrokerConnection, Connector, SendWindow};
@@ -80,7 +83,9 @@ pub use data::{
     PartitionReader, PartitionRecords, ProduceOptions, StartOffset, TopicPoll, TopicReader,
 };
 pub use error::{Error, TlsFailure, kafka_error_name};
+pub use http::{HttpClient, HttpClientConfig, HttpError, HttpRequest, HttpResponse, HttpUrl};
 pub use membership::{Joined, JoinedMember, MemberConfig};
+pub use oauth::{OAuthBearerTokens, OAuthConfig, RefreshConfig, TokenSource};
 pub use pool::BrokerPool;
 pub use tls::{
     CRYPTO_PROVIDER_NAME, ClientIdentityCheck, ClientIdentityError, check_client_identity,

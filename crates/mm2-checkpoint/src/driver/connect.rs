@@ -5,14 +5,18 @@
 //! (`ssl.truststore.certificates`, `ssl.keystore.key`, ...) is handed to
 //! kafka-lite as bytes in memory; it is never written to disk.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use kafka_lite::{
-    ClientCertConfig, ConnectionConfig, Pem, PemBytes, SaslConfig, SaslMechanismKind, TlsConfig,
+    ClientCertConfig, ConnectionConfig, HttpClient, HttpClientConfig, HttpUrl, OAuthBearerTokens,
+    OAuthConfig, Pem, PemBytes, RefreshConfig, SaslConfig, SaslMechanismKind, TlsConfig,
+    TokenSource,
 };
 
 use crate::config::security::{
-    PemSource, SaslMechanism, TrustRoots, certificates_pem, private_key_pem,
+    OAuthSettings, PemSource, SaslMechanism, TokenEndpoint, TrustRoots, certificates_pem,
+    private_key_pem,
 };
 use crate::config::{ClusterConnection, ProcessEnvironment};
 
@@ -104,15 +108,29 @@ pub fn connection(
             })
         }
     };
-    let sasl = cluster.sasl.as_ref().map(|s| SaslConfig {
-        mechanism: match s.mechanism {
-            SaslMechanism::Plain => SaslMechanismKind::Plain,
-            SaslMechanism::ScramSha256 => SaslMechanismKind::ScramSha256,
-            SaslMechanism::ScramSha512 => SaslMechanismKind::ScramSha512,
-        },
-        username: s.username.clone(),
-        password: kafka_lite::Secret::new(s.password.expose()),
-    });
+    let sasl = match &cluster.sasl {
+        None => None,
+        Some(s) => {
+            let password = |kind| {
+                SaslConfig::with_password(
+                    kind,
+                    s.username.clone(),
+                    kafka_lite::Secret::new(s.password.expose()),
+                )
+            };
+            Some(match (s.mechanism, &s.oauth) {
+                (SaslMechanism::Plain, _) => password(SaslMechanismKind::Plain),
+                (SaslMechanism::ScramSha256, _) => password(SaslMechanismKind::ScramSha256),
+                (SaslMechanism::ScramSha512, _) => password(SaslMechanismKind::ScramSha512),
+                (SaslMechanism::OAuthBearer, Some(oauth)) => SaslConfig::oauth_bearer(Arc::new(
+                    OAuthBearerTokens::new(oauth_config(oauth).map_err(err)?),
+                )),
+                (SaslMechanism::OAuthBearer, None) => {
+                    return Err(err("OAUTHBEARER without its settings".into()));
+                }
+            })
+        }
+    };
     let config = ConnectionConfig {
         client_id: client_id.to_owned(),
         request_timeout,
@@ -122,6 +140,49 @@ pub fn connection(
         ..ConnectionConfig::default()
     };
     Ok(Connection { bootstrap, config })
+}
+
+/// The token provider settings of an OAUTHBEARER cluster. One provider
+/// serves every connection of the cluster, so they share its token.
+fn oauth_config(oauth: &OAuthSettings) -> Result<OAuthConfig, String> {
+    let source = match &oauth.token_endpoint {
+        TokenEndpoint::File(path) => TokenSource::File(path.clone()),
+        TokenEndpoint::Url(url) => {
+            let url = HttpUrl::parse(url)?;
+            let http = HttpClient::new(HttpClientConfig {
+                tls: TlsConfig {
+                    ca_pem_file: oauth.trust_pem.clone(),
+                    verify_hostname: oauth.verify_hostname,
+                    ..TlsConfig::default()
+                },
+                connect_timeout: oauth.connect_timeout,
+                read_timeout: oauth.read_timeout,
+                ..HttpClientConfig::default()
+            })
+            .map_err(|e| format!("the token endpoint's TLS settings: {e}"))?;
+            TokenSource::ClientCredentials {
+                url,
+                client_id: oauth.client_id.clone(),
+                client_secret: kafka_lite::Secret::new(oauth.client_secret.expose()),
+                scope: oauth.scope.clone(),
+                http,
+            }
+        }
+    };
+    Ok(OAuthConfig {
+        source,
+        sub_claim_name: oauth.sub_claim_name.clone(),
+        scope_claim_name: oauth.scope_claim_name.clone(),
+        retry_backoff: oauth.retry_backoff,
+        retry_backoff_max: oauth.retry_backoff_max,
+        refresh: RefreshConfig {
+            window_factor: oauth.refresh_window_factor,
+            window_jitter: oauth.refresh_window_jitter,
+            min_period: oauth.refresh_min_period,
+            buffer: oauth.refresh_buffer,
+        },
+        extensions: oauth.extensions.clone(),
+    })
 }
 
 #[cfg(test)]
@@ -168,6 +229,7 @@ mod tests {
             mechanism: SaslMechanism::ScramSha256,
             username: "alice".into(),
             password: Secret::new("hunter2"),
+            oauth: None,
         });
         let c = connection(&a, "id", Duration::from_secs(5)).unwrap();
         let sasl = c.config.sasl.as_ref().unwrap();

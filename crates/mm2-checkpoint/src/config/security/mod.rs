@@ -8,7 +8,8 @@
 //! * TLS stores must be PEM (files or inline). JKS and PKCS12 are refused with a
 //!   conversion hint; encrypted private keys are refused.
 //! * SASL mechanisms PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 with credentials in
-//!   `sasl.jaas.config`. GSSAPI (Kafka's default mechanism!) and OAUTHBEARER are
+//!   `sasl.jaas.config`, and OAUTHBEARER with Kafka's OIDC login callback handler
+//!   (token endpoint or `file://` token). GSSAPI (Kafka's default mechanism!) is
 //!   refused.
 //! * Pluggable classes (`ssl.engine.factory.class`, SASL callback handlers,
 //!   `security.providers`) are refused, because ignoring them would change
@@ -18,6 +19,7 @@
 //! path or a corrupt certificate shows up in `mm2-checkpoint validate`, not at the
 //! first connection.
 
+mod oauth;
 mod sasl;
 mod stores;
 mod tls;
@@ -30,6 +32,7 @@ use super::check::{Checker, ConfigWarning, NotChecked, Unknown};
 use super::error::ConfigError;
 use super::providers::Environment;
 
+pub use oauth::{OAuthSettings, TokenEndpoint};
 use sasl::build_sasl;
 pub use sasl::{NOT_READ as SASL_NOT_READ, SaslCredentials, SaslMechanism};
 pub use stores::{certificates_pem, private_key_pem};

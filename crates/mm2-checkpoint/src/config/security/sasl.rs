@@ -1,7 +1,9 @@
 //! SASL settings of a cluster connection: the mechanism and the credentials
-//! read from `sasl.jaas.config` (PLAIN and SCRAM login modules only).
+//! read from `sasl.jaas.config` (PLAIN and SCRAM login modules), or the
+//! OAUTHBEARER settings ([`super::oauth`]).
 
 use super::Keys;
+use super::oauth::{OAUTH_LOGIN_HANDLERS, OAUTH_LOGIN_MODULE, OAuthSettings, build_oauth};
 use crate::config::check::{NotChecked, Unknown};
 use crate::config::error::ConfigError;
 use crate::config::jaas;
@@ -20,6 +22,8 @@ pub enum SaslMechanism {
     ScramSha256,
     /// `SCRAM-SHA-512`.
     ScramSha512,
+    /// `OAUTHBEARER` with tokens from an OIDC token endpoint or a file.
+    OAuthBearer,
 }
 
 impl SaslMechanism {
@@ -29,6 +33,7 @@ impl SaslMechanism {
             Self::Plain => "PLAIN",
             Self::ScramSha256 => "SCRAM-SHA-256",
             Self::ScramSha512 => "SCRAM-SHA-512",
+            Self::OAuthBearer => "OAUTHBEARER",
         }
     }
 }
@@ -38,10 +43,13 @@ impl SaslMechanism {
 pub struct SaslCredentials {
     /// The mechanism.
     pub mechanism: SaslMechanism,
-    /// The `username` option of the JAAS entry.
+    /// The `username` option of the JAAS entry (PLAIN, SCRAM; empty for
+    /// OAUTHBEARER).
     pub username: String,
-    /// The `password` option of the JAAS entry.
+    /// The `password` option of the JAAS entry (PLAIN, SCRAM).
     pub password: Secret,
+    /// The OAUTHBEARER settings; `Some` iff the mechanism is OAUTHBEARER.
+    pub oauth: Option<OAuthSettings>,
 }
 
 /// Why GSSAPI is refused, and what to use instead.
@@ -68,13 +76,23 @@ pub(super) fn build_sasl(keys: &Keys<'_>) -> Result<SaslCredentials, Unknown> {
         "sasl.client.callback.handler.class",
         "sasl.login.class",
     ] {
-        if let Some(s) = keys.get(handler) {
-            handlers = Err(keys.fail(s.error(
-                "custom SASL login and callback classes are not supported by mm2-checkpoint; \
-                 use sasl.mechanism PLAIN or SCRAM-SHA-256/512 with username and password in \
-                 sasl.jaas.config",
-            )));
+        let Some(s) = keys.get(handler) else {
+            continue;
+        };
+        // The known OAuth login handler names our built-in token fetching;
+        // whether it fits the mechanism is checked with the mechanism.
+        if handler == "sasl.login.callback.handler.class"
+            && s.text()
+                .is_ok_and(|v| OAUTH_LOGIN_HANDLERS.contains(&v.trim()))
+        {
+            continue;
         }
+        handlers = Err(keys.fail(s.error(
+            "custom SASL login and callback classes are not supported by mm2-checkpoint; \
+             use sasl.mechanism PLAIN or SCRAM-SHA-256/512 with username and password in \
+             sasl.jaas.config, or OAUTHBEARER with login callback handler \
+             org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
+        )));
     }
     let Ok((mechanism, module)) = mechanism(keys) else {
         if let Some(jaas) = keys.get("sasl.jaas.config") {
@@ -86,6 +104,16 @@ pub(super) fn build_sasl(keys: &Keys<'_>) -> Result<SaslCredentials, Unknown> {
         }
         return Err(Unknown);
     };
+    if mechanism != SaslMechanism::OAuthBearer
+        && let Some(s) = keys.get("sasl.login.callback.handler.class")
+        && handlers.is_ok()
+    {
+        handlers = Err(keys.fail(s.error(format!(
+            "the OAuth login callback handler applies to sasl.mechanism=OAUTHBEARER, not {}; \
+             remove the key",
+            mechanism.name()
+        ))));
+    }
     let credentials = credentials(keys, mechanism, module);
     handlers?;
     credentials
@@ -110,12 +138,9 @@ fn mechanism(keys: &Keys<'_>) -> Result<(SaslMechanism, &'static str), Unknown> 
             ),
         ))),
         Some("GSSAPI") => refused(format!("GSSAPI (Kerberos): {GSSAPI_REFUSAL}")),
-        Some(m @ "OAUTHBEARER") => refused(format!(
-            "{m} is not supported by mm2-checkpoint yet; use SCRAM-SHA-512, SCRAM-SHA-256 or \
-             PLAIN (over SASL_SSL), or mutual TLS"
-        )),
+        Some("OAUTHBEARER") => Ok((SaslMechanism::OAuthBearer, OAUTH_LOGIN_MODULE)),
         Some(other) => refused(format!(
-            "unknown mechanism `{other}`; use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"
+            "unknown mechanism `{other}`; use PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"
         )),
     }
 }
@@ -144,10 +169,15 @@ fn credentials(
         Resolution::Resolved => jaas_setting.value.clone(),
         Resolution::Failed => return Err(Unknown),
         Resolution::NotRead if is_one_reference(&jaas_setting.value) => {
+            let oauth = match mechanism {
+                SaslMechanism::OAuthBearer => Some(build_oauth(keys, None, NOT_READ)?),
+                _ => None,
+            };
             return Ok(SaslCredentials {
                 mechanism,
                 username: NOT_READ.to_string(),
                 password: Secret::new(""),
+                oauth,
             });
         }
         Resolution::NotRead => replace_references(&jaas_setting.value, NOT_READ_TOKEN),
@@ -171,6 +201,16 @@ fn credentials(
                 .to_string(),
         ));
     }
+    if mechanism == SaslMechanism::OAuthBearer {
+        let mut oauth = build_oauth(keys, Some((&entry, jaas_setting)), NOT_READ)?;
+        oauth.client_id = oauth.client_id.replace(NOT_READ_TOKEN, NOT_READ);
+        return Ok(SaslCredentials {
+            mechanism,
+            username: String::new(),
+            password: Secret::new(""),
+            oauth: Some(oauth),
+        });
+    }
     let username = entry
         .options
         .get("username")
@@ -185,5 +225,6 @@ fn credentials(
         mechanism,
         username,
         password: Secret::new(password),
+        oauth: None,
     })
 }
