@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{Criterion, Throughput, criterion_main};
 use kafka_lite::portable;
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
@@ -263,5 +263,10 @@ fn records(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, handshakes, records);
-criterion_main!(benches);
+// The macro generates an undocumented `pub fn benches`.
+#[allow(missing_docs)]
+mod group {
+    criterion::criterion_group!(benches, super::handshakes, super::records);
+}
+
+criterion_main!(group::benches);
