@@ -30,6 +30,8 @@ use crate::topics;
 pub const CONFIG_IN_ROOT: &str = "/mm2.properties";
 /// The CA certificate's path inside the root.
 pub const CA_IN_ROOT: &str = "/ca.pem";
+/// The mTLS client key and certificate (one PEM keystore) inside the root.
+pub const KEYSTORE_IN_ROOT: &str = "/client-keystore.pem";
 
 /// How the binary in the root reaches both clusters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,18 +40,35 @@ pub enum Protocol {
     Plaintext,
     /// The SSL listener (server authentication), CA given as a PEM truststore.
     Ssl,
+    /// The SSL listener that requires a client certificate, given as a PEM
+    /// keystore (the test client key and certificate).
+    Mtls,
 }
 
 impl Protocol {
-    /// Both, in test order.
-    pub const ALL: [Protocol; 2] = [Protocol::Plaintext, Protocol::Ssl];
+    /// Every one, in test order.
+    pub const ALL: [Protocol; 3] = [Protocol::Plaintext, Protocol::Ssl, Protocol::Mtls];
 
     /// The `security.protocol` value.
+    pub fn security_protocol(self) -> &'static str {
+        match self {
+            Protocol::Plaintext => "PLAINTEXT",
+            Protocol::Ssl | Protocol::Mtls => "SSL",
+        }
+    }
+
+    /// How messages name it.
     pub fn name(self) -> &'static str {
         match self {
             Protocol::Plaintext => "PLAINTEXT",
             Protocol::Ssl => "SSL",
+            Protocol::Mtls => "mTLS",
         }
+    }
+
+    /// Whether it uses TLS.
+    pub fn tls(self) -> bool {
+        self != Protocol::Plaintext
     }
 }
 
@@ -181,6 +200,7 @@ impl Testbed {
                 &self.target.bootstrap.plaintext,
             ),
             Protocol::Ssl => (&self.source.bootstrap.ssl, &self.target.bootstrap.ssl),
+            Protocol::Mtls => (&self.source.bootstrap.mtls, &self.target.bootstrap.mtls),
         };
         let mut text = format!(
             "# Written by `cargo xtask dist-test`.\n\
@@ -195,11 +215,16 @@ impl Testbed {
             s = round.source_alias,
             t = round.target_alias,
             g = round.group,
-            p = protocol.name(),
+            p = protocol.security_protocol(),
         );
-        if protocol == Protocol::Ssl {
+        if protocol.tls() {
             text.push_str(&format!(
                 "ssl.truststore.type = PEM\nssl.truststore.location = {CA_IN_ROOT}\n"
+            ));
+        }
+        if protocol == Protocol::Mtls {
+            text.push_str(&format!(
+                "ssl.keystore.type = PEM\nssl.keystore.location = {KEYSTORE_IN_ROOT}\n"
             ));
         }
         text
@@ -237,9 +262,15 @@ impl Testbed {
             Ok(())
         };
         write(config, self.properties(round, protocol).as_bytes())?;
-        let ca = fs::read(self.ca_pem())
-            .with_context(|| format!("reading {}", self.ca_pem().display()))?;
-        write(CA_IN_ROOT, &ca)
+        let read = |path: &Path| -> Result<Vec<u8>> {
+            fs::read(path).with_context(|| format!("reading {}", path.display()))
+        };
+        write(CA_IN_ROOT, &read(self.ca_pem())?)?;
+        // Kafka's PEM keystore: the private key, then the certificate chain.
+        let tls = &self.source.tls;
+        let mut keystore = read(&tls.client_key_pem)?;
+        keystore.extend(read(&tls.client_cert_pem)?);
+        write(KEYSTORE_IN_ROOT, &keystore)
     }
 
     /// Checks that the round's checkpoints are on the target: one per

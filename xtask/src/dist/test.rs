@@ -1,7 +1,8 @@
 //! `cargo xtask dist-test`: each built artefact in an empty root
 //! (`chroot`; qemu for foreign architectures), `--version`, `--help`, real
-//! `run --once` rounds over PLAINTEXT and TLS ([`super::run`]), and the CPU
-//! check on an emulated old x86_64.
+//! `run --once` rounds over PLAINTEXT, TLS and mTLS ([`super::run`]), each
+//! TLS round's crypto provider checked from its log, and the provider choice
+//! on an emulated old x86_64 (portable) and a new one (graviola).
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -121,17 +122,19 @@ impl Jail {
 
     /// Runs `/<program> args` inside `root`, through `emulator` if given.
     fn run(&self, root: &Path, emulator: Option<&str>, args: &[&str]) -> Result<Output> {
-        self.run_with(root, emulator, &[], args, RUN_TIMEOUT)
+        self.run_with(root, emulator, &[], args, &[], RUN_TIMEOUT)
     }
 
-    /// Like [`Jail::run`], with `emulator_args` before the program and the
-    /// run killed (and reported as an error) after `timeout`.
+    /// Like [`Jail::run`], with `emulator_args` before the program, `env`
+    /// as the program's only environment, and the run killed (and reported
+    /// as an error) after `timeout`.
     fn run_with(
         &self,
         root: &Path,
         emulator: Option<&str>,
         emulator_args: &[&str],
         args: &[&str],
+        env: &[(&str, &str)],
         timeout: Duration,
     ) -> Result<Output> {
         let mut argv = Vec::new();
@@ -141,8 +144,9 @@ impl Jail {
         }
         argv.push(format!("/{BINARY}"));
         argv.extend(args.iter().map(|a| a.to_string()));
-        output_within(self.command(root, &argv)?, timeout)
-            .with_context(|| format!("running `{}`", self.launcher()))
+        let mut cmd = self.command(root, &argv)?;
+        cmd.envs(env.iter().copied());
+        output_within(cmd, timeout).with_context(|| format!("running `{}`", self.launcher()))
     }
 
     /// The command that runs `argv` (program path inside `root` first) in
@@ -291,8 +295,23 @@ pub fn dist_test(root: &Path, args: &[&str]) -> Result<()> {
                     out.status
                 );
             }
+            // Natively, the provider this machine's CPU gets; under an
+            // emulator whatever its default CPU model gets (reported).
+            let expected = match (variant, arch.emulator()) {
+                (Variant::Ring, _) => Some("ring"),
+                (Variant::Default, None) if kafka_lite::graviola_cpu_support().is_ok() => {
+                    Some("graviola")
+                }
+                (Variant::Default, None) => Some("portable"),
+                (Variant::Default, Some(_)) => None,
+            };
             for protocol in Protocol::ALL {
-                daemon_round(&clusters, &jail, &dir, &name, arch, protocol, None)?;
+                let round = Provider {
+                    cpu: None,
+                    env: &[],
+                    expected,
+                };
+                daemon_round(&clusters, &jail, &dir, &name, arch, protocol, round)?;
             }
             if arch == Arch::X86_64 {
                 cpu_check(&clusters, &jail, &dir, &name, variant)?;
@@ -310,10 +329,33 @@ pub fn dist_test(root: &Path, args: &[&str]) -> Result<()> {
     Ok(())
 }
 
+/// How one round is run: the CPU model, the environment, and the TLS
+/// crypto provider its log must name (docs/tls-providers.md).
+#[derive(Debug, Clone, Copy)]
+struct Provider<'a> {
+    /// `Some(model)`: under `qemu-x86_64-static -cpu <model>` (the emulator
+    /// must be in the root).
+    cpu: Option<&'a str>,
+    /// The binary's environment (otherwise empty).
+    env: &'a [(&'a str, &'a str)],
+    /// The provider the start-up log must name over TLS; `None`: any, only
+    /// reported.
+    expected: Option<&'a str>,
+}
+
+/// The provider named by the binary's start-up log line
+/// `TLS crypto provider: <name>`, with the rest of that line.
+fn logged_provider(stderr: &str) -> Option<(&str, &str)> {
+    const MARK: &str = "TLS crypto provider: ";
+    let line = stderr.lines().find(|l| l.contains(MARK))?;
+    let rest = &line[line.find(MARK)? + MARK.len()..];
+    let name = rest.split(|c: char| !c.is_ascii_alphanumeric()).next()?;
+    Some((name, line))
+}
+
 /// One real `run --once` of the binary in the empty root `dir` over
-/// `protocol`, then a check from outside that its checkpoints were written.
-/// `cpu` runs the binary under `qemu-x86_64-static -cpu <model>` (the
-/// emulator must be in the root).
+/// `protocol`, then a check from outside that its checkpoints were written
+/// and, over TLS, that the log names the expected crypto provider.
 fn daemon_round(
     clusters: &Testbed,
     jail: &Jail,
@@ -321,35 +363,62 @@ fn daemon_round(
     name: &str,
     arch: Arch,
     protocol: Protocol,
-    cpu: Option<&str>,
+    how_run: Provider<'_>,
 ) -> Result<()> {
     let round = clusters.prepare(&format!("{}_{}", arch.name(), protocol.name()))?;
     clusters.install(dir, &round, protocol)?;
     let args = ["run", "--config", CONFIG_IN_ROOT, "--once"];
     let started = Instant::now();
-    let out = match cpu {
-        Some(model) => {
-            jail.run_with(dir, Some(QEMU_X86_64), &["-cpu", model], &args, RUN_TIMEOUT)?
-        }
-        None => jail.run_with(dir, arch.emulator(), &[], &args, RUN_TIMEOUT)?,
+    let env = how_run.env;
+    let out = match how_run.cpu {
+        Some(model) => jail.run_with(
+            dir,
+            Some(QEMU_X86_64),
+            &["-cpu", model],
+            &args,
+            env,
+            RUN_TIMEOUT,
+        )?,
+        None => jail.run_with(dir, arch.emulator(), &[], &args, env, RUN_TIMEOUT)?,
     };
     let how = format!(
-        "`{}` over {} in an empty root via {}{} as {RUN_AS}",
+        "`{}{}` over {} in an empty root via {}{} as {RUN_AS}",
+        env.iter()
+            .map(|(k, v)| format!("{k}={v} "))
+            .collect::<String>(),
         args.join(" "),
         protocol.name(),
         jail.launcher(),
-        cpu.map(|m| format!(" + {QEMU_X86_64} -cpu {m}"))
+        how_run
+            .cpu
+            .map(|m| format!(" + {QEMU_X86_64} -cpu {m}"))
             .or_else(|| arch.emulator().map(|e| format!(" + {e}")))
             .unwrap_or_default(),
     );
     if !out.status.success() {
         bail!("{name} {how}: {}", describe(&out));
     }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let provider = match (protocol.tls(), logged_provider(&stderr), how_run.expected) {
+        (false, _, _) => String::new(),
+        (true, None, _) => bail!(
+            "{name} {how}: no `TLS crypto provider` log line: {}",
+            describe(&out)
+        ),
+        (true, Some((got, line)), Some(want)) if got != want => {
+            bail!("{name} {how}: the TLS crypto provider must be {want}, the log says: {line}")
+        }
+        (true, Some((got, line)), _) => match line.split_once("reason=") {
+            Some((_, reason)) => format!(", TLS crypto provider {got} ({})", reason.trim()),
+            None => format!(", TLS crypto provider {got}"),
+        },
+    };
     clusters
         .verify(&round)
         .with_context(|| format!("{name} {how} exited 0, but"))?;
     eprintln!(
-        "xtask: {name} {how}: exit 0 in {:.1}s, checkpoints for {} verified on the target",
+        "xtask: {name} {how}: exit 0 in {:.1}s{provider}, checkpoints for {} verified on the \
+         target",
         started.elapsed().as_secs_f64(),
         round.group
     );
@@ -504,17 +573,19 @@ pub fn image_ready(workspace: &Path, rootfs: &Path, argv: &[String], log: &Path)
 /// The x86_64 emulator, used to run x86_64 binaries on an older CPU model.
 const QEMU_X86_64: &str = "qemu-x86_64-static";
 
-/// A CPU model without AES-NI, PCLMULQDQ, BMI1, ADX, AVX and AVX2.
+/// A CPU model without AES-NI, PCLMULQDQ, BMI1, ADX, AVX and AVX2: graviola
+/// cannot run, the portable provider must (with ChaCha20-Poly1305 first).
 const OLD_CPU: &str = "Nehalem";
 
 /// qemu's model with every feature it emulates (AVX2 and ADX included).
 const FULL_CPU: &str = "max";
 
-/// The runtime CPU check, exercised on an emulated CPU that lacks what the
-/// graviola provider needs: the default x86_64 build must refuse a TLS config
-/// with a message naming the missing features and the `ring` build; the ring
-/// build must run the same round to completion on that CPU, and the default
-/// build must complete it on an emulated CPU that has the features.
+/// The runtime provider choice, exercised on an emulated CPU that lacks what
+/// graviola needs (docs/tls-providers.md). The default build must complete
+/// TLS and mTLS rounds there on the portable provider (its log says so),
+/// must refuse `MM2_TLS_PROVIDER=graviola` there with exit 2 naming the
+/// missing features, and must choose graviola on an emulated CPU that has
+/// them. The ring build completes its rounds on the old CPU with ring.
 fn cpu_check(
     clusters: &Testbed,
     jail: &Jail,
@@ -530,25 +601,50 @@ fn cpu_check(
     let dest = dir.join(QEMU_X86_64);
     fs::copy(&qemu, &dest).with_context(|| format!("copying {}", qemu.display()))?;
     fs::set_permissions(&dest, fs::Permissions::from_mode(0o755))?;
+    let old_cpu = |expected| Provider {
+        cpu: Some(OLD_CPU),
+        env: &[],
+        expected: Some(expected),
+    };
     match variant {
-        Variant::Ring => daemon_round(
-            clusters,
-            jail,
-            dir,
-            name,
-            Arch::X86_64,
-            Protocol::Ssl,
-            Some(OLD_CPU),
-        ),
+        Variant::Ring => {
+            for protocol in [Protocol::Ssl, Protocol::Mtls] {
+                daemon_round(
+                    clusters,
+                    jail,
+                    dir,
+                    name,
+                    Arch::X86_64,
+                    protocol,
+                    old_cpu("ring"),
+                )?;
+            }
+            Ok(())
+        }
         Variant::Default => {
-            let round = clusters.prepare("x86_64_oldcpu")?;
+            for protocol in [Protocol::Ssl, Protocol::Mtls] {
+                daemon_round(
+                    clusters,
+                    jail,
+                    dir,
+                    name,
+                    Arch::X86_64,
+                    protocol,
+                    old_cpu("portable"),
+                )?;
+            }
+
+            // Forcing graviola on that CPU is a configuration error.
+            let round = clusters.prepare("x86_64_oldcpu_forced")?;
             clusters.install(dir, &round, Protocol::Ssl)?;
             let args = ["run", "--config", CONFIG_IN_ROOT, "--once"];
+            let env = [("MM2_TLS_PROVIDER", "graviola")];
             let out = jail.run_with(
                 dir,
                 Some(QEMU_X86_64),
                 &["-cpu", OLD_CPU],
                 &args,
+                &env,
                 RUN_TIMEOUT,
             )?;
             let stderr = String::from_utf8_lossy(&out.stderr);
@@ -558,25 +654,31 @@ fn cpu_check(
                     .split(|c: char| !c.is_ascii_alphanumeric())
                     .any(|word| word == *f)
             });
-            if out.status.success()
-                || !ran_by_itself(&out, &[jail.launcher(), QEMU_X86_64])
+            // Exit 2 is the binary's own (launchers fail with 126/127, the
+            // emulator with 1 or a signal), and the message is the binary's:
+            // it refuses before logging anything.
+            if out.status.code() != Some(2)
+                || !stderr.starts_with("error: this CPU (x86_64) lacks features")
                 || !names_all
-                || !stderr.contains("`ring`")
+                || !stderr.contains("portable")
             {
                 bail!(
-                    "{name} on an emulated {OLD_CPU} CPU with a TLS config must exit non-zero \
-                     naming the missing CPU features {missing:?} and the `ring` build: {}",
+                    "{name} on an emulated {OLD_CPU} CPU with MM2_TLS_PROVIDER=graviola and a \
+                     TLS config must exit 2 naming the missing CPU features {missing:?} and the \
+                     portable provider: {}",
                     describe(&out)
                 );
             }
             eprintln!(
-                "xtask: {name} `{}` over SSL on an emulated {OLD_CPU} CPU: {} with {:?}",
+                "xtask: {name} `MM2_TLS_PROVIDER=graviola {}` over SSL on an emulated {OLD_CPU} \
+                 CPU: {} with {:?}",
                 args.join(" "),
                 out.status,
                 stderr.trim()
             );
             // Control: on an emulated CPU that has the features, the same
-            // build completes a TLS round, so the refusal above is the check.
+            // build chooses graviola, so the portable rounds above are the
+            // CPU's doing.
             daemon_round(
                 clusters,
                 jail,
@@ -584,7 +686,11 @@ fn cpu_check(
                 name,
                 Arch::X86_64,
                 Protocol::Ssl,
-                Some(FULL_CPU),
+                Provider {
+                    cpu: Some(FULL_CPU),
+                    env: &[],
+                    expected: Some("graviola"),
+                },
             )
         }
     }
@@ -643,6 +749,17 @@ mod tests {
             stdout: stdout.as_bytes().to_vec(),
             stderr: stderr.as_bytes().to_vec(),
         }
+    }
+
+    #[test]
+    fn the_logged_provider_is_read_from_its_line() {
+        let log = "2026-12-04T22:00:00Z  INFO mm2-checkpoint starting version=0.1.0\n\
+                   2026-12-04T22:00:00Z  INFO TLS crypto provider: portable \
+                   tls_provider=\"portable\" reason=the x86_64 CPU lacks aes\n";
+        let (name, line) = logged_provider(log).unwrap();
+        assert_eq!(name, "portable");
+        assert!(line.contains("reason="), "{line}");
+        assert_eq!(logged_provider("INFO mm2-checkpoint starting\n"), None);
     }
 
     #[test]
