@@ -412,9 +412,8 @@ fn cluster_rows(c: &ClusterConnection, role: &str, flow: &FlowConfig) -> Vec<Row
     ];
     if let Some(tls) = &c.tls {
         let describe = |s: &PemSource| match s {
-            PemSource::File(p) => format!("PEM file {}", p.display()),
             PemSource::Inline(_) => "inline PEM [redacted]".to_string(),
-            PemSource::Pkcs12 { path, .. } => format!("PKCS12 store {}", path.display()),
+            other => other.describe(),
         };
         let trust = match &tls.trust {
             TrustRoots::Default => "default root certificates".to_string(),

@@ -1119,11 +1119,11 @@ fn trust_store_without_certificates_is_an_error() {
 }
 
 #[test]
-fn jks_trust_store_is_an_error_saying_to_convert_to_pkcs12() {
+fn jceks_trust_store_is_an_error_saying_to_convert_to_pkcs12() {
     assert_rejected(
-        &ssl("B.ssl.truststore.type = JKS\nB.ssl.truststore.location = /etc/kafka/ca.jks"),
+        &ssl("B.ssl.truststore.type = JCEKS\nB.ssl.truststore.location = /etc/kafka/ca.jceks"),
         "B.ssl.truststore.type",
-        &["PKCS12", "JKS", "keytool -importkeystore"],
+        &["PKCS12", "JCEKS", "keytool -importkeystore"],
     );
 }
 
@@ -1131,8 +1131,8 @@ fn jks_trust_store_is_an_error_saying_to_convert_to_pkcs12() {
 fn trust_store_type_defaults_to_jks_like_kafka() {
     assert_rejected(
         &ssl("B.ssl.truststore.location = /etc/kafka/ca.jks"),
-        "B.ssl.truststore.type",
-        &["default"],
+        "B.ssl.truststore.password",
+        &["required for a JKS store"],
     );
 }
 
@@ -1462,12 +1462,23 @@ fn a_key_password_for_a_key_that_is_not_encrypted_is_an_error() {
 }
 
 #[test]
-fn jks_key_store_is_an_error() {
-    assert_rejected(
-        &ssl("B.ssl.keystore.location = /etc/kafka/client.jks\nB.ssl.keystore.password = pw"),
-        "B.ssl.keystore.type",
-        &[],
+fn a_jks_key_store_that_is_no_store_is_an_error_naming_its_location() {
+    // No type: Kafka's default, JKS; the content decides the format (as in
+    // the JDK), and this content is neither.
+    let config = MirrorConfig::from_properties(
+        &Properties::parse(&ssl(
+            "B.ssl.keystore.location = /etc/kafka/client.jks\nB.ssl.keystore.password = pw-77",
+        ))
+        .unwrap(),
+        &tls_env().with_file("/etc/kafka/client.jks", "not a store"),
     );
+    let e = config.unwrap_err();
+    assert_eq!(e.key(), Some("B.ssl.keystore.location"), "{e}");
+    assert!(
+        e.message().contains("neither a JKS nor a PKCS12 store"),
+        "{e}"
+    );
+    assert!(!e.to_string().contains("pw-77"), "{e}");
 }
 
 #[test]
@@ -1930,7 +1941,7 @@ fn every_independent_error_is_reported_in_one_check_in_file_order() {
          A.sasl.mechanism = SCRAM-SHA-512\n\
          A.sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required \
              username=\"u\" password=\"{SECRET_A}\";\n\
-         A.ssl.truststore.type = JKS\n\
+         A.ssl.truststore.type = JCEKS\n\
          A.ssl.truststore.location = /etc/kafka/ts.jks\n\
          B.security.protocol = SSL\n\
          B.ssl.keystore.type = PKCS12\n\
@@ -2213,7 +2224,7 @@ fn without_secrets_store_files_that_are_absent_are_listed_not_opened() {
 fn without_secrets_structural_errors_still_fail() {
     let env = FakeEnvironment::default();
     for (extra, key) in [
-        ("B.ssl.keystore.type = JKS", "B.ssl.keystore.type (22)"),
+        ("B.ssl.keystore.type = JCEKS", "B.ssl.keystore.type (22)"),
         (
             "sync.group.offsets.enabled = yes",
             "sync.group.offsets.enabled (22)",
@@ -2321,11 +2332,12 @@ fn material_is_not_read_when_the_tls_settings_have_an_error_and_that_is_said() {
         &tls_env(),
         Secrets::Read,
     );
-    // The trust store's type (JKS by default) and the PEM key store's
-    // password are the errors; no file is read, and both keys say why.
+    // The trust store's missing password (its type is JKS by default) and
+    // the PEM key store's password are the errors; no file is read, and
+    // both keys say why.
     assert_eq!(
         error_keys(&v),
-        ["B.ssl.keystore.password (9)", "B.ssl.truststore.type"]
+        ["B.ssl.keystore.password (9)", "B.ssl.truststore.password"]
     );
     let notes: Vec<_> = v.not_checked.iter().filter_map(NotChecked::key).collect();
     assert_eq!(

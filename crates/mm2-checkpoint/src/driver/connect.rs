@@ -70,7 +70,7 @@ pub fn connection(
                 TrustRoots::Pem { source, .. } => match source {
                     PemSource::File(path) => (Some(path.clone()), None),
                     PemSource::Inline(text) => (None, Some(PemBytes::from(text.expose()))),
-                    PemSource::Pkcs12 { .. } => (
+                    PemSource::Store { .. } => (
                         None,
                         Some(PemBytes::from(certificates_pem(&material.roots).expose())),
                     ),
@@ -80,7 +80,7 @@ pub fn connection(
                 (Some(id), _) if id.is_plain_pem() => {
                     let pem = |source: &PemSource| match source {
                         PemSource::Inline(text) => Pem::Bytes(PemBytes::from(text.expose())),
-                        PemSource::File(path) | PemSource::Pkcs12 { path, .. } => {
+                        PemSource::File(path) | PemSource::Store { path, .. } => {
                             Pem::File(path.clone())
                         }
                     };
