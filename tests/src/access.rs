@@ -54,17 +54,20 @@ pub fn sasl_login(cluster: &Cluster, mechanism: SaslMechanismKind) -> SaslConfig
         SaslMechanismKind::Plain => &users.plain,
         SaslMechanismKind::ScramSha256 => &users.scram_sha_256,
         SaslMechanismKind::ScramSha512 => &users.scram_sha_512,
+        SaslMechanismKind::OAuthBearer => {
+            panic!("OAUTHBEARER has no password login; build its SaslConfig from a token provider")
+        }
     };
     sasl_as(user, mechanism)
 }
 
 /// A SASL login as `user` with `mechanism`.
 pub fn sasl_as(user: &Credentials, mechanism: SaslMechanismKind) -> SaslConfig {
-    SaslConfig {
+    SaslConfig::with_password(
         mechanism,
-        username: user.user.clone(),
-        password: Secret::new(user.password.expose()),
-    }
+        user.user.clone(),
+        Secret::new(user.password.expose()),
+    )
 }
 
 /// TLS trusting `cluster`'s test CA, with its test client certificate when

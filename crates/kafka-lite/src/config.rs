@@ -6,8 +6,11 @@
 //! ([`PemBytes`]), so that key material never has to be written to disk.
 
 use std::fmt;
+use std::future::Future;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 /// Default limit on a single response frame: 100 MiB.
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 100 * 1024 * 1024;
@@ -174,6 +177,9 @@ pub enum SaslMechanismKind {
     ScramSha256,
     /// `SCRAM-SHA-512` (RFC 5802).
     ScramSha512,
+    /// `OAUTHBEARER` (RFC 7628, KIP-255): a bearer token from
+    /// [`SaslConfig::credentials`] ([`DynamicCredentials::BearerToken`]).
+    OAuthBearer,
 }
 
 impl SaslMechanismKind {
@@ -183,6 +189,7 @@ impl SaslMechanismKind {
             SaslMechanismKind::Plain => "PLAIN",
             SaslMechanismKind::ScramSha256 => "SCRAM-SHA-256",
             SaslMechanismKind::ScramSha512 => "SCRAM-SHA-512",
+            SaslMechanismKind::OAuthBearer => "OAUTHBEARER",
         }
     }
 
@@ -193,6 +200,7 @@ impl SaslMechanismKind {
             "PLAIN" => Some(SaslMechanismKind::Plain),
             "SCRAM-SHA-256" => Some(SaslMechanismKind::ScramSha256),
             "SCRAM-SHA-512" => Some(SaslMechanismKind::ScramSha512),
+            "OAUTHBEARER" => Some(SaslMechanismKind::OAuthBearer),
             _ => None,
         }
     }
@@ -204,15 +212,112 @@ impl fmt::Display for SaslMechanismKind {
     }
 }
 
-/// SASL username/password authentication.
+/// SASL authentication: a mechanism and its credentials.
+///
+/// PLAIN and SCRAM use [`username`](Self::username) and
+/// [`password`](Self::password); mechanisms whose credentials change over
+/// time (OAUTHBEARER's token) fetch them from [`credentials`](Self::credentials)
+/// each time a connection authenticates or re-authenticates.
 #[derive(Debug, Clone)]
 pub struct SaslConfig {
     /// Which mechanism to use.
     pub mechanism: SaslMechanismKind,
-    /// The user name.
+    /// The user name (PLAIN, SCRAM).
     pub username: String,
-    /// The password (redacted in `Debug`).
+    /// The password (PLAIN, SCRAM; redacted in `Debug`).
     pub password: Secret,
+    /// Where a mechanism with changing credentials gets them; `None` for
+    /// PLAIN and SCRAM.
+    pub credentials: Option<DynamicCredentials>,
+}
+
+impl SaslConfig {
+    /// PLAIN or SCRAM with a user name and a password.
+    pub fn with_password(
+        mechanism: SaslMechanismKind,
+        username: impl Into<String>,
+        password: Secret,
+    ) -> Self {
+        SaslConfig {
+            mechanism,
+            username: username.into(),
+            password,
+            credentials: None,
+        }
+    }
+
+    /// OAUTHBEARER with tokens from `provider`.
+    pub fn oauth_bearer(provider: Arc<dyn CredentialProvider<BearerToken>>) -> Self {
+        SaslConfig {
+            mechanism: SaslMechanismKind::OAuthBearer,
+            username: String::new(),
+            password: Secret::new(""),
+            credentials: Some(DynamicCredentials::BearerToken(provider)),
+        }
+    }
+}
+
+/// A boxed, sendable future, as [`CredentialProvider`] returns.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The extension point for SASL credentials that must be fetched, possibly
+/// over the network, when a connection authenticates: an OAuth token, cloud
+/// credentials. kafka-lite asks again at every authentication and
+/// re-authentication (KIP-368); caching and refreshing before expiry is the
+/// provider's business.
+///
+/// Implementations must keep secrets out of their `Debug` output and out of
+/// the [`CredentialError`]s they return.
+pub trait CredentialProvider<C>: Send + Sync + fmt::Debug {
+    /// The credential to authenticate with now.
+    fn credential(&self) -> BoxFuture<'_, Result<C, CredentialError>>;
+}
+
+/// The changing credentials a mechanism authenticates with.
+#[derive(Debug, Clone)]
+pub enum DynamicCredentials {
+    /// OAUTHBEARER's bearer token.
+    BearerToken(Arc<dyn CredentialProvider<BearerToken>>),
+}
+
+/// An OAuth 2 bearer token (a JWT for Kafka's OIDC support), with the SASL
+/// extensions (RFC 7628 section 3.1, KIP-342) to send next to it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct BearerToken {
+    /// The token (redacted in `Debug`).
+    pub value: Secret,
+    /// When the token expires, if known.
+    pub expires_at: Option<SystemTime>,
+    /// SASL extensions as key/value pairs (keys are letters only; values
+    /// printable ASCII), sent in order after the token.
+    pub extensions: Vec<(String, String)>,
+}
+
+impl fmt::Debug for BearerToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BearerToken")
+            .field("value", &self.value)
+            .field("expires_at", &self.expires_at)
+            .field(
+                "extensions",
+                &self.extensions.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+/// Why a [`CredentialProvider`] could not provide a credential. Its text
+/// names where it looked (a URL, a file) and never contains a secret.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{source_name}: {detail}")]
+pub struct CredentialError {
+    /// Where the credential comes from, e.g. `token endpoint https://idp/token`.
+    pub source_name: String,
+    /// What went wrong.
+    pub detail: String,
+    /// Whether asking again later may succeed (the endpoint was unreachable
+    /// or answered 5xx), as opposed to a refusal (wrong client secret).
+    pub retriable: bool,
 }
 
 /// A secret string (password, token) that never shows in `Debug` or
@@ -262,11 +367,11 @@ mod tests {
 
     #[test]
     fn debug_of_sasl_config_hides_password() {
-        let config = SaslConfig {
-            mechanism: SaslMechanismKind::ScramSha512,
-            username: "alice".into(),
-            password: Secret::new("hunter2"),
-        };
+        let config = SaslConfig::with_password(
+            SaslMechanismKind::ScramSha512,
+            "alice",
+            Secret::new("hunter2"),
+        );
         let shown = format!("{config:?}");
         assert!(shown.contains("alice"));
         assert!(!shown.contains("hunter2"), "{shown}");
@@ -295,6 +400,7 @@ mod tests {
             SaslMechanismKind::Plain,
             SaslMechanismKind::ScramSha256,
             SaslMechanismKind::ScramSha512,
+            SaslMechanismKind::OAuthBearer,
         ] {
             assert_eq!(SaslMechanismKind::from_name(kind.name()), Some(kind));
         }

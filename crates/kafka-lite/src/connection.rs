@@ -15,10 +15,24 @@
 //! [`Connector::connect`] establishes a connection: TCP (+TLS), then
 //! ApiVersions (remembering the broker's version ranges for negotiation),
 //! then SASL when configured.
+//!
+//! # Re-authentication (KIP-368)
+//!
+//! When the broker's SaslAuthenticate answer (v1+) gives the session a
+//! lifetime (`connections.max.reauth.ms`, or an OAuth token's expiry), the
+//! broker closes the connection at the next request after that time unless
+//! the client has authenticated again on it. A task per connection does so
+//! at a random point between 85 % and 95 % of the lifetime, as Kafka's Java
+//! client does: it fetches fresh credentials first (a new token, say), then
+//! stops new requests from being sent, lets the in-flight ones complete (the
+//! broker would take the SaslHandshake for a request otherwise), runs
+//! SaslHandshake and SaslAuthenticate, and lets requests flow again. A
+//! failed re-authentication closes the connection; its later requests fail
+//! as retriable, and reconnecting reports the authentication error itself.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -27,15 +41,15 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Request, StrBytes, VersionRange};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{RwLock, mpsc, oneshot};
 use tokio::task::AbortHandle;
 
 use crate::api::ApiRequest;
-use crate::config::ConnectionConfig;
+use crate::config::{ConnectionConfig, SaslConfig};
 use crate::counts::RequestCounts;
 use crate::error::Error;
 use crate::frame::{self, FrameError};
-use crate::sasl::{self, SaslStep};
+use crate::sasl::{self, SaslMechanism, SaslStep, StartError};
 use crate::transport;
 
 /// Kafka's UNSUPPORTED_VERSION error code.
@@ -98,10 +112,17 @@ impl Connector {
             transport::connect(address, self.tls.as_ref(), self.config.connect_timeout).await?;
         let mut connection = BrokerConnection::start(stream, address, &self.config);
         connection.negotiate_api_versions().await?;
-        if let Some(sasl) = &self.config.sasl {
-            connection.authenticate(sasl).await?;
-        }
+        let session = match &self.config.sasl {
+            Some(sasl) => {
+                let mechanism = connection.start_mechanism(sasl).await?;
+                connection.authenticate(sasl, mechanism).await?
+            }
+            None => None,
+        };
         connection.setup_inner()?.requests = requests;
+        if let (Some(sasl), Some(lifetime)) = (&self.config.sasl, session) {
+            connection.schedule_reauthentication(sasl.clone(), lifetime);
+        }
         tracing::debug!(broker = address, "connected");
         Ok(connection)
     }
@@ -133,11 +154,28 @@ struct Inner {
     /// Where sent requests are counted (the pool's counts), if anywhere.
     requests: Option<Arc<RequestCounts>>,
     tasks: [AbortHandle; 2],
+    /// Requests hold it shared from before they are sent until their
+    /// response arrives; re-authentication holds it exclusively, so it
+    /// starts once the in-flight requests are done and no request is sent
+    /// while it runs. (tokio's lock queues later readers behind a waiting
+    /// writer.)
+    gate: RwLock<()>,
+    /// The re-authentication task, once the broker asked for one.
+    reauth_task: Mutex<Option<AbortHandle>>,
+    /// Completed re-authentications.
+    reauthentications: AtomicU64,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
         for task in &self.tasks {
+            task.abort();
+        }
+        let reauth = self
+            .reauth_task
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(task) = reauth.take() {
             task.abort();
         }
     }
@@ -355,6 +393,9 @@ impl BrokerConnection {
                 api_versions: HashMap::new(),
                 requests: None,
                 tasks: [writer.abort_handle(), reader.abort_handle()],
+                gate: RwLock::new(()),
+                reauth_task: Mutex::new(None),
+                reauthentications: AtomicU64::new(0),
             }),
         }
     }
@@ -383,6 +424,11 @@ impl BrokerConnection {
         for task in &self.inner.tasks {
             task.abort();
         }
+    }
+
+    /// How many times this connection re-authenticated (KIP-368) so far.
+    pub fn reauthentications(&self) -> u64 {
+        self.inner.reauthentications.load(Ordering::Relaxed)
     }
 
     /// Whether two handles refer to the same underlying connection.
@@ -447,7 +493,21 @@ impl BrokerConnection {
         if let Some(requests) = &self.inner.requests {
             requests.count(R::NAME);
         }
-        let frame = self.round_trip(&request, version, timeout).await?;
+        let frame = self.round_trip(&request, version, timeout, true).await?;
+        self.decode::<R>(frame, version)
+    }
+
+    /// Sends a SASL request at the negotiated version, past the gate that
+    /// holds requests back during re-authentication. Counted like any
+    /// request once the connection is set up (so re-authentications are).
+    async fn send_sasl<R: ApiRequest>(&self, request: R) -> Result<R::Response, Error> {
+        let version = self.version_for::<R>()?;
+        if let Some(requests) = &self.inner.requests {
+            requests.count(R::NAME);
+        }
+        let frame = self
+            .round_trip(&request, version, self.inner.request_timeout, false)
+            .await?;
         self.decode::<R>(frame, version)
     }
 
@@ -462,12 +522,15 @@ impl BrokerConnection {
         Ok(response)
     }
 
-    /// Sends one request and returns its raw response frame (header included).
+    /// Sends one request and returns its raw response frame (header
+    /// included). With `gated`, waits while a re-authentication runs (that
+    /// wait counts towards `timeout`).
     async fn round_trip<R: ApiRequest>(
         &self,
         request: &R,
         version: i16,
         timeout: Duration,
+        gated: bool,
     ) -> Result<Bytes, Error> {
         let codec = <R as kafka_protocol::protocol::Message>::VERSIONS;
         if version < codec.min || version > codec.max {
@@ -478,22 +541,6 @@ impl BrokerConnection {
             });
         }
         let inner = &self.inner;
-        let correlation_id = inner
-            .shared
-            .next_correlation_id
-            .fetch_add(1, Ordering::Relaxed);
-        let frame = frame::encode_request(request, version, correlation_id, &inner.client_id)
-            .map_err(|detail| Error::Encode {
-                api: R::NAME,
-                version,
-                detail,
-            })?;
-
-        let response = inner.shared.register(correlation_id)?;
-        let _slot = SlotGuard {
-            shared: &inner.shared,
-            correlation_id,
-        };
         let closed = || {
             // The writer or reader stopped: report why, if known.
             let state = inner.shared.lock().closed.clone();
@@ -502,6 +549,26 @@ impl BrokerConnection {
             inner.shared.closed_error(&closed)
         };
         let exchange = async {
+            let _shared = if gated {
+                Some(inner.gate.read().await)
+            } else {
+                None
+            };
+            let correlation_id = inner
+                .shared
+                .next_correlation_id
+                .fetch_add(1, Ordering::Relaxed);
+            let frame = frame::encode_request(request, version, correlation_id, &inner.client_id)
+                .map_err(|detail| Error::Encode {
+                api: R::NAME,
+                version,
+                detail,
+            })?;
+            let response = inner.shared.register(correlation_id)?;
+            let _slot = SlotGuard {
+                shared: &inner.shared,
+                correlation_id,
+            };
             inner.frames.send(frame).await.map_err(|_| closed())?;
             response.await.map_err(|_| closed())?
         };
@@ -536,7 +603,7 @@ impl BrokerConnection {
         let response = loop {
             attempts += 1;
             let frame = self
-                .round_trip(&request, version, self.inner.request_timeout)
+                .round_trip(&request, version, self.inner.request_timeout, false)
                 .await?;
             // ApiVersions responses always use header v0 (correlation id
             // only), and every version starts its body with the error code.
@@ -580,21 +647,42 @@ impl BrokerConnection {
         Ok(())
     }
 
+    /// The SASL mechanism for one authentication, with its credential
+    /// fetched (which may take a network round trip to a token endpoint).
+    async fn start_mechanism(&self, config: &SaslConfig) -> Result<Box<dyn SaslMechanism>, Error> {
+        let mechanism = config.mechanism.name().to_string();
+        sasl::start(config).await.map_err(|e| match e {
+            StartError::Sasl(e) => Error::Authentication {
+                broker: self.address().to_string(),
+                mechanism,
+                detail: e.0,
+            },
+            StartError::Credentials(error) => Error::Credentials {
+                broker: self.address().to_string(),
+                mechanism,
+                error: Box::new(error),
+            },
+        })
+    }
+
     /// SaslHandshake v1 naming the mechanism, then SaslAuthenticate rounds
-    /// until the mechanism is done.
-    async fn authenticate(&mut self, config: &crate::config::SaslConfig) -> Result<(), Error> {
+    /// until the mechanism is done. Returns the session lifetime the broker
+    /// gave (SaslAuthenticate v1+), if it gave one.
+    async fn authenticate(
+        &self,
+        config: &SaslConfig,
+        mut mechanism: Box<dyn SaslMechanism>,
+    ) -> Result<Option<Duration>, Error> {
         let mechanism_name = config.mechanism.name();
         let auth_error = |detail: String| Error::Authentication {
             broker: self.address().to_string(),
             mechanism: mechanism_name.to_string(),
             detail,
         };
-        let mut mechanism = sasl::mechanism_for(config).map_err(|e| auth_error(e.0))?;
 
         let handshake = SaslHandshakeRequest::default()
             .with_mechanism(StrBytes::from_static_str(mechanism_name));
-        let version = self.version_for::<SaslHandshakeRequest>()?;
-        let response = self.send_with_version(handshake, version).await?;
+        let response = self.send_sasl(handshake).await?;
         if response.error_code != 0 {
             let enabled: Vec<&str> = response.mechanisms.iter().map(|m| m.as_str()).collect();
             return Err(auth_error(format!(
@@ -605,10 +693,9 @@ impl BrokerConnection {
         }
 
         let mut token = mechanism.initial_response().map_err(|e| auth_error(e.0))?;
-        loop {
-            let version = self.version_for::<SaslAuthenticateRequest>()?;
+        let lifetime = loop {
             let request = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(token));
-            let response = match self.send_with_version(request, version).await {
+            let response = match self.send_sasl(request).await {
                 Ok(response) => response,
                 Err(Error::ConnectionClosed { detail, .. }) => {
                     return Err(auth_error(format!(
@@ -622,22 +709,82 @@ impl BrokerConnection {
                 let name = kafka_protocol::error::ResponseError::try_from_code(response.error_code)
                     .map(|e| crate::error::kafka_error_name(&e))
                     .unwrap_or_default();
-                return Err(auth_error(format!("{name}: {message}")));
+                let detail = match mechanism.failure_detail() {
+                    Some(server) => format!("{name}: {message} ({server})"),
+                    None => format!("{name}: {message}"),
+                };
+                return Err(auth_error(detail));
             }
             match mechanism
                 .evaluate(&response.auth_bytes)
                 .map_err(|e| auth_error(e.0))?
             {
                 SaslStep::Respond(next) => token = next,
-                SaslStep::Done => break,
+                SaslStep::Done => break response.session_lifetime_ms,
             }
-        }
+        };
         tracing::debug!(
             broker = self.address(),
             mechanism = mechanism_name,
+            session_lifetime_ms = lifetime,
             "authenticated"
         );
-        Ok(())
+        Ok(u64::try_from(lifetime)
+            .ok()
+            .filter(|ms| *ms > 0)
+            .map(Duration::from_millis))
+    }
+
+    /// Starts the task that re-authenticates before each session expires;
+    /// the first session lasts `lifetime`. See the module documentation.
+    fn schedule_reauthentication(&self, config: SaslConfig, lifetime: Duration) {
+        let connection: Weak<Inner> = Arc::downgrade(&self.inner);
+        let task = tokio::spawn(async move {
+            let mut lifetime = lifetime;
+            loop {
+                tokio::time::sleep(reauthentication_delay(lifetime)).await;
+                let Some(inner) = connection.upgrade() else {
+                    return;
+                };
+                let connection = BrokerConnection { inner };
+                if connection.is_closed() {
+                    return;
+                }
+                match connection.reauthenticate(&config).await {
+                    Ok(Some(next)) => lifetime = next,
+                    Ok(None) => return,
+                    Err(e) => {
+                        tracing::warn!(
+                            broker = connection.address(),
+                            error = %e,
+                            "re-authentication failed; closing the connection"
+                        );
+                        connection
+                            .inner
+                            .shared
+                            .poison(format!("re-authentication failed: {e}"));
+                        return;
+                    }
+                }
+            }
+        });
+        *self
+            .inner
+            .reauth_task
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(task.abort_handle());
+    }
+
+    /// Authenticates again on this connection (KIP-368): fresh credentials
+    /// first, then, with no request in flight and none sent meanwhile,
+    /// SaslHandshake and SaslAuthenticate. Returns the new session lifetime.
+    async fn reauthenticate(&self, config: &SaslConfig) -> Result<Option<Duration>, Error> {
+        let mechanism = self.start_mechanism(config).await?;
+        let _exclusive = self.inner.gate.write().await;
+        let lifetime = self.authenticate(config, mechanism).await?;
+        self.inner.reauthentications.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(broker = self.address(), "re-authenticated");
+        Ok(lifetime)
     }
 
     /// Creates a connection over `stream` with a fixed set of broker
@@ -657,6 +804,19 @@ impl BrokerConnection {
         }
         connection
     }
+}
+
+/// When to re-authenticate a session of `lifetime`: at a random point
+/// between 85 % and 95 % of it, as Kafka's Java client does, so that many
+/// connections opened together do not all re-authenticate together.
+fn reauthentication_delay(lifetime: Duration) -> Duration {
+    let mut random = [0u8; 2];
+    // Without randomness, the middle of the range.
+    let spread = match getrandom::fill(&mut random) {
+        Ok(()) => f64::from(u16::from_le_bytes(random)) / f64::from(u16::MAX),
+        Err(_) => 0.5,
+    };
+    lifetime.mul_f64(0.85 + 0.10 * spread)
 }
 
 #[cfg(test)]

@@ -99,6 +99,18 @@ pub enum Error {
         detail: String,
     },
 
+    /// A mechanism's [`CredentialProvider`](crate::CredentialProvider) could
+    /// not provide a credential (a token endpoint was down or refused us).
+    #[error("SASL {mechanism} credentials for broker {broker}: {error}")]
+    Credentials {
+        /// The broker address.
+        broker: String,
+        /// The SASL mechanism, e.g. `OAUTHBEARER`.
+        mechanism: String,
+        /// The provider's error (never a secret); retriable when it says so.
+        error: Box<crate::CredentialError>,
+    },
+
     /// We and the broker share no version of an API.
     #[error(
         "broker {broker} and kafka-lite share no version of {api}: broker supports {}, \
@@ -248,6 +260,7 @@ impl Error {
             Error::Kafka { error, .. } | Error::Virtual { error, .. } => {
                 error.is_retriable() || *error == ResponseError::ConcurrentTransactions
             }
+            Error::Credentials { error, .. } => error.retriable,
             Error::InvalidAddress { .. }
             | Error::Tls { .. }
             | Error::TlsConfig { .. }

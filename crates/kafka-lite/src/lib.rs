@@ -49,6 +49,7 @@ mod counts;
 mod data;
 mod error;
 pub mod frame;
+mod http;
 mod membership;
 mod pool;
 pub mod records;
@@ -70,7 +71,8 @@ pub use api::ApiRequest;
 pub use backoff::RetryPolicy;
 pub use client::{BrokerInfo, Client, ClusterMetadata, PartitionMetadata, TopicMetadata};
 pub use config::{
-    ClientCertConfig, ConnectionConfig, DEFAULT_MAX_FRAME_BYTES, Pem, PemBytes, SaslConfig,
+    BearerToken, BoxFuture, ClientCertConfig, ConnectionConfig, CredentialError,
+    CredentialProvider, DEFAULT_MAX_FRAME_BYTES, DynamicCredentials, Pem, PemBytes, SaslConfig,
     SaslMechanismKind, Secret, TlsConfig,
 };
 pub use connection::{BrokerConnection, Connector};
@@ -80,6 +82,7 @@ pub use data::{
     PartitionReader, PartitionRecords, ProduceOptions, StartOffset, TopicPoll, TopicReader,
 };
 pub use error::{Error, TlsFailure, kafka_error_name};
+pub use http::{HttpClient, HttpClientConfig, HttpError, HttpRequest, HttpResponse, HttpUrl};
 pub use membership::{Joined, JoinedMember, MemberConfig};
 pub use pool::BrokerPool;
 pub use tls::{

@@ -526,11 +526,11 @@ const PASSWORD: &str = "s3cret-pa55word-never-shown";
 
 fn sasl_config(mechanism: SaslMechanismKind) -> ConnectionConfig {
     ConnectionConfig {
-        sasl: Some(SaslConfig {
+        sasl: Some(SaslConfig::with_password(
             mechanism,
-            username: "alice".into(),
-            password: Secret::new(PASSWORD),
-        }),
+            "alice",
+            Secret::new(PASSWORD),
+        )),
         request_timeout: LONG_REQUEST_TIMEOUT,
         ..config()
     }

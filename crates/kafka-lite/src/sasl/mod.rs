@@ -4,15 +4,19 @@
 //! server challenge into either a further response or "done". The
 //! connection layer carries those bytes in SaslAuthenticate frames after a
 //! SaslHandshake v1; the mechanisms know nothing about Kafka framing, so
-//! another mechanism (OAUTHBEARER, say) only needs to implement this trait.
+//! another mechanism only needs to implement this trait. Credentials that
+//! must be fetched first (OAUTHBEARER's token) are fetched by [`start`]
+//! before the step machine is built, so the machines stay synchronous.
 
+mod oauthbearer;
 mod plain;
 mod scram;
 
+pub(crate) use oauthbearer::OAuthBearer;
 pub(crate) use plain::Plain;
 pub(crate) use scram::{Scram, ScramHash};
 
-use crate::config::{SaslConfig, SaslMechanismKind};
+use crate::config::{CredentialError, DynamicCredentials, SaslConfig, SaslMechanismKind};
 
 /// What a mechanism wants after evaluating a server message.
 #[derive(Debug, PartialEq, Eq)]
@@ -35,11 +39,44 @@ pub(crate) trait SaslMechanism: Send {
 
     /// Evaluates the server's reply to the previous client message.
     fn evaluate(&mut self, challenge: &[u8]) -> Result<SaslStep, SaslError>;
+
+    /// What the server told the mechanism about a failure before the broker
+    /// failed the exchange (OAUTHBEARER's error document), if anything.
+    fn failure_detail(&self) -> Option<String> {
+        None
+    }
 }
 
-/// Creates the mechanism configured in `config`, with a fresh random nonce
-/// where the mechanism needs one.
-pub(crate) fn mechanism_for(config: &SaslConfig) -> Result<Box<dyn SaslMechanism>, SaslError> {
+/// Why a mechanism could not start.
+#[derive(Debug)]
+pub(crate) enum StartError {
+    /// The configuration does not fit the mechanism.
+    Sasl(SaslError),
+    /// The credential provider failed.
+    Credentials(CredentialError),
+}
+
+/// Creates the mechanism configured in `config` for one authentication:
+/// fetches its credential from the provider if it has one, and draws a
+/// fresh random nonce where the mechanism needs one.
+pub(crate) async fn start(config: &SaslConfig) -> Result<Box<dyn SaslMechanism>, StartError> {
+    match (config.mechanism, &config.credentials) {
+        (SaslMechanismKind::OAuthBearer, Some(DynamicCredentials::BearerToken(provider))) => {
+            let token = provider
+                .credential()
+                .await
+                .map_err(StartError::Credentials)?;
+            Ok(Box::new(OAuthBearer::new(token)))
+        }
+        (SaslMechanismKind::OAuthBearer, _) => Err(StartError::Sasl(SaslError(
+            "OAUTHBEARER needs a bearer-token provider (SaslConfig::oauth_bearer)".into(),
+        ))),
+        _ => mechanism_for(config).map_err(StartError::Sasl),
+    }
+}
+
+/// Creates a password mechanism (PLAIN, SCRAM) configured in `config`.
+fn mechanism_for(config: &SaslConfig) -> Result<Box<dyn SaslMechanism>, SaslError> {
     let username = config.username.clone();
     let password = config.password.clone();
     Ok(match config.mechanism {
@@ -49,6 +86,11 @@ pub(crate) fn mechanism_for(config: &SaslConfig) -> Result<Box<dyn SaslMechanism
         }
         SaslMechanismKind::ScramSha512 => {
             Box::new(Scram::new(ScramHash::Sha512, username, password)?)
+        }
+        SaslMechanismKind::OAuthBearer => {
+            return Err(SaslError(
+                "OAUTHBEARER takes a token provider, not a password".into(),
+            ));
         }
     })
 }

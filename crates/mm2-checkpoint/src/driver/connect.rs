@@ -104,14 +104,16 @@ pub fn connection(
             })
         }
     };
-    let sasl = cluster.sasl.as_ref().map(|s| SaslConfig {
-        mechanism: match s.mechanism {
-            SaslMechanism::Plain => SaslMechanismKind::Plain,
-            SaslMechanism::ScramSha256 => SaslMechanismKind::ScramSha256,
-            SaslMechanism::ScramSha512 => SaslMechanismKind::ScramSha512,
-        },
-        username: s.username.clone(),
-        password: kafka_lite::Secret::new(s.password.expose()),
+    let sasl = cluster.sasl.as_ref().map(|s| {
+        SaslConfig::with_password(
+            match s.mechanism {
+                SaslMechanism::Plain => SaslMechanismKind::Plain,
+                SaslMechanism::ScramSha256 => SaslMechanismKind::ScramSha256,
+                SaslMechanism::ScramSha512 => SaslMechanismKind::ScramSha512,
+            },
+            s.username.clone(),
+            kafka_lite::Secret::new(s.password.expose()),
+        )
     });
     let config = ConnectionConfig {
         client_id: client_id.to_owned(),
