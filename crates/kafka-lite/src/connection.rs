@@ -651,7 +651,13 @@ impl BrokerConnection {
     /// fetched (which may take a network round trip to a token endpoint).
     async fn start_mechanism(&self, config: &SaslConfig) -> Result<Box<dyn SaslMechanism>, Error> {
         let mechanism = config.mechanism.name().to_string();
-        sasl::start(config).await.map_err(|e| match e {
+        let address = self.address();
+        let host = address
+            .rsplit_once(':')
+            .map_or(address, |(host, _)| host)
+            .trim_start_matches('[')
+            .trim_end_matches(']');
+        sasl::start(config, host).await.map_err(|e| match e {
             StartError::Sasl(e) => Error::Authentication {
                 broker: self.address().to_string(),
                 mechanism,

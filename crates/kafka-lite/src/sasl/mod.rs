@@ -8,6 +8,7 @@
 //! must be fetched first (OAUTHBEARER's token) are fetched by [`start`]
 //! before the step machine is built, so the machines stay synchronous.
 
+pub(crate) mod aws_msk_iam;
 mod oauthbearer;
 mod plain;
 mod scram;
@@ -59,8 +60,37 @@ pub(crate) enum StartError {
 /// Creates the mechanism configured in `config` for one authentication:
 /// fetches its credential from the provider if it has one, and draws a
 /// fresh random nonce where the mechanism needs one.
-pub(crate) async fn start(config: &SaslConfig) -> Result<Box<dyn SaslMechanism>, StartError> {
+/// `host` is the broker's host name (AWS_MSK_IAM signs for it).
+pub(crate) async fn start(
+    config: &SaslConfig,
+    host: &str,
+) -> Result<Box<dyn SaslMechanism>, StartError> {
     match (config.mechanism, &config.credentials) {
+        (SaslMechanismKind::AwsMskIam, Some(DynamicCredentials::AwsMskIam(settings))) => {
+            let region = crate::aws::region_from_host(host)
+                .or(settings.region.as_deref())
+                .ok_or_else(|| {
+                    StartError::Sasl(SaslError(format!(
+                        "the broker host name `{host}` names no AWS region (MSK's own names \
+                         do): set the region (AWS_REGION, or the profile's region)"
+                    )))
+                })?;
+            let credentials = settings
+                .credentials
+                .credential()
+                .await
+                .map_err(StartError::Credentials)?;
+            Ok(Box::new(aws_msk_iam::AwsMskIam::new(
+                host,
+                region,
+                &credentials,
+                &settings.user_agent,
+                std::time::SystemTime::now(),
+            )))
+        }
+        (SaslMechanismKind::AwsMskIam, _) => Err(StartError::Sasl(SaslError(
+            "AWS_MSK_IAM needs AWS credentials (SaslConfig::aws_msk_iam)".into(),
+        ))),
         (SaslMechanismKind::OAuthBearer, Some(DynamicCredentials::BearerToken(provider))) => {
             let token = provider
                 .credential()
@@ -87,10 +117,11 @@ fn mechanism_for(config: &SaslConfig) -> Result<Box<dyn SaslMechanism>, SaslErro
         SaslMechanismKind::ScramSha512 => {
             Box::new(Scram::new(ScramHash::Sha512, username, password)?)
         }
-        SaslMechanismKind::OAuthBearer => {
-            return Err(SaslError(
-                "OAUTHBEARER takes a token provider, not a password".into(),
-            ));
+        SaslMechanismKind::OAuthBearer | SaslMechanismKind::AwsMskIam => {
+            return Err(SaslError(format!(
+                "{} takes a credential provider, not a password",
+                config.mechanism.name()
+            )));
         }
     })
 }
