@@ -31,7 +31,7 @@ use std::time::{Duration, SystemTime};
 use super::AwsCredentials;
 use super::sigv4::{self, AmzDate, Scope};
 use crate::config::{BoxFuture, CredentialError, CredentialProvider, Secret};
-use crate::http::{HttpClient, HttpRequest, HttpResponse, HttpUrl};
+use crate::http::{HttpClient, HttpClientConfig, HttpRequest, HttpResponse, HttpUrl};
 
 /// What the chain reads from the host: environment variables and files.
 /// A trait so that tests can give their own.
@@ -75,6 +75,9 @@ pub struct ChainOptions {
     /// How long before their expiry temporary credentials are fetched
     /// again (default 5 minutes, as the AWS SDK).
     pub refresh_before: Option<Duration>,
+    /// `awsAddDefaultProviders=false` turns the default chain off (only the
+    /// profile and role providers are tried).
+    pub no_default_providers: bool,
 }
 
 /// Default [`ChainOptions::refresh_before`].
@@ -92,7 +95,11 @@ const STS_VERSION: &str = "2011-06-15";
 pub struct CredentialChain {
     options: ChainOptions,
     env: Arc<dyn AwsEnvironment>,
+    /// For STS (https, the default roots).
     http: HttpClient,
+    /// For the container and instance metadata endpoints: short timeouts,
+    /// as the SDK's, so that a host without them is passed over quickly.
+    local_http: HttpClient,
     cached: tokio::sync::Mutex<Option<AwsCredentials>>,
 }
 
@@ -109,14 +116,26 @@ impl fmt::Debug for CredentialChain {
 type Step = Result<Option<AwsCredentials>, String>;
 
 impl CredentialChain {
-    /// A chain with `options`, reading `env`, fetching over `http`.
-    pub fn new(options: ChainOptions, env: Arc<dyn AwsEnvironment>, http: HttpClient) -> Self {
-        CredentialChain {
+    /// A chain with `options`, reading `env`; STS is reached over `http`
+    /// (its TLS settings), the metadata endpoints with 1 s to connect and 2 s
+    /// to answer.
+    pub fn new(
+        options: ChainOptions,
+        env: Arc<dyn AwsEnvironment>,
+        http: HttpClientConfig,
+    ) -> Result<Self, crate::Error> {
+        let local = HttpClientConfig {
+            connect_timeout: Duration::from_secs(1),
+            read_timeout: Duration::from_secs(2),
+            ..http.clone()
+        };
+        Ok(CredentialChain {
             options,
             env,
-            http,
+            http: HttpClient::new(http)?,
+            local_http: HttpClient::new(local)?,
             cached: tokio::sync::Mutex::new(None),
-        }
+        })
     }
 
     /// Credentials now: cached ones while they are fresh, else the first
@@ -153,7 +172,14 @@ impl CredentialChain {
                 Err(e) => tried.push(format!("awsRoleArn `{role}`: {e}")),
             }
         }
-        match self.default_chain().await {
+        let default = if self.options.no_default_providers {
+            Err(vec![
+                "the default chain: off (awsAddDefaultProviders=false)".to_string(),
+            ])
+        } else {
+            self.default_chain().await
+        };
+        match default {
             Ok(c) => Ok(self.keep(&mut cached, c)),
             Err(why) => {
                 tried.extend(why);
@@ -433,7 +459,7 @@ impl CredentialChain {
             }
             headers.push(("Authorization", token));
         }
-        let response = self.send("GET", &url, headers, Vec::new()).await?;
+        let response = self.send_local("GET", &url, headers, Vec::new()).await?;
         if response.status != 200 {
             return Err(format!("{url} answered HTTP {}", response.status));
         }
@@ -474,7 +500,9 @@ impl CredentialChain {
         }
         let auth = || vec![("X-aws-ec2-metadata-token", token.clone())];
         let roles_url = url("/latest/meta-data/iam/security-credentials/")?;
-        let response = self.send("GET", &roles_url, auth(), Vec::new()).await?;
+        let response = self
+            .send_local("GET", &roles_url, auth(), Vec::new())
+            .await?;
         if response.status == 404 {
             return Err("the instance has no IAM role (instance profile)".into());
         }
@@ -495,7 +523,9 @@ impl CredentialChain {
         let creds_url = url(&format!(
             "/latest/meta-data/iam/security-credentials/{role}"
         ))?;
-        let response = self.send("GET", &creds_url, auth(), Vec::new()).await?;
+        let response = self
+            .send_local("GET", &creds_url, auth(), Vec::new())
+            .await?;
         if response.status != 200 {
             return Err(format!("{creds_url} answered HTTP {}", response.status));
         }
@@ -509,16 +539,65 @@ impl CredentialChain {
         headers: Vec<(&'static str, String)>,
         body: Vec<u8>,
     ) -> Result<HttpResponse, String> {
-        self.http
-            .send(HttpRequest {
-                method,
-                url,
-                headers,
-                body,
-            })
-            .await
-            .map_err(|e| e.to_string())
+        send(&self.http, method, url, headers, body).await
     }
+
+    async fn send_local(
+        &self,
+        method: &'static str,
+        url: &HttpUrl,
+        headers: Vec<(&'static str, String)>,
+        body: Vec<u8>,
+    ) -> Result<HttpResponse, String> {
+        send(&self.local_http, method, url, headers, body).await
+    }
+}
+
+async fn send(
+    client: &HttpClient,
+    method: &'static str,
+    url: &HttpUrl,
+    headers: Vec<(&'static str, String)>,
+    body: Vec<u8>,
+) -> Result<HttpResponse, String> {
+    client
+        .send(HttpRequest {
+            method,
+            url,
+            headers,
+            body,
+        })
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// The region to sign for when a broker's host name names none, as the
+/// AWS SDK's default region chain finds it: `AWS_REGION`,
+/// `AWS_DEFAULT_REGION`, then `region` of the profile (`AWS_PROFILE`, else
+/// `default`) in the shared config file.
+pub fn default_region(env: &dyn AwsEnvironment) -> Option<String> {
+    let var = |name: &str| {
+        env.var(name)
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    if let Some(region) = var("AWS_REGION").or_else(|| var("AWS_DEFAULT_REGION")) {
+        return Some(region);
+    }
+    let profile = var("AWS_PROFILE").unwrap_or_else(|| "default".to_string());
+    let file = var("AWS_CONFIG_FILE")
+        .map(PathBuf::from)
+        .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".aws/config")))?;
+    let text = String::from_utf8_lossy(&env.read_file(&file).ok()?).into_owned();
+    let section = if profile == "default" {
+        profile
+    } else {
+        format!("profile {profile}")
+    };
+    ini_section(&text, &section)?
+        .into_iter()
+        .find(|(k, v)| k == "region" && !v.is_empty())
+        .map(|(_, v)| v)
 }
 
 impl CredentialProvider<AwsCredentials> for CredentialChain {

@@ -440,8 +440,38 @@ fn cluster_rows(c: &ClusterConnection, role: &str, flow: &FlowConfig) -> Vec<Row
     }
     if let Some(sasl) = &c.sasl {
         rows.push(line("sasl.mechanism", sasl.mechanism.name().to_string()));
-        rows.push(derived("sasl username", sasl.username.clone()));
-        rows.push(derived("sasl password", sasl.password.to_string()));
+        match &sasl.aws_iam {
+            Some(login) => rows.push(derived("aws credentials", describe_aws_login(login))),
+            None => {
+                rows.push(derived("sasl username", sasl.username.clone()));
+                rows.push(derived("sasl password", sasl.password.to_string()));
+            }
+        }
     }
     rows
+}
+
+/// Where `AWS_MSK_IAM` takes its credentials from, in the chain's order
+/// (no secret: a role's own keys show as `[redacted]`).
+fn describe_aws_login(login: &crate::config::security::AwsIamLogin) -> String {
+    let mut steps = Vec::new();
+    if let Some(profile) = &login.profile {
+        steps.push(format!("profile `{profile}`"));
+    }
+    if let Some(role) = &login.role_arn {
+        let with = if login.role_keys.is_some() {
+            " with awsRoleAccessKeyId [redacted]"
+        } else {
+            ""
+        };
+        steps.push(format!("role {role} via STS{with}"));
+    }
+    if login.default_providers {
+        steps.push(
+            "the AWS default chain (environment, web identity, shared profile, container, \
+             instance metadata)"
+                .to_string(),
+        );
+    }
+    steps.join(", then ")
 }

@@ -5,14 +5,20 @@
 //! (`ssl.truststore.certificates`, `ssl.keystore.key`, ...) is handed to
 //! kafka-lite as bytes in memory; it is never written to disk.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use kafka_lite::aws::{
+    self, AwsCredentials,
+    credentials::{ChainOptions, CredentialChain},
+};
 use kafka_lite::{
-    ClientCertConfig, ConnectionConfig, Pem, PemBytes, SaslConfig, SaslMechanismKind, TlsConfig,
+    AwsMskIamSettings, ClientCertConfig, ConnectionConfig, HttpClientConfig, Pem, PemBytes,
+    SaslConfig, SaslMechanismKind, TlsConfig,
 };
 
 use crate::config::security::{
-    PemSource, SaslMechanism, TrustRoots, certificates_pem, private_key_pem,
+    AwsIamLogin, PemSource, SaslMechanism, TrustRoots, certificates_pem, private_key_pem,
 };
 use crate::config::{ClusterConnection, ProcessEnvironment};
 
@@ -104,17 +110,25 @@ pub fn connection(
             })
         }
     };
-    let sasl = cluster.sasl.as_ref().map(|s| {
-        SaslConfig::with_password(
-            match s.mechanism {
-                SaslMechanism::Plain => SaslMechanismKind::Plain,
-                SaslMechanism::ScramSha256 => SaslMechanismKind::ScramSha256,
-                SaslMechanism::ScramSha512 => SaslMechanismKind::ScramSha512,
-            },
-            s.username.clone(),
-            kafka_lite::Secret::new(s.password.expose()),
-        )
-    });
+    let sasl = match cluster.sasl.as_ref() {
+        None => None,
+        Some(s) => Some(match (s.mechanism, &s.aws_iam) {
+            (SaslMechanism::AwsMskIam, Some(login)) => aws_msk_iam(login).map_err(err)?,
+            (SaslMechanism::AwsMskIam, None) => {
+                return Err(err("AWS_MSK_IAM without its login options".into()));
+            }
+            (mechanism, _) => SaslConfig::with_password(
+                match mechanism {
+                    SaslMechanism::Plain => SaslMechanismKind::Plain,
+                    SaslMechanism::ScramSha256 => SaslMechanismKind::ScramSha256,
+                    SaslMechanism::ScramSha512 => SaslMechanismKind::ScramSha512,
+                    SaslMechanism::AwsMskIam => SaslMechanismKind::AwsMskIam,
+                },
+                s.username.clone(),
+                kafka_lite::Secret::new(s.password.expose()),
+            ),
+        }),
+    };
     let config = ConnectionConfig {
         client_id: client_id.to_owned(),
         request_timeout,
@@ -124,6 +138,38 @@ pub fn connection(
         ..ConnectionConfig::default()
     };
     Ok(Connection { bootstrap, config })
+}
+
+/// AWS_MSK_IAM: the IAMLoginModule options as kafka-lite's credential chain
+/// (reading this process's environment and files), and the fallback region
+/// of the AWS SDK's region chain.
+fn aws_msk_iam(login: &AwsIamLogin) -> Result<SaslConfig, String> {
+    let options = ChainOptions {
+        profile: login.profile.clone(),
+        role_arn: login.role_arn.clone(),
+        role_session_name: login.role_session_name.clone(),
+        role_external_id: login.role_external_id.clone(),
+        role_credentials: login
+            .role_keys
+            .as_ref()
+            .map(|(id, secret, token)| AwsCredentials {
+                access_key_id: id.clone(),
+                secret_access_key: kafka_lite::Secret::new(secret.expose()),
+                session_token: token.as_ref().map(|t| kafka_lite::Secret::new(t.expose())),
+                expires_at: None,
+            }),
+        sts_region: login.sts_region.clone(),
+        refresh_before: None,
+        no_default_providers: !login.default_providers,
+    };
+    let env = Arc::new(aws::credentials::ProcessEnvironment);
+    let chain = CredentialChain::new(options, env.clone(), HttpClientConfig::default())
+        .map_err(|e| format!("AWS credential chain: {e}"))?;
+    Ok(SaslConfig::aws_msk_iam(AwsMskIamSettings {
+        credentials: Arc::new(chain),
+        region: aws::credentials::default_region(env.as_ref()),
+        user_agent: format!("mm2-checkpoint/{}", env!("CARGO_PKG_VERSION")),
+    }))
 }
 
 #[cfg(test)]
@@ -170,6 +216,7 @@ mod tests {
             mechanism: SaslMechanism::ScramSha256,
             username: "alice".into(),
             password: Secret::new("hunter2"),
+            aws_iam: None,
         });
         let c = connection(&a, "id", Duration::from_secs(5)).unwrap();
         let sasl = c.config.sasl.as_ref().unwrap();

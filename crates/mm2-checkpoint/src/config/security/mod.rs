@@ -33,7 +33,7 @@ use super::error::ConfigError;
 use super::providers::Environment;
 
 use sasl::build_sasl;
-pub use sasl::{NOT_READ as SASL_NOT_READ, SaslCredentials, SaslMechanism};
+pub use sasl::{AwsIamLogin, NOT_READ as SASL_NOT_READ, SaslCredentials, SaslMechanism};
 pub use stores::{StoreKind, certificates_pem, private_key_pem};
 use tls::build_tls;
 pub use tls::{

@@ -1,5 +1,6 @@
 //! SASL settings of a cluster connection: the mechanism and the credentials
-//! read from `sasl.jaas.config` (PLAIN and SCRAM login modules only).
+//! read from `sasl.jaas.config` (the PLAIN and SCRAM login modules, and the
+//! MSK IAM library's `IAMLoginModule` for `AWS_MSK_IAM`).
 
 use super::Keys;
 use crate::config::check::{NotChecked, Unknown};
@@ -10,6 +11,14 @@ use crate::config::secret::Secret;
 
 const PLAIN_LOGIN_MODULE: &str = "org.apache.kafka.common.security.plain.PlainLoginModule";
 const SCRAM_LOGIN_MODULE: &str = "org.apache.kafka.common.security.scram.ScramLoginModule";
+/// The login module of Amazon MSK's IAM library (`aws-msk-iam-auth`).
+const IAM_LOGIN_MODULE: &str = "software.amazon.msk.auth.iam.IAMLoginModule";
+/// Its SASL client callback handler, which MSK's documentation sets next to
+/// it; it names our built-in `AWS_MSK_IAM` client.
+const IAM_CALLBACK_HANDLER: &str = "software.amazon.msk.auth.iam.IAMClientCallbackHandler";
+/// The library's OAUTHBEARER handler (the OAUTHBEARER form MSK accepts).
+const IAM_OAUTHBEARER_HANDLER: &str =
+    "software.amazon.msk.auth.iam.IAMOAuthBearerLoginCallbackHandler";
 
 /// A supported SASL mechanism.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,6 +29,8 @@ pub enum SaslMechanism {
     ScramSha256,
     /// `SCRAM-SHA-512`.
     ScramSha512,
+    /// `AWS_MSK_IAM`: Amazon MSK's IAM authentication with AWS credentials.
+    AwsMskIam,
 }
 
 impl SaslMechanism {
@@ -29,6 +40,7 @@ impl SaslMechanism {
             Self::Plain => "PLAIN",
             Self::ScramSha256 => "SCRAM-SHA-256",
             Self::ScramSha512 => "SCRAM-SHA-512",
+            Self::AwsMskIam => "AWS_MSK_IAM",
         }
     }
 }
@@ -42,6 +54,31 @@ pub struct SaslCredentials {
     pub username: String,
     /// The `password` option of the JAAS entry.
     pub password: Secret,
+    /// `AWS_MSK_IAM`: where the AWS credentials come from (`None` for the
+    /// other mechanisms, whose credentials are `username` and `password`).
+    pub aws_iam: Option<AwsIamLogin>,
+}
+
+/// The `IAMLoginModule` options that choose AWS credentials (the MSK IAM
+/// library's names). Without any, the AWS SDK's default chain is used.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct AwsIamLogin {
+    /// `awsProfileName`: a profile of the shared credentials/config files.
+    pub profile: Option<String>,
+    /// `awsRoleArn`: a role to assume through STS.
+    pub role_arn: Option<String>,
+    /// `awsRoleSessionName` (the library's default `aws-msk-iam-auth`).
+    pub role_session_name: Option<String>,
+    /// `awsRoleExternalId`.
+    pub role_external_id: Option<String>,
+    /// `awsRoleAccessKeyId`, `awsRoleSecretAccessKey`, `awsRoleSessionToken`:
+    /// the credentials that assume `role_arn` (else the default chain's).
+    pub role_keys: Option<(String, Secret, Option<Secret>)>,
+    /// `awsStsRegion` (default `aws-global`).
+    pub sts_region: Option<String>,
+    /// `awsAddDefaultProviders` (default true): whether the default chain
+    /// follows the profile and role providers.
+    pub default_providers: bool,
 }
 
 /// Why GSSAPI is refused, and what to use instead.
@@ -63,18 +100,42 @@ const NOT_READ_TOKEN: &str = "__mm2_checkpoint_not_read__";
 /// independently; the JAAS entry depends on the mechanism.
 pub(super) fn build_sasl(keys: &Keys<'_>) -> Result<SaslCredentials, Unknown> {
     let mut handlers = Ok(());
+    let iam = keys
+        .get("sasl.mechanism")
+        .and_then(|s| s.text().ok())
+        .is_some_and(|m| m.trim() == "AWS_MSK_IAM");
     for handler in [
         "sasl.login.callback.handler.class",
         "sasl.client.callback.handler.class",
         "sasl.login.class",
     ] {
-        if let Some(s) = keys.get(handler) {
-            handlers = Err(keys.fail(s.error(
-                "custom SASL login and callback classes are not supported by mm2-checkpoint; \
-                 use sasl.mechanism PLAIN or SCRAM-SHA-256/512 with username and password in \
-                 sasl.jaas.config",
-            )));
+        let Some(s) = keys.get(handler) else {
+            continue;
+        };
+        let class = s.text().map(str::trim).unwrap_or("");
+        if handler == "sasl.client.callback.handler.class" && class == IAM_CALLBACK_HANDLER {
+            if !iam {
+                handlers = Err(keys.fail(s.error(format!(
+                    "{IAM_CALLBACK_HANDLER} belongs to sasl.mechanism=AWS_MSK_IAM"
+                ))));
+            }
+            continue;
         }
+        if class == IAM_OAUTHBEARER_HANDLER {
+            handlers = Err(keys.fail(s.error(
+                "the MSK IAM library's OAUTHBEARER form is not supported by mm2-checkpoint; \
+                 MSK brokers with IAM accept sasl.mechanism=AWS_MSK_IAM on the same listener: \
+                 set it, sasl.jaas.config = software.amazon.msk.auth.iam.IAMLoginModule \
+                 required; and sasl.client.callback.handler.class = \
+                 software.amazon.msk.auth.iam.IAMClientCallbackHandler",
+            )));
+            continue;
+        }
+        handlers = Err(keys.fail(s.error(
+            "custom SASL login and callback classes are not supported by mm2-checkpoint; \
+             use sasl.mechanism PLAIN or SCRAM-SHA-256/512 with username and password in \
+             sasl.jaas.config (or AWS_MSK_IAM with the MSK IAM library's class names)",
+        )));
     }
     let Ok((mechanism, module)) = mechanism(keys) else {
         if let Some(jaas) = keys.get("sasl.jaas.config") {
@@ -102,6 +163,7 @@ fn mechanism(keys: &Keys<'_>) -> Result<(SaslMechanism, &'static str), Unknown> 
         Some("PLAIN") => Ok((SaslMechanism::Plain, PLAIN_LOGIN_MODULE)),
         Some("SCRAM-SHA-256") => Ok((SaslMechanism::ScramSha256, SCRAM_LOGIN_MODULE)),
         Some("SCRAM-SHA-512") => Ok((SaslMechanism::ScramSha512, SCRAM_LOGIN_MODULE)),
+        Some("AWS_MSK_IAM") => Ok((SaslMechanism::AwsMskIam, IAM_LOGIN_MODULE)),
         None => Err(keys.fail(ConfigError::for_key(
             keys.missing("sasl.mechanism"),
             format!(
@@ -115,7 +177,7 @@ fn mechanism(keys: &Keys<'_>) -> Result<(SaslMechanism, &'static str), Unknown> 
              PLAIN (over SASL_SSL), or mutual TLS"
         )),
         Some(other) => refused(format!(
-            "unknown mechanism `{other}`; use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"
+            "unknown mechanism `{other}`; use PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or AWS_MSK_IAM"
         )),
     }
 }
@@ -148,6 +210,10 @@ fn credentials(
                 mechanism,
                 username: NOT_READ.to_string(),
                 password: Secret::new(""),
+                aws_iam: (mechanism == SaslMechanism::AwsMskIam).then(|| AwsIamLogin {
+                    default_providers: true,
+                    ..AwsIamLogin::default()
+                }),
             });
         }
         Resolution::NotRead => replace_references(&jaas_setting.value, NOT_READ_TOKEN),
@@ -160,6 +226,15 @@ fn credentials(
             entry.module,
             mechanism.name()
         )));
+    }
+    if mechanism == SaslMechanism::AwsMskIam {
+        let aws_iam = aws_iam_login(&entry.options).map_err(fail)?;
+        return Ok(SaslCredentials {
+            mechanism,
+            username: String::new(),
+            password: Secret::new(""),
+            aws_iam: Some(aws_iam),
+        });
     }
     if entry
         .options
@@ -185,5 +260,112 @@ fn credentials(
         mechanism,
         username,
         password: Secret::new(password),
+        aws_iam: None,
+    })
+}
+
+/// The options of an `IAMLoginModule` entry. Options the library knows but
+/// mm2-checkpoint has no use for are accepted; ones that would change what
+/// it does and that it cannot honour are refused; others are refused as
+/// unknown (a misspelt `awsRoleArn` must not silently use other
+/// credentials). Messages never repeat option values.
+fn aws_iam_login(
+    options: &std::collections::BTreeMap<String, String>,
+) -> Result<AwsIamLogin, String> {
+    let text = |k: &str| {
+        options
+            .get(k)
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    let flag = |k: &str, default: bool| -> Result<bool, String> {
+        match options.get(k).map(|v| v.trim().to_ascii_lowercase()) {
+            None => Ok(default),
+            Some(v) if v == "true" => Ok(true),
+            Some(v) if v == "false" => Ok(false),
+            Some(_) => Err(format!("option `{k}` must be true or false")),
+        }
+    };
+    for key in options.keys() {
+        match key.as_str() {
+            "awsProfileName"
+            | "awsRoleArn"
+            | "awsRoleSessionName"
+            | "awsRoleExternalId"
+            | "awsRoleAccessKeyId"
+            | "awsRoleSecretAccessKey"
+            | "awsRoleSessionToken"
+            | "awsStsRegion"
+            | "awsAddDefaultProviders"
+            | "awsDebugCreds"
+            | "awsMaxRetries"
+            | "awsMaxBackOffTimeMs"
+            | "awsShouldUseFips" => {}
+            "awsMskRegionProvider" => {
+                return Err(
+                    "option `awsMskRegionProvider` names a Java class, which mm2-checkpoint \
+                     cannot load; the region comes from the broker host name, else AWS_REGION"
+                        .into(),
+                );
+            }
+            other => {
+                return Err(format!(
+                    "option `{other}` is not an option of {IAM_LOGIN_MODULE}"
+                ));
+            }
+        }
+    }
+    if flag("awsShouldUseFips", false)? {
+        return Err(
+            "awsShouldUseFips=true (FIPS STS endpoints) is not supported by mm2-checkpoint; \
+             set the STS endpoint with AWS_ENDPOINT_URL_STS instead"
+                .into(),
+        );
+    }
+    flag("awsDebugCreds", false)?;
+    for k in ["awsMaxRetries", "awsMaxBackOffTimeMs"] {
+        if let Some(v) = options.get(k)
+            && v.trim().parse::<u32>().is_err()
+        {
+            return Err(format!("option `{k}` must be a whole number"));
+        }
+    }
+    let role_keys = match (
+        text("awsRoleAccessKeyId"),
+        options
+            .get("awsRoleSecretAccessKey")
+            .filter(|v| !v.is_empty()),
+    ) {
+        (None, None) => None,
+        (Some(id), Some(secret)) => Some((
+            id,
+            Secret::new(secret.clone()),
+            options
+                .get("awsRoleSessionToken")
+                .filter(|v| !v.is_empty())
+                .map(|t| Secret::new(t.clone())),
+        )),
+        _ => {
+            return Err("awsRoleAccessKeyId and awsRoleSecretAccessKey go together".into());
+        }
+    };
+    let role_arn = text("awsRoleArn");
+    if role_arn.is_none()
+        && (role_keys.is_some()
+            || text("awsRoleSessionName").is_some()
+            || text("awsRoleExternalId").is_some())
+    {
+        return Err(
+            "awsRoleSessionName, awsRoleExternalId and awsRoleAccessKeyId need awsRoleArn".into(),
+        );
+    }
+    Ok(AwsIamLogin {
+        profile: text("awsProfileName"),
+        role_arn,
+        role_session_name: text("awsRoleSessionName"),
+        role_external_id: text("awsRoleExternalId"),
+        role_keys,
+        sts_region: text("awsStsRegion"),
+        default_providers: flag("awsAddDefaultProviders", true)?,
     })
 }
