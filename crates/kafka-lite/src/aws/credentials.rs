@@ -192,7 +192,14 @@ impl CredentialChain {
         }
     }
 
+    /// Keeps `c` for later and says (at debug level, without secrets) whose
+    /// credentials they are.
     fn keep(&self, cached: &mut Option<AwsCredentials>, c: AwsCredentials) -> AwsCredentials {
+        tracing::debug!(
+            access_key_id = %c.access_key_id,
+            temporary = c.session_token.is_some(),
+            "AWS credentials resolved"
+        );
         *cached = Some(c.clone());
         c
     }
