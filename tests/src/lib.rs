@@ -119,6 +119,34 @@ pub struct Cluster {
     pub log_file: PathBuf,
     /// The broker's `log.dirs`.
     pub data_dir: PathBuf,
+    /// The SASL OAUTHBEARER listener and what tokens it accepts (absent from
+    /// older cluster files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<OAuthListener>,
+}
+
+/// The `OAUTH` listener of a test cluster: SASL_PLAINTEXT with OAUTHBEARER
+/// (JWTs validated by Kafka's `OAuthBearerValidatorCallbackHandler` against
+/// a JWKS file) and SCRAM-SHA-512 (the cluster's [`SaslUsers::scram_sha_512`]),
+/// with a short `connections.max.reauth.ms` so tests see re-authentication.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct OAuthListener {
+    /// Bootstrap address (`127.0.0.1:port`).
+    pub bootstrap: String,
+    /// The JWKS file the broker validates signatures with (`file://` URL
+    /// in the broker config).
+    pub jwks: PathBuf,
+    /// The RSA private key (PKCS#8 PEM) whose public half is in the JWKS:
+    /// tests sign their RS256 tokens with it.
+    pub signing_key_pem: PathBuf,
+    /// The `kid` of that key in the JWKS; put it in the token header.
+    pub key_id: String,
+    /// The `iss` claim the broker expects.
+    pub issuer: String,
+    /// The `aud` claim the broker expects.
+    pub audience: String,
+    /// The listener's `connections.max.reauth.ms`.
+    pub reauth_ms: u64,
 }
 
 /// The ways a client can connect to a test cluster.

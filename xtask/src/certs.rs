@@ -119,7 +119,7 @@ fn leaf(dir: &Path, name: &str, subject: &str, extensions: &str) -> Result<()> {
     )
 }
 
-fn openssl(dir: &Path, args: &[&str]) -> Result<()> {
+pub(crate) fn openssl(dir: &Path, args: &[&str]) -> Result<()> {
     let out = Command::new("openssl")
         .args(args)
         .current_dir(dir)

@@ -52,6 +52,7 @@ mod error;
 pub mod frame;
 mod http;
 mod membership;
+mod oauth;
 mod pool;
 pub mod records;
 mod sasl;
@@ -85,6 +86,7 @@ pub use data::{
 pub use error::{Error, TlsFailure, kafka_error_name};
 pub use http::{HttpClient, HttpClientConfig, HttpError, HttpRequest, HttpResponse, HttpUrl};
 pub use membership::{Joined, JoinedMember, MemberConfig};
+pub use oauth::{OAuthBearerTokens, OAuthConfig, RefreshConfig, TokenSource};
 pub use pool::BrokerPool;
 pub use tls::{
     CRYPTO_PROVIDER_NAME, ClientIdentityCheck, ClientIdentityError, check_client_identity,

@@ -512,9 +512,13 @@ const BAD_CONFIGS: &[BadConfig] = &[
         whole: false,
     },
     BadConfig {
-        name: "oauthbearer",
-        lines: "A.security.protocol = SASL_SSL\nA.sasl.mechanism = OAUTHBEARER\n",
-        key: "A.sasl.mechanism",
+        name: "oauthbearer-custom-login-handler",
+        lines: "A.security.protocol = SASL_SSL\nA.sasl.mechanism = OAUTHBEARER\n\
+                A.sasl.login.callback.handler.class = com.example.MyLoginHandler\n\
+                A.sasl.oauthbearer.token.endpoint.url = https://idp.example/token\n\
+                A.sasl.jaas.config = org.apache.kafka.common.security.oauthbearer.\
+                OAuthBearerLoginModule required clientId=\"c\" clientSecret=\"tbl-oauth-9Qx\";\n",
+        key: "A.sasl.login.callback.handler.class",
         whole: false,
     },
     BadConfig {

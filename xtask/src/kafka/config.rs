@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use super::oauth::OAuthFiles;
 use super::start::ClusterPlan;
 use super::{AclUsers, Credentials, Password, SaslUsers};
 use crate::certs::TestPki;
@@ -40,6 +41,7 @@ pub(super) fn server_properties(
     plan: &ClusterPlan,
     data_dir: &Path,
     pki: &TestPki,
+    oauth: &OAuthFiles,
     users: &SaslUsers,
     acl: Option<&AclUsers>,
 ) -> Result<String> {
@@ -49,6 +51,7 @@ pub(super) fn server_properties(
         listener("SASL_PLAINTEXT", plan.sasl_plaintext),
         listener("SSL", plan.ssl),
         listener("MTLS", plan.mtls),
+        listener("OAUTH", plan.oauth),
     ]
     .join(",");
     let server_cert = read_pem(&pki.server_cert_pem)?;
@@ -66,7 +69,7 @@ controller.quorum.voters=1@127.0.0.1:{controller}
 controller.listener.names=CONTROLLER
 listeners={listeners},CONTROLLER://127.0.0.1:{controller}
 advertised.listeners={listeners}
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,MTLS:SSL,CONTROLLER:{controller_protocol}
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,MTLS:SSL,OAUTH:SASL_PLAINTEXT,CONTROLLER:{controller_protocol}
 inter.broker.listener.name={inter_broker}
 log.dirs={data}
 
@@ -98,13 +101,15 @@ ssl.truststore.type=PEM
 ssl.truststore.location={ca}
 ssl.client.auth=none
 listener.name.mtls.ssl.client.auth=required
-{authorizer}",
+
+{oauth}{authorizer}",
         name = plan.name,
         controller = plan.controller,
         data = data_dir.display(),
         plain_user = plain.user,
         plain_password = plain.password.expose(),
         ca = pki.ca_pem.display(),
+        oauth = super::oauth::listener_properties(oauth),
     ))
 }
 

@@ -24,6 +24,7 @@
 //! ```text
 //! clusters.json            what the tests read (schema: docs/testing.md)
 //! tls/                     the throwaway CA, server and client certificates
+//! oauth/                   the OAUTH listeners' JWKS and the key tests sign tokens with
 //! <name>/server.properties broker configuration
 //! <name>/pid               the broker JVM we started
 //! <name>/data/             KRaft metadata and topic data (removed by `down`)
@@ -39,6 +40,7 @@ mod config;
 mod faults;
 mod guard;
 mod health;
+mod oauth;
 mod process;
 mod start;
 #[cfg(test)]
@@ -161,9 +163,10 @@ pub fn up(layout: &Layout) -> Result<bool> {
     fs::create_dir_all(&layout.root)
         .with_context(|| format!("creating {}", layout.root.display()))?;
     let pki = certs::generate(&layout.root.join("tls"))?;
+    let oauth = oauth::generate(layout)?;
 
     // All ports are reserved at once so the two clusters cannot collide.
-    let mut ports = free_ports(CLUSTER_NAMES.len() * 5 + 2)?.into_iter();
+    let mut ports = free_ports(CLUSTER_NAMES.len() * 6 + 2)?.into_iter();
     let mut plans = Vec::new();
     for name in CLUSTER_NAMES {
         let mut next = || ports.next().context("ran out of reserved ports");
@@ -173,6 +176,7 @@ pub fn up(layout: &Layout) -> Result<bool> {
             sasl_plaintext: next()?,
             ssl: next()?,
             mtls: next()?,
+            oauth: next()?,
             controller: next()?,
         });
     }
@@ -186,7 +190,7 @@ pub fn up(layout: &Layout) -> Result<bool> {
         thread::scope(|s| {
             let handles: Vec<_> = plans
                 .iter()
-                .map(|plan| s.spawn(|| start_cluster(layout, &runtime, &pki, plan)))
+                .map(|plan| s.spawn(|| start_cluster(layout, &runtime, &pki, &oauth, plan)))
                 .collect();
             let legacy_handle = legacy_runtime
                 .as_ref()

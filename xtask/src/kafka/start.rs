@@ -17,6 +17,7 @@ use super::config::{
     BROKER_LOG4J, acl_users, legacy_server_properties, server_properties, users,
     write_client_configs,
 };
+use super::oauth::{self, OAuthFiles};
 use super::{
     AclUsers, ClusterInfo, Credentials, LEGACY_NAME, Layout, LegacyClusterInfo, Listeners,
     PlaintextListener, SECURE_CLUSTER, SaslUsers, TlsFiles,
@@ -44,6 +45,7 @@ pub(super) struct ClusterPlan {
     pub(super) sasl_plaintext: u16,
     pub(super) ssl: u16,
     pub(super) mtls: u16,
+    pub(super) oauth: u16,
     pub(super) controller: u16,
 }
 
@@ -51,6 +53,7 @@ pub(super) fn start_cluster(
     layout: &Layout,
     runtime: &KafkaRuntime,
     pki: &TestPki,
+    oauth: &OAuthFiles,
     plan: &ClusterPlan,
 ) -> Result<ClusterInfo> {
     let name = plan.name;
@@ -67,7 +70,7 @@ pub(super) fn start_cluster(
     let acl = (name == SECURE_CLUSTER).then(acl_users);
     let addr = |port: u16| format!("127.0.0.1:{port}");
 
-    let mut properties = server_properties(plan, &data_dir, pki, &users, acl.as_ref())?;
+    let mut properties = server_properties(plan, &data_dir, pki, oauth, &users, acl.as_ref())?;
     if !layout.broker_overrides.is_empty() {
         properties.push_str("\n# Overrides of this layout.\n");
         for (key, value) in &layout.broker_overrides {
@@ -108,7 +111,10 @@ pub(super) fn start_cluster(
         ssl: addr(plan.ssl),
         mtls: addr(plan.mtls),
     };
-    wait_until_serving(name, pid, &bootstrap.all(), &log_file)?;
+    let oauth_address = addr(plan.oauth);
+    let mut listeners = bootstrap.all().to_vec();
+    listeners.push(("oauth", &oauth_address));
+    wait_until_serving(name, pid, &listeners, &log_file)?;
     eprintln!(
         "kafka: {name}: serving after {:.1}s (pid {pid})",
         started.elapsed().as_secs_f64()
@@ -134,6 +140,7 @@ pub(super) fn start_cluster(
         log_dir,
         log_file,
         data_dir,
+        oauth: Some(oauth::listener_info(oauth, oauth_address)),
     })
 }
 
@@ -230,6 +237,7 @@ pub(super) fn launch(
             log4j_file.display()
         ))
         .arg(format!("-Dkafka.logs.dir={}", log_dir.display()))
+        .arg(oauth::allowed_urls_property(layout))
         .arg("-cp")
         .arg(runtime.classpath())
         .arg("kafka.Kafka")

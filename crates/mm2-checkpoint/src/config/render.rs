@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::check::{Secrets, Validation};
 use super::metrics::{self, MetricsSettings};
-use super::security::{ClusterConnection, PemSource, TrustRoots};
+use super::security::{ClusterConnection, OAuthSettings, PemSource, TokenEndpoint, TrustRoots};
 use super::{ConfigError, ConfigWarning, FlowConfig, MirrorConfig, NotChecked};
 
 /// One line of the settings: `key = value    # origin`. `origin` is the key
@@ -399,6 +399,73 @@ fn flow_rows(flow: &FlowConfig) -> Vec<Row> {
     ]
 }
 
+/// The OAUTHBEARER settings as `validate` shows them (the client secret
+/// masked).
+fn oauth_rows(oauth: &OAuthSettings, line: &dyn Fn(&str, String) -> Row) -> Vec<Row> {
+    let ms = |d: std::time::Duration| d.as_millis().to_string();
+    let endpoint = match &oauth.token_endpoint {
+        TokenEndpoint::Url(url) => url.clone(),
+        TokenEndpoint::File(path) => format!("file://{}", path.display()),
+    };
+    let mut rows = vec![line("sasl.oauthbearer.token.endpoint.url", endpoint)];
+    if let TokenEndpoint::Url(_) = oauth.token_endpoint {
+        rows.push(derived("oauth client id", oauth.client_id.clone()));
+        rows.push(derived(
+            "oauth client secret",
+            oauth.client_secret.to_string(),
+        ));
+        rows.push(derived(
+            "oauth scope",
+            oauth.scope.clone().unwrap_or_else(|| "(none)".into()),
+        ));
+        rows.push(derived(
+            "oauth token endpoint trust",
+            match &oauth.trust_pem {
+                Some(path) => format!("PEM file {}", path.display()),
+                None => "default root certificates".to_string(),
+            },
+        ));
+    }
+    rows.extend([
+        line(
+            "sasl.oauthbearer.sub.claim.name",
+            oauth.sub_claim_name.clone(),
+        ),
+        line(
+            "sasl.oauthbearer.scope.claim.name",
+            oauth.scope_claim_name.clone(),
+        ),
+        line("sasl.login.retry.backoff.ms", ms(oauth.retry_backoff)),
+        line(
+            "sasl.login.retry.backoff.max.ms",
+            ms(oauth.retry_backoff_max),
+        ),
+        line(
+            "sasl.login.refresh.window.factor",
+            oauth.refresh_window_factor.to_string(),
+        ),
+        line(
+            "sasl.login.refresh.window.jitter",
+            oauth.refresh_window_jitter.to_string(),
+        ),
+        line(
+            "sasl.login.refresh.min.period.seconds",
+            oauth.refresh_min_period.as_secs().to_string(),
+        ),
+        line(
+            "sasl.login.refresh.buffer.seconds",
+            oauth.refresh_buffer.as_secs().to_string(),
+        ),
+        line("sasl.login.connect.timeout.ms", ms(oauth.connect_timeout)),
+        line("sasl.login.read.timeout.ms", ms(oauth.read_timeout)),
+    ]);
+    if !oauth.extensions.is_empty() {
+        let names: Vec<&str> = oauth.extensions.iter().map(|(k, _)| k.as_str()).collect();
+        rows.push(derived("sasl extensions", names.join(", ")));
+    }
+    rows
+}
+
 fn cluster_rows(c: &ClusterConnection, role: &str, flow: &FlowConfig) -> Vec<Row> {
     let line = |key: &str, value: String| setting_row(flow, &format!("{role}.{key}"), key, value);
     let servers: Vec<String> = c
@@ -440,9 +507,10 @@ fn cluster_rows(c: &ClusterConnection, role: &str, flow: &FlowConfig) -> Vec<Row
     }
     if let Some(sasl) = &c.sasl {
         rows.push(line("sasl.mechanism", sasl.mechanism.name().to_string()));
-        match &sasl.aws_iam {
-            Some(login) => rows.push(derived("aws credentials", describe_aws_login(login))),
-            None => {
+        match (&sasl.oauth, &sasl.aws_iam) {
+            (Some(oauth), _) => rows.extend(oauth_rows(oauth, &line)),
+            (None, Some(login)) => rows.push(derived("aws credentials", describe_aws_login(login))),
+            (None, None) => {
                 rows.push(derived("sasl username", sasl.username.clone()));
                 rows.push(derived("sasl password", sasl.password.to_string()));
             }

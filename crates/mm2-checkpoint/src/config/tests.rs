@@ -2,6 +2,7 @@
 
 use super::providers::tests::FakeEnvironment;
 use super::*;
+use crate::config::security::TokenEndpoint;
 use crate::core::filter::{DEFAULT_GROUPS_EXCLUDE, DEFAULT_TOPICS_EXCLUDE};
 use rustls_pki_types::PrivateKeyDer;
 use rustls_pki_types::pem::PemObject;
@@ -973,12 +974,153 @@ fn gssapi_is_an_error_saying_what_to_use() {
     );
 }
 
+const OAUTH_JAAS: &str = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule \
+    required clientId=\"mm2\" clientSecret=\"oauth-secret-value\" scope=\"kafka\" \
+    extension_logicalCluster=\"lkc-1\";";
+
+/// An OAUTHBEARER cluster A with `extra` lines.
+fn oauth(extra: &str) -> String {
+    format!(
+        "{BASE}A.security.protocol = SASL_SSL\nA.sasl.mechanism = OAUTHBEARER\n\
+         A.sasl.login.callback.handler.class = \
+         org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler\n\
+         A.sasl.oauthbearer.token.endpoint.url = https://idp.example/oauth2/token\n\
+         A.sasl.jaas.config = {OAUTH_JAAS}\n{extra}"
+    )
+}
+
 #[test]
-fn oauthbearer_is_an_error() {
+fn oauthbearer_reads_the_endpoint_jaas_options_and_login_keys() {
+    let config = load(&oauth(
+        "A.sasl.login.refresh.window.factor = 0.9\nA.sasl.login.retry.backoff.max.ms = 2000\n\
+         A.sasl.oauthbearer.sub.claim.name = client_id\n",
+    ));
+    let sasl = config.flows[0].source.sasl.as_ref().unwrap();
+    assert_eq!(sasl.mechanism, SaslMechanism::OAuthBearer);
+    let oauth = sasl.oauth.as_ref().unwrap();
+    assert_eq!(
+        oauth.token_endpoint,
+        TokenEndpoint::Url("https://idp.example/oauth2/token".into())
+    );
+    assert_eq!(oauth.client_id, "mm2");
+    assert_eq!(oauth.client_secret.expose(), "oauth-secret-value");
+    assert_eq!(oauth.scope.as_deref(), Some("kafka"));
+    assert_eq!(oauth.refresh_window_factor, 0.9);
+    assert_eq!(oauth.retry_backoff_max, Duration::from_millis(2000));
+    assert_eq!(oauth.sub_claim_name, "client_id");
+    assert_eq!(
+        oauth.extensions,
+        [("logicalCluster".to_string(), "lkc-1".to_string())]
+    );
+    let shown = format!("{config:?} {}", render_effective_settings(&config));
+    assert!(!shown.contains("oauth-secret-value"), "{shown}");
+    assert!(
+        shown.contains("oauth client secret = [redacted]"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("sasl.oauthbearer.token.endpoint.url = https://idp.example/oauth2/token"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn oauthbearer_older_handler_name_and_file_tokens_are_accepted() {
+    let text = oauth("")
+        .replace(
+            ".oauthbearer.OAuthBearerLoginCallbackHandler",
+            ".oauthbearer.secured.OAuthBearerLoginCallbackHandler",
+        )
+        .replace(
+            "https://idp.example/oauth2/token",
+            "file:///var/run/secrets/token.jwt",
+        )
+        .replace("clientId=\"mm2\" clientSecret=\"oauth-secret-value\" ", "");
+    let config = load(&text);
+    let oauth = config.flows[0]
+        .source
+        .sasl
+        .as_ref()
+        .unwrap()
+        .oauth
+        .clone()
+        .unwrap();
+    assert_eq!(
+        oauth.token_endpoint,
+        TokenEndpoint::File("/var/run/secrets/token.jwt".into())
+    );
+}
+
+#[test]
+fn oauthbearer_errors_name_their_keys_without_the_secret() {
+    let no_handler = oauth("").replace(
+        "A.sasl.login.callback.handler.class = \
+         org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler\n",
+        "",
+    );
     assert_rejected(
-        &sasl_scram(SCRAM_JAAS).replace("SCRAM-SHA-512", "OAUTHBEARER"),
-        "A.sasl.mechanism",
-        &[],
+        &no_handler,
+        "A.sasl.login.callback.handler.class",
+        &["unsecured", "OAuthBearerLoginCallbackHandler"],
+    );
+    let custom = oauth("").replace(
+        "oauthbearer.OAuthBearerLoginCallbackHandler",
+        "example.MyHandler",
+    );
+    assert_rejected(
+        &custom,
+        "A.sasl.login.callback.handler.class",
+        &["not supported"],
+    );
+    let no_url = oauth("").replace(
+        "A.sasl.oauthbearer.token.endpoint.url = https://idp.example/oauth2/token\n",
+        "",
+    );
+    assert_rejected(
+        &no_url,
+        "A.sasl.oauthbearer.token.endpoint.url",
+        &["required"],
+    );
+    let bad_url = oauth("").replace("https://idp.example/oauth2/token", "ldap://idp");
+    assert_rejected(
+        &bad_url,
+        "A.sasl.oauthbearer.token.endpoint.url",
+        &["ldap://idp"],
+    );
+    let no_id = oauth("").replace("clientId=\"mm2\" ", "");
+    assert_rejected(&no_id, "A.sasl.jaas.config", &["clientId"]);
+    assert_rejected(
+        &oauth("A.sasl.login.refresh.window.factor = 1.5\n"),
+        "A.sasl.login.refresh.window.factor",
+        &["between 0.5 and 1"],
+    );
+    assert_rejected(
+        &oauth("A.sasl.login.connect.timeout.ms = soon\n"),
+        "A.sasl.login.connect.timeout.ms",
+        &["not a number"],
+    );
+    let wrong_module = oauth("").replace(
+        "oauthbearer.OAuthBearerLoginModule",
+        "plain.PlainLoginModule",
+    );
+    assert_rejected(
+        &wrong_module,
+        "A.sasl.jaas.config",
+        &["OAuthBearerLoginModule"],
+    );
+    for text in [no_id, oauth("A.sasl.login.refresh.window.factor = 1.5\n")] {
+        let e = error(&text);
+        assert!(!e.to_string().contains("oauth-secret-value"), "{e}");
+    }
+    // The OAuth handler with another mechanism is an error too.
+    assert_rejected(
+        &format!(
+            "{}A.sasl.login.callback.handler.class = \
+             org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler\n",
+            sasl_scram(SCRAM_JAAS)
+        ),
+        "A.sasl.login.callback.handler.class",
+        &["OAUTHBEARER"],
     );
 }
 

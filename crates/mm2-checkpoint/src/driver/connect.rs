@@ -13,12 +13,14 @@ use kafka_lite::aws::{
     credentials::{ChainOptions, CredentialChain},
 };
 use kafka_lite::{
-    AwsMskIamSettings, ClientCertConfig, ConnectionConfig, HttpClientConfig, Pem, PemBytes,
-    SaslConfig, SaslMechanismKind, TlsConfig,
+    AwsMskIamSettings, ClientCertConfig, ConnectionConfig, HttpClient, HttpClientConfig, HttpUrl,
+    OAuthBearerTokens, OAuthConfig, Pem, PemBytes, RefreshConfig, SaslConfig, SaslMechanismKind,
+    TlsConfig, TokenSource,
 };
 
 use crate::config::security::{
-    AwsIamLogin, PemSource, SaslMechanism, TrustRoots, certificates_pem, private_key_pem,
+    AwsIamLogin, OAuthSettings, PemSource, SaslMechanism, TokenEndpoint, TrustRoots,
+    certificates_pem, private_key_pem,
 };
 use crate::config::{ClusterConnection, ProcessEnvironment};
 
@@ -110,24 +112,32 @@ pub fn connection(
             })
         }
     };
-    let sasl = match cluster.sasl.as_ref() {
+    let sasl = match &cluster.sasl {
         None => None,
-        Some(s) => Some(match (s.mechanism, &s.aws_iam) {
-            (SaslMechanism::AwsMskIam, Some(login)) => aws_msk_iam(login).map_err(err)?,
-            (SaslMechanism::AwsMskIam, None) => {
-                return Err(err("AWS_MSK_IAM without its login options".into()));
-            }
-            (mechanism, _) => SaslConfig::with_password(
-                match mechanism {
-                    SaslMechanism::Plain => SaslMechanismKind::Plain,
-                    SaslMechanism::ScramSha256 => SaslMechanismKind::ScramSha256,
-                    SaslMechanism::ScramSha512 => SaslMechanismKind::ScramSha512,
-                    SaslMechanism::AwsMskIam => SaslMechanismKind::AwsMskIam,
-                },
-                s.username.clone(),
-                kafka_lite::Secret::new(s.password.expose()),
-            ),
-        }),
+        Some(s) => {
+            let password = |kind| {
+                SaslConfig::with_password(
+                    kind,
+                    s.username.clone(),
+                    kafka_lite::Secret::new(s.password.expose()),
+                )
+            };
+            Some(match (s.mechanism, &s.oauth, &s.aws_iam) {
+                (SaslMechanism::Plain, _, _) => password(SaslMechanismKind::Plain),
+                (SaslMechanism::ScramSha256, _, _) => password(SaslMechanismKind::ScramSha256),
+                (SaslMechanism::ScramSha512, _, _) => password(SaslMechanismKind::ScramSha512),
+                (SaslMechanism::OAuthBearer, Some(oauth), _) => SaslConfig::oauth_bearer(Arc::new(
+                    OAuthBearerTokens::new(oauth_config(oauth).map_err(err)?),
+                )),
+                (SaslMechanism::OAuthBearer, None, _) => {
+                    return Err(err("OAUTHBEARER without its settings".into()));
+                }
+                (SaslMechanism::AwsMskIam, _, Some(login)) => aws_msk_iam(login).map_err(err)?,
+                (SaslMechanism::AwsMskIam, _, None) => {
+                    return Err(err("AWS_MSK_IAM without its login options".into()));
+                }
+            })
+        }
     };
     let config = ConnectionConfig {
         client_id: client_id.to_owned(),
@@ -170,6 +180,49 @@ fn aws_msk_iam(login: &AwsIamLogin) -> Result<SaslConfig, String> {
         region: aws::credentials::default_region(env.as_ref()),
         user_agent: format!("mm2-checkpoint/{}", env!("CARGO_PKG_VERSION")),
     }))
+}
+
+/// The token provider settings of an OAUTHBEARER cluster. One provider
+/// serves every connection of the cluster, so they share its token.
+fn oauth_config(oauth: &OAuthSettings) -> Result<OAuthConfig, String> {
+    let source = match &oauth.token_endpoint {
+        TokenEndpoint::File(path) => TokenSource::File(path.clone()),
+        TokenEndpoint::Url(url) => {
+            let url = HttpUrl::parse(url)?;
+            let http = HttpClient::new(HttpClientConfig {
+                tls: TlsConfig {
+                    ca_pem_file: oauth.trust_pem.clone(),
+                    verify_hostname: oauth.verify_hostname,
+                    ..TlsConfig::default()
+                },
+                connect_timeout: oauth.connect_timeout,
+                read_timeout: oauth.read_timeout,
+                ..HttpClientConfig::default()
+            })
+            .map_err(|e| format!("the token endpoint's TLS settings: {e}"))?;
+            TokenSource::ClientCredentials {
+                url,
+                client_id: oauth.client_id.clone(),
+                client_secret: kafka_lite::Secret::new(oauth.client_secret.expose()),
+                scope: oauth.scope.clone(),
+                http,
+            }
+        }
+    };
+    Ok(OAuthConfig {
+        source,
+        sub_claim_name: oauth.sub_claim_name.clone(),
+        scope_claim_name: oauth.scope_claim_name.clone(),
+        retry_backoff: oauth.retry_backoff,
+        retry_backoff_max: oauth.retry_backoff_max,
+        refresh: RefreshConfig {
+            window_factor: oauth.refresh_window_factor,
+            window_jitter: oauth.refresh_window_jitter,
+            min_period: oauth.refresh_min_period,
+            buffer: oauth.refresh_buffer,
+        },
+        extensions: oauth.extensions.clone(),
+    })
 }
 
 #[cfg(test)]
@@ -216,6 +269,7 @@ mod tests {
             mechanism: SaslMechanism::ScramSha256,
             username: "alice".into(),
             password: Secret::new("hunter2"),
+            oauth: None,
             aws_iam: None,
         });
         let c = connection(&a, "id", Duration::from_secs(5)).unwrap();

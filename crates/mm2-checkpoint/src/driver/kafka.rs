@@ -387,7 +387,7 @@ pub fn error_label(e: &Error) -> String {
         Error::Io { .. } | Error::ConnectionClosed { .. } => "io".into(),
         Error::ConnectTimeout { .. } | Error::RequestTimeout { .. } => "timeout".into(),
         Error::Tls { .. } | Error::TlsConfig { .. } => "tls".into(),
-        Error::Authentication { .. } => "authentication".into(),
+        Error::Authentication { .. } | Error::Credentials { .. } => "authentication".into(),
         _ => "other".into(),
     }
 }

@@ -9,7 +9,8 @@
 //!   PKCS#8 keys are opened with `ssl.key.password`. JCEKS is refused with a
 //!   conversion hint.
 //! * SASL mechanisms PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 with credentials in
-//!   `sasl.jaas.config`. GSSAPI (Kafka's default mechanism!) and OAUTHBEARER are
+//!   `sasl.jaas.config`, and OAUTHBEARER with Kafka's OIDC login callback handler
+//!   (token endpoint or `file://` token). GSSAPI (Kafka's default mechanism!) is
 //!   refused.
 //! * Pluggable classes (`ssl.engine.factory.class`, SASL callback handlers,
 //!   `security.providers`) are refused, because ignoring them would change
@@ -20,6 +21,7 @@
 //! first connection.
 
 mod jks;
+mod oauth;
 mod sasl;
 mod stores;
 mod tls;
@@ -32,6 +34,7 @@ use super::check::{Checker, ConfigWarning, NotChecked, Unknown};
 use super::error::ConfigError;
 use super::providers::Environment;
 
+pub use oauth::{OAuthSettings, TokenEndpoint};
 use sasl::build_sasl;
 pub use sasl::{AwsIamLogin, NOT_READ as SASL_NOT_READ, SaslCredentials, SaslMechanism};
 pub use stores::{StoreKind, certificates_pem, private_key_pem};

@@ -1,8 +1,10 @@
 //! SASL settings of a cluster connection: the mechanism and the credentials
-//! read from `sasl.jaas.config` (the PLAIN and SCRAM login modules, and the
-//! MSK IAM library's `IAMLoginModule` for `AWS_MSK_IAM`).
+//! read from `sasl.jaas.config` (PLAIN and SCRAM login modules, the MSK IAM
+//! library's `IAMLoginModule` for `AWS_MSK_IAM`), or the OAUTHBEARER
+//! settings ([`super::oauth`]).
 
 use super::Keys;
+use super::oauth::{OAUTH_LOGIN_HANDLERS, OAUTH_LOGIN_MODULE, OAuthSettings, build_oauth};
 use crate::config::check::{NotChecked, Unknown};
 use crate::config::error::ConfigError;
 use crate::config::jaas;
@@ -29,6 +31,8 @@ pub enum SaslMechanism {
     ScramSha256,
     /// `SCRAM-SHA-512`.
     ScramSha512,
+    /// `OAUTHBEARER` with tokens from an OIDC token endpoint or a file.
+    OAuthBearer,
     /// `AWS_MSK_IAM`: Amazon MSK's IAM authentication with AWS credentials.
     AwsMskIam,
 }
@@ -40,6 +44,7 @@ impl SaslMechanism {
             Self::Plain => "PLAIN",
             Self::ScramSha256 => "SCRAM-SHA-256",
             Self::ScramSha512 => "SCRAM-SHA-512",
+            Self::OAuthBearer => "OAUTHBEARER",
             Self::AwsMskIam => "AWS_MSK_IAM",
         }
     }
@@ -50,10 +55,13 @@ impl SaslMechanism {
 pub struct SaslCredentials {
     /// The mechanism.
     pub mechanism: SaslMechanism,
-    /// The `username` option of the JAAS entry.
+    /// The `username` option of the JAAS entry (PLAIN, SCRAM; empty for
+    /// OAUTHBEARER).
     pub username: String,
-    /// The `password` option of the JAAS entry.
+    /// The `password` option of the JAAS entry (PLAIN, SCRAM).
     pub password: Secret,
+    /// The OAUTHBEARER settings; `Some` iff the mechanism is OAUTHBEARER.
+    pub oauth: Option<OAuthSettings>,
     /// `AWS_MSK_IAM`: where the AWS credentials come from (`None` for the
     /// other mechanisms, whose credentials are `username` and `password`).
     pub aws_iam: Option<AwsIamLogin>,
@@ -131,10 +139,20 @@ pub(super) fn build_sasl(keys: &Keys<'_>) -> Result<SaslCredentials, Unknown> {
             )));
             continue;
         }
+        // The known OAuth login handler names our built-in token fetching;
+        // whether it fits the mechanism is checked with the mechanism.
+        if handler == "sasl.login.callback.handler.class"
+            && s.text()
+                .is_ok_and(|v| OAUTH_LOGIN_HANDLERS.contains(&v.trim()))
+        {
+            continue;
+        }
         handlers = Err(keys.fail(s.error(
             "custom SASL login and callback classes are not supported by mm2-checkpoint; \
              use sasl.mechanism PLAIN or SCRAM-SHA-256/512 with username and password in \
-             sasl.jaas.config (or AWS_MSK_IAM with the MSK IAM library's class names)",
+             sasl.jaas.config, OAUTHBEARER with login callback handler \
+             org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler, \
+             or AWS_MSK_IAM with the MSK IAM library's class names",
         )));
     }
     let Ok((mechanism, module)) = mechanism(keys) else {
@@ -147,6 +165,16 @@ pub(super) fn build_sasl(keys: &Keys<'_>) -> Result<SaslCredentials, Unknown> {
         }
         return Err(Unknown);
     };
+    if mechanism != SaslMechanism::OAuthBearer
+        && let Some(s) = keys.get("sasl.login.callback.handler.class")
+        && handlers.is_ok()
+    {
+        handlers = Err(keys.fail(s.error(format!(
+            "the OAuth login callback handler applies to sasl.mechanism=OAUTHBEARER, not {}; \
+             remove the key",
+            mechanism.name()
+        ))));
+    }
     let credentials = credentials(keys, mechanism, module);
     handlers?;
     credentials
@@ -163,7 +191,6 @@ fn mechanism(keys: &Keys<'_>) -> Result<(SaslMechanism, &'static str), Unknown> 
         Some("PLAIN") => Ok((SaslMechanism::Plain, PLAIN_LOGIN_MODULE)),
         Some("SCRAM-SHA-256") => Ok((SaslMechanism::ScramSha256, SCRAM_LOGIN_MODULE)),
         Some("SCRAM-SHA-512") => Ok((SaslMechanism::ScramSha512, SCRAM_LOGIN_MODULE)),
-        Some("AWS_MSK_IAM") => Ok((SaslMechanism::AwsMskIam, IAM_LOGIN_MODULE)),
         None => Err(keys.fail(ConfigError::for_key(
             keys.missing("sasl.mechanism"),
             format!(
@@ -172,12 +199,11 @@ fn mechanism(keys: &Keys<'_>) -> Result<(SaslMechanism, &'static str), Unknown> 
             ),
         ))),
         Some("GSSAPI") => refused(format!("GSSAPI (Kerberos): {GSSAPI_REFUSAL}")),
-        Some(m @ "OAUTHBEARER") => refused(format!(
-            "{m} is not supported by mm2-checkpoint yet; use SCRAM-SHA-512, SCRAM-SHA-256 or \
-             PLAIN (over SASL_SSL), or mutual TLS"
-        )),
+        Some("OAUTHBEARER") => Ok((SaslMechanism::OAuthBearer, OAUTH_LOGIN_MODULE)),
+        Some("AWS_MSK_IAM") => Ok((SaslMechanism::AwsMskIam, IAM_LOGIN_MODULE)),
         Some(other) => refused(format!(
-            "unknown mechanism `{other}`; use PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or AWS_MSK_IAM"
+            "unknown mechanism `{other}`; use PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, \
+             OAUTHBEARER or AWS_MSK_IAM"
         )),
     }
 }
@@ -206,10 +232,15 @@ fn credentials(
         Resolution::Resolved => jaas_setting.value.clone(),
         Resolution::Failed => return Err(Unknown),
         Resolution::NotRead if is_one_reference(&jaas_setting.value) => {
+            let oauth = match mechanism {
+                SaslMechanism::OAuthBearer => Some(build_oauth(keys, None, NOT_READ)?),
+                _ => None,
+            };
             return Ok(SaslCredentials {
                 mechanism,
                 username: NOT_READ.to_string(),
                 password: Secret::new(""),
+                oauth,
                 aws_iam: (mechanism == SaslMechanism::AwsMskIam).then(|| AwsIamLogin {
                     default_providers: true,
                     ..AwsIamLogin::default()
@@ -233,6 +264,7 @@ fn credentials(
             mechanism,
             username: String::new(),
             password: Secret::new(""),
+            oauth: None,
             aws_iam: Some(aws_iam),
         });
     }
@@ -245,6 +277,17 @@ fn credentials(
             "delegation-token authentication (tokenauth=true) is not supported by mm2-checkpoint"
                 .to_string(),
         ));
+    }
+    if mechanism == SaslMechanism::OAuthBearer {
+        let mut oauth = build_oauth(keys, Some((&entry, jaas_setting)), NOT_READ)?;
+        oauth.client_id = oauth.client_id.replace(NOT_READ_TOKEN, NOT_READ);
+        return Ok(SaslCredentials {
+            mechanism,
+            username: String::new(),
+            password: Secret::new(""),
+            oauth: Some(oauth),
+            aws_iam: None,
+        });
     }
     let username = entry
         .options
@@ -260,6 +303,7 @@ fn credentials(
         mechanism,
         username,
         password: Secret::new(password),
+        oauth: None,
         aws_iam: None,
     })
 }
