@@ -722,6 +722,83 @@ fn compile(sources_dir: &Path, classpath: &str) -> Result<PathBuf, JavaError> {
     Ok(classes)
 }
 
+/// A `java` command running `class` of `tests/java-msk-iam/`, compiled
+/// against the MSK IAM library's jars and Kafka's (its OAUTHBEARER handler
+/// implements Kafka's callback interfaces); the MSK jars come first.
+fn msk_iam_command(clusters: &Clusters, class: &str) -> Result<Command, JavaError> {
+    let libs = clusters
+        .msk_iam_libs
+        .as_deref()
+        .ok_or_else(|| JavaError::Io {
+            what: "locating the aws-msk-iam-auth jars".into(),
+            source: std::io::Error::other(
+                "clusters.json has no msk_iam_libs: restart the clusters with this xtask \
+             (`cargo xtask kafka down && cargo xtask kafka up`)",
+            ),
+        })?;
+    let classpath = format!("{libs}:{}", clusters.kafka_libs);
+    let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("java-msk-iam");
+    let classes = compile(&sources, &classpath)?;
+    let mut cmd = Command::new("java");
+    cmd.args(HELPER_JVM_OPTS)
+        .arg("-cp")
+        .arg(format!("{}:{classpath}", classes.display()))
+        .arg(class);
+    Ok(cmd)
+}
+
+/// The OAUTHBEARER token (and its lifetime, ms since the epoch) that the MSK
+/// IAM library's `IAMOAuthBearerLoginCallbackHandler` makes for these
+/// credentials and region, given to it the way its default chains read
+/// them: environment variables only (no profile files, no instance
+/// metadata).
+pub fn msk_iam_oauth_token(
+    clusters: &Clusters,
+    region: &str,
+    access_key_id: &str,
+    secret_access_key: &str,
+    session_token: Option<&str>,
+) -> Result<(String, i64), JavaError> {
+    let mut cmd = msk_iam_command(clusters, "MskIamOAuthToken")?;
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", "/nonexistent")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env("AWS_REGION", region)
+        .env("AWS_ACCESS_KEY_ID", access_key_id)
+        .env("AWS_SECRET_ACCESS_KEY", secret_access_key);
+    if let Some(token) = session_token {
+        cmd.env("AWS_SESSION_TOKEN", token);
+    }
+    if let Some(home) = std::env::var_os("JAVA_HOME") {
+        cmd.env("JAVA_HOME", home);
+    }
+    let run = crate::process::output_within(&mut cmd, HELPER_TIMEOUT)
+        .map_err(io_err("running java MskIamOAuthToken"))?;
+    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+    let failed = |status: String| JavaError::Failed {
+        class: "MskIamOAuthToken".into(),
+        args: vec![region.into()],
+        status,
+        stderr: String::from_utf8_lossy(&run.stderr).into_owned(),
+    };
+    match run.status {
+        Some(status) if status.success() => {
+            let mut lines = stdout.lines();
+            match (
+                lines.next(),
+                lines.next().and_then(|l| l.trim().parse().ok()),
+            ) {
+                (Some(token), Some(lifetime)) => Ok((token.trim().to_string(), lifetime)),
+                _ => Err(failed("printed no token and lifetime".into())),
+            }
+        }
+        other => Err(failed(
+            other.map_or_else(|| "killed".to_string(), |s| s.to_string()),
+        )),
+    }
+}
+
 /// The AWS_MSK_IAM authentication payload that Amazon MSK's own Java
 /// library (`aws-msk-iam-auth`, cached by `cargo xtask kafka up`) makes for
 /// broker `host` with these credentials (`session_token` `-` for none), at
@@ -734,30 +811,14 @@ pub fn msk_iam_payload(
     session_token: &str,
     user_agent: &str,
 ) -> Result<String, JavaError> {
-    let libs = clusters
-        .msk_iam_libs
-        .as_deref()
-        .ok_or_else(|| JavaError::Io {
-            what: "locating the aws-msk-iam-auth jars".into(),
-            source: std::io::Error::other(
-                "clusters.json has no msk_iam_libs: restart the clusters with this xtask \
-             (`cargo xtask kafka down && cargo xtask kafka up`)",
-            ),
-        })?;
-    let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("java-msk-iam");
-    let classes = compile(&sources, libs)?;
-    let mut cmd = Command::new("java");
-    cmd.args(HELPER_JVM_OPTS)
-        .arg("-cp")
-        .arg(format!("{}:{libs}", classes.display()))
-        .arg("MskIamPayload")
-        .args([
-            host,
-            access_key_id,
-            secret_access_key,
-            session_token,
-            user_agent,
-        ]);
+    let mut cmd = msk_iam_command(clusters, "MskIamPayload")?;
+    cmd.args([
+        host,
+        access_key_id,
+        secret_access_key,
+        session_token,
+        user_agent,
+    ]);
     let run = crate::process::output_within(&mut cmd, HELPER_TIMEOUT)
         .map_err(io_err("running java MskIamPayload"))?;
     match run.status {

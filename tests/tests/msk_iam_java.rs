@@ -98,3 +98,96 @@ fn the_payload_equals_the_official_java_librarys_field_by_field() {
         }
     }
 }
+
+/// The OAUTHBEARER form: the token of the library's
+/// `IAMOAuthBearerLoginCallbackHandler` (credentials and region from the
+/// environment, as its default chains read them) against kafka-lite's for
+/// the same credentials, region, user agent and signing time: the same
+/// base64url text, byte for byte, and the same lifetime.
+#[test]
+fn the_oauthbearer_token_equals_the_official_java_librarys() {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    for (region, key_id, secret, token) in [
+        (
+            "eu-west-1",
+            "AKIAIOSFODNN7EXAMPLE",
+            "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            None,
+        ),
+        (
+            "us-east-2",
+            "ASIAXAMPLEXAMPLE1234",
+            "tH1s+1s/A=Secret",
+            Some("IQoJb3/+tok=="),
+        ),
+    ] {
+        // Asked again when a second boundary fell between the library's
+        // "now + 15 min" and its signer's "now" (X-Amz-Expires 899).
+        let (java_token, lifetime_ms) = (0..3)
+            .map(|_| {
+                e2e::java::msk_iam_oauth_token(clusters(), region, key_id, secret, token)
+                    .unwrap_or_else(|e| panic!("{region}: {e}"))
+            })
+            .find(|(t, _)| {
+                String::from_utf8(b64.decode(t).expect("base64url"))
+                    .expect("utf-8")
+                    .contains("X-Amz-Expires=900&")
+            })
+            .expect("an X-Amz-Expires of 900 s in three tries");
+        let url = String::from_utf8(b64.decode(&java_token).unwrap()).unwrap();
+        let param = |name: &str| {
+            url.split(['?', '&'])
+                .find_map(|p| p.strip_prefix(&format!("{name}=")))
+                .unwrap_or_else(|| panic!("{name} in {url}"))
+                .to_string()
+        };
+        let date = param("X-Amz-Date");
+        let at = parse_iso8601(&format!(
+            "{}-{}-{}T{}:{}:{}Z",
+            &date[0..4],
+            &date[4..6],
+            &date[6..8],
+            &date[9..11],
+            &date[11..13],
+            &date[13..15]
+        ))
+        .unwrap();
+        // The user agent is the library's own (it names the JVM); use it.
+        let user_agent = percent_decode(&param("User-Agent"));
+        let credentials = AwsCredentials {
+            access_key_id: key_id.to_string(),
+            secret_access_key: Secret::new(secret),
+            session_token: token.map(Secret::new),
+            expires_at: None,
+        };
+        let (ours, expires) =
+            kafka_lite::aws::msk_iam_oauth_token(region, &credentials, &user_agent, at);
+        assert_eq!(
+            String::from_utf8(b64.decode(&ours).unwrap()).unwrap(),
+            url,
+            "{region}: the URLs"
+        );
+        assert_eq!(ours, java_token, "{region}: the tokens");
+        let expires_ms = expires.duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
+        assert_eq!(expires_ms, lifetime_ms, "{region}: the lifetime");
+    }
+}
+
+/// `%XX` decoding (the user agent parameter).
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap();
+            out.push(u8::from_str_radix(hex, 16).unwrap());
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).unwrap()
+}

@@ -6,7 +6,10 @@
 pub mod credentials;
 pub mod sigv4;
 
-pub use crate::sasl::aws_msk_iam::{VERSION as MSK_IAM_VERSION, payload as msk_iam_payload};
+pub use crate::sasl::aws_msk_iam::{
+    MskIamBearerTokens, VERSION as MSK_IAM_VERSION, oauth_token as msk_iam_oauth_token,
+    payload as msk_iam_payload,
+};
 
 use std::fmt;
 use std::time::SystemTime;
