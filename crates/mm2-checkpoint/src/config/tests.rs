@@ -2591,3 +2591,37 @@ fn aws_msk_iam_refuses_what_it_cannot_honour_naming_the_key() {
         &["AWS_MSK_IAM"],
     );
 }
+
+#[test]
+fn msk_iams_oauthbearer_form_takes_the_iam_options_instead_of_a_token_endpoint() {
+    let text = format!(
+        "{BASE}B.security.protocol = SASL_SSL\n\
+         B.sasl.mechanism = OAUTHBEARER\n\
+         B.sasl.jaas.config = org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule \
+         required awsRoleArn=\"arn:aws:iam::123456789012:role/mm2\";\n\
+         B.sasl.login.callback.handler.class = software.amazon.msk.auth.iam.IAMOAuthBearerLoginCallbackHandler\n\
+         B.sasl.client.callback.handler.class = software.amazon.msk.auth.iam.IAMOAuthBearerLoginCallbackHandler\n"
+    );
+    // The library's README sets the same class as the client callback
+    // handler too: accepted, with OAUTHBEARER only.
+    assert_rejected(
+        &format!(
+            "{BASE}B.security.protocol = SASL_SSL\nB.sasl.mechanism = SCRAM-SHA-512\n\
+             B.sasl.jaas.config = {SCRAM_JAAS}\n\
+             B.sasl.client.callback.handler.class = \
+             software.amazon.msk.auth.iam.IAMOAuthBearerLoginCallbackHandler\n"
+        ),
+        "B.sasl.client.callback.handler.class",
+        &["OAUTHBEARER"],
+    );
+    let config = load(&text);
+    let sasl = config.flows[0].target.sasl.clone().unwrap();
+    assert_eq!(sasl.mechanism, security::SaslMechanism::OAuthBearer);
+    assert!(sasl.oauth.is_none());
+    assert_eq!(
+        sasl.aws_iam.unwrap().role_arn.as_deref(),
+        Some("arn:aws:iam::123456789012:role/mm2")
+    );
+    let rendered = render_effective_settings(&config);
+    assert!(rendered.contains("via STS"), "{rendered}");
+}

@@ -129,7 +129,10 @@ pub fn connection(
                 (SaslMechanism::OAuthBearer, Some(oauth), _) => SaslConfig::oauth_bearer(Arc::new(
                     OAuthBearerTokens::new(oauth_config(oauth).map_err(err)?),
                 )),
-                (SaslMechanism::OAuthBearer, None, _) => {
+                (SaslMechanism::OAuthBearer, None, Some(login)) => {
+                    msk_iam_oauth_bearer(login).map_err(err)?
+                }
+                (SaslMechanism::OAuthBearer, None, None) => {
                     return Err(err("OAUTHBEARER without its settings".into()));
                 }
                 (SaslMechanism::AwsMskIam, _, Some(login)) => aws_msk_iam(login).map_err(err)?,
@@ -151,9 +154,53 @@ pub fn connection(
 }
 
 /// AWS_MSK_IAM: the IAMLoginModule options as kafka-lite's credential chain
-/// (reading this process's environment and files), and the fallback region
-/// of the AWS SDK's region chain.
+/// (reading this process's environment and files), with the fallback
+/// region of the AWS SDK's region chain.
 fn aws_msk_iam(login: &AwsIamLogin) -> Result<SaslConfig, String> {
+    let (chain, region) = aws_credentials(login)?;
+    Ok(SaslConfig::aws_msk_iam(AwsMskIamSettings {
+        credentials: chain,
+        region,
+        user_agent: user_agent(),
+    }))
+}
+
+/// MSK's OAUTHBEARER form (`IAMOAuthBearerLoginCallbackHandler`): tokens
+/// signed for the region of the AWS SDK's region chain, which must be set
+/// (a token provider does not know the broker's host name).
+fn msk_iam_oauth_bearer(login: &AwsIamLogin) -> Result<SaslConfig, String> {
+    let (chain, region) = aws_credentials(login)?;
+    let region = region.ok_or(
+        "OAUTHBEARER with the MSK IAM handler needs the cluster's AWS region: set AWS_REGION \
+         (or the profile's region), or use sasl.mechanism=AWS_MSK_IAM, which takes it from \
+         the broker host name",
+    )?;
+    Ok(SaslConfig::oauth_bearer(Arc::new(
+        aws::MskIamBearerTokens {
+            credentials: chain,
+            region,
+            user_agent: user_agent(),
+        },
+    )))
+}
+
+/// What this client calls itself in MSK IAM payloads and tokens.
+fn user_agent() -> String {
+    format!("mm2-checkpoint/{}", env!("CARGO_PKG_VERSION"))
+}
+
+/// The AWS credential chain of the IAM login options, and the fallback
+/// region.
+#[allow(clippy::type_complexity)]
+fn aws_credentials(
+    login: &AwsIamLogin,
+) -> Result<
+    (
+        Arc<dyn kafka_lite::CredentialProvider<AwsCredentials>>,
+        Option<String>,
+    ),
+    String,
+> {
     let options = ChainOptions {
         profile: login.profile.clone(),
         role_arn: login.role_arn.clone(),
@@ -175,11 +222,10 @@ fn aws_msk_iam(login: &AwsIamLogin) -> Result<SaslConfig, String> {
     let env = Arc::new(aws::credentials::ProcessEnvironment);
     let chain = CredentialChain::new(options, env.clone(), HttpClientConfig::default())
         .map_err(|e| format!("AWS credential chain: {e}"))?;
-    Ok(SaslConfig::aws_msk_iam(AwsMskIamSettings {
-        credentials: Arc::new(chain),
-        region: aws::credentials::default_region(env.as_ref()),
-        user_agent: format!("mm2-checkpoint/{}", env!("CARGO_PKG_VERSION")),
-    }))
+    Ok((
+        Arc::new(chain),
+        aws::credentials::default_region(env.as_ref()),
+    ))
 }
 
 /// The token provider settings of an OAUTHBEARER cluster. One provider

@@ -112,6 +112,10 @@ pub(super) fn build_sasl(keys: &Keys<'_>) -> Result<SaslCredentials, Unknown> {
         .get("sasl.mechanism")
         .and_then(|s| s.text().ok())
         .is_some_and(|m| m.trim() == "AWS_MSK_IAM");
+    let oauth_bearer = keys
+        .get("sasl.mechanism")
+        .and_then(|s| s.text().ok())
+        .is_some_and(|m| m.trim() == "OAUTHBEARER");
     for handler in [
         "sasl.login.callback.handler.class",
         "sasl.client.callback.handler.class",
@@ -129,14 +133,18 @@ pub(super) fn build_sasl(keys: &Keys<'_>) -> Result<SaslCredentials, Unknown> {
             }
             continue;
         }
-        if class == IAM_OAUTHBEARER_HANDLER {
-            handlers = Err(keys.fail(s.error(
-                "the MSK IAM library's OAUTHBEARER form is not supported by mm2-checkpoint; \
-                 MSK brokers with IAM accept sasl.mechanism=AWS_MSK_IAM on the same listener: \
-                 set it, sasl.jaas.config = software.amazon.msk.auth.iam.IAMLoginModule \
-                 required; and sasl.client.callback.handler.class = \
-                 software.amazon.msk.auth.iam.IAMClientCallbackHandler",
-            )));
+        // The MSK IAM library's OAUTHBEARER handler names our built-in MSK
+        // IAM token; whether it fits the mechanism is checked below. Its
+        // README sets it as the client callback handler too.
+        if handler == "sasl.login.callback.handler.class" && class == IAM_OAUTHBEARER_HANDLER {
+            continue;
+        }
+        if handler == "sasl.client.callback.handler.class" && class == IAM_OAUTHBEARER_HANDLER {
+            if !oauth_bearer {
+                handlers = Err(keys.fail(s.error(format!(
+                    "{IAM_OAUTHBEARER_HANDLER} belongs to sasl.mechanism=OAUTHBEARER"
+                ))));
+            }
             continue;
         }
         // The known OAuth login handler names our built-in token fetching;
@@ -233,7 +241,9 @@ fn credentials(
         Resolution::Failed => return Err(Unknown),
         Resolution::NotRead if is_one_reference(&jaas_setting.value) => {
             let oauth = match mechanism {
-                SaslMechanism::OAuthBearer => Some(build_oauth(keys, None, NOT_READ)?),
+                SaslMechanism::OAuthBearer if !msk_iam_oauth(keys) => {
+                    Some(build_oauth(keys, None, NOT_READ)?)
+                }
                 _ => None,
             };
             return Ok(SaslCredentials {
@@ -241,7 +251,9 @@ fn credentials(
                 username: NOT_READ.to_string(),
                 password: Secret::new(""),
                 oauth,
-                aws_iam: (mechanism == SaslMechanism::AwsMskIam).then(|| AwsIamLogin {
+                aws_iam: (mechanism == SaslMechanism::AwsMskIam
+                    || (mechanism == SaslMechanism::OAuthBearer && msk_iam_oauth(keys)))
+                .then(|| AwsIamLogin {
                     default_providers: true,
                     ..AwsIamLogin::default()
                 }),
@@ -258,7 +270,9 @@ fn credentials(
             mechanism.name()
         )));
     }
-    if mechanism == SaslMechanism::AwsMskIam {
+    if mechanism == SaslMechanism::AwsMskIam
+        || (mechanism == SaslMechanism::OAuthBearer && msk_iam_oauth(keys))
+    {
         let aws_iam = aws_iam_login(&entry.options).map_err(fail)?;
         return Ok(SaslCredentials {
             mechanism,
@@ -308,7 +322,17 @@ fn credentials(
     })
 }
 
-/// The options of an `IAMLoginModule` entry. Options the library knows but
+/// Whether an OAUTHBEARER cluster takes its tokens from the MSK IAM
+/// library's handler (MSK's OAUTHBEARER form of IAM authentication) rather
+/// than from an OIDC token endpoint.
+fn msk_iam_oauth(keys: &Keys<'_>) -> bool {
+    keys.get("sasl.login.callback.handler.class")
+        .and_then(|s| s.text().ok())
+        .is_some_and(|v| v.trim() == IAM_OAUTHBEARER_HANDLER)
+}
+
+/// The options of an `IAMLoginModule` entry (or, for MSK's OAUTHBEARER
+/// form, of the `OAuthBearerLoginModule` entry, which takes the same ones). Options the library knows but
 /// mm2-checkpoint has no use for are accepted; ones that would change what
 /// it does and that it cannot honour are refused; others are refused as
 /// unknown (a misspelt `awsRoleArn` must not silently use other
