@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 pub mod access;
 pub mod java;
 pub mod mm2;
+pub mod oauth;
 pub mod process;
 
 /// Environment variable naming the cluster file; `cargo xtask test` sets it.

@@ -651,24 +651,20 @@ impl BrokerConnection {
     /// fetched (which may take a network round trip to a token endpoint).
     async fn start_mechanism(&self, config: &SaslConfig) -> Result<Box<dyn SaslMechanism>, Error> {
         let mechanism = config.mechanism.name().to_string();
-        let address = self.address();
-        let host = address
-            .rsplit_once(':')
-            .map_or(address, |(host, _)| host)
-            .trim_start_matches('[')
-            .trim_end_matches(']');
-        sasl::start(config, host).await.map_err(|e| match e {
-            StartError::Sasl(e) => Error::Authentication {
-                broker: self.address().to_string(),
-                mechanism,
-                detail: e.0,
-            },
-            StartError::Credentials(error) => Error::Credentials {
-                broker: self.address().to_string(),
-                mechanism,
-                error: Box::new(error),
-            },
-        })
+        sasl::start(config, self.address())
+            .await
+            .map_err(|e| match e {
+                StartError::Sasl(e) => Error::Authentication {
+                    broker: self.address().to_string(),
+                    mechanism,
+                    detail: e.0,
+                },
+                StartError::Credentials(error) => Error::Credentials {
+                    broker: self.address().to_string(),
+                    mechanism,
+                    error: Box::new(error),
+                },
+            })
     }
 
     /// SaslHandshake v1 naming the mechanism, then SaslAuthenticate rounds
@@ -715,9 +711,13 @@ impl BrokerConnection {
                 let name = kafka_protocol::error::ResponseError::try_from_code(response.error_code)
                     .map(|e| crate::error::kafka_error_name(&e))
                     .unwrap_or_default();
+                // The mechanism's view of the failure, unless the broker's
+                // message already says it (Kafka repeats OAUTHBEARER's JSON).
                 let detail = match mechanism.failure_detail() {
-                    Some(server) => format!("{name}: {message} ({server})"),
-                    None => format!("{name}: {message}"),
+                    Some((server, raw)) if !message.contains(raw.as_str()) => {
+                        format!("{name}: {message} ({server})")
+                    }
+                    _ => format!("{name}: {message}"),
                 };
                 return Err(auth_error(detail));
             }

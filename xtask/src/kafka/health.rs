@@ -30,7 +30,8 @@ pub(super) fn report(layout: &Layout, file: &ClustersFile, print: bool) -> bool 
                 info.log_file.display()
             );
         }
-        for (kind, addr) in info.bootstrap.all() {
+        let oauth = info.oauth.as_ref().map(|o| ("oauth", o.bootstrap.as_str()));
+        for (kind, addr) in info.bootstrap.all().into_iter().chain(oauth) {
             let (ok, detail) = if kind == "plaintext" {
                 match probe::api_versions(addr) {
                     Ok(n) => (true, format!("ApiVersions ok, {n} APIs")),

@@ -114,7 +114,7 @@ pub(super) fn generate(layout: &Layout) -> Result<OAuthFiles> {
 }
 
 fn decode_hex(hex: &str) -> Result<Vec<u8>> {
-    if hex.len() % 2 != 0 {
+    if !hex.len().is_multiple_of(2) {
         bail!("odd-length modulus from openssl");
     }
     (0..hex.len())
@@ -125,6 +125,12 @@ fn decode_hex(hex: &str) -> Result<Vec<u8>> {
 
 /// The `server.properties` lines of the OAUTH listener (its port is in
 /// `listeners`; the protocol map names it `OAUTH:SASL_PLAINTEXT`).
+///
+/// The validator class is named explicitly: in Kafka 4.1.1 the handler's
+/// default (`DefaultJwtValidator` built without a key resolver) falls back
+/// to the client-side validator, which checks neither the signature nor the
+/// audience and issuer (seen in the 4.1.1 jar; a token for another audience
+/// was accepted before this line was added).
 pub(super) fn listener_properties(files: &OAuthFiles) -> String {
     let prefix = "listener.name.oauth";
     format!(
@@ -133,9 +139,10 @@ pub(super) fn listener_properties(files: &OAuthFiles) -> String {
 {prefix}.connections.max.reauth.ms={REAUTH_MS}
 {prefix}.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;
 {prefix}.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler
-{prefix}.oauthbearer.sasl.oauthbearer.jwks.endpoint.url=file://{jwks}
-{prefix}.oauthbearer.sasl.oauthbearer.expected.audience={AUDIENCE}
-{prefix}.oauthbearer.sasl.oauthbearer.expected.issuer={ISSUER}
+{prefix}.sasl.oauthbearer.jwt.validator.class=org.apache.kafka.common.security.oauthbearer.BrokerJwtValidator
+{prefix}.sasl.oauthbearer.jwks.endpoint.url=file://{jwks}
+{prefix}.sasl.oauthbearer.expected.audience={AUDIENCE}
+{prefix}.sasl.oauthbearer.expected.issuer={ISSUER}
 {prefix}.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 ",
         jwks = files.jwks.display(),

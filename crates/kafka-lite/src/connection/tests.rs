@@ -264,3 +264,119 @@ async fn cancelled_request_frees_its_slot() {
             .is_err()
     );
 }
+
+// ---- re-authentication (KIP-368) -------------------------------------------
+
+/// A connection that may send Metadata v12 and SASL v1 requests.
+fn reauth_connection() -> (BrokerConnection, DuplexStream) {
+    use kafka_protocol::messages::{SaslAuthenticateRequest, SaslHandshakeRequest};
+    let (client, peer) = tokio::io::duplex(64 * 1024);
+    let mut versions = metadata_versions();
+    versions.insert(SaslHandshakeRequest::KEY, VersionRange { min: 1, max: 1 });
+    versions.insert(
+        SaslAuthenticateRequest::KEY,
+        VersionRange { min: 1, max: 1 },
+    );
+    let conn = BrokerConnection::with_versions(client, &config(Duration::from_secs(10)), versions);
+    (conn, peer)
+}
+
+/// Whether the broker's side receives a frame within `wait`.
+async fn frame_arrives(peer: &mut DuplexStream, wait: Duration) -> Option<RequestHeader> {
+    tokio::time::timeout(wait, read_request(peer)).await.ok()
+}
+
+#[tokio::test]
+async fn reauthentication_waits_for_in_flight_requests_and_holds_new_ones_back() {
+    use kafka_protocol::messages::{SaslAuthenticateResponse, SaslHandshakeResponse};
+    let (conn, mut peer) = reauth_connection();
+    let sasl = SaslConfig::with_password(
+        crate::SaslMechanismKind::Plain,
+        "alice",
+        crate::Secret::new("pw"),
+    );
+
+    // A request is in flight when the session reaches its re-authentication
+    // point (85-95 % of 100 ms).
+    let first = spawn_metadata(&conn);
+    let a = read_request(&mut peer).await;
+    conn.schedule_reauthentication(sasl, Duration::from_millis(100));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Issued while re-authentication waits: held back, not written.
+    let second = spawn_metadata(&conn);
+    assert!(
+        frame_arrives(&mut peer, Duration::from_millis(200))
+            .await
+            .is_none(),
+        "nothing may be sent while a request is in flight and re-authentication waits"
+    );
+
+    // The in-flight request completes; then the SASL exchange, and only then
+    // the held request.
+    answer_metadata(&mut peer, a.correlation_id, 1).await;
+    assert_eq!(first.await.unwrap().unwrap().throttle_time_ms, 1);
+    let handshake = read_request(&mut peer).await;
+    assert_eq!(handshake.request_api_key, ApiKey::SaslHandshake as i16);
+    peer.write_all(&response_frame(
+        handshake.correlation_id,
+        &SaslHandshakeResponse::default(),
+        1,
+    ))
+    .await
+    .unwrap();
+    let authenticate = read_request(&mut peer).await;
+    assert_eq!(
+        authenticate.request_api_key,
+        ApiKey::SaslAuthenticate as i16
+    );
+    assert!(
+        frame_arrives(&mut peer, Duration::from_millis(100))
+            .await
+            .is_none(),
+        "the held request waits for the end of the exchange"
+    );
+    // No new lifetime: no further re-authentication.
+    peer.write_all(&response_frame(
+        authenticate.correlation_id,
+        &SaslAuthenticateResponse::default().with_session_lifetime_ms(0),
+        1,
+    ))
+    .await
+    .unwrap();
+    let b = read_request(&mut peer).await;
+    assert_eq!(b.request_api_key, ApiKey::Metadata as i16);
+    answer_metadata(&mut peer, b.correlation_id, 2).await;
+    assert_eq!(second.await.unwrap().unwrap().throttle_time_ms, 2);
+    assert_eq!(conn.reauthentications(), 1);
+    assert!(!conn.is_closed());
+}
+
+#[tokio::test]
+async fn a_failed_reauthentication_closes_the_connection_as_retriable() {
+    use kafka_protocol::messages::SaslHandshakeResponse;
+    let (conn, mut peer) = reauth_connection();
+    let sasl = SaslConfig::with_password(
+        crate::SaslMechanismKind::Plain,
+        "alice",
+        crate::Secret::new("pw"),
+    );
+    conn.schedule_reauthentication(sasl, Duration::from_millis(50));
+    let handshake = read_request(&mut peer).await;
+    // The broker no longer enables the mechanism.
+    peer.write_all(&response_frame(
+        handshake.correlation_id,
+        &SaslHandshakeResponse::default().with_error_code(33),
+        1,
+    ))
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(conn.is_closed());
+    let err = conn.send(MetadataRequest::default()).await.unwrap_err();
+    assert!(err.is_retriable(), "{err}");
+    assert!(
+        err.to_string().contains("re-authentication failed"),
+        "{err}"
+    );
+    assert!(!err.to_string().contains("pw"), "{err}");
+}

@@ -42,8 +42,9 @@ pub(crate) trait SaslMechanism: Send {
     fn evaluate(&mut self, challenge: &[u8]) -> Result<SaslStep, SaslError>;
 
     /// What the server told the mechanism about a failure before the broker
-    /// failed the exchange (OAUTHBEARER's error document), if anything.
-    fn failure_detail(&self) -> Option<String> {
+    /// failed the exchange (OAUTHBEARER's error document), if anything: a
+    /// sentence for the error, and the server's text as received.
+    fn failure_detail(&self) -> Option<(String, String)> {
         None
     }
 }
@@ -57,16 +58,22 @@ pub(crate) enum StartError {
     Credentials(CredentialError),
 }
 
-/// Creates the mechanism configured in `config` for one authentication:
-/// fetches its credential from the provider if it has one, and draws a
-/// fresh random nonce where the mechanism needs one.
-/// `host` is the broker's host name (AWS_MSK_IAM signs for it).
+/// Creates the mechanism configured in `config` for one authentication with
+/// the broker at `broker` (`host:port`; mechanisms that sign for the host,
+/// such as AWS_MSK_IAM, need it): fetches its credential from the provider
+/// if it has one, and draws a fresh random nonce where the mechanism needs
+/// one.
 pub(crate) async fn start(
     config: &SaslConfig,
-    host: &str,
+    broker: &str,
 ) -> Result<Box<dyn SaslMechanism>, StartError> {
     match (config.mechanism, &config.credentials) {
         (SaslMechanismKind::AwsMskIam, Some(DynamicCredentials::AwsMskIam(settings))) => {
+            let host = broker
+                .rsplit_once(':')
+                .map_or(broker, |(host, _)| host)
+                .trim_start_matches('[')
+                .trim_end_matches(']');
             let region = crate::aws::region_from_host(host)
                 .or(settings.region.as_deref())
                 .ok_or_else(|| {

@@ -105,7 +105,7 @@ impl SaslMechanism for OAuthBearer {
         if self.server_error.is_some() {
             return Err(SaslError(format!(
                 "broker sent a second challenge after its error: {}",
-                self.failure_detail().unwrap_or_default()
+                self.failure_detail().unwrap_or_default().0
             )));
         }
         if challenge.is_empty() {
@@ -121,10 +121,10 @@ impl SaslMechanism for OAuthBearer {
         Ok(SaslStep::Respond(vec![KVSEP]))
     }
 
-    fn failure_detail(&self) -> Option<String> {
+    fn failure_detail(&self) -> Option<(String, String)> {
         self.server_error
             .as_ref()
-            .map(|json| format!("broker's OAUTHBEARER error: {json}"))
+            .map(|json| (format!("broker's OAUTHBEARER error: {json}"), json.clone()))
     }
 }
 
@@ -192,8 +192,9 @@ mod tests {
             .evaluate(br#"{"status":"invalid_token","scope":"x"}"#)
             .unwrap();
         assert_eq!(step, SaslStep::Respond(vec![KVSEP]));
-        let detail = m.failure_detail().unwrap();
+        let (detail, raw) = m.failure_detail().unwrap();
         assert!(detail.contains("invalid_token"), "{detail}");
+        assert_eq!(raw, r#"{"status":"invalid_token","scope":"x"}"#);
         assert!(m.evaluate(b"again").is_err());
     }
 }

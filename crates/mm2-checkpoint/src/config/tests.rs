@@ -1025,6 +1025,19 @@ fn oauthbearer_reads_the_endpoint_jaas_options_and_login_keys() {
 }
 
 #[test]
+fn oauthbearer_over_plain_http_is_accepted_with_a_warning() {
+    let config = load(&oauth("").replace("https://idp", "http://idp"));
+    assert!(
+        config
+            .warnings
+            .iter()
+            .any(|w| w.message().contains("plain http://")),
+        "{:?}",
+        config.warnings
+    );
+}
+
+#[test]
 fn oauthbearer_older_handler_name_and_file_tokens_are_accepted() {
     let text = oauth("")
         .replace(

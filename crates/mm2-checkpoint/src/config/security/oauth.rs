@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::Keys;
 use crate::config::Setting;
-use crate::config::check::Unknown;
+use crate::config::check::{ConfigWarning, Unknown};
 use crate::config::error::ConfigError;
 use crate::config::jaas::JaasEntry;
 use crate::config::secret::Secret;
@@ -132,7 +132,20 @@ pub(super) fn build_oauth(
         Some(s) => match s.text() {
             Err(Unknown) => None,
             Ok(v) => match parse_endpoint(v.trim()) {
-                Ok(e) => Some(e),
+                Ok(e) => {
+                    if v.trim().starts_with("http://") {
+                        keys.checker.warn(ConfigWarning::new(
+                            Some(s.origin.clone()),
+                            s.line,
+                            format!(
+                                "cluster `{}`: the token endpoint is plain http://, so the client \
+                                 secret and the tokens travel unencrypted",
+                                keys.alias
+                            ),
+                        ));
+                    }
+                    Some(e)
+                }
                 Err(m) => {
                     fail(s.error(m));
                     None
