@@ -1,7 +1,8 @@
-//! Feeds arbitrary bytes as the content of a trust store and a key store
+//! Feeds arbitrary bytes as the content of a trust store or a key store
 //! (`ssl.*store.location`, type JKS, Kafka's default: the content decides
 //! between the JKS reader and PKCS12, as in the JDK) to
-//! `MirrorConfig::from_properties`. Content that starts like a JKS store gets
+//! `MirrorConfig::from_properties`. The first byte chooses which (even: the
+//! key store, odd: the trust store); the rest is the file. Content that starts like a JKS store gets
 //! its integrity digest computed for the configured password first, so the
 //! fuzzer reaches the entries and the private key's own protection, not only
 //! the digest check. Every input must give `Ok` or a `ConfigError`, never a
@@ -17,16 +18,16 @@ use sha1::{Digest, Sha1};
 
 const STORE_PASSWORD: &str = "fuzz-store-pw";
 const KEY_PASSWORD: &str = "fuzz-key-pw";
-const CONFIG: &str = "clusters = A, B\n\
+const BASE: &str = "clusters = A, B\n\
     A.bootstrap.servers = a:9092\n\
     B.bootstrap.servers = b:9092\n\
     A->B.enabled = true\n\
-    B.security.protocol = SSL\n\
-    B.ssl.truststore.location = /store\n\
-    B.ssl.truststore.password = fuzz-store-pw\n\
-    B.ssl.keystore.location = /store\n\
+    B.security.protocol = SSL\n";
+const KEY_STORE: &str = "B.ssl.keystore.location = /store\n\
     B.ssl.keystore.password = fuzz-store-pw\n\
     B.ssl.key.password = fuzz-key-pw\n";
+const TRUST_STORE: &str = "B.ssl.truststore.location = /store\n\
+    B.ssl.truststore.password = fuzz-store-pw\n";
 
 /// A host whose only file is `/store`.
 struct OneFile(Vec<u8>);
@@ -46,6 +47,10 @@ impl Environment for OneFile {
 }
 
 fuzz_target!(|data: &[u8]| {
+    let Some((&selector, data)) = data.split_first() else {
+        return;
+    };
+    let store = if selector % 2 == 0 { KEY_STORE } else { TRUST_STORE };
     let mut content = data.to_vec();
     if content.starts_with(&[0xFE, 0xED, 0xFE, 0xED]) {
         let password: Vec<u8> = STORE_PASSWORD
@@ -59,7 +64,7 @@ fuzz_target!(|data: &[u8]| {
             .finalize();
         content.extend_from_slice(&digest);
     }
-    let props = Properties::parse(CONFIG).expect("the fixed config parses");
+    let props = Properties::parse(&format!("{BASE}{store}")).expect("the fixed config parses");
     if let Err(error) = MirrorConfig::from_properties(&props, &OneFile(content)) {
         let shown = error.to_string();
         assert!(!shown.contains(STORE_PASSWORD) && !shown.contains(KEY_PASSWORD));
