@@ -50,7 +50,11 @@ fuzz_target!(|data: &[u8]| {
     let Some((&selector, data)) = data.split_first() else {
         return;
     };
-    let store = if selector % 2 == 0 { KEY_STORE } else { TRUST_STORE };
+    let store = if selector & 1 == 0 {
+        KEY_STORE
+    } else {
+        TRUST_STORE
+    };
     let mut content = data.to_vec();
     if content.starts_with(&[0xFE, 0xED, 0xFE, 0xED]) {
         let password: Vec<u8> = STORE_PASSWORD
