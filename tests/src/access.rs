@@ -54,9 +54,9 @@ pub fn sasl_login(cluster: &Cluster, mechanism: SaslMechanismKind) -> SaslConfig
         SaslMechanismKind::Plain => &users.plain,
         SaslMechanismKind::ScramSha256 => &users.scram_sha_256,
         SaslMechanismKind::ScramSha512 => &users.scram_sha_512,
-        SaslMechanismKind::OAuthBearer => {
-            panic!("OAUTHBEARER has no password login; build its SaslConfig from a token provider")
-        }
+        SaslMechanismKind::OAuthBearer | SaslMechanismKind::AwsMskIam => panic!(
+            "{mechanism} has no password login; build its SaslConfig from a credential provider"
+        ),
     };
     sasl_as(user, mechanism)
 }

@@ -319,73 +319,16 @@ impl JavaHelpers {
     /// an up-to-date build exists.
     pub fn build(clusters: &Clusters) -> Result<Self, JavaError> {
         let sources_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("java");
-        let mut sources: Vec<PathBuf> = std::fs::read_dir(&sources_dir)
-            .map_err(io_err(format!("listing {}", sources_dir.display())))?
-            .filter_map(|entry| entry.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|e| e == "java"))
-            .collect();
-        sources.sort();
-
-        let mut hasher = DefaultHasher::new();
-        clusters.kafka_libs.hash(&mut hasher);
-        for source in &sources {
-            source.file_name().hash(&mut hasher);
-            std::fs::read(source)
-                .map_err(io_err(format!("reading {}", source.display())))?
-                .hash(&mut hasher);
-        }
-        let root = crate::target_dir().join("java-helpers");
-        let classes = root.join(format!("{:016x}", hasher.finish()));
-        let helpers = Self {
-            classes: classes.clone(),
+        let classes = compile(&sources_dir, &clusters.kafka_libs)?;
+        Ok(Self {
+            classes,
             kafka_libs: clusters.kafka_libs.clone(),
             log4j: clusters
                 .kafka_bin
                 .join("..")
                 .join("config")
                 .join("tools-log4j2.properties"),
-        };
-        if classes.join(".complete").is_file() {
-            return Ok(helpers);
-        }
-
-        let scratch = root.join(format!(
-            "tmp-{}-{}",
-            std::process::id(),
-            crate::unique_name("javac")
-        ));
-        std::fs::create_dir_all(&scratch)
-            .map_err(io_err(format!("creating {}", scratch.display())))?;
-        let output = Command::new("javac")
-            .arg("-Xlint:all")
-            .arg("-d")
-            .arg(&scratch)
-            .arg("-cp")
-            .arg(&clusters.kafka_libs)
-            .args(&sources)
-            .output()
-            .map_err(io_err("running `javac` (is a JDK installed?)"))?;
-        if !output.status.success() {
-            let _ = std::fs::remove_dir_all(&scratch);
-            return Err(JavaError::Compile {
-                stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-            });
-        }
-        std::fs::write(scratch.join(".complete"), "").map_err(io_err(format!(
-            "writing the stamp in {}",
-            scratch.display()
-        )))?;
-        // Another process may have won the race; its build is as good as ours.
-        if std::fs::rename(&scratch, &classes).is_err() {
-            let _ = std::fs::remove_dir_all(&scratch);
-            if !classes.join(".complete").is_file() {
-                return Err(JavaError::Io {
-                    what: format!("moving {} to {}", scratch.display(), classes.display()),
-                    source: std::io::Error::other("rename failed and no finished build is there"),
-                });
-            }
-        }
-        Ok(helpers)
+        })
     }
 
     /// A `java` command running `class` from the helpers with the Kafka jars
@@ -725,6 +668,179 @@ impl JavaHelpers {
             ))
         })?;
         Ok(rows.into_iter().collect())
+    }
+}
+
+/// Compiles the `.java` files of `sources_dir` against `classpath` into
+/// `target/java-helpers/<hash>/` unless an up-to-date build is there; the
+/// hash covers the sources and the classpath.
+fn compile(sources_dir: &Path, classpath: &str) -> Result<PathBuf, JavaError> {
+    let mut sources: Vec<PathBuf> = std::fs::read_dir(sources_dir)
+        .map_err(io_err(format!("listing {}", sources_dir.display())))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "java"))
+        .collect();
+    sources.sort();
+
+    let mut hasher = DefaultHasher::new();
+    classpath.hash(&mut hasher);
+    for source in &sources {
+        source.file_name().hash(&mut hasher);
+        std::fs::read(source)
+            .map_err(io_err(format!("reading {}", source.display())))?
+            .hash(&mut hasher);
+    }
+    let root = crate::target_dir().join("java-helpers");
+    let classes = root.join(format!("{:016x}", hasher.finish()));
+    if classes.join(".complete").is_file() {
+        return Ok(classes);
+    }
+
+    let scratch = root.join(format!(
+        "tmp-{}-{}",
+        std::process::id(),
+        crate::unique_name("javac")
+    ));
+    std::fs::create_dir_all(&scratch).map_err(io_err(format!("creating {}", scratch.display())))?;
+    let output = Command::new("javac")
+        .arg("-Xlint:all")
+        .arg("-d")
+        .arg(&scratch)
+        .arg("-cp")
+        .arg(classpath)
+        .args(&sources)
+        .output()
+        .map_err(io_err("running `javac` (is a JDK installed?)"))?;
+    if !output.status.success() {
+        let _ = std::fs::remove_dir_all(&scratch);
+        return Err(JavaError::Compile {
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        });
+    }
+    std::fs::write(scratch.join(".complete"), "").map_err(io_err(format!(
+        "writing the stamp in {}",
+        scratch.display()
+    )))?;
+    // Another process may have won the race; its build is as good as ours.
+    if std::fs::rename(&scratch, &classes).is_err() {
+        let _ = std::fs::remove_dir_all(&scratch);
+        if !classes.join(".complete").is_file() {
+            return Err(JavaError::Io {
+                what: format!("moving {} to {}", scratch.display(), classes.display()),
+                source: std::io::Error::other("rename failed and no finished build is there"),
+            });
+        }
+    }
+    Ok(classes)
+}
+
+/// A `java` command running `class` of `tests/java-msk-iam/`, compiled
+/// against the MSK IAM library's jars and Kafka's (its OAUTHBEARER handler
+/// implements Kafka's callback interfaces); the MSK jars come first.
+fn msk_iam_command(clusters: &Clusters, class: &str) -> Result<Command, JavaError> {
+    let libs = clusters
+        .msk_iam_libs
+        .as_deref()
+        .ok_or_else(|| JavaError::Io {
+            what: "locating the aws-msk-iam-auth jars".into(),
+            source: std::io::Error::other(
+                "clusters.json has no msk_iam_libs: restart the clusters with this xtask \
+             (`cargo xtask kafka down && cargo xtask kafka up`)",
+            ),
+        })?;
+    let classpath = format!("{libs}:{}", clusters.kafka_libs);
+    let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("java-msk-iam");
+    let classes = compile(&sources, &classpath)?;
+    let mut cmd = Command::new("java");
+    cmd.args(HELPER_JVM_OPTS)
+        .arg("-cp")
+        .arg(format!("{}:{classpath}", classes.display()))
+        .arg(class);
+    Ok(cmd)
+}
+
+/// The OAUTHBEARER token (and its lifetime, ms since the epoch) that the MSK
+/// IAM library's `IAMOAuthBearerLoginCallbackHandler` makes for these
+/// credentials and region, given to it the way its default chains read
+/// them: environment variables only (no profile files, no instance
+/// metadata).
+pub fn msk_iam_oauth_token(
+    clusters: &Clusters,
+    region: &str,
+    access_key_id: &str,
+    secret_access_key: &str,
+    session_token: Option<&str>,
+) -> Result<(String, i64), JavaError> {
+    let mut cmd = msk_iam_command(clusters, "MskIamOAuthToken")?;
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", "/nonexistent")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env("AWS_REGION", region)
+        .env("AWS_ACCESS_KEY_ID", access_key_id)
+        .env("AWS_SECRET_ACCESS_KEY", secret_access_key);
+    if let Some(token) = session_token {
+        cmd.env("AWS_SESSION_TOKEN", token);
+    }
+    if let Some(home) = std::env::var_os("JAVA_HOME") {
+        cmd.env("JAVA_HOME", home);
+    }
+    let run = crate::process::output_within(&mut cmd, HELPER_TIMEOUT)
+        .map_err(io_err("running java MskIamOAuthToken"))?;
+    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+    let failed = |status: String| JavaError::Failed {
+        class: "MskIamOAuthToken".into(),
+        args: vec![region.into()],
+        status,
+        stderr: String::from_utf8_lossy(&run.stderr).into_owned(),
+    };
+    match run.status {
+        Some(status) if status.success() => {
+            let mut lines = stdout.lines();
+            match (
+                lines.next(),
+                lines.next().and_then(|l| l.trim().parse().ok()),
+            ) {
+                (Some(token), Some(lifetime)) => Ok((token.trim().to_string(), lifetime)),
+                _ => Err(failed("printed no token and lifetime".into())),
+            }
+        }
+        other => Err(failed(
+            other.map_or_else(|| "killed".to_string(), |s| s.to_string()),
+        )),
+    }
+}
+
+/// The AWS_MSK_IAM authentication payload that Amazon MSK's own Java
+/// library (`aws-msk-iam-auth`, cached by `cargo xtask kafka up`) makes for
+/// broker `host` with these credentials (`session_token` `-` for none), at
+/// the current time: one JSON document.
+pub fn msk_iam_payload(
+    clusters: &Clusters,
+    host: &str,
+    access_key_id: &str,
+    secret_access_key: &str,
+    session_token: &str,
+    user_agent: &str,
+) -> Result<String, JavaError> {
+    let mut cmd = msk_iam_command(clusters, "MskIamPayload")?;
+    cmd.args([
+        host,
+        access_key_id,
+        secret_access_key,
+        session_token,
+        user_agent,
+    ]);
+    let run = crate::process::output_within(&mut cmd, HELPER_TIMEOUT)
+        .map_err(io_err("running java MskIamPayload"))?;
+    match run.status {
+        Some(status) if status.success() => Ok(String::from_utf8_lossy(&run.stdout).into_owned()),
+        other => Err(JavaError::Failed {
+            class: "MskIamPayload".into(),
+            args: vec![host.into(), access_key_id.into(), "<secret>".into()],
+            status: other.map_or_else(|| "killed".to_string(), |s| s.to_string()),
+            stderr: String::from_utf8_lossy(&run.stderr).into_owned(),
+        }),
     }
 }
 

@@ -48,6 +48,11 @@ pub struct Clusters {
     /// and of soak runs); use [`Clusters::legacy`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub legacy: Option<LegacyCluster>,
+    /// Java classpath of Amazon MSK's IAM library (`aws-msk-iam-auth`) and
+    /// its AWS SDK jars, for the AWS_MSK_IAM differential test (absent from
+    /// cluster files of older xtasks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub msk_iam_libs: Option<String>,
 }
 
 /// The `legacy` cluster: one KRaft node on an older Apache Kafka (3.9),

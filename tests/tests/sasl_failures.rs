@@ -59,3 +59,78 @@ async fn wrong_scram_sha_256_password_fails_fast_naming_the_mechanism() {
 async fn wrong_scram_sha_512_password_fails_fast_naming_the_mechanism() {
     wrong_password(SaslMechanismKind::ScramSha512).await;
 }
+
+/// A host environment with only static AWS keys.
+#[derive(Debug)]
+struct StaticAwsKeys;
+
+impl kafka_lite::aws::credentials::AwsEnvironment for StaticAwsKeys {
+    fn var(&self, name: &str) -> Option<String> {
+        match name {
+            "AWS_ACCESS_KEY_ID" => Some("AKIDEXAMPLE".into()),
+            "AWS_SECRET_ACCESS_KEY" => Some(WRONG_PASSWORD.into()),
+            "AWS_EC2_METADATA_DISABLED" => Some("true".into()),
+            _ => None,
+        }
+    }
+
+    fn read_file(&self, _: &std::path::Path) -> std::io::Result<Vec<u8>> {
+        Err(std::io::ErrorKind::NotFound.into())
+    }
+}
+
+/// No MSK broker is reachable here; a real Kafka broker that does not enable
+/// AWS_MSK_IAM must refuse the mechanism at the handshake, and the error must
+/// say so and which mechanisms it enables. A broker address without a region
+/// and no fallback region is a clear error before any credential is used.
+#[tokio::test]
+async fn aws_msk_iam_against_a_broker_without_it_names_what_the_broker_enables() {
+    use kafka_lite::aws::credentials::{ChainOptions, CredentialChain};
+    use kafka_lite::{AwsMskIamSettings, HttpClientConfig, SaslConfig};
+    use std::sync::Arc;
+
+    let source = clusters().source();
+    for region in [Some("us-east-1".to_string()), None] {
+        let chain = CredentialChain::new(
+            ChainOptions::default(),
+            Arc::new(StaticAwsKeys),
+            HttpClientConfig::default(),
+        )
+        .expect("chain");
+        let config = ConnectionConfig {
+            client_id: "e2e-sasl-failures".into(),
+            request_timeout: REQUEST_TIMEOUT,
+            sasl: Some(SaslConfig::aws_msk_iam(AwsMskIamSettings {
+                credentials: Arc::new(chain),
+                region: region.clone(),
+                user_agent: "e2e".into(),
+            })),
+            ..ConnectionConfig::default()
+        };
+        let err = Connector::new(config)
+            .expect("connector")
+            .connect(source.bootstrap.get(Listener::SaslPlaintext))
+            .await
+            .expect_err("Kafka does not speak AWS_MSK_IAM");
+        let shown = format!("{err} | {err:?}");
+        match (&err, &region) {
+            (
+                Error::Authentication {
+                    mechanism, detail, ..
+                },
+                Some(_),
+            ) => {
+                assert_eq!(mechanism, "AWS_MSK_IAM");
+                assert!(
+                    detail.contains("broker rejected the mechanism") && detail.contains("PLAIN"),
+                    "{detail}"
+                );
+            }
+            (Error::Authentication { detail, .. }, None) => {
+                assert!(detail.contains("names no AWS region"), "{detail}");
+            }
+            (other, _) => panic!("expected Authentication, got {other:?}"),
+        }
+        assert!(!shown.contains(WRONG_PASSWORD), "secret leaked: {shown}");
+    }
+}

@@ -49,6 +49,20 @@ const LEGACY_ARTIFACTS: &[(&str, &str, &str)] = &[
     ("org.apache.logging.log4j", "log4j-slf4j2-impl", "2.24.3"),
 ];
 
+/// The version of Amazon MSK's IAM library (`software.amazon.msk:aws-msk-iam-auth`)
+/// whose authentication payload the AWS_MSK_IAM differential test compares
+/// with kafka-lite's.
+pub const MSK_IAM_VERSION: &str = "2.4.0";
+
+/// The MSK IAM library with its runtime dependencies (the AWS SDK v2 signer,
+/// STS, regions); a cache of its own, so the Kafka runtime's classpath is not
+/// changed by it.
+const MSK_IAM_ARTIFACTS: &[(&str, &str, &str)] =
+    &[("software.amazon.msk", "aws-msk-iam-auth", MSK_IAM_VERSION)];
+
+/// The stamp of the MSK IAM cache; change it whenever [`MSK_IAM_ARTIFACTS`] changes.
+const MSK_IAM_STAMP_CONTENTS: &str = "aws-msk-iam-auth 2.4.0";
+
 /// Command-line tools that get a launcher script in `bin/`: name and main class.
 pub const TOOLS: &[(&str, &str)] = &[
     ("kafka-storage", "kafka.tools.StorageTool"),
@@ -78,12 +92,15 @@ const STAMP_CONTENTS: &str = "4.1.1 +connect-mirror";
 /// The stamp of the legacy cache; change it whenever [`LEGACY_ARTIFACTS`] changes.
 const LEGACY_STAMP_CONTENTS: &str = "3.9.1 broker";
 
-/// Locations inside the Kafka runtime cache.
+/// Locations inside a jar cache: the Kafka runtime (and its legacy version),
+/// or the MSK IAM library of the AWS_MSK_IAM differential test.
 #[derive(Debug, Clone)]
 pub struct KafkaRuntime {
     /// `<cache>/kafka-<version>`.
     pub home: PathBuf,
-    /// The Kafka version cached here.
+    /// What the cache holds, for messages: `Apache Kafka`, `aws-msk-iam-auth`.
+    name: &'static str,
+    /// The version cached here.
     version: &'static str,
     /// What to fetch.
     artifacts: &'static [(&'static str, &'static str, &'static str)],
@@ -103,6 +120,7 @@ impl KafkaRuntime {
         };
         Ok(Self {
             home,
+            name: "Apache Kafka",
             version: KAFKA_VERSION,
             artifacts: ARTIFACTS,
             stamp: STAMP_CONTENTS,
@@ -120,6 +138,7 @@ impl KafkaRuntime {
         };
         Ok(Self {
             home,
+            name: "Apache Kafka",
             version: LEGACY_KAFKA_VERSION,
             artifacts: LEGACY_ARTIFACTS,
             stamp: LEGACY_STAMP_CONTENTS,
@@ -128,6 +147,24 @@ impl KafkaRuntime {
     }
 
     /// The Kafka version of this cache.
+    /// The cache of Amazon MSK's IAM library and the AWS SDK jars it needs
+    /// (`$MM2_MSK_IAM_CACHE`, else next to the Kafka cache): no broker, no
+    /// tools, only `libs/`.
+    pub fn locate_msk_iam() -> Result<Self> {
+        let home = match std::env::var_os("MM2_MSK_IAM_CACHE").filter(|d| !d.is_empty()) {
+            Some(dir) => PathBuf::from(dir),
+            None => cache_base()?.join(format!("aws-msk-iam-auth-{MSK_IAM_VERSION}")),
+        };
+        Ok(Self {
+            home,
+            name: "aws-msk-iam-auth",
+            version: MSK_IAM_VERSION,
+            artifacts: MSK_IAM_ARTIFACTS,
+            stamp: MSK_IAM_STAMP_CONTENTS,
+            tools: false,
+        })
+    }
+
     pub fn version(&self) -> &'static str {
         self.version
     }
@@ -169,7 +206,8 @@ impl KafkaRuntime {
         }
         let version = self.version;
         eprintln!(
-            "xtask: fetching Apache Kafka {version} jars from Maven Central into {}",
+            "xtask: fetching {} {version} jars from Maven Central into {}",
+            self.name,
             self.home.display()
         );
         let work = self.home.join("maven");
@@ -203,7 +241,8 @@ impl KafkaRuntime {
             .context("running `mvn` (is Maven installed? `apt-get install maven`)")?;
         if !status.success() {
             bail!(
-                "`mvn dependency:copy-dependencies` failed ({status}) fetching Kafka {version}; see the Maven output above"
+                "`mvn dependency:copy-dependencies` failed ({status}) fetching {} {version}; see the Maven output above",
+                self.name
             );
         }
         for (_, artifact, artifact_version) in self.artifacts {

@@ -186,6 +186,10 @@ pub enum SaslMechanismKind {
     /// `OAUTHBEARER` (RFC 7628, KIP-255): a bearer token from
     /// [`SaslConfig::credentials`] ([`DynamicCredentials::BearerToken`]).
     OAuthBearer,
+    /// `AWS_MSK_IAM`: Amazon MSK's IAM authentication, a SigV4-signed
+    /// payload made with AWS credentials from [`SaslConfig::credentials`]
+    /// ([`DynamicCredentials::AwsMskIam`]).
+    AwsMskIam,
 }
 
 impl SaslMechanismKind {
@@ -196,6 +200,7 @@ impl SaslMechanismKind {
             SaslMechanismKind::ScramSha256 => "SCRAM-SHA-256",
             SaslMechanismKind::ScramSha512 => "SCRAM-SHA-512",
             SaslMechanismKind::OAuthBearer => "OAUTHBEARER",
+            SaslMechanismKind::AwsMskIam => "AWS_MSK_IAM",
         }
     }
 
@@ -207,6 +212,7 @@ impl SaslMechanismKind {
             "SCRAM-SHA-256" => Some(SaslMechanismKind::ScramSha256),
             "SCRAM-SHA-512" => Some(SaslMechanismKind::ScramSha512),
             "OAUTHBEARER" => Some(SaslMechanismKind::OAuthBearer),
+            "AWS_MSK_IAM" => Some(SaslMechanismKind::AwsMskIam),
             _ => None,
         }
     }
@@ -252,6 +258,16 @@ impl SaslConfig {
         }
     }
 
+    /// AWS_MSK_IAM with credentials from `settings.credentials`.
+    pub fn aws_msk_iam(settings: AwsMskIamSettings) -> Self {
+        SaslConfig {
+            mechanism: SaslMechanismKind::AwsMskIam,
+            username: String::new(),
+            password: Secret::new(""),
+            credentials: Some(DynamicCredentials::AwsMskIam(settings)),
+        }
+    }
+
     /// OAUTHBEARER with tokens from `provider`.
     pub fn oauth_bearer(provider: Arc<dyn CredentialProvider<BearerToken>>) -> Self {
         SaslConfig {
@@ -284,6 +300,22 @@ pub trait CredentialProvider<C>: Send + Sync + fmt::Debug {
 pub enum DynamicCredentials {
     /// OAUTHBEARER's bearer token.
     BearerToken(Arc<dyn CredentialProvider<BearerToken>>),
+    /// AWS_MSK_IAM's AWS credentials and signing settings.
+    AwsMskIam(AwsMskIamSettings),
+}
+
+/// How `AWS_MSK_IAM` signs: where the AWS credentials come from, and the
+/// region to sign for when a broker's host name does not contain one.
+#[derive(Debug, Clone)]
+pub struct AwsMskIamSettings {
+    /// The credentials (the standard chain:
+    /// [`crate::aws::credentials::CredentialChain`]).
+    pub credentials: Arc<dyn CredentialProvider<crate::aws::AwsCredentials>>,
+    /// The region for brokers whose host name names none (MSK's own names
+    /// do: `b-1.<cluster>.<id>.c2.kafka.<region>.amazonaws.com`).
+    pub region: Option<String>,
+    /// The `user-agent` field of the payload.
+    pub user_agent: String,
 }
 
 /// An OAuth 2 bearer token (a JWT for Kafka's OIDC support), with the SASL
@@ -407,6 +439,7 @@ mod tests {
             SaslMechanismKind::ScramSha256,
             SaslMechanismKind::ScramSha512,
             SaslMechanismKind::OAuthBearer,
+            SaslMechanismKind::AwsMskIam,
         ] {
             assert_eq!(SaslMechanismKind::from_name(kind.name()), Some(kind));
         }

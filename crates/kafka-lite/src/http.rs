@@ -122,7 +122,19 @@ impl HttpUrl {
         }
     }
 
-    fn host_header(&self) -> String {
+    /// The host name or address (IPv6 without brackets).
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// The path and query, e.g. `/latest/api/token`.
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+
+    /// The `Host` header the client sends for this URL (the port only when
+    /// it is not the scheme's default), which request signing must sign.
+    pub fn host_header(&self) -> String {
         let default = if self.tls { 443 } else { 80 };
         match (self.host.contains(':'), self.port == default) {
             (true, true) => format!("[{}]", self.host),

@@ -41,6 +41,7 @@
 
 mod admin;
 mod api;
+pub mod aws;
 mod backoff;
 mod client;
 mod config;
@@ -72,7 +73,7 @@ pub use api::ApiRequest;
 pub use backoff::RetryPolicy;
 pub use client::{BrokerInfo, Client, ClusterMetadata, PartitionMetadata, TopicMetadata};
 pub use config::{
-    BearerToken, BoxFuture, ClientCertConfig, ConnectionConfig, CredentialError,
+    AwsMskIamSettings, BearerToken, BoxFuture, ClientCertConfig, ConnectionConfig, CredentialError,
     CredentialProvider, DEFAULT_MAX_FRAME_BYTES, DynamicCredentials, Pem, PemBytes, SaslConfig,
     SaslMechanismKind, Secret, TlsConfig,
 };

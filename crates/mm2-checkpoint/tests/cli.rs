@@ -227,8 +227,8 @@ fn unsupported_security_setting_exits_2_naming_the_key() {
          B.bootstrap.servers = b:9092\n\
          A->B.enabled = true\n\
          A.security.protocol = SSL\n\
-         A.ssl.truststore.type = JKS\n\
-         A.ssl.truststore.location = /tmp/x.jks\n",
+         A.ssl.truststore.type = JCEKS\n\
+         A.ssl.truststore.location = /tmp/x.jceks\n",
     );
     assert_eq!(code, Some(2));
     assert!(
@@ -507,7 +507,7 @@ const BAD_CONFIGS: &[BadConfig] = &[
         whole: false,
     },
     BadConfig {
-        name: "jks-keystore",
+        name: "jks-keystore-that-does-not-exist",
         lines: "A.security.protocol = SSL\nA.ssl.keystore.type = JKS\n\
                 A.ssl.keystore.location = /etc/kafka/keystore.jks\n\
                 A.ssl.keystore.password = tbl-pw-Vh93\n",
@@ -1321,8 +1321,8 @@ fn no_secrets_passes_a_config_whose_secrets_are_absent_and_says_what_it_did_not_
 fn no_secrets_still_fails_on_structural_errors() {
     for (name, extra, key) in [
         (
-            "no-secrets-jks",
-            "B.ssl.keystore.type = JKS",
+            "no-secrets-jceks",
+            "B.ssl.keystore.type = JCEKS",
             "B.ssl.keystore.type",
         ),
         (

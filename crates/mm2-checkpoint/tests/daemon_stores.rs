@@ -1,7 +1,8 @@
 //! Key and trust stores as MM2 estates hold them, against the target
-//! cluster's real mTLS listener: PKCS12 stores written by the JDK's own
-//! `keytool`, legacy PKCS12 (3DES/RC2, SHA-1) from `openssl pkcs12 -legacy`,
-//! and an encrypted PKCS#8 key opened with `ssl.key.password`. `run --once`
+//! cluster's real mTLS listener: PKCS12 and JKS stores written by the JDK's
+//! own `keytool` (the JKS key with a password of its own), legacy PKCS12
+//! (3DES/RC2, SHA-1) from `openssl pkcs12 -legacy`, and an encrypted PKCS#8
+//! key opened with `ssl.key.password`. `run --once`
 //! must write the checkpoint through them; wrong passwords and a store without
 //! a key must fail at `validate` (exit 2) naming the key, with no secret in
 //! the output. A trust store without the brokers' CA can only be found by a
@@ -49,6 +50,10 @@ struct Stores {
     legacy_keystore: PathBuf,
     /// PEM: the encrypted client key, then the chain.
     encrypted_pem: PathBuf,
+    /// keytool JKS trust store with the CA as a trusted certificate entry.
+    jks_truststore: PathBuf,
+    /// keytool JKS key store; its key is protected by `KEY_PASSWORD`.
+    jks_keystore: PathBuf,
 }
 
 fn make_stores(dir: &Path) -> Stores {
@@ -159,11 +164,62 @@ fn make_stores(dir: &Path) -> Stores {
     let mut pem = std::fs::read_to_string(&encrypted_key).expect("encrypted key");
     pem.push_str(&std::fs::read_to_string(cert).expect("client cert"));
     std::fs::write(&encrypted_pem, pem).expect("write encrypted PEM");
+    let jks_truststore = p("truststore.jks");
+    tool(
+        "keytool",
+        &[
+            "-importcert",
+            "-noprompt",
+            "-storetype",
+            "JKS",
+            "-alias",
+            "ca",
+            "-file",
+            ca,
+            "-keystore",
+            s(&jks_truststore),
+            "-storepass",
+            STORE_PASSWORD,
+        ],
+    );
+    let jks_keystore = p("keystore.jks");
+    tool(
+        "keytool",
+        &[
+            "-importkeystore",
+            "-noprompt",
+            "-srckeystore",
+            s(&openssl_store),
+            "-srcstoretype",
+            "PKCS12",
+            "-srcstorepass",
+            STORE_PASSWORD,
+            "-srcalias",
+            "client",
+            "-destkeystore",
+            s(&jks_keystore),
+            "-deststoretype",
+            "JKS",
+            "-deststorepass",
+            STORE_PASSWORD,
+            "-destkeypass",
+            KEY_PASSWORD,
+        ],
+    );
+    for jks in [&jks_truststore, &jks_keystore] {
+        let bytes = std::fs::read(jks).expect("read JKS store");
+        assert!(
+            bytes.starts_with(&[0xFE, 0xED, 0xFE, 0xED]),
+            "keytool wrote no JKS"
+        );
+    }
     Stores {
         truststore,
         keystore,
         legacy_keystore,
         encrypted_pem,
+        jks_truststore,
+        jks_keystore,
     }
 }
 
@@ -179,7 +235,7 @@ fn assert_no_secret(out: &std::process::Output) {
 }
 
 #[test]
-fn pkcs12_and_encrypted_pem_stores_write_checkpoints_over_mtls() {
+fn pkcs12_jks_and_encrypted_pem_stores_write_checkpoints_over_mtls() {
     let rt = rt();
     let w = World::new(&rt, "stores", 1);
     let stores = make_stores(&w.dir);
@@ -203,20 +259,44 @@ fn pkcs12_and_encrypted_pem_stores_write_checkpoints_over_mtls() {
          {{t}}.ssl.key.password = {KEY_PASSWORD}",
         s(&stores.encrypted_pem)
     );
+    // Kafka's default type is JKS: the trust store leaves it unset.
+    let trust_jks = format!(
+        "{{t}}.ssl.truststore.location = {}\n\
+         {{t}}.ssl.truststore.password = {STORE_PASSWORD}",
+        s(&stores.jks_truststore)
+    );
+    let jks = format!(
+        "{{t}}.ssl.keystore.type = JKS\n\
+         {{t}}.ssl.keystore.location = {}\n\
+         {{t}}.ssl.keystore.password = {STORE_PASSWORD}\n\
+         {{t}}.ssl.key.password = {KEY_PASSWORD}",
+        s(&stores.jks_keystore)
+    );
     let cases = [
-        ("keytool", keystore(&stores.keystore)),
-        ("legacy", keystore(&stores.legacy_keystore)),
-        ("encrypted-pem", encrypted),
+        (
+            "keytool",
+            &trust_p12,
+            keystore(&stores.keystore),
+            "PKCS12 store",
+        ),
+        (
+            "legacy",
+            &trust_p12,
+            keystore(&stores.legacy_keystore),
+            "PKCS12 store",
+        ),
+        ("encrypted-pem", &trust_p12, encrypted, "PKCS12 store"),
+        ("jks", &trust_jks, jks, "JKS store"),
     ];
     // Each case commits further, so each run is seen to have reached the
     // target through its own store by writing the next checkpoint.
-    for (i, (name, identity)) in cases.iter().enumerate() {
+    for (i, (name, trust, identity, described)) in cases.iter().enumerate() {
         let upstream = 10 * (i as i64 + 1);
         let group = w.seed(&rt, &[(0, upstream, upstream + 3)], &[(0, upstream)]);
         let cfg = w.mtls_target_properties(
             &group,
             &format!("{name}.properties"),
-            &format!("{trust_p12}\n{identity}"),
+            &format!("{trust}\n{identity}"),
         );
         let validated = mm2(&["validate", s(&cfg)], Duration::from_secs(30));
         assert_eq!(
@@ -226,7 +306,7 @@ fn pkcs12_and_encrypted_pem_stores_write_checkpoints_over_mtls() {
             String::from_utf8_lossy(&validated.stderr)
         );
         assert!(
-            String::from_utf8_lossy(&validated.stdout).contains("PKCS12 store"),
+            String::from_utf8_lossy(&validated.stdout).contains(described),
             "{name}: validate does not describe the store"
         );
         assert_no_secret(&validated);
@@ -287,6 +367,62 @@ fn wrong_passwords_and_a_store_without_a_key_fail_validate_naming_the_key() {
                  {{t}}.ssl.truststore.location = {}\n\
                  {{t}}.ssl.truststore.password = {STORE_PASSWORD}",
                 s(&stores.keystore)
+            ),
+            "ssl.truststore.location",
+            "no trusted certificate entry",
+        ),
+        (
+            "jks-wrong-store-password",
+            format!(
+                "{{t}}.ssl.keystore.type = JKS\n\
+                 {{t}}.ssl.keystore.location = {}\n\
+                 {{t}}.ssl.keystore.password = not-{STORE_PASSWORD}\n\
+                 {{t}}.ssl.key.password = {KEY_PASSWORD}",
+                s(&stores.jks_keystore)
+            ),
+            "ssl.keystore.password",
+            "is wrong for JKS store",
+        ),
+        (
+            "jks-wrong-key-password",
+            format!(
+                "{{t}}.ssl.keystore.type = JKS\n\
+                 {{t}}.ssl.keystore.location = {}\n\
+                 {{t}}.ssl.keystore.password = {STORE_PASSWORD}\n\
+                 {{t}}.ssl.key.password = not-{KEY_PASSWORD}",
+                s(&stores.jks_keystore)
+            ),
+            "ssl.key.password",
+            "is wrong for the private key `client`",
+        ),
+        (
+            "jks-key-password-missing",
+            format!(
+                "{{t}}.ssl.keystore.type = JKS\n\
+                 {{t}}.ssl.keystore.location = {}\n\
+                 {{t}}.ssl.keystore.password = {STORE_PASSWORD}",
+                s(&stores.jks_keystore)
+            ),
+            "ssl.keystore.password",
+            "set ssl.key.password",
+        ),
+        (
+            "jks-trust-store-as-key-store",
+            format!(
+                "{{t}}.ssl.keystore.location = {}\n\
+                 {{t}}.ssl.keystore.password = {STORE_PASSWORD}",
+                s(&stores.jks_truststore)
+            ),
+            "ssl.keystore.location",
+            "holds no private key",
+        ),
+        (
+            "jks-key-store-as-trust-store",
+            format!(
+                "{{t}}.ssl.truststore.type = JKS\n\
+                 {{t}}.ssl.truststore.location = {}\n\
+                 {{t}}.ssl.truststore.password = {STORE_PASSWORD}",
+                s(&stores.jks_keystore)
             ),
             "ssl.truststore.location",
             "no trusted certificate entry",

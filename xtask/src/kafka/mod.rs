@@ -136,6 +136,9 @@ pub fn up(layout: &Layout) -> Result<bool> {
     crate::prereqs::ensure_cluster_tools()?;
     let runtime = KafkaRuntime::locate()?;
     runtime.ensure()?;
+    // The jars of the AWS_MSK_IAM differential test (no broker runs them).
+    let msk_iam = KafkaRuntime::locate_msk_iam()?;
+    msk_iam.ensure()?;
     let legacy_runtime = if layout.legacy {
         let legacy = KafkaRuntime::locate_legacy()?;
         legacy.ensure()?;
@@ -243,6 +246,7 @@ pub fn up(layout: &Layout) -> Result<bool> {
         kafka_bin: runtime.bin(),
         clusters,
         legacy,
+        msk_iam_libs: Some(msk_iam.classpath()),
     };
     let json = serde_json::to_string_pretty(&file)?;
     fs::write(layout.clusters_file(), json + "\n")

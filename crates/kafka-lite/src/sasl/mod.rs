@@ -8,6 +8,7 @@
 //! must be fetched first (OAUTHBEARER's token) are fetched by [`start`]
 //! before the step machine is built, so the machines stay synchronous.
 
+pub(crate) mod aws_msk_iam;
 mod oauthbearer;
 mod plain;
 mod scram;
@@ -64,9 +65,39 @@ pub(crate) enum StartError {
 /// one.
 pub(crate) async fn start(
     config: &SaslConfig,
-    _broker: &str,
+    broker: &str,
 ) -> Result<Box<dyn SaslMechanism>, StartError> {
     match (config.mechanism, &config.credentials) {
+        (SaslMechanismKind::AwsMskIam, Some(DynamicCredentials::AwsMskIam(settings))) => {
+            let host = broker
+                .rsplit_once(':')
+                .map_or(broker, |(host, _)| host)
+                .trim_start_matches('[')
+                .trim_end_matches(']');
+            let region = crate::aws::region_from_host(host)
+                .or(settings.region.as_deref())
+                .ok_or_else(|| {
+                    StartError::Sasl(SaslError(format!(
+                        "the broker host name `{host}` names no AWS region (MSK's own names \
+                         do): set the region (AWS_REGION, or the profile's region)"
+                    )))
+                })?;
+            let credentials = settings
+                .credentials
+                .credential()
+                .await
+                .map_err(StartError::Credentials)?;
+            Ok(Box::new(aws_msk_iam::AwsMskIam::new(
+                host,
+                region,
+                &credentials,
+                &settings.user_agent,
+                std::time::SystemTime::now(),
+            )))
+        }
+        (SaslMechanismKind::AwsMskIam, _) => Err(StartError::Sasl(SaslError(
+            "AWS_MSK_IAM needs AWS credentials (SaslConfig::aws_msk_iam)".into(),
+        ))),
         (SaslMechanismKind::OAuthBearer, Some(DynamicCredentials::BearerToken(provider))) => {
             let token = provider
                 .credential()
@@ -93,10 +124,11 @@ fn mechanism_for(config: &SaslConfig) -> Result<Box<dyn SaslMechanism>, SaslErro
         SaslMechanismKind::ScramSha512 => {
             Box::new(Scram::new(ScramHash::Sha512, username, password)?)
         }
-        SaslMechanismKind::OAuthBearer => {
-            return Err(SaslError(
-                "OAUTHBEARER takes a token provider, not a password".into(),
-            ));
+        SaslMechanismKind::OAuthBearer | SaslMechanismKind::AwsMskIam => {
+            return Err(SaslError(format!(
+                "{} takes a credential provider, not a password",
+                config.mechanism.name()
+            )));
         }
     })
 }

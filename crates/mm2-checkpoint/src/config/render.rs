@@ -509,9 +509,8 @@ fn cluster_rows(c: &ClusterConnection, role: &str, flow: &FlowConfig) -> Vec<Row
     ];
     if let Some(tls) = &c.tls {
         let describe = |s: &PemSource| match s {
-            PemSource::File(p) => format!("PEM file {}", p.display()),
             PemSource::Inline(_) => "inline PEM [redacted]".to_string(),
-            PemSource::Pkcs12 { path, .. } => format!("PKCS12 store {}", path.display()),
+            other => other.describe(),
         };
         let trust = match &tls.trust {
             TrustRoots::Default => "default root certificates".to_string(),
@@ -538,13 +537,39 @@ fn cluster_rows(c: &ClusterConnection, role: &str, flow: &FlowConfig) -> Vec<Row
     }
     if let Some(sasl) = &c.sasl {
         rows.push(line("sasl.mechanism", sasl.mechanism.name().to_string()));
-        match &sasl.oauth {
-            None => {
+        match (&sasl.oauth, &sasl.aws_iam) {
+            (Some(oauth), _) => rows.extend(oauth_rows(oauth, &line)),
+            (None, Some(login)) => rows.push(derived("aws credentials", describe_aws_login(login))),
+            (None, None) => {
                 rows.push(derived("sasl username", sasl.username.clone()));
                 rows.push(derived("sasl password", sasl.password.to_string()));
             }
-            Some(oauth) => rows.extend(oauth_rows(oauth, &line)),
         }
     }
     rows
+}
+
+/// Where `AWS_MSK_IAM` takes its credentials from, in the chain's order
+/// (no secret: a role's own keys show as `[redacted]`).
+fn describe_aws_login(login: &crate::config::security::AwsIamLogin) -> String {
+    let mut steps = Vec::new();
+    if let Some(profile) = &login.profile {
+        steps.push(format!("profile `{profile}`"));
+    }
+    if let Some(role) = &login.role_arn {
+        let with = if login.role_keys.is_some() {
+            " with awsRoleAccessKeyId [redacted]"
+        } else {
+            ""
+        };
+        steps.push(format!("role {role} via STS{with}"));
+    }
+    if login.default_providers {
+        steps.push(
+            "the AWS default chain (environment, web identity, shared profile, container, \
+             instance metadata)"
+                .to_string(),
+        );
+    }
+    steps.join(", then ")
 }

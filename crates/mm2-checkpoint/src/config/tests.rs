@@ -1274,11 +1274,11 @@ fn trust_store_without_certificates_is_an_error() {
 }
 
 #[test]
-fn jks_trust_store_is_an_error_saying_to_convert_to_pkcs12() {
+fn jceks_trust_store_is_an_error_saying_to_convert_to_pkcs12() {
     assert_rejected(
-        &ssl("B.ssl.truststore.type = JKS\nB.ssl.truststore.location = /etc/kafka/ca.jks"),
+        &ssl("B.ssl.truststore.type = JCEKS\nB.ssl.truststore.location = /etc/kafka/ca.jceks"),
         "B.ssl.truststore.type",
-        &["PKCS12", "JKS", "keytool -importkeystore"],
+        &["PKCS12", "JCEKS", "keytool -importkeystore"],
     );
 }
 
@@ -1286,8 +1286,8 @@ fn jks_trust_store_is_an_error_saying_to_convert_to_pkcs12() {
 fn trust_store_type_defaults_to_jks_like_kafka() {
     assert_rejected(
         &ssl("B.ssl.truststore.location = /etc/kafka/ca.jks"),
-        "B.ssl.truststore.type",
-        &["default"],
+        "B.ssl.truststore.password",
+        &["required for a JKS store"],
     );
 }
 
@@ -1617,12 +1617,23 @@ fn a_key_password_for_a_key_that_is_not_encrypted_is_an_error() {
 }
 
 #[test]
-fn jks_key_store_is_an_error() {
-    assert_rejected(
-        &ssl("B.ssl.keystore.location = /etc/kafka/client.jks\nB.ssl.keystore.password = pw"),
-        "B.ssl.keystore.type",
-        &[],
+fn a_jks_key_store_that_is_no_store_is_an_error_naming_its_location() {
+    // No type: Kafka's default, JKS; the content decides the format (as in
+    // the JDK), and this content is neither.
+    let config = MirrorConfig::from_properties(
+        &Properties::parse(&ssl(
+            "B.ssl.keystore.location = /etc/kafka/client.jks\nB.ssl.keystore.password = pw-77",
+        ))
+        .unwrap(),
+        &tls_env().with_file("/etc/kafka/client.jks", "not a store"),
     );
+    let e = config.unwrap_err();
+    assert_eq!(e.key(), Some("B.ssl.keystore.location"), "{e}");
+    assert!(
+        e.message().contains("neither a JKS nor a PKCS12 store"),
+        "{e}"
+    );
+    assert!(!e.to_string().contains("pw-77"), "{e}");
 }
 
 #[test]
@@ -2085,7 +2096,7 @@ fn every_independent_error_is_reported_in_one_check_in_file_order() {
          A.sasl.mechanism = SCRAM-SHA-512\n\
          A.sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required \
              username=\"u\" password=\"{SECRET_A}\";\n\
-         A.ssl.truststore.type = JKS\n\
+         A.ssl.truststore.type = JCEKS\n\
          A.ssl.truststore.location = /etc/kafka/ts.jks\n\
          B.security.protocol = SSL\n\
          B.ssl.keystore.type = PKCS12\n\
@@ -2368,7 +2379,7 @@ fn without_secrets_store_files_that_are_absent_are_listed_not_opened() {
 fn without_secrets_structural_errors_still_fail() {
     let env = FakeEnvironment::default();
     for (extra, key) in [
-        ("B.ssl.keystore.type = JKS", "B.ssl.keystore.type (22)"),
+        ("B.ssl.keystore.type = JCEKS", "B.ssl.keystore.type (22)"),
         (
             "sync.group.offsets.enabled = yes",
             "sync.group.offsets.enabled (22)",
@@ -2476,11 +2487,12 @@ fn material_is_not_read_when_the_tls_settings_have_an_error_and_that_is_said() {
         &tls_env(),
         Secrets::Read,
     );
-    // The trust store's type (JKS by default) and the PEM key store's
-    // password are the errors; no file is read, and both keys say why.
+    // The trust store's missing password (its type is JKS by default) and
+    // the PEM key store's password are the errors; no file is read, and
+    // both keys say why.
     assert_eq!(
         error_keys(&v),
-        ["B.ssl.keystore.password (9)", "B.ssl.truststore.type"]
+        ["B.ssl.keystore.password (9)", "B.ssl.truststore.password"]
     );
     let notes: Vec<_> = v.not_checked.iter().filter_map(NotChecked::key).collect();
     assert_eq!(
@@ -2492,4 +2504,137 @@ fn material_is_not_read_when_the_tls_settings_have_an_error_and_that_is_said() {
             .why()
             .contains("TLS settings of cluster `B` have an error")
     );
+}
+
+// ---- AWS MSK IAM ----
+
+/// Cluster B as the MSK documentation configures an IAM client.
+fn msk_iam(jaas_options: &str, extra: &str) -> String {
+    format!(
+        "{BASE}B.security.protocol = SASL_SSL\n\
+         B.sasl.mechanism = AWS_MSK_IAM\n\
+         B.sasl.jaas.config = software.amazon.msk.auth.iam.IAMLoginModule required{jaas_options};\n\
+         B.sasl.client.callback.handler.class = software.amazon.msk.auth.iam.IAMClientCallbackHandler\n\
+         {extra}"
+    )
+}
+
+#[test]
+fn aws_msk_iam_takes_the_iam_login_module_and_its_options() {
+    let config = load(&msk_iam("", ""));
+    let sasl = config.flows[0].target.sasl.clone().unwrap();
+    assert_eq!(sasl.mechanism, security::SaslMechanism::AwsMskIam);
+    let login = sasl.aws_iam.unwrap();
+    assert!(login.default_providers && login.profile.is_none() && login.role_arn.is_none());
+
+    let config = load(&msk_iam(
+        " awsProfileName=\"prod\" awsRoleArn=\"arn:aws:iam::123456789012:role/mm2\" \
+         awsRoleSessionName=\"mm2\" awsStsRegion=\"eu-west-1\" awsDebugCreds=true \
+         awsRoleAccessKeyId=\"AKIDROLE\" awsRoleSecretAccessKey=\"role-Secret-81\"",
+        "",
+    ));
+    let login = config.flows[0]
+        .target
+        .sasl
+        .clone()
+        .unwrap()
+        .aws_iam
+        .unwrap();
+    assert_eq!(login.profile.as_deref(), Some("prod"));
+    assert_eq!(
+        login.role_arn.as_deref(),
+        Some("arn:aws:iam::123456789012:role/mm2")
+    );
+    assert_eq!(login.role_session_name.as_deref(), Some("mm2"));
+    assert_eq!(login.sts_region.as_deref(), Some("eu-west-1"));
+    let text = render_effective_settings(&config);
+    assert!(
+        text.contains("profile `prod`, then role arn:aws:iam::123456789012:role/mm2 via STS"),
+        "{text}"
+    );
+    assert!(!text.contains("role-Secret-81"), "{text}");
+    assert!(!format!("{config:?}").contains("role-Secret-81"));
+}
+
+#[test]
+fn aws_msk_iam_refuses_what_it_cannot_honour_naming_the_key() {
+    for (options, says) in [
+        (
+            " awsRoleArn=\"r\" awsShouldUseFips=true",
+            "awsShouldUseFips",
+        ),
+        (" awsMskRegionProvider=\"com.example.P\"", "Java class"),
+        (" awsRoleARN=\"r\"", "`awsRoleARN` is not an option"),
+        (" awsRoleSessionName=\"s\"", "need awsRoleArn"),
+        (
+            " awsRoleArn=\"r\" awsRoleAccessKeyId=\"AKID\"",
+            "go together",
+        ),
+        (" awsDebugCreds=maybe", "true or false"),
+    ] {
+        assert_rejected(&msk_iam(options, ""), "B.sasl.jaas.config", &[says]);
+    }
+    // The login module must match the mechanism.
+    assert_rejected(
+        &msk_iam("", "").replace(
+            "software.amazon.msk.auth.iam.IAMLoginModule required",
+            SCRAM_JAAS.trim_end_matches(';'),
+        ),
+        "B.sasl.jaas.config",
+        &["IAMLoginModule"],
+    );
+    // The IAM callback handler belongs to AWS_MSK_IAM only.
+    assert_rejected(
+        &format!(
+            "{BASE}B.security.protocol = SASL_SSL\nB.sasl.mechanism = SCRAM-SHA-512\n\
+             B.sasl.jaas.config = {SCRAM_JAAS}\n\
+             B.sasl.client.callback.handler.class = software.amazon.msk.auth.iam.IAMClientCallbackHandler\n"
+        ),
+        "B.sasl.client.callback.handler.class",
+        &["AWS_MSK_IAM"],
+    );
+    // The library's OAUTHBEARER form: say to use AWS_MSK_IAM.
+    assert_rejected(
+        &format!(
+            "{BASE}B.security.protocol = SASL_SSL\nB.sasl.mechanism = AWS_MSK_IAM\n\
+             B.sasl.jaas.config = software.amazon.msk.auth.iam.IAMLoginModule required;\n\
+             B.sasl.login.callback.handler.class = software.amazon.msk.auth.iam.IAMOAuthBearerLoginCallbackHandler\n"
+        ),
+        "B.sasl.login.callback.handler.class",
+        &["AWS_MSK_IAM"],
+    );
+}
+
+#[test]
+fn msk_iams_oauthbearer_form_takes_the_iam_options_instead_of_a_token_endpoint() {
+    let text = format!(
+        "{BASE}B.security.protocol = SASL_SSL\n\
+         B.sasl.mechanism = OAUTHBEARER\n\
+         B.sasl.jaas.config = org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule \
+         required awsRoleArn=\"arn:aws:iam::123456789012:role/mm2\";\n\
+         B.sasl.login.callback.handler.class = software.amazon.msk.auth.iam.IAMOAuthBearerLoginCallbackHandler\n\
+         B.sasl.client.callback.handler.class = software.amazon.msk.auth.iam.IAMOAuthBearerLoginCallbackHandler\n"
+    );
+    // The library's README sets the same class as the client callback
+    // handler too: accepted, with OAUTHBEARER only.
+    assert_rejected(
+        &format!(
+            "{BASE}B.security.protocol = SASL_SSL\nB.sasl.mechanism = SCRAM-SHA-512\n\
+             B.sasl.jaas.config = {SCRAM_JAAS}\n\
+             B.sasl.client.callback.handler.class = \
+             software.amazon.msk.auth.iam.IAMOAuthBearerLoginCallbackHandler\n"
+        ),
+        "B.sasl.client.callback.handler.class",
+        &["OAUTHBEARER"],
+    );
+    let config = load(&text);
+    let sasl = config.flows[0].target.sasl.clone().unwrap();
+    assert_eq!(sasl.mechanism, security::SaslMechanism::OAuthBearer);
+    assert!(sasl.oauth.is_none());
+    assert_eq!(
+        sasl.aws_iam.unwrap().role_arn.as_deref(),
+        Some("arn:aws:iam::123456789012:role/mm2")
+    );
+    let rendered = render_effective_settings(&config);
+    assert!(rendered.contains("via STS"), "{rendered}");
 }

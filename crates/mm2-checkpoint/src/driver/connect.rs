@@ -8,15 +8,19 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use kafka_lite::aws::{
+    self, AwsCredentials,
+    credentials::{ChainOptions, CredentialChain},
+};
 use kafka_lite::{
-    ClientCertConfig, ConnectionConfig, HttpClient, HttpClientConfig, HttpUrl, OAuthBearerTokens,
-    OAuthConfig, Pem, PemBytes, RefreshConfig, SaslConfig, SaslMechanismKind, TlsConfig,
-    TokenSource,
+    AwsMskIamSettings, ClientCertConfig, ConnectionConfig, HttpClient, HttpClientConfig, HttpUrl,
+    OAuthBearerTokens, OAuthConfig, Pem, PemBytes, RefreshConfig, SaslConfig, SaslMechanismKind,
+    TlsConfig, TokenSource,
 };
 
 use crate::config::security::{
-    OAuthSettings, PemSource, SaslMechanism, TokenEndpoint, TrustRoots, certificates_pem,
-    private_key_pem,
+    AwsIamLogin, OAuthSettings, PemSource, SaslMechanism, TokenEndpoint, TrustRoots,
+    certificates_pem, private_key_pem,
 };
 use crate::config::{ClusterConnection, ProcessEnvironment};
 
@@ -74,7 +78,7 @@ pub fn connection(
                 TrustRoots::Pem { source, .. } => match source {
                     PemSource::File(path) => (Some(path.clone()), None),
                     PemSource::Inline(text) => (None, Some(PemBytes::from(text.expose()))),
-                    PemSource::Pkcs12 { .. } => (
+                    PemSource::Store { .. } => (
                         None,
                         Some(PemBytes::from(certificates_pem(&material.roots).expose())),
                     ),
@@ -84,7 +88,7 @@ pub fn connection(
                 (Some(id), _) if id.is_plain_pem() => {
                     let pem = |source: &PemSource| match source {
                         PemSource::Inline(text) => Pem::Bytes(PemBytes::from(text.expose())),
-                        PemSource::File(path) | PemSource::Pkcs12 { path, .. } => {
+                        PemSource::File(path) | PemSource::Store { path, .. } => {
                             Pem::File(path.clone())
                         }
                     };
@@ -121,15 +125,22 @@ pub fn connection(
                     kafka_lite::Secret::new(s.password.expose()),
                 )
             };
-            Some(match (s.mechanism, &s.oauth) {
-                (SaslMechanism::Plain, _) => password(SaslMechanismKind::Plain),
-                (SaslMechanism::ScramSha256, _) => password(SaslMechanismKind::ScramSha256),
-                (SaslMechanism::ScramSha512, _) => password(SaslMechanismKind::ScramSha512),
-                (SaslMechanism::OAuthBearer, Some(oauth)) => SaslConfig::oauth_bearer(Arc::new(
+            Some(match (s.mechanism, &s.oauth, &s.aws_iam) {
+                (SaslMechanism::Plain, _, _) => password(SaslMechanismKind::Plain),
+                (SaslMechanism::ScramSha256, _, _) => password(SaslMechanismKind::ScramSha256),
+                (SaslMechanism::ScramSha512, _, _) => password(SaslMechanismKind::ScramSha512),
+                (SaslMechanism::OAuthBearer, Some(oauth), _) => SaslConfig::oauth_bearer(Arc::new(
                     OAuthBearerTokens::new(oauth_config(oauth).map_err(err)?),
                 )),
-                (SaslMechanism::OAuthBearer, None) => {
+                (SaslMechanism::OAuthBearer, None, Some(login)) => {
+                    msk_iam_oauth_bearer(login).map_err(err)?
+                }
+                (SaslMechanism::OAuthBearer, None, None) => {
                     return Err(err("OAUTHBEARER without its settings".into()));
+                }
+                (SaslMechanism::AwsMskIam, _, Some(login)) => aws_msk_iam(login).map_err(err)?,
+                (SaslMechanism::AwsMskIam, _, None) => {
+                    return Err(err("AWS_MSK_IAM without its login options".into()));
                 }
             })
         }
@@ -143,6 +154,81 @@ pub fn connection(
         ..ConnectionConfig::default()
     };
     Ok(Connection { bootstrap, config })
+}
+
+/// AWS_MSK_IAM: the IAMLoginModule options as kafka-lite's credential chain
+/// (reading this process's environment and files), with the fallback
+/// region of the AWS SDK's region chain.
+fn aws_msk_iam(login: &AwsIamLogin) -> Result<SaslConfig, String> {
+    let (chain, region) = aws_credentials(login)?;
+    Ok(SaslConfig::aws_msk_iam(AwsMskIamSettings {
+        credentials: chain,
+        region,
+        user_agent: user_agent(),
+    }))
+}
+
+/// MSK's OAUTHBEARER form (`IAMOAuthBearerLoginCallbackHandler`): tokens
+/// signed for the region of the AWS SDK's region chain, which must be set
+/// (a token provider does not know the broker's host name).
+fn msk_iam_oauth_bearer(login: &AwsIamLogin) -> Result<SaslConfig, String> {
+    let (chain, region) = aws_credentials(login)?;
+    let region = region.ok_or(
+        "OAUTHBEARER with the MSK IAM handler needs the cluster's AWS region: set AWS_REGION \
+         (or the profile's region), or use sasl.mechanism=AWS_MSK_IAM, which takes it from \
+         the broker host name",
+    )?;
+    Ok(SaslConfig::oauth_bearer(Arc::new(
+        aws::MskIamBearerTokens {
+            credentials: chain,
+            region,
+            user_agent: user_agent(),
+        },
+    )))
+}
+
+/// What this client calls itself in MSK IAM payloads and tokens.
+fn user_agent() -> String {
+    format!("mm2-checkpoint/{}", env!("CARGO_PKG_VERSION"))
+}
+
+/// The AWS credential chain of the IAM login options, and the fallback
+/// region.
+#[allow(clippy::type_complexity)]
+fn aws_credentials(
+    login: &AwsIamLogin,
+) -> Result<
+    (
+        Arc<dyn kafka_lite::CredentialProvider<AwsCredentials>>,
+        Option<String>,
+    ),
+    String,
+> {
+    let options = ChainOptions {
+        profile: login.profile.clone(),
+        role_arn: login.role_arn.clone(),
+        role_session_name: login.role_session_name.clone(),
+        role_external_id: login.role_external_id.clone(),
+        role_credentials: login
+            .role_keys
+            .as_ref()
+            .map(|(id, secret, token)| AwsCredentials {
+                access_key_id: id.clone(),
+                secret_access_key: kafka_lite::Secret::new(secret.expose()),
+                session_token: token.as_ref().map(|t| kafka_lite::Secret::new(t.expose())),
+                expires_at: None,
+            }),
+        sts_region: login.sts_region.clone(),
+        refresh_before: None,
+        no_default_providers: !login.default_providers,
+    };
+    let env = Arc::new(aws::credentials::ProcessEnvironment);
+    let chain = CredentialChain::new(options, env.clone(), HttpClientConfig::default())
+        .map_err(|e| format!("AWS credential chain: {e}"))?;
+    Ok((
+        Arc::new(chain),
+        aws::credentials::default_region(env.as_ref()),
+    ))
 }
 
 /// The token provider settings of an OAUTHBEARER cluster. One provider
@@ -233,6 +319,7 @@ mod tests {
             username: "alice".into(),
             password: Secret::new("hunter2"),
             oauth: None,
+            aws_iam: None,
         });
         let c = connection(&a, "id", Duration::from_secs(5)).unwrap();
         let sasl = c.config.sasl.as_ref().unwrap();

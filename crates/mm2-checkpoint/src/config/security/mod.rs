@@ -5,8 +5,9 @@
 //! This module turns that map into a typed [`ClusterConnection`], supporting what
 //! a small pure-Rust client can do and refusing, by key name, what it cannot:
 //!
-//! * TLS stores must be PEM (files or inline). JKS and PKCS12 are refused with a
-//!   conversion hint; encrypted private keys are refused.
+//! * TLS stores are PEM (files or inline, KIP-651), PKCS12 or JKS; encrypted
+//!   PKCS#8 keys are opened with `ssl.key.password`. JCEKS is refused with a
+//!   conversion hint.
 //! * SASL mechanisms PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 with credentials in
 //!   `sasl.jaas.config`, and OAUTHBEARER with Kafka's OIDC login callback handler
 //!   (token endpoint or `file://` token). GSSAPI (Kafka's default mechanism!) is
@@ -19,6 +20,7 @@
 //! path or a corrupt certificate shows up in `mm2-checkpoint validate`, not at the
 //! first connection.
 
+mod jks;
 mod oauth;
 mod sasl;
 mod stores;
@@ -34,8 +36,8 @@ use super::providers::Environment;
 
 pub use oauth::{OAuthSettings, TokenEndpoint};
 use sasl::build_sasl;
-pub use sasl::{NOT_READ as SASL_NOT_READ, SaslCredentials, SaslMechanism};
-pub use stores::{certificates_pem, private_key_pem};
+pub use sasl::{AwsIamLogin, NOT_READ as SASL_NOT_READ, SaslCredentials, SaslMechanism};
+pub use stores::{StoreKind, certificates_pem, private_key_pem};
 use tls::build_tls;
 pub use tls::{
     ClientIdentity, EXPIRY_WARNING, KeyOrigin, PemSource, TlsMaterial, TlsSettings, TrustRoots,

@@ -1,6 +1,7 @@
 //! SASL settings of a cluster connection: the mechanism and the credentials
-//! read from `sasl.jaas.config` (PLAIN and SCRAM login modules), or the
-//! OAUTHBEARER settings ([`super::oauth`]).
+//! read from `sasl.jaas.config` (PLAIN and SCRAM login modules, the MSK IAM
+//! library's `IAMLoginModule` for `AWS_MSK_IAM`), or the OAUTHBEARER
+//! settings ([`super::oauth`]).
 
 use super::Keys;
 use super::oauth::{OAUTH_LOGIN_HANDLERS, OAUTH_LOGIN_MODULE, OAuthSettings, build_oauth};
@@ -12,6 +13,14 @@ use crate::config::secret::Secret;
 
 const PLAIN_LOGIN_MODULE: &str = "org.apache.kafka.common.security.plain.PlainLoginModule";
 const SCRAM_LOGIN_MODULE: &str = "org.apache.kafka.common.security.scram.ScramLoginModule";
+/// The login module of Amazon MSK's IAM library (`aws-msk-iam-auth`).
+const IAM_LOGIN_MODULE: &str = "software.amazon.msk.auth.iam.IAMLoginModule";
+/// Its SASL client callback handler, which MSK's documentation sets next to
+/// it; it names our built-in `AWS_MSK_IAM` client.
+const IAM_CALLBACK_HANDLER: &str = "software.amazon.msk.auth.iam.IAMClientCallbackHandler";
+/// The library's OAUTHBEARER handler (the OAUTHBEARER form MSK accepts).
+const IAM_OAUTHBEARER_HANDLER: &str =
+    "software.amazon.msk.auth.iam.IAMOAuthBearerLoginCallbackHandler";
 
 /// A supported SASL mechanism.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,6 +33,8 @@ pub enum SaslMechanism {
     ScramSha512,
     /// `OAUTHBEARER` with tokens from an OIDC token endpoint or a file.
     OAuthBearer,
+    /// `AWS_MSK_IAM`: Amazon MSK's IAM authentication with AWS credentials.
+    AwsMskIam,
 }
 
 impl SaslMechanism {
@@ -34,6 +45,7 @@ impl SaslMechanism {
             Self::ScramSha256 => "SCRAM-SHA-256",
             Self::ScramSha512 => "SCRAM-SHA-512",
             Self::OAuthBearer => "OAUTHBEARER",
+            Self::AwsMskIam => "AWS_MSK_IAM",
         }
     }
 }
@@ -50,6 +62,31 @@ pub struct SaslCredentials {
     pub password: Secret,
     /// The OAUTHBEARER settings; `Some` iff the mechanism is OAUTHBEARER.
     pub oauth: Option<OAuthSettings>,
+    /// `AWS_MSK_IAM`: where the AWS credentials come from (`None` for the
+    /// other mechanisms, whose credentials are `username` and `password`).
+    pub aws_iam: Option<AwsIamLogin>,
+}
+
+/// The `IAMLoginModule` options that choose AWS credentials (the MSK IAM
+/// library's names). Without any, the AWS SDK's default chain is used.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct AwsIamLogin {
+    /// `awsProfileName`: a profile of the shared credentials/config files.
+    pub profile: Option<String>,
+    /// `awsRoleArn`: a role to assume through STS.
+    pub role_arn: Option<String>,
+    /// `awsRoleSessionName` (the library's default `aws-msk-iam-auth`).
+    pub role_session_name: Option<String>,
+    /// `awsRoleExternalId`.
+    pub role_external_id: Option<String>,
+    /// `awsRoleAccessKeyId`, `awsRoleSecretAccessKey`, `awsRoleSessionToken`:
+    /// the credentials that assume `role_arn` (else the default chain's).
+    pub role_keys: Option<(String, Secret, Option<Secret>)>,
+    /// `awsStsRegion` (default `aws-global`).
+    pub sts_region: Option<String>,
+    /// `awsAddDefaultProviders` (default true): whether the default chain
+    /// follows the profile and role providers.
+    pub default_providers: bool,
 }
 
 /// Why GSSAPI is refused, and what to use instead.
@@ -71,6 +108,14 @@ const NOT_READ_TOKEN: &str = "__mm2_checkpoint_not_read__";
 /// independently; the JAAS entry depends on the mechanism.
 pub(super) fn build_sasl(keys: &Keys<'_>) -> Result<SaslCredentials, Unknown> {
     let mut handlers = Ok(());
+    let iam = keys
+        .get("sasl.mechanism")
+        .and_then(|s| s.text().ok())
+        .is_some_and(|m| m.trim() == "AWS_MSK_IAM");
+    let oauth_bearer = keys
+        .get("sasl.mechanism")
+        .and_then(|s| s.text().ok())
+        .is_some_and(|m| m.trim() == "OAUTHBEARER");
     for handler in [
         "sasl.login.callback.handler.class",
         "sasl.client.callback.handler.class",
@@ -79,6 +124,29 @@ pub(super) fn build_sasl(keys: &Keys<'_>) -> Result<SaslCredentials, Unknown> {
         let Some(s) = keys.get(handler) else {
             continue;
         };
+        let class = s.text().map(str::trim).unwrap_or("");
+        if handler == "sasl.client.callback.handler.class" && class == IAM_CALLBACK_HANDLER {
+            if !iam {
+                handlers = Err(keys.fail(s.error(format!(
+                    "{IAM_CALLBACK_HANDLER} belongs to sasl.mechanism=AWS_MSK_IAM"
+                ))));
+            }
+            continue;
+        }
+        // The MSK IAM library's OAUTHBEARER handler names our built-in MSK
+        // IAM token; whether it fits the mechanism is checked below. Its
+        // README sets it as the client callback handler too.
+        if handler == "sasl.login.callback.handler.class" && class == IAM_OAUTHBEARER_HANDLER {
+            continue;
+        }
+        if handler == "sasl.client.callback.handler.class" && class == IAM_OAUTHBEARER_HANDLER {
+            if !oauth_bearer {
+                handlers = Err(keys.fail(s.error(format!(
+                    "{IAM_OAUTHBEARER_HANDLER} belongs to sasl.mechanism=OAUTHBEARER"
+                ))));
+            }
+            continue;
+        }
         // The known OAuth login handler names our built-in token fetching;
         // whether it fits the mechanism is checked with the mechanism.
         if handler == "sasl.login.callback.handler.class"
@@ -90,8 +158,9 @@ pub(super) fn build_sasl(keys: &Keys<'_>) -> Result<SaslCredentials, Unknown> {
         handlers = Err(keys.fail(s.error(
             "custom SASL login and callback classes are not supported by mm2-checkpoint; \
              use sasl.mechanism PLAIN or SCRAM-SHA-256/512 with username and password in \
-             sasl.jaas.config, or OAUTHBEARER with login callback handler \
-             org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
+             sasl.jaas.config, OAUTHBEARER with login callback handler \
+             org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler, \
+             or AWS_MSK_IAM with the MSK IAM library's class names",
         )));
     }
     let Ok((mechanism, module)) = mechanism(keys) else {
@@ -139,8 +208,10 @@ fn mechanism(keys: &Keys<'_>) -> Result<(SaslMechanism, &'static str), Unknown> 
         ))),
         Some("GSSAPI") => refused(format!("GSSAPI (Kerberos): {GSSAPI_REFUSAL}")),
         Some("OAUTHBEARER") => Ok((SaslMechanism::OAuthBearer, OAUTH_LOGIN_MODULE)),
+        Some("AWS_MSK_IAM") => Ok((SaslMechanism::AwsMskIam, IAM_LOGIN_MODULE)),
         Some(other) => refused(format!(
-            "unknown mechanism `{other}`; use PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"
+            "unknown mechanism `{other}`; use PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, \
+             OAUTHBEARER or AWS_MSK_IAM"
         )),
     }
 }
@@ -170,7 +241,9 @@ fn credentials(
         Resolution::Failed => return Err(Unknown),
         Resolution::NotRead if is_one_reference(&jaas_setting.value) => {
             let oauth = match mechanism {
-                SaslMechanism::OAuthBearer => Some(build_oauth(keys, None, NOT_READ)?),
+                SaslMechanism::OAuthBearer if !msk_iam_oauth(keys) => {
+                    Some(build_oauth(keys, None, NOT_READ)?)
+                }
                 _ => None,
             };
             return Ok(SaslCredentials {
@@ -178,6 +251,12 @@ fn credentials(
                 username: NOT_READ.to_string(),
                 password: Secret::new(""),
                 oauth,
+                aws_iam: (mechanism == SaslMechanism::AwsMskIam
+                    || (mechanism == SaslMechanism::OAuthBearer && msk_iam_oauth(keys)))
+                .then(|| AwsIamLogin {
+                    default_providers: true,
+                    ..AwsIamLogin::default()
+                }),
             });
         }
         Resolution::NotRead => replace_references(&jaas_setting.value, NOT_READ_TOKEN),
@@ -190,6 +269,18 @@ fn credentials(
             entry.module,
             mechanism.name()
         )));
+    }
+    if mechanism == SaslMechanism::AwsMskIam
+        || (mechanism == SaslMechanism::OAuthBearer && msk_iam_oauth(keys))
+    {
+        let aws_iam = aws_iam_login(&entry.options).map_err(fail)?;
+        return Ok(SaslCredentials {
+            mechanism,
+            username: String::new(),
+            password: Secret::new(""),
+            oauth: None,
+            aws_iam: Some(aws_iam),
+        });
     }
     if entry
         .options
@@ -209,6 +300,7 @@ fn credentials(
             username: String::new(),
             password: Secret::new(""),
             oauth: Some(oauth),
+            aws_iam: None,
         });
     }
     let username = entry
@@ -226,5 +318,122 @@ fn credentials(
         username,
         password: Secret::new(password),
         oauth: None,
+        aws_iam: None,
+    })
+}
+
+/// Whether an OAUTHBEARER cluster takes its tokens from the MSK IAM
+/// library's handler (MSK's OAUTHBEARER form of IAM authentication) rather
+/// than from an OIDC token endpoint.
+fn msk_iam_oauth(keys: &Keys<'_>) -> bool {
+    keys.get("sasl.login.callback.handler.class")
+        .and_then(|s| s.text().ok())
+        .is_some_and(|v| v.trim() == IAM_OAUTHBEARER_HANDLER)
+}
+
+/// The options of an `IAMLoginModule` entry (or, for MSK's OAUTHBEARER
+/// form, of the `OAuthBearerLoginModule` entry, which takes the same ones). Options the library knows but
+/// mm2-checkpoint has no use for are accepted; ones that would change what
+/// it does and that it cannot honour are refused; others are refused as
+/// unknown (a misspelt `awsRoleArn` must not silently use other
+/// credentials). Messages never repeat option values.
+fn aws_iam_login(
+    options: &std::collections::BTreeMap<String, String>,
+) -> Result<AwsIamLogin, String> {
+    let text = |k: &str| {
+        options
+            .get(k)
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    let flag = |k: &str, default: bool| -> Result<bool, String> {
+        match options.get(k).map(|v| v.trim().to_ascii_lowercase()) {
+            None => Ok(default),
+            Some(v) if v == "true" => Ok(true),
+            Some(v) if v == "false" => Ok(false),
+            Some(_) => Err(format!("option `{k}` must be true or false")),
+        }
+    };
+    for key in options.keys() {
+        match key.as_str() {
+            "awsProfileName"
+            | "awsRoleArn"
+            | "awsRoleSessionName"
+            | "awsRoleExternalId"
+            | "awsRoleAccessKeyId"
+            | "awsRoleSecretAccessKey"
+            | "awsRoleSessionToken"
+            | "awsStsRegion"
+            | "awsAddDefaultProviders"
+            | "awsDebugCreds"
+            | "awsMaxRetries"
+            | "awsMaxBackOffTimeMs"
+            | "awsShouldUseFips" => {}
+            "awsMskRegionProvider" => {
+                return Err(
+                    "option `awsMskRegionProvider` names a Java class, which mm2-checkpoint \
+                     cannot load; the region comes from the broker host name, else AWS_REGION"
+                        .into(),
+                );
+            }
+            other => {
+                return Err(format!(
+                    "option `{other}` is not an option of {IAM_LOGIN_MODULE}"
+                ));
+            }
+        }
+    }
+    if flag("awsShouldUseFips", false)? {
+        return Err(
+            "awsShouldUseFips=true (FIPS STS endpoints) is not supported by mm2-checkpoint; \
+             set the STS endpoint with AWS_ENDPOINT_URL_STS instead"
+                .into(),
+        );
+    }
+    flag("awsDebugCreds", false)?;
+    for k in ["awsMaxRetries", "awsMaxBackOffTimeMs"] {
+        if let Some(v) = options.get(k)
+            && v.trim().parse::<u32>().is_err()
+        {
+            return Err(format!("option `{k}` must be a whole number"));
+        }
+    }
+    let role_keys = match (
+        text("awsRoleAccessKeyId"),
+        options
+            .get("awsRoleSecretAccessKey")
+            .filter(|v| !v.is_empty()),
+    ) {
+        (None, None) => None,
+        (Some(id), Some(secret)) => Some((
+            id,
+            Secret::new(secret.clone()),
+            options
+                .get("awsRoleSessionToken")
+                .filter(|v| !v.is_empty())
+                .map(|t| Secret::new(t.clone())),
+        )),
+        _ => {
+            return Err("awsRoleAccessKeyId and awsRoleSecretAccessKey go together".into());
+        }
+    };
+    let role_arn = text("awsRoleArn");
+    if role_arn.is_none()
+        && (role_keys.is_some()
+            || text("awsRoleSessionName").is_some()
+            || text("awsRoleExternalId").is_some())
+    {
+        return Err(
+            "awsRoleSessionName, awsRoleExternalId and awsRoleAccessKeyId need awsRoleArn".into(),
+        );
+    }
+    Ok(AwsIamLogin {
+        profile: text("awsProfileName"),
+        role_arn,
+        role_session_name: text("awsRoleSessionName"),
+        role_external_id: text("awsRoleExternalId"),
+        role_keys,
+        sts_region: text("awsStsRegion"),
+        default_providers: flag("awsAddDefaultProviders", true)?,
     })
 }

@@ -1,5 +1,5 @@
-//! Key material that is not plain PEM: PKCS12 key and trust stores
-//! (`ssl.*.type=PKCS12`) and encrypted PKCS#8 private keys opened with
+//! Key material that is not plain PEM: PKCS12 and JKS key and trust stores
+//! (`ssl.*.type=PKCS12` or `JKS`) and encrypted PKCS#8 private keys opened with
 //! `ssl.key.password`. Everything is decoded in memory, in pure Rust, when the
 //! configuration is loaded; the results are DER, which [`super::tls`] checks
 //! like PEM material and the driver hands to the TLS library. Messages never
@@ -11,13 +11,46 @@ use base64::Engine as _;
 use p12_keystore::{KeyStore, KeyStoreEntry, Pkcs12ImportPolicy};
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
+use super::jks::{self, JksEntry, JksError};
 use super::tls::KeyOrigin;
 use crate::config::error::ConfigError;
 use crate::config::providers::Environment;
 use crate::config::secret::Secret;
 
-/// A PKCS12 store file and its password, with the keys they were set by.
-pub(super) struct Pkcs12Store<'a> {
+/// The Java store formats mm2-checkpoint reads (`ssl.*store.type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoreKind {
+    /// PKCS12 (`.p12`, `.pfx`): what `keytool` writes by default.
+    Pkcs12,
+    /// Java KeyStore, the JDK's proprietary format and Kafka's default type.
+    Jks,
+}
+
+impl StoreKind {
+    /// The type as Kafka spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Pkcs12 => "PKCS12",
+            Self::Jks => "JKS",
+        }
+    }
+
+    /// The kind a file's content is, whatever type was configured: like the
+    /// JDK (`keystore.type.compat`), a store of either type is opened in
+    /// the format it was written in.
+    fn of_content(bytes: &[u8]) -> Self {
+        if bytes.starts_with(&jks::JKS_MAGIC) {
+            Self::Jks
+        } else {
+            Self::Pkcs12
+        }
+    }
+}
+
+/// A store file and its password, with the keys they were set by.
+pub(super) struct StoreFile<'a> {
+    /// The configured type (`ssl.*store.type`).
+    pub(super) kind: StoreKind,
     pub(super) path: &'a Path,
     pub(super) password: &'a Secret,
     /// The location key (`ssl.*store.location`).
@@ -26,116 +59,281 @@ pub(super) struct Pkcs12Store<'a> {
     pub(super) password_key: &'a KeyOrigin,
 }
 
-/// Reads and opens a PKCS12 store.
-fn open_pkcs12(env: &dyn Environment, store: &Pkcs12Store<'_>) -> Result<KeyStore, ConfigError> {
-    let Pkcs12Store {
-        path,
-        password,
-        key,
-        password_key,
+/// A store's entries as both formats give them.
+enum Entry {
+    /// A trusted certificate (PKCS12: one with the trusted attribute).
+    Trusted(CertificateDer<'static>),
+    /// A private key and its chain, leaf first.
+    Key {
+        alias: String,
+        chain: Vec<CertificateDer<'static>>,
+        key: ProtectedKey,
+    },
+}
+
+/// A private key as the store holds it.
+enum ProtectedKey {
+    /// Already opened with the store password (PKCS12: one password).
+    Open(Vec<u8>),
+    /// JKS: protected by its own password.
+    Jks(Vec<u8>),
+}
+
+/// Reads and opens a store in the format its content is in.
+fn open(
+    env: &dyn Environment,
+    store: &StoreFile<'_>,
+) -> Result<(StoreKind, Vec<Entry>), ConfigError> {
+    let StoreFile {
+        kind, path, key, ..
     } = store;
     let bytes = env
         .read_file(path)
         .map_err(|e| key.error(format!("cannot read `{}`: {e}", path.display())))?;
-    KeyStore::from_pkcs12(&bytes, password.expose(), Pkcs12ImportPolicy::Strict).map_err(|e| {
-        use p12_keystore::error::Error as P12;
-        let why = match e {
-            // The integrity MAC is keyed by the store password.
-            P12::MacError(_) => {
-                return password_key.error(format!(
-                    "is wrong for PKCS12 store {} (its integrity check failed)",
-                    path.display()
-                ));
-            }
-            P12::UnpadError | P12::Pkcs5Error(_) => {
-                "a protected entry cannot be decrypted with the store password".to_string()
-            }
-            P12::DerError(_) | P12::InvalidVersion | P12::InvalidData | P12::InvalidLength => {
-                "the file is not a PKCS12 store (or it is damaged)".to_string()
-            }
-            other => format!("the store cannot be opened: {other}"),
-        };
-        key.error(format!("PKCS12 store {}: {why}", path.display()))
-    })
+    if bytes.starts_with(&jks::JCEKS_MAGIC) {
+        return Err(key.error(format!(
+            "{} is a JCEKS store, which mm2-checkpoint does not read; convert it with \
+             `keytool -importkeystore -srckeystore <store> -srcstoretype JCEKS -destkeystore \
+             <store.p12> -deststoretype PKCS12`",
+            path.display()
+        )));
+    }
+    let found = StoreKind::of_content(&bytes);
+    let entries = match found {
+        StoreKind::Jks => open_jks(&bytes, store)?,
+        StoreKind::Pkcs12 => open_pkcs12(&bytes, *kind, store)?,
+    };
+    Ok((found, entries))
 }
 
-/// The trusted certificates of a PKCS12 trust store, in file order. Like
-/// Java, only certificate entries that carry the "trusted" attribute (what
-/// `keytool -importcert` writes) count; a store without any is an error that
-/// says so.
-pub(super) fn pkcs12_trusted_certificates(
+fn open_jks(bytes: &[u8], store: &StoreFile<'_>) -> Result<Vec<Entry>, ConfigError> {
+    let StoreFile {
+        path,
+        password,
+        key,
+        password_key,
+        ..
+    } = store;
+    let entries = jks::parse(bytes, password.expose()).map_err(|e| match e {
+        JksError::WrongStorePassword => password_key.error(format!(
+            "is wrong for JKS store {} (its integrity check failed)",
+            path.display()
+        )),
+        other => key.error(format!(
+            "JKS store {}: {}",
+            path.display(),
+            jks_problem(&other)
+        )),
+    })?;
+    Ok(entries
+        .into_iter()
+        .map(|entry| match entry {
+            JksEntry::TrustedCertificate { certificate, .. } => {
+                Entry::Trusted(CertificateDer::from(certificate))
+            }
+            JksEntry::PrivateKey {
+                alias,
+                protected_key,
+                chain,
+            } => Entry::Key {
+                alias,
+                chain: chain.into_iter().map(CertificateDer::from).collect(),
+                key: ProtectedKey::Jks(protected_key),
+            },
+        })
+        .collect())
+}
+
+/// What is wrong with a JKS store, for messages.
+fn jks_problem(e: &JksError) -> String {
+    match e {
+        JksError::NotJks => "the file is not a JKS store".to_string(),
+        JksError::Damaged(why) => format!("the file is damaged or not a JKS store: {why}"),
+        JksError::WrongStorePassword => "the store password is wrong".to_string(),
+        JksError::WrongKeyPassword => "the key password is wrong".to_string(),
+        JksError::UnsupportedKeyProtection(oid) => format!(
+            "its private key is protected by algorithm {oid}, not the JDK's JKS key \
+             protection; convert the store to PKCS12"
+        ),
+    }
+}
+
+fn open_pkcs12(
+    bytes: &[u8],
+    configured: StoreKind,
+    store: &StoreFile<'_>,
+) -> Result<Vec<Entry>, ConfigError> {
+    let StoreFile {
+        path,
+        password,
+        key,
+        password_key,
+        ..
+    } = store;
+    let opened = KeyStore::from_pkcs12(bytes, password.expose(), Pkcs12ImportPolicy::Strict)
+        .map_err(|e| {
+            use p12_keystore::error::Error as P12;
+            let why = match e {
+                // The integrity MAC is keyed by the store password.
+                P12::MacError(_) => {
+                    return password_key.error(format!(
+                        "is wrong for PKCS12 store {} (its integrity check failed)",
+                        path.display()
+                    ));
+                }
+                P12::UnpadError | P12::Pkcs5Error(_) => {
+                    "a protected entry cannot be decrypted with the store password".to_string()
+                }
+                P12::DerError(_) | P12::InvalidVersion | P12::InvalidData | P12::InvalidLength => {
+                    match configured {
+                        StoreKind::Pkcs12 => {
+                            "the file is not a PKCS12 store (or it is damaged)".to_string()
+                        }
+                        StoreKind::Jks => {
+                            "the file is neither a JKS nor a PKCS12 store (or it is damaged)"
+                                .to_string()
+                        }
+                    }
+                }
+                other => format!("the store cannot be opened: {other}"),
+            };
+            key.error(format!(
+                "{} store {}: {why}",
+                configured.name(),
+                path.display()
+            ))
+        })?;
+    Ok(opened
+        .entries()
+        .filter_map(|(alias, entry)| match entry {
+            KeyStoreEntry::Certificate(c) => {
+                Some(Entry::Trusted(CertificateDer::from(c.as_der().to_vec())))
+            }
+            KeyStoreEntry::PrivateKeyChain(chain) => Some(Entry::Key {
+                alias: alias.to_owned(),
+                chain: chain
+                    .certs()
+                    .iter()
+                    .map(|c| CertificateDer::from(c.as_der().to_vec()))
+                    .collect(),
+                key: ProtectedKey::Open(chain.key().as_der().to_vec()),
+            }),
+            _ => None,
+        })
+        .collect())
+}
+
+/// The trusted certificates of a trust store, in file order. Like Java,
+/// only trusted-certificate entries count (in PKCS12, certificates with the
+/// "trusted" attribute `keytool -importcert` writes); a store without any is
+/// an error that says so.
+pub(super) fn trusted_certificates(
     env: &dyn Environment,
-    store: &Pkcs12Store<'_>,
+    store: &StoreFile<'_>,
 ) -> Result<Vec<CertificateDer<'static>>, ConfigError> {
     let (path, key) = (store.path, store.key);
-    let store = open_pkcs12(env, store)?;
-    let certs: Vec<CertificateDer<'static>> = store
-        .entries()
-        .filter_map(|(_, entry)| match entry {
-            KeyStoreEntry::Certificate(c) => Some(CertificateDer::from(c.as_der().to_vec())),
-            _ => None,
+    let (found, entries) = open(env, store)?;
+    let certs: Vec<CertificateDer<'static>> = entries
+        .into_iter()
+        .filter_map(|entry| match entry {
+            Entry::Trusted(c) => Some(c),
+            Entry::Key { .. } => None,
         })
         .collect();
     if certs.is_empty() {
         return Err(key.error(format!(
-            "PKCS12 store {} holds no trusted certificate entry (Java, too, ignores \
+            "{kind} store {p} holds no trusted certificate entry (Java, too, ignores \
              certificates that were not imported as trusted: add the CA with `keytool \
-             -importcert -storetype PKCS12 -alias ca -file ca.pem -keystore {}`)",
-            path.display(),
-            path.display()
+             -importcert -storetype {kind} -alias ca -file ca.pem -keystore {p}`)",
+            kind = found.name(),
+            p = path.display(),
         )));
     }
     Ok(certs)
 }
 
-/// The one private key of a PKCS12 key store and its certificate chain (leaf
+/// The one private key of a key store and its certificate chain (leaf
 /// first). A store without a key, or with several, is an error naming it.
-pub(super) fn pkcs12_key_chain(
+/// A JKS key is opened with `key_password` (`ssl.key.password`) if set,
+/// else with the store password, as Kafka does.
+pub(super) fn key_chain(
     env: &dyn Environment,
-    store: &Pkcs12Store<'_>,
+    store: &StoreFile<'_>,
+    key_password: Option<&(Secret, KeyOrigin)>,
 ) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), ConfigError> {
     let (path, key) = (store.path, store.key);
-    let store = open_pkcs12(env, store)?;
-    let chains: Vec<_> = store
-        .entries()
-        .filter_map(|(alias, entry)| match entry {
-            KeyStoreEntry::PrivateKeyChain(chain) => Some((alias.to_owned(), chain)),
-            _ => None,
+    let (found, entries) = open(env, store)?;
+    let mut keys: Vec<_> = entries
+        .into_iter()
+        .filter_map(|entry| match entry {
+            Entry::Key { alias, chain, key } => Some((alias, chain, key)),
+            Entry::Trusted(_) => None,
         })
         .collect();
-    let (alias, chain) = match chains.as_slice() {
-        [] => {
+    let kind = found.name();
+    let (alias, chain, protected) = match keys.len() {
+        0 => {
             return Err(key.error(format!(
-                "PKCS12 store {} holds no private key with its certificate (a trust store \
+                "{kind} store {} holds no private key with its certificate (a trust store \
                  given as the key store?)",
                 path.display()
             )));
         }
-        [one] => one,
-        many => {
-            let aliases: Vec<&str> = many.iter().map(|(a, _)| a.as_str()).collect();
+        1 => keys.remove(0),
+        n => {
+            let aliases: Vec<&str> = keys.iter().map(|(a, _, _)| a.as_str()).collect();
             return Err(key.error(format!(
-                "PKCS12 store {} holds {} private keys ({}); mm2-checkpoint needs exactly one \
+                "{kind} store {} holds {n} private keys ({}); mm2-checkpoint needs exactly one \
                  (Kafka's `ssl.keystore.alias` is not supported): export the one to use",
                 path.display(),
-                many.len(),
                 aliases.join(", ")
             )));
         }
     };
-    if chain.certs().is_empty() {
+    if chain.is_empty() {
         return Err(key.error(format!(
-            "PKCS12 store {}: the private key `{alias}` has no certificate",
+            "{kind} store {}: the private key `{alias}` has no certificate",
             path.display()
         )));
     }
-    let certs = chain
-        .certs()
-        .iter()
-        .map(|c| CertificateDer::from(c.as_der().to_vec()))
-        .collect();
-    let private_key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(chain.key().as_der().to_vec()));
-    Ok((certs, private_key))
+    let der = match protected {
+        ProtectedKey::Open(der) => {
+            if let Some((password, origin)) = key_password
+                && password != store.password
+            {
+                return Err(origin.error(format!(
+                    "differs from {}, but {} is a PKCS12 store, which has one password for \
+                     the store and its key; remove it or set it to the store password",
+                    store.password_key.key,
+                    path.display()
+                )));
+            }
+            der
+        }
+        ProtectedKey::Jks(protected) => {
+            let (password, origin) = match key_password {
+                Some((password, origin)) => (password, origin),
+                None => (store.password, store.password_key),
+            };
+            jks::recover_key(&protected, password.expose()).map_err(|e| match e {
+                JksError::WrongKeyPassword if key_password.is_some() => origin.error(format!(
+                    "is wrong for the private key `{alias}` of JKS store {}",
+                    path.display()
+                )),
+                JksError::WrongKeyPassword => origin.error(format!(
+                    "opens JKS store {} but not its private key `{alias}`, which has a \
+                     password of its own: set ssl.key.password",
+                    path.display()
+                )),
+                other => key.error(format!(
+                    "JKS store {}: {}",
+                    path.display(),
+                    jks_problem(&other)
+                )),
+            })?
+        }
+    };
+    Ok((chain, PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(der))))
 }
 
 /// Decrypts an `ENCRYPTED PRIVATE KEY` (PKCS#8 with PBES2: AES or 3DES, PBKDF2

@@ -14,7 +14,8 @@ use x509_cert::der::Decode;
 use rustls_pki_types::pem::{self, PemObject};
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
-use super::{Keys, stores};
+use super::Keys;
+use super::stores::{self, StoreKind};
 use crate::config::Setting;
 use crate::config::check::{ConfigWarning, Unknown};
 use crate::config::error::ConfigError;
@@ -22,16 +23,19 @@ use crate::config::providers::Environment;
 use crate::config::secret::Secret;
 
 /// Where certificates or a key come from: a PEM file, PEM text in the config
-/// value itself, or a PKCS12 store.
+/// value itself, or a PKCS12 or JKS store.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PemSource {
     /// A PEM file on the local file system.
     File(PathBuf),
     /// PEM text given inline in the config (redacted in `Debug`: it may be a key).
     Inline(Secret),
-    /// A PKCS12 store (`ssl.*.type=PKCS12`) and its password; decoded into
+    /// A PKCS12 or JKS store (`ssl.*.type`) and its password; decoded into
     /// DER by [`TlsSettings::load`].
-    Pkcs12 {
+    Store {
+        /// The configured type (a file of the other type is opened all the
+        /// same, as the JDK does).
+        kind: StoreKind,
         /// The store file.
         path: PathBuf,
         /// Its password (redacted in `Debug`).
@@ -48,9 +52,11 @@ impl PemSource {
                 .read_file(path)
                 .map_err(|e| key.error(format!("cannot read `{}`: {e}", path.display()))),
             Self::Inline(text) => Ok(text.expose().as_bytes().to_vec()),
-            Self::Pkcs12 { path, .. } => {
-                Err(key.error(format!("PKCS12 store {} is not PEM text", path.display())))
-            }
+            Self::Store { kind, path, .. } => Err(key.error(format!(
+                "{} store {} is not PEM text",
+                kind.name(),
+                path.display()
+            ))),
         }
     }
 
@@ -64,12 +70,13 @@ impl PemSource {
         Ok(normalize_pem(&String::from_utf8_lossy(&bytes)).into_bytes())
     }
 
-    /// `PEM file <path>`, `inline PEM` or `PKCS12 store <path>`.
-    pub(super) fn describe(&self) -> String {
+    /// `PEM file <path>`, `inline PEM` or `PKCS12 store <path>` (`JKS
+    /// store <path>`).
+    pub fn describe(&self) -> String {
         match self {
             Self::File(path) => format!("PEM file {}", path.display()),
             Self::Inline(_) => "inline PEM".to_string(),
-            Self::Pkcs12 { path, .. } => format!("PKCS12 store {}", path.display()),
+            Self::Store { kind, path, .. } => format!("{} store {}", kind.name(), path.display()),
         }
     }
 }
@@ -146,8 +153,8 @@ impl ClientIdentity {
     /// are; otherwise it gets the decoded material ([`TlsMaterial`]).
     pub fn is_plain_pem(&self) -> bool {
         self.key_password.is_none()
-            && !matches!(self.certificate_chain, PemSource::Pkcs12 { .. })
-            && !matches!(self.private_key, PemSource::Pkcs12 { .. })
+            && !matches!(self.certificate_chain, PemSource::Store { .. })
+            && !matches!(self.private_key, PemSource::Store { .. })
     }
 }
 
@@ -224,20 +231,22 @@ impl TlsSettings {
             TrustRoots::Default => Ok(Vec::new()),
             TrustRoots::Pem {
                 source:
-                    source @ PemSource::Pkcs12 {
+                    source @ PemSource::Store {
+                        kind,
                         path,
                         password,
                         password_key,
                     },
                 key,
             } => {
-                let store = stores::Pkcs12Store {
+                let store = stores::StoreFile {
+                    kind: *kind,
                     path,
                     password,
                     key,
                     password_key,
                 };
-                let certs = stores::pkcs12_trusted_certificates(env, &store)?;
+                let certs = stores::trusted_certificates(env, &store)?;
                 check_x509(&certs, key, source)?;
                 Ok(certs)
             }
@@ -258,18 +267,20 @@ impl TlsSettings {
             return Ok(None);
         };
         let (chain, key) = match &id.certificate_chain {
-            source @ PemSource::Pkcs12 {
+            source @ PemSource::Store {
+                kind,
                 path,
                 password,
                 password_key,
             } => {
-                let store = stores::Pkcs12Store {
+                let store = stores::StoreFile {
+                    kind: *kind,
                     path,
                     password,
                     key: &id.chain_key,
                     password_key,
                 };
-                let (chain, key) = stores::pkcs12_key_chain(env, &store)?;
+                let (chain, key) = stores::key_chain(env, &store, id.key_password.as_ref())?;
                 check_x509(&chain, &id.chain_key, source)?;
                 (chain, key)
             }
@@ -629,46 +640,49 @@ fn pem_problem(e: &pem::Error, wanted: &str) -> String {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum StoreType {
     Pem,
-    Pkcs12,
+    Store(StoreKind),
 }
 
-/// The store type set by `type_key` (Kafka's default is JKS, so an absent key
-/// means JKS), or an error telling how to convert what we cannot read.
+/// The store type set by `type_key`; an absent key means JKS, Kafka's
+/// default.
 fn store_type(keys: &Keys<'_>, type_key: &str, what: &str) -> Result<StoreType, Unknown> {
     let store_type = match keys.get(type_key) {
         Some(s) => Some(s.text()?.trim()),
         None => None,
     };
     match store_type {
-        Some(t) if t.eq_ignore_ascii_case("PEM") => return Ok(StoreType::Pem),
-        Some(t) if t.eq_ignore_ascii_case("PKCS12") => return Ok(StoreType::Pkcs12),
-        _ => {}
+        None => Ok(StoreType::Store(StoreKind::Jks)),
+        Some(t) if t.eq_ignore_ascii_case("PEM") => Ok(StoreType::Pem),
+        Some(t) if t.eq_ignore_ascii_case("PKCS12") => Ok(StoreType::Store(StoreKind::Pkcs12)),
+        Some(t) if t.eq_ignore_ascii_case("JKS") => Ok(StoreType::Store(StoreKind::Jks)),
+        Some(t) if t.eq_ignore_ascii_case("JCEKS") => Err(keys.fail(keys.error(
+            type_key,
+            format!(
+                "{what} type JCEKS is not supported; PKCS12, JKS and PEM are. Convert the store \
+                 with `keytool -importkeystore -srckeystore <store> -srcstoretype JCEKS \
+                 -destkeystore <store.p12> -deststoretype PKCS12` and set {type_key}=PKCS12"
+            ),
+        ))),
+        Some(t) => Err(keys.fail(keys.error(
+            type_key,
+            format!("{what} type `{t}` is not supported; use PKCS12, JKS or PEM"),
+        ))),
     }
-    let t = store_type.unwrap_or("JKS");
-    let shown = if store_type.is_none() {
-        " (Kafka's default)"
-    } else {
-        ""
-    };
-    Err(keys.fail(keys.error(
-        type_key,
-        format!(
-            "{what} type {t}{shown} is not supported; PKCS12 and PEM are. Convert a JKS store \
-             with `keytool -importkeystore -srckeystore <store.jks> -destkeystore <store.p12> \
-             -deststoretype PKCS12` and set {type_key}=PKCS12"
-        ),
-    )))
 }
 
-/// The password of a PKCS12 store and its key (required: the store's
-/// integrity check and its encryption are keyed by it). The password may be
-/// unread (`--no-secrets`): only its presence is checked here.
-fn store_password(keys: &Keys<'_>, password_key: &str) -> Result<(Secret, KeyOrigin), Unknown> {
+/// The password of a PKCS12 or JKS store (required: the store's integrity
+/// check, and a PKCS12 store's encryption, are keyed by it). The password
+/// may be unread (`--no-secrets`): only its presence is checked here.
+fn store_password(
+    keys: &Keys<'_>,
+    password_key: &str,
+    kind: StoreKind,
+) -> Result<(Secret, KeyOrigin), Unknown> {
     match keys.get(password_key) {
         Some(s) => Ok((Secret::new(s.value.clone()), KeyOrigin::of(s))),
         None => Err(keys.fail(ConfigError::for_key(
             keys.missing(password_key),
-            "is required for a PKCS12 store",
+            format!("is required for a {} store", kind.name()),
         ))),
     }
 }
@@ -724,10 +738,11 @@ fn build_trust(keys: &Keys<'_>) -> Result<TrustRoots, Unknown> {
                 "set either ssl.truststore.location or ssl.truststore.certificates, not both",
             )))
         }
-        (Some(loc), None) if kind == StoreType::Pkcs12 => {
-            let (password, password_key) = store_password(keys, "ssl.truststore.password")?;
+        (Some(loc), None) if let StoreType::Store(kind) = kind => {
+            let (password, password_key) = store_password(keys, "ssl.truststore.password", kind)?;
             Ok(TrustRoots::Pem {
-                source: PemSource::Pkcs12 {
+                source: PemSource::Store {
+                    kind,
                     path: PathBuf::from(loc.value.trim()),
                     password,
                     password_key,
@@ -735,10 +750,13 @@ fn build_trust(keys: &Keys<'_>) -> Result<TrustRoots, Unknown> {
                 key: KeyOrigin::of(loc),
             })
         }
-        (None, Some(certs)) if kind == StoreType::Pkcs12 => Err(keys.fail(certs.error(
-            "inline certificates are PEM: set ssl.truststore.type=PEM, or give the PKCS12 \
-             store as ssl.truststore.location",
-        ))),
+        (None, Some(certs)) if let StoreType::Store(kind) = kind => {
+            Err(keys.fail(certs.error(format!(
+                "inline certificates are PEM: set ssl.truststore.type=PEM, or give the {} \
+                 store as ssl.truststore.location",
+                kind.name()
+            ))))
+        }
         (location, inline) => {
             if let Some(s) = keys.get("ssl.truststore.password") {
                 return Err(keys.fail(s.error(
@@ -771,24 +789,31 @@ fn build_identity(keys: &Keys<'_>) -> Result<Option<ClientIdentity>, Unknown> {
     let key_password_setting = keys.get("ssl.key.password");
     let key_password =
         key_password_setting.map(|s| (Secret::new(s.value.clone()), KeyOrigin::of(s)));
-    if kind == StoreType::Pkcs12 {
+    if let StoreType::Store(kind) = kind {
         let Some(loc) = location else {
             return Err(keys.fail(keys.error(
                 "ssl.keystore.location",
-                "is required for a PKCS12 key store (ssl.keystore.certificate.chain and \
-                 ssl.keystore.key are PEM)",
+                format!(
+                    "is required for a {} key store (ssl.keystore.certificate.chain and \
+                     ssl.keystore.key are PEM)",
+                    kind.name()
+                ),
             )));
         };
         if let Some(s) = chain.or(key) {
-            return Err(keys.fail(s.error("is PEM: it cannot be combined with a PKCS12 key store")));
+            return Err(keys.fail(s.error(format!(
+                "is PEM: it cannot be combined with a {} key store",
+                kind.name()
+            ))));
         }
-        let (password, password_key) = store_password(keys, "ssl.keystore.password")?;
+        let (password, password_key) = store_password(keys, "ssl.keystore.password", kind)?;
         // keytool writes PKCS12 stores with one password for the store and its
         // keys, and refuses a different key password; so do we. Passwords not
-        // read (`--no-secrets`) cannot be compared.
+        // read (`--no-secrets`) cannot be compared. A JKS key has its own
+        // password.
         let store_password = keys.get("ssl.keystore.password").map(Setting::text);
-        if let (Some(key_setting), Some(Ok(store_password))) =
-            (key_password_setting, store_password)
+        if let (StoreKind::Pkcs12, Some(key_setting), Some(Ok(store_password))) =
+            (kind, key_password_setting, store_password)
             && let Ok(key_pw) = key_setting.text()
             && key_pw != store_password
         {
@@ -798,7 +823,8 @@ fn build_identity(keys: &Keys<'_>) -> Result<Option<ClientIdentity>, Unknown> {
                  or set it to the store password",
             )));
         }
-        let source = PemSource::Pkcs12 {
+        let source = PemSource::Store {
+            kind,
             path: PathBuf::from(loc.value.trim()),
             password,
             password_key,
@@ -808,7 +834,7 @@ fn build_identity(keys: &Keys<'_>) -> Result<Option<ClientIdentity>, Unknown> {
             private_key: source,
             chain_key: KeyOrigin::of(loc),
             key: KeyOrigin::of(loc),
-            key_password: None,
+            key_password,
         }));
     }
     if let Some(s) = keys.get("ssl.keystore.password") {
