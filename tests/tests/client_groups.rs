@@ -20,6 +20,7 @@ fn config(listener: Listener) -> ConnectionConfig {
         Listener::SaslPlaintext => Access::Sasl(SaslMechanismKind::ScramSha512),
         Listener::Ssl => Access::Ssl,
         Listener::Mtls => Access::Mtls,
+        Listener::SaslSsl => Access::SaslSsl(SaslMechanismKind::ScramSha512),
     };
     let base = ConnectionConfig {
         client_id: "e2e-client-groups".into(),

@@ -5,7 +5,8 @@
 //! itself. Each is one JVM running Apache Kafka in combined mode (broker and
 //! controller in one process) on free loopback ports, with one listener per
 //! way our client must be able to connect: PLAINTEXT, SASL_PLAINTEXT (PLAIN and
-//! SCRAM-SHA-256/512), SSL, and SSL with a required client certificate (mTLS).
+//! SCRAM-SHA-256/512), SSL, SSL with a required client certificate (mTLS), and
+//! SASL_SSL (the SASL_PLAINTEXT mechanisms and users over TLS).
 //!
 //! The third cluster, `legacy`, runs Apache Kafka 3.9 with a PLAINTEXT
 //! listener only: it exists to prove the client negotiates API versions down
@@ -73,8 +74,8 @@ const SECURE_CLUSTER: &str = "secure";
 // writes. The xtask names stay as aliases.
 pub use e2e::{
     AclUsers, Cluster as ClusterInfo, Clusters as ClustersFile, Credentials,
-    LegacyCluster as LegacyClusterInfo, Listeners, Password, PlaintextListener, SaslUsers,
-    TlsFiles,
+    LegacyCluster as LegacyClusterInfo, Listener, Listeners, Password, PlaintextListener,
+    SaslUsers, TlsFiles,
 };
 
 /// Paths under `<workspace>/target/kafka`.
@@ -160,7 +161,7 @@ pub fn up(layout: &Layout) -> Result<bool> {
     let pki = certs::generate(&layout.root.join("tls"))?;
 
     // All ports are reserved at once so the two clusters cannot collide.
-    let mut ports = free_ports(CLUSTER_NAMES.len() * 5 + 2)?.into_iter();
+    let mut ports = free_ports(CLUSTER_NAMES.len() * 6 + 2)?.into_iter();
     let mut plans = Vec::new();
     for name in CLUSTER_NAMES {
         let mut next = || ports.next().context("ran out of reserved ports");
@@ -170,6 +171,7 @@ pub fn up(layout: &Layout) -> Result<bool> {
             sasl_plaintext: next()?,
             ssl: next()?,
             mtls: next()?,
+            sasl_ssl: next()?,
             controller: next()?,
         });
     }

@@ -44,6 +44,7 @@ pub(super) struct ClusterPlan {
     pub(super) sasl_plaintext: u16,
     pub(super) ssl: u16,
     pub(super) mtls: u16,
+    pub(super) sasl_ssl: u16,
     pub(super) controller: u16,
 }
 
@@ -107,6 +108,7 @@ pub(super) fn start_cluster(
         sasl_plaintext: addr(plan.sasl_plaintext),
         ssl: addr(plan.ssl),
         mtls: addr(plan.mtls),
+        sasl_ssl: addr(plan.sasl_ssl),
     };
     wait_until_serving(name, pid, &bootstrap.all(), &log_file)?;
     eprintln!(
