@@ -1,7 +1,8 @@
 //! `cargo xtask dist-test`: each built artefact in an empty root
-//! (`chroot`; qemu for foreign architectures), `--version`, `--help`, real
-//! `run --once` rounds over PLAINTEXT and TLS ([`super::run`]), and the CPU
-//! check on an emulated old x86_64.
+//! (`chroot`; qemu-user for foreign architectures, with the oldest CPU model
+//! the artefact must run on), `--version`, `--help`, real `run --once` rounds
+//! over PLAINTEXT, SSL, mTLS and SASL_SSL/SCRAM ([`super::run`]) that check
+//! which TLS provider ran, and the CPU check on an emulated old x86_64.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -119,30 +120,33 @@ impl Jail {
         }
     }
 
-    /// Runs `/<program> args` inside `root`, through `emulator` if given.
-    fn run(&self, root: &Path, emulator: Option<&str>, args: &[&str]) -> Result<Output> {
-        self.run_with(root, emulator, &[], args, RUN_TIMEOUT)
+    /// Runs `/<program> args` inside `root`, through `emulation` if given.
+    fn run(&self, root: &Path, emulation: Option<Emulation>, args: &[&str]) -> Result<Output> {
+        self.run_with(root, emulation, &[], args, RUN_TIMEOUT)
     }
 
-    /// Like [`Jail::run`], with `emulator_args` before the program and the
-    /// run killed (and reported as an error) after `timeout`.
+    /// Like [`Jail::run`], with `env` as the program's only environment and
+    /// the run killed (and reported as an error) after `timeout`.
     fn run_with(
         &self,
         root: &Path,
-        emulator: Option<&str>,
-        emulator_args: &[&str],
+        emulation: Option<Emulation>,
+        env: &[(&str, &str)],
         args: &[&str],
         timeout: Duration,
     ) -> Result<Output> {
         let mut argv = Vec::new();
-        if let Some(emulator) = emulator {
-            argv.push(format!("/{emulator}"));
-            argv.extend(emulator_args.iter().map(|a| a.to_string()));
+        if let Some(emulation) = emulation {
+            argv.push(format!("/{}", emulation.program));
+            if let Some(cpu) = emulation.cpu {
+                argv.extend(["-cpu".to_owned(), cpu.to_owned()]);
+            }
         }
         argv.push(format!("/{BINARY}"));
         argv.extend(args.iter().map(|a| a.to_string()));
-        output_within(self.command(root, &argv)?, timeout)
-            .with_context(|| format!("running `{}`", self.launcher()))
+        let mut cmd = self.command(root, &argv)?;
+        cmd.envs(env.iter().copied());
+        output_within(cmd, timeout).with_context(|| format!("running `{}`", self.launcher()))
     }
 
     /// The command that runs `argv` (program path inside `root` first) in
@@ -159,6 +163,37 @@ impl Jail {
         };
         cmd.args(argv).env_clear();
         Ok(cmd)
+    }
+}
+
+/// A qemu-user emulator (its program name, which is also its path inside the
+/// root) and the CPU model it emulates (`None`: qemu's default, `max`).
+#[derive(Debug, Clone, Copy)]
+struct Emulation {
+    program: &'static str,
+    cpu: Option<&'static str>,
+}
+
+impl Emulation {
+    /// How `arch`'s binaries run here: natively, or through its emulator
+    /// with its oldest supported CPU model ([`Arch::test_cpu`]).
+    fn of(arch: Arch) -> Option<Emulation> {
+        arch.emulator().map(|program| Emulation {
+            program,
+            cpu: arch.test_cpu(),
+        })
+    }
+
+    /// ` + qemu-arm-static -cpu cortex-a7`, for the logs.
+    fn shown(emulation: Option<Emulation>) -> String {
+        match emulation {
+            None => String::new(),
+            Some(Emulation { program, cpu: None }) => format!(" + {program}"),
+            Some(Emulation {
+                program,
+                cpu: Some(cpu),
+            }) => format!(" + {program} -cpu {cpu}"),
+        }
     }
 }
 
@@ -254,20 +289,29 @@ pub fn dist_test(root: &Path, args: &[&str]) -> Result<()> {
             make_root(&dir, &root_files(&binary, arch)?)?;
             let mut launchers = vec![jail.launcher()];
             launchers.extend(arch.emulator());
+            let emulation = Emulation::of(arch);
 
-            if let Some(emulator) = arch.emulator() {
+            if let Some(emulation) = emulation {
                 // Outside any root first: the emulator itself works.
-                let out = Command::new(emulator)
+                let mut cmd = Command::new(emulation.program);
+                if let Some(cpu) = emulation.cpu {
+                    cmd.args(["-cpu", cpu]);
+                }
+                let out = cmd
                     .arg(&binary)
                     .arg("--version")
                     .output()
-                    .with_context(|| format!("running `{emulator}`"))?;
+                    .with_context(|| format!("running `{}`", emulation.program))?;
                 if !ran_by_itself(&out, &launchers) {
-                    bail!("{name} did not run under {emulator}: {}", describe(&out));
+                    bail!(
+                        "{name} did not run under{}: {}",
+                        Emulation::shown(Some(emulation)),
+                        describe(&out)
+                    );
                 }
             }
             for case in RUN_CASES {
-                let out = jail.run(&dir, arch.emulator(), case.args)?;
+                let out = jail.run(&dir, emulation, case.args)?;
                 let ok = if case.must_succeed {
                     out.status.success()
                 } else {
@@ -285,17 +329,23 @@ pub fn dist_test(root: &Path, args: &[&str]) -> Result<()> {
                     "xtask: {name} `{}` ran in an empty root via {}{} as {RUN_AS}: {}",
                     case.args.join(" "),
                     jail.launcher(),
-                    arch.emulator()
-                        .map(|e| format!(" + {e}"))
-                        .unwrap_or_default(),
+                    Emulation::shown(emulation),
                     out.status
                 );
             }
+            let test = ArtefactTest {
+                clusters: &clusters,
+                jail: &jail,
+                dir: &dir,
+                name: &name,
+                arch,
+                variant,
+            };
             for protocol in Protocol::ALL {
-                daemon_round(&clusters, &jail, &dir, &name, arch, protocol, None)?;
+                test.round(protocol, emulation, &[])?;
             }
             if arch == Arch::X86_64 {
-                cpu_check(&clusters, &jail, &dir, &name, variant)?;
+                cpu_check(&test)?;
             }
             tested += 1;
         }
@@ -310,50 +360,101 @@ pub fn dist_test(root: &Path, args: &[&str]) -> Result<()> {
     Ok(())
 }
 
-/// One real `run --once` of the binary in the empty root `dir` over
-/// `protocol`, then a check from outside that its checkpoints were written.
-/// `cpu` runs the binary under `qemu-x86_64-static -cpu <model>` (the
-/// emulator must be in the root).
-fn daemon_round(
-    clusters: &Testbed,
-    jail: &Jail,
-    dir: &Path,
-    name: &str,
+/// One artefact under test in its empty root `dir`.
+struct ArtefactTest<'a> {
+    clusters: &'a Testbed,
+    jail: &'a Jail,
+    dir: &'a Path,
+    name: &'a str,
     arch: Arch,
-    protocol: Protocol,
-    cpu: Option<&str>,
-) -> Result<()> {
-    let round = clusters.prepare(&format!("{}_{}", arch.name(), protocol.name()))?;
-    clusters.install(dir, &round, protocol)?;
-    let args = ["run", "--config", CONFIG_IN_ROOT, "--once"];
-    let started = Instant::now();
-    let out = match cpu {
-        Some(model) => {
-            jail.run_with(dir, Some(QEMU_X86_64), &["-cpu", model], &args, RUN_TIMEOUT)?
+    variant: Variant,
+}
+
+impl ArtefactTest<'_> {
+    /// One real `run --once` of the binary over `protocol`, through
+    /// `emulation` (whose program must be in the root) with `env`, then a
+    /// check from outside that its checkpoints were written and, over TLS,
+    /// that the crypto provider it logged is the one [`expected_provider`]
+    /// names.
+    fn round(
+        &self,
+        protocol: Protocol,
+        emulation: Option<Emulation>,
+        env: &[(&str, &str)],
+    ) -> Result<()> {
+        let name = self.name;
+        let label = format!(
+            "{}_{}_{}_{}",
+            self.arch.name(),
+            self.variant.name(),
+            protocol.name(),
+            emulation.and_then(|e| e.cpu).unwrap_or("")
+        );
+        let round = self.clusters.prepare(&label)?;
+        self.clusters.install(self.dir, &round, protocol)?;
+        let args = ["run", "--config", CONFIG_IN_ROOT, "--once"];
+        let started = Instant::now();
+        let out = self
+            .jail
+            .run_with(self.dir, emulation, env, &args, RUN_TIMEOUT)?;
+        let how = format!(
+            "`{}` over {} in an empty root via {}{}{} as {RUN_AS}",
+            args.join(" "),
+            protocol.name(),
+            self.jail.launcher(),
+            Emulation::shown(emulation),
+            env.iter()
+                .map(|(k, v)| format!(" with {k}={v}"))
+                .collect::<String>(),
+        );
+        if !out.status.success() {
+            bail!("{name} {how}: {}", describe(&out));
         }
-        None => jail.run_with(dir, arch.emulator(), &[], &args, RUN_TIMEOUT)?,
-    };
-    let how = format!(
-        "`{}` over {} in an empty root via {}{} as {RUN_AS}",
-        args.join(" "),
-        protocol.name(),
-        jail.launcher(),
-        cpu.map(|m| format!(" + {QEMU_X86_64} -cpu {m}"))
-            .or_else(|| arch.emulator().map(|e| format!(" + {e}")))
-            .unwrap_or_default(),
-    );
-    if !out.status.success() {
-        bail!("{name} {how}: {}", describe(&out));
+        self.clusters
+            .verify(&round)
+            .with_context(|| format!("{name} {how} exited 0, but"))?;
+        let provider = if protocol.uses_tls() {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let logged = logged_provider(&stderr)
+                .with_context(|| format!("{name} {how} logged no TLS provider: {stderr}"))?;
+            let expected = expected_provider(self.variant, emulation, env);
+            if logged != expected {
+                bail!("{name} {how} ran the `{logged}` TLS provider, expected `{expected}`");
+            }
+            format!(", TLS provider {logged}")
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "xtask: {name} {how}: exit 0 in {:.1}s, checkpoints for {} verified on the target{provider}",
+            started.elapsed().as_secs_f64(),
+            round.group
+        );
+        Ok(())
     }
-    clusters
-        .verify(&round)
-        .with_context(|| format!("{name} {how} exited 0, but"))?;
-    eprintln!(
-        "xtask: {name} {how}: exit 0 in {:.1}s, checkpoints for {} verified on the target",
-        started.elapsed().as_secs_f64(),
-        round.group
-    );
-    Ok(())
+}
+
+/// The value of the first `tls_provider=` field in the binary's log (its
+/// start-up line), without quotes.
+fn logged_provider(log: &str) -> Option<String> {
+    log.lines().find_map(|line| {
+        let (_, rest) = line.split_once("tls_provider=")?;
+        let value = rest.split_whitespace().next()?.trim_matches('"');
+        (!value.is_empty()).then(|| value.to_owned())
+    })
+}
+
+/// The TLS provider a build of `variant` must choose when run through
+/// `emulation` with `env`.
+fn expected_provider(
+    variant: Variant,
+    _emulation: Option<Emulation>,
+    _env: &[(&str, &str)],
+) -> &'static str {
+    match variant {
+        Variant::Ring => "ring",
+        Variant::Default => "graviola",
+    }
 }
 
 /// How long the image's daemon may take to answer `/readyz` with 200, and
@@ -515,42 +616,31 @@ const FULL_CPU: &str = "max";
 /// with a message naming the missing features and the `ring` build; the ring
 /// build must run the same round to completion on that CPU, and the default
 /// build must complete it on an emulated CPU that has the features.
-fn cpu_check(
-    clusters: &Testbed,
-    jail: &Jail,
-    dir: &Path,
-    name: &str,
-    variant: Variant,
-) -> Result<()> {
+fn cpu_check(test: &ArtefactTest<'_>) -> Result<()> {
     let Some(qemu) = which(QEMU_X86_64) else {
         bail!(
             "`{QEMU_X86_64}` is needed for the CPU check (Debian: apt-get install qemu-user-static)"
         );
     };
-    let dest = dir.join(QEMU_X86_64);
+    let dest = test.dir.join(QEMU_X86_64);
     fs::copy(&qemu, &dest).with_context(|| format!("copying {}", qemu.display()))?;
     fs::set_permissions(&dest, fs::Permissions::from_mode(0o755))?;
-    match variant {
-        Variant::Ring => daemon_round(
-            clusters,
-            jail,
-            dir,
-            name,
-            Arch::X86_64,
-            Protocol::Ssl,
-            Some(OLD_CPU),
-        ),
+    let on = |cpu| {
+        Some(Emulation {
+            program: QEMU_X86_64,
+            cpu: Some(cpu),
+        })
+    };
+    let name = test.name;
+    match test.variant {
+        Variant::Ring => test.round(Protocol::Ssl, on(OLD_CPU), &[]),
         Variant::Default => {
-            let round = clusters.prepare("x86_64_oldcpu")?;
-            clusters.install(dir, &round, Protocol::Ssl)?;
+            let round = test.clusters.prepare("x86_64_oldcpu")?;
+            test.clusters.install(test.dir, &round, Protocol::Ssl)?;
             let args = ["run", "--config", CONFIG_IN_ROOT, "--once"];
-            let out = jail.run_with(
-                dir,
-                Some(QEMU_X86_64),
-                &["-cpu", OLD_CPU],
-                &args,
-                RUN_TIMEOUT,
-            )?;
+            let out = test
+                .jail
+                .run_with(test.dir, on(OLD_CPU), &[], &args, RUN_TIMEOUT)?;
             let stderr = String::from_utf8_lossy(&out.stderr);
             let missing = ["aes", "pclmulqdq", "bmi1", "adx", "avx", "avx2"];
             let names_all = missing.iter().all(|f| {
@@ -559,7 +649,7 @@ fn cpu_check(
                     .any(|word| word == *f)
             });
             if out.status.success()
-                || !ran_by_itself(&out, &[jail.launcher(), QEMU_X86_64])
+                || !ran_by_itself(&out, &[test.jail.launcher(), QEMU_X86_64])
                 || !names_all
                 || !stderr.contains("`ring`")
             {
@@ -577,15 +667,7 @@ fn cpu_check(
             );
             // Control: on an emulated CPU that has the features, the same
             // build completes a TLS round, so the refusal above is the check.
-            daemon_round(
-                clusters,
-                jail,
-                dir,
-                name,
-                Arch::X86_64,
-                Protocol::Ssl,
-                Some(FULL_CPU),
-            )
+            test.round(Protocol::Ssl, on(FULL_CPU), &[])
         }
     }
 }
