@@ -79,6 +79,11 @@ pub struct TlsConfig {
     /// Accept ANY broker certificate without verification. Dangerous: only for
     /// tests; a warning is logged whenever it is used. Default `false`.
     pub insecure_skip_verify: bool,
+    /// The crypto provider for this client's connections; `None` (the
+    /// default) takes the process-wide choice ([`crate::tls_provider`]:
+    /// the `MM2_TLS_PROVIDER` environment variable, else graviola where the
+    /// CPU can run it and the portable provider elsewhere).
+    pub provider: Option<crate::TlsProviderRequest>,
 }
 
 impl Default for TlsConfig {
@@ -89,6 +94,7 @@ impl Default for TlsConfig {
             client_cert: None,
             verify_hostname: true,
             insecure_skip_verify: false,
+            provider: None,
         }
     }
 }

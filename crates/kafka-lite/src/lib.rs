@@ -83,7 +83,9 @@ pub use error::{Error, TlsFailure, kafka_error_name};
 pub use membership::{Joined, JoinedMember, MemberConfig};
 pub use pool::BrokerPool;
 pub use tls::{
-    CRYPTO_PROVIDER_NAME, ClientIdentityCheck, ClientIdentityError, check_client_identity,
-    crypto_provider, graviola_cpu_support,
+    BuiltIn, ClientIdentityCheck, ClientIdentityError, CpuFacts, TLS_PROVIDER_ENV,
+    TlsProviderChoice, TlsProviderKind, TlsProviderRequest, check_client_identity,
+    choose_tls_provider, crypto_provider, crypto_provider_for, graviola_cpu_support, portable,
+    this_cpu, tls_provider, tls_provider_for,
 };
 pub use txn::TransactionalProducer;

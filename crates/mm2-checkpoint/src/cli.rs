@@ -18,14 +18,18 @@ use mm2_checkpoint::logging::LogFormat;
 
 /// The package version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-/// The TLS crypto provider compiled into the Kafka client (`graviola` or `ring`).
-pub const TLS_PROVIDER: &str = kafka_lite::CRYPTO_PROVIDER_NAME;
 /// The target triple this binary was built for.
 pub const TARGET: &str = env!("MM2_CHECKPOINT_TARGET");
 
-/// What `--version` prints after the program name.
+/// What `--version` prints after the program name: with the TLS crypto
+/// provider this process would use on this CPU, and why
+/// (docs/tls-providers.md).
 static LONG_VERSION: LazyLock<String> = LazyLock::new(|| {
-    format!("{VERSION}\ntarget: {TARGET}\ntls provider: rustls with {TLS_PROVIDER}")
+    let provider = match kafka_lite::tls_provider() {
+        Ok(choice) => format!("rustls with {} ({})", choice.kind, choice.reason),
+        Err(e) => format!("none: {e}"),
+    };
+    format!("{VERSION}\ntarget: {TARGET}\ntls provider: {provider}")
 });
 
 const EXIT_CODES: &str = "\
@@ -558,8 +562,12 @@ mod tests {
         let text = e.to_string();
         assert!(text.contains(VERSION), "{text}");
         assert!(text.contains(&format!("target: {TARGET}")), "{text}");
+        let chosen = kafka_lite::tls_provider().unwrap();
         assert!(
-            text.contains(&format!("tls provider: rustls with {TLS_PROVIDER}")),
+            text.contains(&format!(
+                "tls provider: rustls with {} ({})",
+                chosen.kind, chosen.reason
+            )),
             "{text}"
         );
     }

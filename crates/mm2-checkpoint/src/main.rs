@@ -133,12 +133,14 @@ fn run(args: RunArgs) -> Result<(), u8> {
     if let Some(addr) = &args.metrics_addr {
         cli::check_metrics_addr(addr).map_err(|e| usage(&format!("--metrics-addr: {e}")))?;
     }
+    let provider = tls_provider(&config)?;
     start_logging(&args.log, filter)?;
-    log_startup(&config);
+    log_startup(&config, &provider);
     let runtime = build_runtime()?;
     let outcome = runtime.block_on(async move {
         let shutdown = install_signals()?;
-        let metrics = Metrics::with_settings(cli::VERSION, cli::TLS_PROVIDER, config.metrics);
+        let tls_provider = provider.as_ref().map_or("none", |c| c.kind.name());
+        let metrics = Metrics::with_settings(cli::VERSION, tls_provider, config.metrics);
         let server = match &args.metrics_addr {
             Some(addr) => Some(start_metrics_server(addr, &metrics, &shutdown).await?),
             None => None,
@@ -206,7 +208,9 @@ fn translate(args: TranslateArgs) -> Result<(), u8> {
                 .map_err(|e| usage(&format!("--group-regex (read like MM2's `groups`): {e}")))
         })
         .transpose()?;
+    let provider = tls_provider(&config)?;
     start_logging(&args.log, filter)?;
+    log_tls_provider(&provider);
     let runtime = build_runtime()?;
     let outcome = runtime.block_on(async move {
         let shutdown = install_signals()?;
@@ -314,17 +318,46 @@ fn start_logging(log: &LogArgs, filter: tracing_subscriber::EnvFilter) -> Result
     })
 }
 
+/// The TLS crypto provider of this process (docs/tls-providers.md), chosen
+/// before any network I/O. When a cluster uses TLS, a bad `MM2_TLS_PROVIDER`
+/// or a forced provider this build or CPU cannot run is a configuration
+/// error (exit 2); otherwise it only matters to the log (the inner `Err`).
+fn tls_provider(
+    config: &MirrorConfig,
+) -> Result<Result<kafka_lite::TlsProviderChoice, String>, u8> {
+    match kafka_lite::tls_provider() {
+        Ok(choice) => Ok(Ok(choice)),
+        Err(e) if driver::uses_tls(config) => Err(usage(&e.to_string())),
+        Err(e) => Ok(Err(e.to_string())),
+    }
+}
+
+/// Logs the TLS crypto provider and why it was chosen (INFO), or why there
+/// is none (WARN; no cluster uses TLS then).
+fn log_tls_provider(provider: &Result<kafka_lite::TlsProviderChoice, String>) {
+    match provider {
+        Ok(choice) => tracing::info!(
+            tls_provider = choice.kind.name(),
+            reason = %choice.reason,
+            "TLS crypto provider: {}",
+            choice.kind
+        ),
+        Err(e) => tracing::warn!("no TLS crypto provider (no cluster uses TLS): {e}"),
+    }
+}
+
 /// Logs what is about to run and every configuration warning; a disabled TLS
 /// host name check gets its own warning per cluster.
-fn log_startup(config: &MirrorConfig) {
+fn log_startup(config: &MirrorConfig, provider: &Result<kafka_lite::TlsProviderChoice, String>) {
     let flows: Vec<String> = config.flows.iter().map(|f| f.name()).collect();
     tracing::info!(
         version = cli::VERSION,
         build_target = cli::TARGET,
-        tls_provider = cli::TLS_PROVIDER,
+        tls_provider = provider.as_ref().map_or("none", |c| c.kind.name()),
         flows = %flows.join(", "),
         "mm2-checkpoint starting"
     );
+    log_tls_provider(provider);
     for flow in &flows {
         tracing::info!(flow, "checkpointing: {}", config.ownership.reason(flow));
     }

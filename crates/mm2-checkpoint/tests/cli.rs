@@ -399,8 +399,16 @@ fn version_names_target_and_tls_provider() {
     );
     assert!(stdout.contains("target: "), "{stdout}");
     assert!(
-        stdout.contains("tls provider: rustls with graviola")
-            || stdout.contains("tls provider: rustls with ring"),
+        ["graviola", "portable", "ring"]
+            .iter()
+            .any(|p| stdout.contains(&format!("tls provider: rustls with {p} ("))),
+        "{stdout}"
+    );
+    // Forced, with the reason.
+    let (code, stdout, _) = run(mm2(&["--version"]).env("MM2_TLS_PROVIDER", "portable"));
+    assert_eq!(code, Some(0));
+    assert!(
+        stdout.contains("tls provider: rustls with portable (MM2_TLS_PROVIDER=portable; "),
         "{stdout}"
     );
 }

@@ -101,6 +101,9 @@ pub fn connection(
                 client_cert,
                 verify_hostname: settings.verify_hostname,
                 insecure_skip_verify: false,
+                // The process-wide choice (MM2_TLS_PROVIDER or automatic),
+                // which main.rs checked and logged before any network I/O.
+                provider: None,
             })
         }
     };

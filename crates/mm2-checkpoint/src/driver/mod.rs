@@ -68,7 +68,8 @@ pub struct TranslateReport {
 /// Why the driver stopped with a failure (exit code 1).
 #[derive(Debug)]
 pub enum DriverError {
-    /// This CPU cannot run the TLS crypto provider.
+    /// No TLS crypto provider can run (a forced one this build or CPU
+    /// lacks, or a bad `MM2_TLS_PROVIDER`).
     Cpu(String),
     /// A flow could not be set up (connection settings, filters).
     Setup(String),
@@ -127,14 +128,20 @@ pub async fn translate(
     translate::translate(config, options, shutdown).await
 }
 
-/// Checks the TLS crypto provider can run on this CPU (graviola builds).
-pub(crate) fn check_cpu(config: &MirrorConfig) -> Result<(), DriverError> {
-    let uses_tls = config
+/// Whether any cluster of `config` is reached over TLS.
+pub fn uses_tls(config: &MirrorConfig) -> bool {
+    config
         .flows
         .iter()
-        .any(|f| f.source.tls.is_some() || f.target.tls.is_some());
-    if uses_tls && cfg!(not(feature = "ring")) {
-        kafka_lite::graviola_cpu_support().map_err(|e| DriverError::Cpu(e.to_string()))?;
+        .any(|f| f.source.tls.is_some() || f.target.tls.is_some())
+}
+
+/// Checks a TLS crypto provider can run here (kafka-lite chooses it once
+/// per process: docs/tls-providers.md). The binary checks this before any
+/// network I/O already; this is for other callers of the driver.
+pub(crate) fn check_cpu(config: &MirrorConfig) -> Result<(), DriverError> {
+    if uses_tls(config) {
+        kafka_lite::tls_provider().map_err(|e| DriverError::Cpu(e.to_string()))?;
     }
     Ok(())
 }

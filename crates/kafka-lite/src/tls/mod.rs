@@ -1,11 +1,23 @@
 //! Building the rustls client configuration and choosing the crypto provider.
 //!
-//! The provider is graviola by default (pure Rust and assembly, no C); the
-//! `ring` cargo feature selects rustls' ring provider instead and wins when
-//! both features are on. graviola needs a reasonably modern CPU; call
-//! [`graviola_cpu_support`] to get a clear error instead of graviola's panic.
+//! Three providers can run (docs/tls-providers.md):
+//! - graviola (pure Rust and assembly, no C), fast, but only on x86_64 CPUs
+//!   with AES-NI, PCLMULQDQ, BMI1, ADX, AVX and AVX2 and on aarch64 CPUs with
+//!   the crypto extensions; on other architectures it is not compiled at all;
+//! - the [`portable`] provider (pure Rust on RustCrypto crates), on every
+//!   CPU;
+//! - ring, with the `ring` cargo feature (needs a C compiler to build).
+//!
+//! [`tls_provider`] chooses once per process, at first use: graviola where
+//! the CPU can run it, else the portable provider (ring in a `ring` build),
+//! unless [`TLS_PROVIDER_ENV`] forces one. [`TlsConfig::provider`] forces one
+//! for one client (tests use it). The choice is a pure function,
+//! [`choose_tls_provider`], of the build, the CPU and the request.
 
-use std::sync::Arc;
+pub mod portable;
+mod select;
+
+use std::sync::{Arc, OnceLock};
 
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -16,85 +28,86 @@ use rustls::{
     CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
 };
 
+pub use select::{
+    BuiltIn, CpuFacts, TLS_PROVIDER_ENV, TlsProviderChoice, TlsProviderKind, TlsProviderRequest,
+    choose as choose_tls_provider, this_cpu,
+};
+
 use crate::config::{Pem, TlsConfig};
 use crate::error::Error;
-
-/// Which TLS crypto provider this build uses: `"ring"` or `"graviola"`.
-pub const CRYPTO_PROVIDER_NAME: &str = if cfg!(feature = "ring") {
-    "ring"
-} else {
-    "graviola"
-};
 
 /// Checks at runtime that this CPU has every feature graviola requires.
 ///
 /// x86_64 needs aes, pclmulqdq, bmi1, adx, avx and avx2 (as graviola 0.4
 /// checks them); aarch64 needs neon, aes, pmull and sha2. Other
 /// architectures are not supported by graviola at all. The error names the
-/// missing features and points at the `ring` build.
+/// missing features.
 pub fn graviola_cpu_support() -> Result<(), Error> {
-    let missing = missing_graviola_cpu_features();
-    if missing.is_empty() {
+    let cpu = this_cpu();
+    if cpu.graviola_missing.is_empty() {
         Ok(())
     } else {
         Err(Error::UnsupportedCpu {
-            arch: std::env::consts::ARCH,
-            missing: missing.join(", "),
+            arch: cpu.arch,
+            missing: cpu.graviola_missing.join(", "),
         })
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-fn missing_graviola_cpu_features() -> Vec<&'static str> {
-    let mut missing = Vec::new();
-    macro_rules! need {
-        ($($feature:tt),*) => {
-            $(if !std::arch::is_x86_feature_detected!($feature) {
-                missing.push($feature);
-            })*
-        };
+/// The process-wide provider: [`TLS_PROVIDER_ENV`] (unset: `auto`) on this
+/// CPU, decided at the first call and the same afterwards. Fails if the
+/// variable holds an unknown value or forces a provider that cannot run
+/// here.
+pub fn tls_provider() -> Result<TlsProviderChoice, Error> {
+    static CHOICE: OnceLock<Result<TlsProviderChoice, Error>> = OnceLock::new();
+    CHOICE
+        .get_or_init(|| {
+            let request = match std::env::var(TLS_PROVIDER_ENV) {
+                Ok(value) => value.parse().map_err(|detail: String| Error::TlsConfig {
+                    detail: format!("{TLS_PROVIDER_ENV}: {detail}"),
+                })?,
+                Err(std::env::VarError::NotPresent) => TlsProviderRequest::Auto,
+                Err(std::env::VarError::NotUnicode(_)) => {
+                    return Err(Error::TlsConfig {
+                        detail: format!("{TLS_PROVIDER_ENV} is not valid UTF-8"),
+                    });
+                }
+            };
+            choose_tls_provider(BuiltIn::THIS, &this_cpu(), request, TLS_PROVIDER_ENV)
+        })
+        .clone()
+}
+
+/// The provider for one client: `request` if given (see
+/// [`TlsConfig::provider`]), else the process-wide [`tls_provider`].
+pub fn tls_provider_for(request: Option<TlsProviderRequest>) -> Result<TlsProviderChoice, Error> {
+    match request {
+        Some(request) => {
+            choose_tls_provider(BuiltIn::THIS, &this_cpu(), request, "TlsConfig::provider")
+        }
+        None => tls_provider(),
     }
-    need!("aes", "pclmulqdq", "bmi1", "adx", "avx", "avx2");
-    missing
 }
 
-#[cfg(target_arch = "aarch64")]
-fn missing_graviola_cpu_features() -> Vec<&'static str> {
-    let mut missing = Vec::new();
-    macro_rules! need {
-        ($($feature:tt),*) => {
-            $(if !std::arch::is_aarch64_feature_detected!($feature) {
-                missing.push($feature);
-            })*
-        };
+/// The rustls provider for `choice`.
+pub fn crypto_provider_for(choice: &TlsProviderChoice) -> Arc<CryptoProvider> {
+    match choice.kind {
+        #[cfg(all(
+            feature = "graviola",
+            any(target_arch = "x86_64", target_arch = "aarch64")
+        ))]
+        TlsProviderKind::Graviola => Arc::new(rustls_graviola::default_provider()),
+        #[cfg(feature = "ring")]
+        TlsProviderKind::Ring => Arc::new(rustls::crypto::ring::default_provider()),
+        // `choose_tls_provider` names only providers of this build, so the
+        // portable one stands in for any other.
+        _ => Arc::new(portable::provider(choice.chacha_first)),
     }
-    need!("neon", "aes", "pmull", "sha2");
-    missing
 }
 
-#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-fn missing_graviola_cpu_features() -> Vec<&'static str> {
-    vec!["an x86_64 or aarch64 CPU"]
-}
-
-/// The crypto provider of this build (see the module docs).
-///
-/// With graviola, fails with [`Error::UnsupportedCpu`] on a CPU that
-/// graviola cannot run on.
+/// The process-wide rustls provider (see [`tls_provider`]).
 pub fn crypto_provider() -> Result<Arc<CryptoProvider>, Error> {
-    #[cfg(feature = "ring")]
-    {
-        Ok(Arc::new(rustls::crypto::ring::default_provider()))
-    }
-    #[cfg(all(feature = "graviola", not(feature = "ring")))]
-    {
-        graviola_cpu_support()?;
-        Ok(Arc::new(rustls_graviola::default_provider()))
-    }
-    #[cfg(not(any(feature = "graviola", feature = "ring")))]
-    {
-        compile_error!("kafka-lite needs the `graviola` or the `ring` cargo feature for TLS");
-    }
+    Ok(crypto_provider_for(&tls_provider()?))
 }
 
 /// How a client certificate chain and a private key fit together, as far as
@@ -161,7 +174,7 @@ pub fn check_client_identity(
 
 /// Builds the rustls client configuration for `tls`, reading its PEM files.
 pub(crate) fn client_config(tls: &TlsConfig) -> Result<Arc<ClientConfig>, Error> {
-    let provider = crypto_provider()?;
+    let provider = crypto_provider_for(&tls_provider_for(tls.provider)?);
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| config_error(format!("crypto provider has no usable TLS version: {e}")))?;
@@ -400,16 +413,36 @@ mod tests {
     fn this_machine_supports_graviola_or_explains_why_not() {
         match graviola_cpu_support() {
             Ok(()) => {}
-            Err(e) => assert!(e.to_string().contains("ring"), "{e}"),
+            Err(e) => assert!(e.to_string().contains("portable"), "{e}"),
         }
     }
 
     #[test]
     fn default_tls_config_uses_builtin_roots() {
-        if graviola_cpu_support().is_err() && !cfg!(feature = "ring") {
-            return;
-        }
         client_config(&TlsConfig::default()).unwrap();
+        for request in [TlsProviderRequest::Auto, TlsProviderRequest::Portable] {
+            let tls = TlsConfig {
+                provider: Some(request),
+                ..TlsConfig::default()
+            };
+            client_config(&tls).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_forced_provider_this_build_lacks_is_a_config_error() {
+        let tls = TlsConfig {
+            provider: Some(TlsProviderRequest::Ring),
+            ..TlsConfig::default()
+        };
+        if !BuiltIn::THIS.ring {
+            let err = client_config(&tls).unwrap_err();
+            assert!(matches!(err, Error::TlsConfig { .. }), "{err}");
+            assert!(
+                err.to_string().contains("TlsConfig::provider=ring"),
+                "{err}"
+            );
+        }
     }
 
     #[test]
