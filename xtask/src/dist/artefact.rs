@@ -536,6 +536,22 @@ mod tests {
     }
 
     #[test]
+    fn every_artefact_name_ends_in_its_triples_abi() {
+        for arch in Arch::ALL {
+            assert!(arch.triple().ends_with(arch.abi()), "{arch:?}");
+            assert!(arch.triple().starts_with(arch.name()), "{arch:?}");
+        }
+        assert_eq!(Arch::parse("armhf").unwrap(), vec![Arch::Armv7]);
+        assert_eq!(
+            Arch::Armv7.std_source().debian_packages(),
+            ["musl-dev:armhf", "libgcc-12-dev:armhf"]
+        );
+        assert!(Arch::X86_64.std_source().debian_packages().is_empty());
+        assert!(!Variant::Ring.builds_for(Arch::Armv7));
+        assert!(Variant::Ring.builds_for(Arch::Aarch64));
+    }
+
+    #[test]
     fn elf_machine_is_read_from_readelf_header() {
         let text = "ELF Header:\n  Class:                             ELF64\n  Machine:                           AArch64\n";
         assert_eq!(elf_machine(text), Some("AArch64"));

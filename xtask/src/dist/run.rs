@@ -60,6 +60,9 @@ impl Protocol {
         Protocol::SaslSsl,
     ];
 
+    /// The ways over TLS, in test order.
+    pub const TLS: [Protocol; 3] = [Protocol::Ssl, Protocol::Mtls, Protocol::SaslSsl];
+
     /// A short name for logs and round labels.
     pub fn name(self) -> &'static str {
         match self {

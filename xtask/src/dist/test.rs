@@ -344,8 +344,16 @@ pub fn dist_test(root: &Path, args: &[&str]) -> Result<()> {
             for protocol in Protocol::ALL {
                 test.round(protocol, emulation, &[])?;
             }
-            if arch == Arch::X86_64 {
-                cpu_check(&test)?;
+            match (arch, variant) {
+                (Arch::X86_64, _) => cpu_check(&test)?,
+                // qemu-user's aarch64 CPU models all have the crypto
+                // extensions, so the portable path is forced instead.
+                (Arch::Aarch64, Variant::Default) => {
+                    for protocol in Protocol::TLS {
+                        test.round(protocol, emulation, &[FORCE_PORTABLE])?;
+                    }
+                }
+                _ => {}
             }
             tested += 1;
         }
@@ -417,11 +425,14 @@ impl ArtefactTest<'_> {
             let stderr = String::from_utf8_lossy(&out.stderr);
             let logged = logged_provider(&stderr)
                 .with_context(|| format!("{name} {how} logged no TLS provider: {stderr}"))?;
-            let expected = expected_provider(self.variant, emulation, env);
+            let expected = expected_provider(self.variant, self.arch, emulation, env);
             if logged != expected {
                 bail!("{name} {how} ran the `{logged}` TLS provider, expected `{expected}`");
             }
-            format!(", TLS provider {logged}")
+            match provider_reason(&stderr) {
+                Some(reason) => format!(", TLS provider {logged} ({reason})"),
+                None => format!(", TLS provider {logged}"),
+            }
         } else {
             String::new()
         };
@@ -434,6 +445,15 @@ impl ArtefactTest<'_> {
     }
 }
 
+/// The reason the binary logged for its choice of TLS provider (its
+/// `TLS crypto provider:` line, from the message on).
+fn provider_reason(log: &str) -> Option<&str> {
+    log.lines().find_map(|line| {
+        line.split_once("TLS crypto provider: ")
+            .map(|(_, rest)| rest.trim())
+    })
+}
+
 /// The value of the first `tls_provider=` field in the binary's log (its
 /// start-up line), without quotes.
 fn logged_provider(log: &str) -> Option<String> {
@@ -444,15 +464,26 @@ fn logged_provider(log: &str) -> Option<String> {
     })
 }
 
-/// The TLS provider a build of `variant` must choose when run through
-/// `emulation` with `env`.
+/// The environment variable that forces the TLS provider, and its value
+/// for the portable one (docs/deploy.md).
+const FORCE_PORTABLE: (&str, &str) = ("MM2_TLS_PROVIDER", "portable");
+
+/// The TLS provider a build of `variant` for `arch` must choose when run
+/// through `emulation` with `env`: ring in a ring build; the portable one
+/// where it is forced, where graviola is not built (armv7) and on the old
+/// x86_64 CPU model; graviola on every other CPU this test runs (this
+/// machine's, which has graviola's features, and qemu's `max` models).
 fn expected_provider(
     variant: Variant,
-    _emulation: Option<Emulation>,
-    _env: &[(&str, &str)],
+    arch: Arch,
+    emulation: Option<Emulation>,
+    env: &[(&str, &str)],
 ) -> &'static str {
+    let forced_portable = env.contains(&FORCE_PORTABLE);
+    let old_cpu = emulation.and_then(|e| e.cpu) == Some(OLD_CPU);
     match variant {
         Variant::Ring => "ring",
+        Variant::Default if forced_portable || arch == Arch::Armv7 || old_cpu => "portable",
         Variant::Default => "graviola",
     }
 }
@@ -608,14 +639,11 @@ const QEMU_X86_64: &str = "qemu-x86_64-static";
 /// A CPU model without AES-NI, PCLMULQDQ, BMI1, ADX, AVX and AVX2.
 const OLD_CPU: &str = "Nehalem";
 
-/// qemu's model with every feature it emulates (AVX2 and ADX included).
-const FULL_CPU: &str = "max";
-
-/// The runtime CPU check, exercised on an emulated CPU that lacks what the
-/// graviola provider needs: the default x86_64 build must refuse a TLS config
-/// with a message naming the missing features and the `ring` build; the ring
-/// build must run the same round to completion on that CPU, and the default
-/// build must complete it on an emulated CPU that has the features.
+/// x86_64 on an emulated CPU without what graviola needs ([`OLD_CPU`]): the
+/// default build must complete every TLS round there on the portable
+/// provider, and must refuse a forced graviola (exit 2, before any network
+/// I/O) naming the missing features; the ring build must complete a TLS
+/// round there with ring.
 fn cpu_check(test: &ArtefactTest<'_>) -> Result<()> {
     let Some(qemu) = which(QEMU_X86_64) else {
         bail!(
@@ -625,22 +653,24 @@ fn cpu_check(test: &ArtefactTest<'_>) -> Result<()> {
     let dest = test.dir.join(QEMU_X86_64);
     fs::copy(&qemu, &dest).with_context(|| format!("copying {}", qemu.display()))?;
     fs::set_permissions(&dest, fs::Permissions::from_mode(0o755))?;
-    let on = |cpu| {
-        Some(Emulation {
-            program: QEMU_X86_64,
-            cpu: Some(cpu),
-        })
-    };
+    let old = Some(Emulation {
+        program: QEMU_X86_64,
+        cpu: Some(OLD_CPU),
+    });
     let name = test.name;
     match test.variant {
-        Variant::Ring => test.round(Protocol::Ssl, on(OLD_CPU), &[]),
+        Variant::Ring => test.round(Protocol::Ssl, old, &[]),
         Variant::Default => {
-            let round = test.clusters.prepare("x86_64_oldcpu")?;
+            for protocol in Protocol::TLS {
+                test.round(protocol, old, &[])?;
+            }
+            let round = test.clusters.prepare("x86_64_oldcpu_graviola")?;
             test.clusters.install(test.dir, &round, Protocol::Ssl)?;
             let args = ["run", "--config", CONFIG_IN_ROOT, "--once"];
+            let force = [(FORCE_PORTABLE.0, "graviola")];
             let out = test
                 .jail
-                .run_with(test.dir, on(OLD_CPU), &[], &args, RUN_TIMEOUT)?;
+                .run_with(test.dir, old, &force, &args, RUN_TIMEOUT)?;
             let stderr = String::from_utf8_lossy(&out.stderr);
             let missing = ["aes", "pclmulqdq", "bmi1", "adx", "avx", "avx2"];
             let names_all = missing.iter().all(|f| {
@@ -648,26 +678,26 @@ fn cpu_check(test: &ArtefactTest<'_>) -> Result<()> {
                     .split(|c: char| !c.is_ascii_alphanumeric())
                     .any(|word| word == *f)
             });
-            if out.status.success()
+            if out.status.code() != Some(2)
                 || !ran_by_itself(&out, &[test.jail.launcher(), QEMU_X86_64])
                 || !names_all
-                || !stderr.contains("`ring`")
             {
                 bail!(
-                    "{name} on an emulated {OLD_CPU} CPU with a TLS config must exit non-zero \
-                     naming the missing CPU features {missing:?} and the `ring` build: {}",
+                    "{name} on an emulated {OLD_CPU} CPU with a TLS config and \
+                     {}=graviola must exit 2 naming the missing CPU features {missing:?}: {}",
+                    FORCE_PORTABLE.0,
                     describe(&out)
                 );
             }
             eprintln!(
-                "xtask: {name} `{}` over SSL on an emulated {OLD_CPU} CPU: {} with {:?}",
+                "xtask: {name} `{}` over SSL on an emulated {OLD_CPU} CPU with {}=graviola: {} \
+                 with {:?}",
                 args.join(" "),
+                FORCE_PORTABLE.0,
                 out.status,
                 stderr.trim()
             );
-            // Control: on an emulated CPU that has the features, the same
-            // build completes a TLS round, so the refusal above is the check.
-            test.round(Protocol::Ssl, on(FULL_CPU), &[])
+            Ok(())
         }
     }
 }
@@ -735,6 +765,42 @@ mod tests {
         assert_eq!(flag_value(&argv, "--config"), Some(3));
         assert_eq!(flag_value(&argv, "--metrics-addr"), None);
         assert_eq!(flag_value(&argv, "--once"), None);
+    }
+
+    #[test]
+    fn the_provider_and_its_reason_are_read_from_the_log() {
+        let log = "2026-12-04T21:55:34Z  INFO mm2_checkpoint: mm2-checkpoint starting \
+                   version=\"0.1.0\" tls_provider=\"portable\" flows=a->b\n\
+                   2026-12-04T21:55:34Z  INFO mm2_checkpoint: TLS crypto provider: portable \
+                   tls_provider=\"portable\" reason=the x86_64 CPU lacks avx2\n";
+        assert_eq!(logged_provider(log).as_deref(), Some("portable"));
+        assert!(provider_reason(log).unwrap().starts_with("portable"));
+        assert_eq!(logged_provider("no provider here\n"), None);
+    }
+
+    #[test]
+    fn the_expected_provider_follows_build_cpu_and_forcing() {
+        let old = Some(Emulation {
+            program: QEMU_X86_64,
+            cpu: Some(OLD_CPU),
+        });
+        let a7 = Emulation::of(Arch::Armv7).map(|e| Emulation {
+            cpu: Some("cortex-a7"),
+            ..e
+        });
+        let d = Variant::Default;
+        assert_eq!(expected_provider(d, Arch::X86_64, None, &[]), "graviola");
+        assert_eq!(expected_provider(d, Arch::X86_64, old, &[]), "portable");
+        assert_eq!(
+            expected_provider(d, Arch::Aarch64, None, &[FORCE_PORTABLE]),
+            "portable"
+        );
+        assert_eq!(expected_provider(d, Arch::Aarch64, None, &[]), "graviola");
+        assert_eq!(expected_provider(d, Arch::Armv7, a7, &[]), "portable");
+        assert_eq!(
+            expected_provider(Variant::Ring, Arch::X86_64, old, &[]),
+            "ring"
+        );
     }
 
     #[test]
