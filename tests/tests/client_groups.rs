@@ -150,6 +150,11 @@ async fn idle_group_round_trip_over_mtls() {
 }
 
 #[tokio::test]
+async fn idle_group_round_trip_over_sasl_ssl_scram_sha_512() {
+    idle_group_round_trip(Listener::SaslSsl).await;
+}
+
+#[tokio::test]
 async fn nonexistent_group_is_dead_with_no_offsets() {
     let client = client(Listener::Plaintext).await;
     let group = unique_name("never-used");
