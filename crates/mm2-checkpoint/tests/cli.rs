@@ -43,7 +43,9 @@ impl Drop for TempDir {
 
 fn mm2(args: &[&str]) -> Command {
     let mut cmd = Command::new(BIN);
-    cmd.args(args).env_remove("MM2_LOG");
+    cmd.args(args)
+        .env_remove("MM2_LOG")
+        .env_remove("MM2_TLS_PROVIDER");
     cmd
 }
 
@@ -298,6 +300,31 @@ fn run_with_a_config_error_exits_2_before_any_network_io() {
         "took {:?}",
         started.elapsed()
     );
+}
+
+/// A bad `MM2_TLS_PROVIDER`, or one naming a provider this build lacks, is
+/// a configuration error when a cluster uses TLS: exit 2 before any network
+/// I/O, naming the variable; without TLS it is only a warning.
+#[test]
+fn a_bad_tls_provider_setting_exits_2_before_any_network_io_when_tls_is_used() {
+    let dir = TempDir::new("run-bad-provider");
+    let tls = config_with(&dir, "security.protocol = SSL");
+    let lacking = if cfg!(feature = "ring") {
+        "bogus"
+    } else {
+        "ring"
+    };
+    for value in ["bogus", lacking] {
+        let started = Instant::now();
+        let (code, stdout, stderr) =
+            run(mm2(&["run", "--once", "--config", path(&tls)]).env("MM2_TLS_PROVIDER", value));
+        assert_eq!(code, Some(2), "{value}: stderr: {stderr}");
+        assert!(stderr.starts_with("error: "), "{stderr}");
+        assert!(stderr.contains("MM2_TLS_PROVIDER"), "{stderr}");
+        assert!(stderr.contains(value), "{stderr}");
+        assert_eq!(stdout, "");
+        assert!(started.elapsed() < Duration::from_secs(5), "{value}");
+    }
 }
 
 #[test]

@@ -1,13 +1,54 @@
 //! A flow whose source is reached over SASL/SCRAM-SHA-512 and whose target is
 //! reached over TLS (PEM trust store): checkpoints and group sync still work.
+//! Each TLS test runs twice: with the provider chosen for this CPU, and with
+//! the portable provider forced (`MM2_TLS_PROVIDER=portable`,
+//! docs/tls-providers.md).
 
 mod common;
 
-use common::{World, rt, run_once};
+use common::{World, rt, run_once_with_env};
 use e2e::{Listener, clusters};
+
+/// The environment of a run with the provider chosen automatically.
+const AUTO: &[(&str, &str)] = &[];
+/// The environment of a run with the portable provider forced.
+const PORTABLE: &[(&str, &str)] = &[("MM2_TLS_PROVIDER", "portable")];
+
+/// Asserts the run's log names the provider `env` asks for (the automatic
+/// choice names one too).
+fn assert_provider_logged(stderr: &str, env: &[(&str, &str)]) {
+    let wanted = if env.is_empty() {
+        "TLS crypto provider: "
+    } else {
+        "TLS crypto provider: portable"
+    };
+    assert!(
+        stderr.contains(wanted),
+        "no `{wanted}` in the log:\n{stderr}"
+    );
+}
 
 #[test]
 fn scram_source_and_tls_target_emit_and_sync() {
+    scram_source_and_tls_target(AUTO);
+}
+
+#[test]
+fn scram_source_and_tls_target_with_the_portable_provider() {
+    scram_source_and_tls_target(PORTABLE);
+}
+
+#[test]
+fn a_target_requiring_a_client_certificate_gets_the_pem_keystore() {
+    client_certificate_target(AUTO);
+}
+
+#[test]
+fn a_client_certificate_with_the_portable_provider() {
+    client_certificate_target(PORTABLE);
+}
+
+fn scram_source_and_tls_target(env: &[(&str, &str)]) {
     let rt = rt();
     let w = World::new(&rt, "security", 1);
     let group = w.seed(&rt, &[(0, 0, 3), (0, 10, 13)], &[(0, 10)]);
@@ -37,19 +78,19 @@ fn scram_source_and_tls_target_emit_and_sync() {
     );
     let config = w.dir.join("mm2-secure.properties");
     std::fs::write(&config, text).expect("write config");
-    let out = run_once(&config);
+    let out = run_once_with_env(&config, env);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         !stderr.contains(scram.password.expose()),
         "the password was logged"
     );
+    assert_provider_logged(&stderr, env);
     let got: Vec<_> = w.checkpoints(&rt).iter().map(common::tuple).collect();
     assert_eq!(got, vec![(group.clone(), w.remote_topic(), 0, 10, 13)]);
     assert_eq!(w.target_offsets(&rt, &group), [(0, 13)].into());
 }
 
-#[test]
-fn a_target_requiring_a_client_certificate_gets_the_pem_keystore() {
+fn client_certificate_target(env: &[(&str, &str)]) {
     let rt = rt();
     let w = World::new(&rt, "mtls", 1);
     let group = w.seed(&rt, &[(0, 0, 3), (0, 10, 13)], &[(0, 10)]);
@@ -73,7 +114,8 @@ fn a_target_requiring_a_client_certificate_gets_the_pem_keystore() {
             ks = keystore.display(),
         ),
     );
-    run_once(&config);
+    let out = run_once_with_env(&config, env);
+    assert_provider_logged(&String::from_utf8_lossy(&out.stderr), env);
     let got: Vec<_> = w.checkpoints(&rt).iter().map(common::tuple).collect();
     assert_eq!(got, vec![(group, w.remote_topic(), 0, 10, 13)]);
 }

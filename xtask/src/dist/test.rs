@@ -425,7 +425,10 @@ impl ArtefactTest<'_> {
             let stderr = String::from_utf8_lossy(&out.stderr);
             let logged = logged_provider(&stderr)
                 .with_context(|| format!("{name} {how} logged no TLS provider: {stderr}"))?;
-            let expected = expected_provider(self.variant, self.arch, emulation, env);
+            // This machine's CPU, for the native runs.
+            let native_graviola = kafka_lite::graviola_cpu_support().is_ok();
+            let expected =
+                expected_provider(self.variant, self.arch, emulation, env, native_graviola);
             if logged != expected {
                 bail!("{name} {how} ran the `{logged}` TLS provider, expected `{expected}`");
             }
@@ -470,20 +473,25 @@ const FORCE_PORTABLE: (&str, &str) = ("MM2_TLS_PROVIDER", "portable");
 
 /// The TLS provider a build of `variant` for `arch` must choose when run
 /// through `emulation` with `env`: ring in a ring build; the portable one
-/// where it is forced, where graviola is not built (armv7) and on the old
-/// x86_64 CPU model; graviola on every other CPU this test runs (this
-/// machine's, which has graviola's features, and qemu's `max` models).
+/// where it is forced, where graviola is not built (armv7), on the old
+/// x86_64 CPU model, and natively on a machine whose CPU lacks graviola's
+/// features (`native_graviola` false); graviola otherwise (qemu's `max`
+/// models have every feature).
 fn expected_provider(
     variant: Variant,
     arch: Arch,
     emulation: Option<Emulation>,
     env: &[(&str, &str)],
+    native_graviola: bool,
 ) -> &'static str {
     let forced_portable = env.contains(&FORCE_PORTABLE);
     let old_cpu = emulation.and_then(|e| e.cpu) == Some(OLD_CPU);
+    let native_without = emulation.is_none() && !native_graviola;
     match variant {
         Variant::Ring => "ring",
-        Variant::Default if forced_portable || arch == Arch::Armv7 || old_cpu => "portable",
+        Variant::Default if forced_portable || arch == Arch::Armv7 || old_cpu || native_without => {
+            "portable"
+        }
         Variant::Default => "graviola",
     }
 }
@@ -636,14 +644,19 @@ pub fn image_ready(workspace: &Path, rootfs: &Path, argv: &[String], log: &Path)
 /// The x86_64 emulator, used to run x86_64 binaries on an older CPU model.
 const QEMU_X86_64: &str = "qemu-x86_64-static";
 
-/// A CPU model without AES-NI, PCLMULQDQ, BMI1, ADX, AVX and AVX2.
+/// A CPU model without AES-NI, PCLMULQDQ, BMI1, ADX, AVX and AVX2: graviola
+/// cannot run, the portable provider must (with ChaCha20-Poly1305 first).
 const OLD_CPU: &str = "Nehalem";
+
+/// qemu's model with every feature it emulates (AVX2 and ADX included).
+const FULL_CPU: &str = "max";
 
 /// x86_64 on an emulated CPU without what graviola needs ([`OLD_CPU`]): the
 /// default build must complete every TLS round there on the portable
-/// provider, and must refuse a forced graviola (exit 2, before any network
-/// I/O) naming the missing features; the ring build must complete a TLS
-/// round there with ring.
+/// provider, must refuse a forced graviola (exit 2, before any network I/O)
+/// naming the missing features, and must choose graviola on an emulated CPU
+/// that has them ([`FULL_CPU`], whatever this machine's CPU is); the ring
+/// build must complete the TLS rounds there with ring.
 fn cpu_check(test: &ArtefactTest<'_>) -> Result<()> {
     let Some(qemu) = which(QEMU_X86_64) else {
         bail!(
@@ -653,13 +666,21 @@ fn cpu_check(test: &ArtefactTest<'_>) -> Result<()> {
     let dest = test.dir.join(QEMU_X86_64);
     fs::copy(&qemu, &dest).with_context(|| format!("copying {}", qemu.display()))?;
     fs::set_permissions(&dest, fs::Permissions::from_mode(0o755))?;
-    let old = Some(Emulation {
-        program: QEMU_X86_64,
-        cpu: Some(OLD_CPU),
-    });
+    let on = |cpu| {
+        Some(Emulation {
+            program: QEMU_X86_64,
+            cpu: Some(cpu),
+        })
+    };
+    let old = on(OLD_CPU);
     let name = test.name;
     match test.variant {
-        Variant::Ring => test.round(Protocol::Ssl, old, &[]),
+        Variant::Ring => {
+            for protocol in Protocol::TLS {
+                test.round(protocol, old, &[])?;
+            }
+            Ok(())
+        }
         Variant::Default => {
             for protocol in Protocol::TLS {
                 test.round(protocol, old, &[])?;
@@ -678,12 +699,18 @@ fn cpu_check(test: &ArtefactTest<'_>) -> Result<()> {
                     .split(|c: char| !c.is_ascii_alphanumeric())
                     .any(|word| word == *f)
             });
-            // Exit 2 with the binary's own message (no launcher or emulator
-            // writes one naming graviola) shows the binary itself refused.
-            if out.status.code() != Some(2) || !stderr.contains("graviola") || !names_all {
+            // Exit 2 is the binary's own (launchers fail with 126/127, the
+            // emulator with 1 or a signal), and so is the message: it
+            // refuses before logging anything.
+            if out.status.code() != Some(2)
+                || !stderr.starts_with("error: this CPU (x86_64) lacks features")
+                || !stderr.contains("portable")
+                || !names_all
+            {
                 bail!(
                     "{name} on an emulated {OLD_CPU} CPU with a TLS config and \
-                     {}=graviola must exit 2 naming the missing CPU features {missing:?}: {}",
+                     {}=graviola must exit 2 naming the missing CPU features {missing:?} and \
+                     the portable provider: {}",
                     FORCE_PORTABLE.0,
                     describe(&out)
                 );
@@ -696,7 +723,9 @@ fn cpu_check(test: &ArtefactTest<'_>) -> Result<()> {
                 out.status,
                 stderr.trim()
             );
-            Ok(())
+            // The choice is the CPU's: on an emulated CPU that has
+            // graviola's features, graviola.
+            test.round(Protocol::Ssl, on(FULL_CPU), &[])
         }
     }
 }
@@ -788,16 +817,37 @@ mod tests {
             ..e
         });
         let d = Variant::Default;
-        assert_eq!(expected_provider(d, Arch::X86_64, None, &[]), "graviola");
-        assert_eq!(expected_provider(d, Arch::X86_64, old, &[]), "portable");
         assert_eq!(
-            expected_provider(d, Arch::Aarch64, None, &[FORCE_PORTABLE]),
+            expected_provider(d, Arch::X86_64, None, &[], true),
+            "graviola"
+        );
+        assert_eq!(
+            expected_provider(d, Arch::X86_64, old, &[], true),
             "portable"
         );
-        assert_eq!(expected_provider(d, Arch::Aarch64, None, &[]), "graviola");
-        assert_eq!(expected_provider(d, Arch::Armv7, a7, &[]), "portable");
         assert_eq!(
-            expected_provider(Variant::Ring, Arch::X86_64, old, &[]),
+            expected_provider(d, Arch::Aarch64, None, &[FORCE_PORTABLE], true),
+            "portable"
+        );
+        assert_eq!(
+            expected_provider(d, Arch::Aarch64, None, &[], true),
+            "graviola"
+        );
+        assert_eq!(
+            expected_provider(d, Arch::X86_64, None, &[], false),
+            "portable"
+        );
+        let max = Some(Emulation {
+            program: QEMU_X86_64,
+            cpu: Some(FULL_CPU),
+        });
+        assert_eq!(
+            expected_provider(d, Arch::X86_64, max, &[], false),
+            "graviola"
+        );
+        assert_eq!(expected_provider(d, Arch::Armv7, a7, &[], true), "portable");
+        assert_eq!(
+            expected_provider(Variant::Ring, Arch::X86_64, old, &[], false),
             "ring"
         );
     }

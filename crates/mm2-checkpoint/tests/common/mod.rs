@@ -398,8 +398,14 @@ pub fn read_all(rt: &tokio::runtime::Runtime, c: &ClusterClient, topic: &str) ->
 
 /// Runs the binary with `args`, failing the test after `timeout`.
 pub fn mm2(args: &[&str], timeout: Duration) -> Output {
+    mm2_with_env(args, &[], timeout)
+}
+
+/// [`mm2`] with the environment variables `env` set for the child.
+pub fn mm2_with_env(args: &[&str], env: &[(&str, &str)], timeout: Duration) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_mm2-checkpoint"))
         .args(args)
+        .envs(env.iter().copied())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -434,13 +440,19 @@ pub fn tuple(c: &Checkpoint) -> (String, String, i32, i64, i64) {
 
 /// `run --once` with `config`; asserts exit 0.
 pub fn run_once(config: &std::path::Path) -> Output {
-    let out = mm2(
+    run_once_with_env(config, &[])
+}
+
+/// [`run_once`] with the environment variables `env` set for the child.
+pub fn run_once_with_env(config: &std::path::Path, env: &[(&str, &str)]) -> Output {
+    let out = mm2_with_env(
         &[
             "run",
             "--once",
             "--config",
             config.to_str().expect("utf-8 path"),
         ],
+        env,
         Duration::from_secs(60),
     );
     assert!(

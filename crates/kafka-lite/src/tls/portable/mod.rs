@@ -87,11 +87,11 @@ macro_rules! hash_impl {
 
         impl hash::Hash for $name {
             fn start(&self) -> Box<dyn hash::Context> {
-                Box::new($context(<$digest as sha2_11::Digest>::new()))
+                Box::new($context(<$digest as sha2::Digest>::new()))
             }
 
             fn hash(&self, data: &[u8]) -> hash::Output {
-                hash::Output::new(&<$digest as sha2_11::Digest>::digest(data))
+                hash::Output::new(&<$digest as sha2::Digest>::digest(data))
             }
 
             fn algorithm(&self) -> hash::HashAlgorithm {
@@ -99,7 +99,7 @@ macro_rules! hash_impl {
             }
 
             fn output_len(&self) -> usize {
-                <$digest as sha2_11::Digest>::output_size()
+                <$digest as sha2::Digest>::output_size()
             }
         }
 
@@ -107,7 +107,7 @@ macro_rules! hash_impl {
 
         impl hash::Context for $context {
             fn fork_finish(&self) -> hash::Output {
-                hash::Output::new(&sha2_11::Digest::finalize(self.0.clone()))
+                hash::Output::new(&sha2::Digest::finalize(self.0.clone()))
             }
 
             fn fork(&self) -> Box<dyn hash::Context> {
@@ -115,11 +115,11 @@ macro_rules! hash_impl {
             }
 
             fn finish(self: Box<Self>) -> hash::Output {
-                hash::Output::new(&sha2_11::Digest::finalize(self.0))
+                hash::Output::new(&sha2::Digest::finalize(self.0))
             }
 
             fn update(&mut self, data: &[u8]) {
-                sha2_11::Digest::update(&mut self.0, data);
+                sha2::Digest::update(&mut self.0, data);
             }
         }
     };
@@ -128,13 +128,13 @@ macro_rules! hash_impl {
 hash_impl!(
     Sha256,
     Sha256Context,
-    sha2_11::Sha256,
+    sha2::Sha256,
     hash::HashAlgorithm::SHA256
 );
 hash_impl!(
     Sha384,
     Sha384Context,
-    sha2_11::Sha384,
+    sha2::Sha384,
     hash::HashAlgorithm::SHA384
 );
 
@@ -147,21 +147,21 @@ macro_rules! hmac_impl {
             fn with_key(&self, key: &[u8]) -> Box<dyn hmac::Key> {
                 // HMAC takes keys of any length (RFC 2104 §3).
                 Box::new($key(
-                    <hmac_13::SimpleHmac<$digest> as hmac_13::KeyInit>::new_from_slice(key)
+                    <::hmac::Hmac<$digest> as ::hmac::KeyInit>::new_from_slice(key)
                         .unwrap_or_else(|_| unreachable!("HMAC accepts every key length")),
                 ))
             }
 
             fn hash_output_len(&self) -> usize {
-                <$digest as sha2_11::Digest>::output_size()
+                <$digest as sha2::Digest>::output_size()
             }
         }
 
-        struct $key(hmac_13::SimpleHmac<$digest>);
+        struct $key(::hmac::Hmac<$digest>);
 
         impl hmac::Key for $key {
             fn sign_concat(&self, first: &[u8], middle: &[&[u8]], last: &[u8]) -> hmac::Tag {
-                use hmac_13::Mac;
+                use ::hmac::Mac;
                 let mut mac = self.0.clone();
                 mac.update(first);
                 for part in middle {
@@ -172,14 +172,14 @@ macro_rules! hmac_impl {
             }
 
             fn tag_len(&self) -> usize {
-                <$digest as sha2_11::Digest>::output_size()
+                <$digest as sha2::Digest>::output_size()
             }
         }
     };
 }
 
-hmac_impl!(HmacSha256, HmacSha256Key, sha2_11::Sha256);
-hmac_impl!(HmacSha384, HmacSha384Key, sha2_11::Sha384);
+hmac_impl!(HmacSha256, HmacSha256Key, sha2::Sha256);
+hmac_impl!(HmacSha384, HmacSha384Key, sha2::Sha384);
 
 /// AES-GCM may encrypt 2^24.5 full records per key (RFC 8446 §5.5); rustls
 /// rekeys before that.

@@ -14,7 +14,7 @@ use rsa::signature::{RandomizedSigner, SignatureEncoding};
 use rustls::pki_types::{PrivateKeyDer, SubjectPublicKeyInfoDer};
 use rustls::sign::{Signer, SigningKey};
 use rustls::{SignatureAlgorithm, SignatureScheme};
-use sha2_11::{Sha256, Sha384, Sha512};
+use sha2::{Sha256, Sha384, Sha512};
 
 #[derive(Debug)]
 pub(super) struct Provider;
