@@ -467,6 +467,30 @@ fn check(
         );
     }
 
+    if binaries.len() > 1 {
+        let mut listed: Vec<String> = raw["manifests"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|m| {
+                let platform = &m["platform"];
+                match platform["variant"].as_str() {
+                    Some(v) => format!(
+                        "linux/{}/{v}",
+                        platform["architecture"].as_str().unwrap_or("?")
+                    ),
+                    None => format!("linux/{}", platform["architecture"].as_str().unwrap_or("?")),
+                }
+            })
+            .collect();
+        listed.sort();
+        let mut expected: Vec<String> = binaries.iter().map(|(a, _)| a.oci_platform()).collect();
+        expected.sort();
+        if listed != expected {
+            bail!("skopeo: the image index lists {listed:?}, expected {expected:?}");
+        }
+    }
+
     let expected_cmd = json!(RUN_ARGS);
     let expected_entrypoint = json!([format!("/{BINARY}")]);
     let mut ran_native = false;
@@ -484,9 +508,12 @@ fn check(
             }
             args.push(&reference);
             let inspect = parse_json(&run_tool("skopeo", &args)?, "skopeo inspect")?;
+            // Older skopeo (1.9) does not print `Variant`; the config
+            // check below covers it then.
+            let variant = inspect["Variant"].as_str().filter(|v| !v.is_empty());
             if inspect["Architecture"] != arch.oci()
                 || inspect["Os"] != "linux"
-                || inspect["Variant"].as_str().filter(|v| !v.is_empty()) != arch.oci_variant()
+                || (variant.is_some() && variant != arch.oci_variant())
             {
                 bail!(
                     "skopeo inspect {reference} for {}: got {}/{}/{}",
@@ -506,6 +533,15 @@ fn check(
         }
         args.push(&latest);
         let config = parse_json(&run_tool("skopeo", &args)?, "skopeo inspect --config")?;
+        if config["architecture"] != arch.oci() || config["variant"].as_str() != arch.oci_variant()
+        {
+            bail!(
+                "skopeo inspect --config for {}: the config is for {}/{}",
+                arch.oci_platform(),
+                config["architecture"],
+                config["variant"]
+            );
+        }
         let c = &config["config"];
         if c["User"] != RUN_AS || c["Entrypoint"] != expected_entrypoint || c["Cmd"] != expected_cmd
         {
