@@ -7,19 +7,22 @@
 #   cargo xtask dist
 #   docker build -t mm2-checkpoint:0.1.0 .
 #   docker build --build-arg ARCH=aarch64 --platform linux/arm64 -t mm2-checkpoint:0.1.0-arm64 .
+#   docker build --build-arg ARCH=armv7 --build-arg ABI=musleabihf --platform linux/arm/v7 -t mm2-checkpoint:0.1.0-arm-v7 .
 #   docker build --build-arg VARIANT=-ring -t mm2-checkpoint:0.1.0-ring .   # after --variant ring
 #
 # Not built in this project's CI: there is no Docker daemon there.
 FROM scratch
 
 ARG VERSION=0.1.0
-# x86_64 or aarch64
+# x86_64, aarch64 or armv7
 ARG ARCH=x86_64
+# musl, or musleabihf for armv7 (the end of the target triple)
+ARG ABI=musl
 # empty (graviola, the default) or -ring
 ARG VARIANT=
 
 # The file is already mode 0755 and COPY makes it root-owned.
-COPY target/dist/mm2-checkpoint-${VERSION}-${ARCH}-linux-musl${VARIANT} /mm2-checkpoint
+COPY target/dist/mm2-checkpoint-${VERSION}-${ARCH}-linux-${ABI}${VARIANT} /mm2-checkpoint
 
 LABEL org.opencontainers.image.title="mm2-checkpoint" \
       org.opencontainers.image.description="MirrorMaker 2 checkpointing (offset translation and group offset sync) as one small static binary." \

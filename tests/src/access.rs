@@ -18,6 +18,9 @@ pub enum Access {
     Ssl,
     /// SSL with the test client certificate.
     Mtls,
+    /// SASL_SSL, trusting the test CA, logged in as the cluster's test user
+    /// of the mechanism.
+    SaslSsl(SaslMechanismKind),
 }
 
 impl Access {
@@ -28,6 +31,7 @@ impl Access {
             Access::Sasl(_) => Listener::SaslPlaintext,
             Access::Ssl => Listener::Ssl,
             Access::Mtls => Listener::Mtls,
+            Access::SaslSsl(_) => Listener::SaslSsl,
         }
     }
 
@@ -41,6 +45,11 @@ impl Access {
             },
             Access::Ssl | Access::Mtls => ConnectionConfig {
                 tls: Some(tls(cluster, self == Access::Mtls)),
+                ..base
+            },
+            Access::SaslSsl(mechanism) => ConnectionConfig {
+                sasl: Some(sasl_login(cluster, mechanism)),
+                tls: Some(tls(cluster, false)),
                 ..base
             },
         }

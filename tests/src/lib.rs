@@ -101,9 +101,10 @@ pub struct Cluster {
     pub bootstrap: Listeners,
     /// The controller listener; not for clients.
     pub controller: String,
-    /// One user per SASL mechanism, accepted on the SASL_PLAINTEXT listener.
+    /// One user per SASL mechanism, accepted on the SASL_PLAINTEXT and SASL_SSL
+    /// listeners.
     pub sasl_users: SaslUsers,
-    /// PEM files for the SSL and mTLS listeners.
+    /// PEM files for the SSL, mTLS and SASL_SSL listeners.
     pub tls: TlsFiles,
     /// Java client `.properties` files for Kafka's CLI tools (`--command-config`),
     /// keyed `plaintext`, `sasl_plain`, `sasl_scram_sha_256`,
@@ -162,15 +163,19 @@ pub enum Listener {
     Ssl,
     /// TLS with a required client certificate ([`TlsFiles::client_cert_pem`]).
     Mtls,
+    /// SASL (the same mechanisms and users as [`Listener::SaslPlaintext`])
+    /// over TLS, with the [`Listener::Ssl`] listener's server certificate.
+    SaslSsl,
 }
 
 impl Listener {
     /// Every listener, in a fixed order.
-    pub const ALL: [Listener; 4] = [
+    pub const ALL: [Listener; 5] = [
         Listener::Plaintext,
         Listener::SaslPlaintext,
         Listener::Ssl,
         Listener::Mtls,
+        Listener::SaslSsl,
     ];
 
     /// The key used for this listener in `clusters.json`.
@@ -180,6 +185,7 @@ impl Listener {
             Listener::SaslPlaintext => "sasl_plaintext",
             Listener::Ssl => "ssl",
             Listener::Mtls => "mtls",
+            Listener::SaslSsl => "sasl_ssl",
         }
     }
 }
@@ -201,17 +207,14 @@ pub struct Listeners {
     pub ssl: String,
     /// SSL listener that requires a client certificate.
     pub mtls: String,
+    /// SASL_SSL listener (SASL over TLS).
+    pub sasl_ssl: String,
 }
 
 impl Listeners {
     /// Every listener's name (as in the file) and address.
-    pub fn all(&self) -> [(&'static str, &str); 4] {
-        [
-            ("plaintext", &self.plaintext),
-            ("sasl_plaintext", &self.sasl_plaintext),
-            ("ssl", &self.ssl),
-            ("mtls", &self.mtls),
-        ]
+    pub fn all(&self) -> [(&'static str, &str); 5] {
+        Listener::ALL.map(|listener| (listener.as_str(), self.get(listener)))
     }
 
     /// The address of `listener`.
@@ -221,6 +224,7 @@ impl Listeners {
             Listener::SaslPlaintext => &self.sasl_plaintext,
             Listener::Ssl => &self.ssl,
             Listener::Mtls => &self.mtls,
+            Listener::SaslSsl => &self.sasl_ssl,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Every kafka-lite operation the checkpointer uses, over every way of reaching a
 //! broker: PLAINTEXT, SASL_PLAINTEXT with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512,
-//! SSL with the test CA, and mTLS with the test client certificate; SSL and
+//! SSL with the test CA, mTLS with the test client certificate, and SASL_SSL
+//! (SCRAM-SHA-512, and PLAIN with the portable provider); SSL and
 //! mTLS once more with the portable crypto provider forced for the client
 //! (`TlsConfig::provider`, docs/tls-providers.md).
 //!
@@ -84,6 +85,22 @@ async fn every_operation_over_ssl() {
 #[tokio::test]
 async fn every_operation_over_mtls() {
     every_operation_over(Access::Mtls).await;
+}
+
+#[tokio::test]
+async fn every_operation_over_sasl_ssl_scram_sha_512() {
+    every_operation_over(Access::SaslSsl(SaslMechanismKind::ScramSha512)).await;
+}
+
+/// SASL_SSL with PLAIN (the password travels inside TLS) and the portable
+/// provider.
+#[tokio::test]
+async fn every_operation_over_sasl_ssl_plain_with_the_portable_provider() {
+    every_operation_with(
+        Access::SaslSsl(SaslMechanismKind::Plain),
+        Some(TlsProviderRequest::Portable),
+    )
+    .await;
 }
 
 /// SSL with the portable provider: the test CA's RSA-2048 chain verified by

@@ -20,6 +20,7 @@ fn config(listener: Listener) -> ConnectionConfig {
         Listener::SaslPlaintext => Access::Sasl(SaslMechanismKind::ScramSha512),
         Listener::Ssl => Access::Ssl,
         Listener::Mtls => Access::Mtls,
+        Listener::SaslSsl => Access::SaslSsl(SaslMechanismKind::ScramSha512),
     };
     let base = ConnectionConfig {
         client_id: "e2e-client-groups".into(),
@@ -146,6 +147,11 @@ async fn idle_group_round_trip_over_sasl_scram_sha_512() {
 #[tokio::test]
 async fn idle_group_round_trip_over_mtls() {
     idle_group_round_trip(Listener::Mtls).await;
+}
+
+#[tokio::test]
+async fn idle_group_round_trip_over_sasl_ssl_scram_sha_512() {
+    idle_group_round_trip(Listener::SaslSsl).await;
 }
 
 #[tokio::test]

@@ -27,10 +27,11 @@ fn every_listener_of_every_cluster_accepts_tcp_connections() {
         }
     }
     assert!(
-        checked >= 8,
-        "expected at least the source and target clusters x 4 listeners"
+        checked >= 2 * Listener::ALL.len(),
+        "expected at least the source and target clusters x {} listeners",
+        Listener::ALL.len()
     );
-    assert_eq!(checked, clusters.clusters.len() * 4);
+    assert_eq!(checked, clusters.clusters.len() * Listener::ALL.len());
 }
 
 #[test]

@@ -146,7 +146,7 @@ pub fn image(root: &Path, args: &[&str]) -> Result<()> {
         fs::metadata(&archive)?.len(),
         binaries
             .iter()
-            .map(|(arch, _)| format!("linux/{}", arch.oci()))
+            .map(|(arch, _)| arch.oci_platform())
             .collect::<Vec<_>>()
             .join(", ")
     );
@@ -194,7 +194,13 @@ fn write_layout(layout: &Path, package: &Package, binaries: &[(Arch, Vec<u8>)]) 
         manifests.push((*arch, manifest));
     }
 
-    let platform = |arch: Arch| json!({ "architecture": arch.oci(), "os": "linux" });
+    let platform = |arch: Arch| {
+        let mut platform = json!({ "architecture": arch.oci(), "os": "linux" });
+        if let Some(variant) = arch.oci_variant() {
+            platform["variant"] = json!(variant);
+        }
+        platform
+    };
     let mut entries = Vec::new();
     // The multi-platform tags: an image index when there is more than one.
     let top = match manifests.as_slice() {
@@ -250,7 +256,10 @@ fn write_layout(layout: &Path, package: &Package, binaries: &[(Arch, Vec<u8>)]) 
 }
 
 fn arch_tag(package: &Package, arch: Arch) -> String {
-    format!("{}-{}", package.version, arch.oci())
+    match arch.oci_variant() {
+        Some(variant) => format!("{}-{}-{variant}", package.version, arch.oci()),
+        None => format!("{}-{}", package.version, arch.oci()),
+    }
 }
 
 /// The `org.opencontainers.image.*` labels (and manifest annotations).
@@ -283,7 +292,7 @@ fn git_revision() -> Option<String> {
 
 /// The image config: platform, how to run it, and the layer's diff id.
 fn config_json(arch: Arch, diff_id: &str, labels: &BTreeMap<String, String>) -> Result<Vec<u8>> {
-    to_bytes(&json!({
+    let mut config = json!({
         "created": CREATED,
         "architecture": arch.oci(),
         "os": "linux",
@@ -297,7 +306,11 @@ fn config_json(arch: Arch, diff_id: &str, labels: &BTreeMap<String, String>) -> 
         },
         "rootfs": { "type": "layers", "diff_ids": [diff_id] },
         "history": [{ "created": CREATED, "created_by": "cargo xtask image" }],
-    }))
+    });
+    if let Some(variant) = arch.oci_variant() {
+        config["variant"] = json!(variant);
+    }
+    to_bytes(&config)
 }
 
 /// Compact JSON; `serde_json`'s map is a `BTreeMap`, so keys come out sorted.
@@ -454,62 +467,93 @@ fn check(
         );
     }
 
+    if binaries.len() > 1 {
+        let mut listed: Vec<String> = raw["manifests"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|m| {
+                let platform = &m["platform"];
+                match platform["variant"].as_str() {
+                    Some(v) => format!(
+                        "linux/{}/{v}",
+                        platform["architecture"].as_str().unwrap_or("?")
+                    ),
+                    None => format!("linux/{}", platform["architecture"].as_str().unwrap_or("?")),
+                }
+            })
+            .collect();
+        listed.sort();
+        let mut expected: Vec<String> = binaries.iter().map(|(a, _)| a.oci_platform()).collect();
+        expected.sort();
+        if listed != expected {
+            bail!("skopeo: the image index lists {listed:?}, expected {expected:?}");
+        }
+    }
+
     let expected_cmd = json!(RUN_ARGS);
     let expected_entrypoint = json!([format!("/{BINARY}")]);
     let mut ran_native = false;
     for (arch, binary) in binaries {
         for reference in [latest.clone(), format!("oci-archive:{tar}:latest")] {
-            let inspect = parse_json(
-                &run_tool(
-                    "skopeo",
-                    &[
-                        "inspect",
-                        "--override-os",
-                        "linux",
-                        "--override-arch",
-                        arch.oci(),
-                        &reference,
-                    ],
-                )?,
-                "skopeo inspect",
-            )?;
-            if inspect["Architecture"] != arch.oci() || inspect["Os"] != "linux" {
+            let mut args = vec![
+                "inspect",
+                "--override-os",
+                "linux",
+                "--override-arch",
+                arch.oci(),
+            ];
+            if let Some(variant) = arch.oci_variant() {
+                args.extend(["--override-variant", variant]);
+            }
+            args.push(&reference);
+            let inspect = parse_json(&run_tool("skopeo", &args)?, "skopeo inspect")?;
+            // Older skopeo (1.9) does not print `Variant`; the config
+            // check below covers it then.
+            let variant = inspect["Variant"].as_str().filter(|v| !v.is_empty());
+            if inspect["Architecture"] != arch.oci()
+                || inspect["Os"] != "linux"
+                || (variant.is_some() && variant != arch.oci_variant())
+            {
                 bail!(
-                    "skopeo inspect {reference} for {}: got {}/{}",
-                    arch.oci(),
+                    "skopeo inspect {reference} for {}: got {}/{}/{}",
+                    arch.oci_platform(),
                     inspect["Os"],
-                    inspect["Architecture"]
+                    inspect["Architecture"],
+                    inspect["Variant"]
                 );
             }
             if inspect["Labels"]["org.opencontainers.image.version"] != package.version.as_str() {
                 bail!("skopeo inspect {reference}: the version label is missing or wrong");
             }
         }
-        let config = parse_json(
-            &run_tool(
-                "skopeo",
-                &[
-                    "inspect",
-                    "--config",
-                    "--override-arch",
-                    arch.oci(),
-                    &latest,
-                ],
-            )?,
-            "skopeo inspect --config",
-        )?;
+        let mut args = vec!["inspect", "--config", "--override-arch", arch.oci()];
+        if let Some(variant) = arch.oci_variant() {
+            args.extend(["--override-variant", variant]);
+        }
+        args.push(&latest);
+        let config = parse_json(&run_tool("skopeo", &args)?, "skopeo inspect --config")?;
+        if config["architecture"] != arch.oci() || config["variant"].as_str() != arch.oci_variant()
+        {
+            bail!(
+                "skopeo inspect --config for {}: the config is for {}/{}",
+                arch.oci_platform(),
+                config["architecture"],
+                config["variant"]
+            );
+        }
         let c = &config["config"];
         if c["User"] != RUN_AS || c["Entrypoint"] != expected_entrypoint || c["Cmd"] != expected_cmd
         {
             bail!(
                 "skopeo inspect --config ({}): unexpected run settings: {c}",
-                arch.oci()
+                arch.oci_platform()
             );
         }
         let bundle = unpack_and_check(package, layout, *arch, binary)?;
         eprintln!(
-            "xtask: image check linux/{}: skopeo inspect (layout and archive), umoci unpack: ok",
-            arch.oci()
+            "xtask: image check {}: skopeo inspect (layout and archive), umoci unpack: ok",
+            arch.oci_platform()
         );
         if arch.emulator().is_none() {
             let strings = |v: &Value| -> Vec<String> {
@@ -685,6 +729,19 @@ mod tests {
             config["config"]["Labels"]["org.opencontainers.image.version"],
             "9.9.9"
         );
+    }
+
+    #[test]
+    fn the_armv7_config_and_tag_carry_the_v7_variant() {
+        let bytes = config_json(Arch::Armv7, "sha256:abc", &BTreeMap::new()).unwrap();
+        let config: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(config["architecture"], "arm");
+        assert_eq!(config["variant"], "v7");
+        let bytes = config_json(Arch::X86_64, "sha256:abc", &BTreeMap::new()).unwrap();
+        let config: Value = serde_json::from_slice(&bytes).unwrap();
+        assert!(config.get("variant").is_none());
+        assert_eq!(Arch::Armv7.oci_platform(), "linux/arm/v7");
+        assert_eq!(Arch::Aarch64.oci_platform(), "linux/arm64");
     }
 
     #[test]

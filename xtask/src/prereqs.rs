@@ -5,6 +5,10 @@
 //! `sudo`), so that `cargo xtask test` and `cargo xtask demo` set up a fresh
 //! machine by themselves.
 //!
+//! `cargo xtask dist` also installs, the same way, the foreign-architecture
+//! Debian libraries it links the 32-bit ARM build against
+//! ([`ensure_debian_libraries`]).
+//!
 //! `MM2_NO_INSTALL=1` turns the installing off: the check then fails with the
 //! list of packages to install by hand.
 
@@ -86,6 +90,63 @@ pub fn ensure_cluster_tools() -> Result<()> {
         .collect();
     if !still.is_empty() {
         bail!("after `{by_hand}`, still not usable: {}", still.join(", "));
+    }
+    Ok(())
+}
+
+/// Makes sure the foreign-architecture Debian library packages `packages`
+/// (`name:arch`, for example `musl-dev:armhf`) are installed once `present`
+/// says they are not: adds each architecture with `dpkg --add-architecture`,
+/// then `apt-get update` and `apt-get install`, unless `MM2_NO_INSTALL=1`.
+/// `cargo xtask dist` links the targets without a prebuilt Rust standard
+/// library against them.
+pub fn ensure_debian_libraries(packages: &[String], present: impl Fn() -> bool) -> Result<()> {
+    if packages.is_empty() || present() {
+        return Ok(());
+    }
+    let by_hand = format!("apt-get install {}", packages.join(" "));
+    if std::env::var(NO_INSTALL_ENV).is_ok_and(|v| v == "1") {
+        bail!(
+            "the static build links against {} ({NO_INSTALL_ENV}=1, so not installing): run \
+             `dpkg --add-architecture ARCH`, `apt-get update` and `{by_hand}`",
+            packages.join(", ")
+        );
+    }
+    if !runs("dpkg", &["--version"]) || !runs("apt-get", &["--version"]) {
+        bail!(
+            "the static build links against {}, and this machine has no dpkg/apt-get to \
+             install them; install the equivalent of `{by_hand}`",
+            packages.join(", ")
+        );
+    }
+    let sudo: &[&str] = if is_root() { &[] } else { &["sudo"] };
+    let mut arches: Vec<&str> = packages
+        .iter()
+        .filter_map(|p| p.split_once(':').map(|(_, arch)| arch))
+        .collect();
+    arches.dedup();
+    for arch in arches {
+        let mut argv: Vec<&str> = sudo.to_vec();
+        argv.extend(["dpkg", "--add-architecture", arch]);
+        eprintln!("xtask: {}", argv.join(" "));
+        let status = Command::new(argv[0])
+            .args(&argv[1..])
+            .status()
+            .with_context(|| format!("running `{}`", argv.join(" ")))?;
+        if !status.success() {
+            bail!("`{}` failed ({status})", argv.join(" "));
+        }
+    }
+    eprintln!(
+        "xtask: installing {} for the static build",
+        packages.join(" ")
+    );
+    apt(sudo, &["update"])?;
+    let mut install = vec!["install", "-y", "--no-install-recommends"];
+    install.extend(packages.iter().map(String::as_str));
+    apt(sudo, &install)?;
+    if !present() {
+        bail!("after `{by_hand}`, the libraries the static build needs are still missing");
     }
     Ok(())
 }

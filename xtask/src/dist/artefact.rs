@@ -20,17 +20,30 @@ pub enum Arch {
     X86_64,
     /// 64-bit ARM (`arm64` in OCI terms).
     Aarch64,
+    /// 32-bit ARMv7-A with hardware floating point (`arm`, variant `v7`, in
+    /// OCI terms): Cortex-A7/A8/A9 boards. rustup ships no prebuilt standard
+    /// library for it here, so it is built with [`StdSource::BuildStd`].
+    Armv7,
 }
 
 impl Arch {
     /// Every architecture, in build order.
-    pub const ALL: [Arch; 2] = [Arch::X86_64, Arch::Aarch64];
+    pub const ALL: [Arch; 3] = [Arch::X86_64, Arch::Aarch64, Arch::Armv7];
 
     /// The name used on the command line and in artefact names.
     pub fn name(self) -> &'static str {
         match self {
             Arch::X86_64 => "x86_64",
             Arch::Aarch64 => "aarch64",
+            Arch::Armv7 => "armv7",
+        }
+    }
+
+    /// The C library ABI part of the artefact name (the triple's last word).
+    pub fn abi(self) -> &'static str {
+        match self {
+            Arch::X86_64 | Arch::Aarch64 => "musl",
+            Arch::Armv7 => "musleabihf",
         }
     }
 
@@ -39,6 +52,7 @@ impl Arch {
         match self {
             Arch::X86_64 => "x86_64-unknown-linux-musl",
             Arch::Aarch64 => "aarch64-unknown-linux-musl",
+            Arch::Armv7 => "armv7-unknown-linux-musleabihf",
         }
     }
 
@@ -47,6 +61,44 @@ impl Arch {
         match self {
             Arch::X86_64 => "amd64",
             Arch::Aarch64 => "arm64",
+            Arch::Armv7 => "arm",
+        }
+    }
+
+    /// The OCI platform `variant`, where the architecture needs one.
+    pub fn oci_variant(self) -> Option<&'static str> {
+        match self {
+            Arch::X86_64 | Arch::Aarch64 => None,
+            Arch::Armv7 => Some("v7"),
+        }
+    }
+
+    /// `linux/<architecture>[/<variant>]`, as `docker --platform` spells it.
+    pub fn oci_platform(self) -> String {
+        match self.oci_variant() {
+            Some(variant) => format!("linux/{}/{variant}", self.oci()),
+            None => format!("linux/{}", self.oci()),
+        }
+    }
+
+    /// Where this target's standard library comes from.
+    pub fn std_source(self) -> StdSource {
+        match self {
+            Arch::X86_64 | Arch::Aarch64 => StdSource::Rustup,
+            Arch::Armv7 => StdSource::BuildStd {
+                debian_arch: "armhf",
+                musl_lib_dir: "/usr/lib/arm-linux-musleabihf",
+                gcc_lib_dir: "/usr/lib/gcc/arm-linux-gnueabihf/12",
+            },
+        }
+    }
+
+    /// The `-cpu` model `dist-test` runs this architecture's binary under, if
+    /// not qemu's default: the oldest CPU the artefact must run on.
+    pub fn test_cpu(self) -> Option<&'static str> {
+        match self {
+            Arch::X86_64 | Arch::Aarch64 => None,
+            Arch::Armv7 => Some("cortex-a7"),
         }
     }
 
@@ -55,6 +107,7 @@ impl Arch {
         match self {
             Arch::X86_64 => "Advanced Micro Devices X86-64",
             Arch::Aarch64 => "AArch64",
+            Arch::Armv7 => "ARM",
         }
     }
 
@@ -62,20 +115,61 @@ impl Arch {
     /// this machine, or `None` if they run natively.
     pub fn emulator(self) -> Option<&'static str> {
         match (self, std::env::consts::ARCH) {
-            (Arch::X86_64, "x86_64") | (Arch::Aarch64, "aarch64") => None,
+            (Arch::X86_64, "x86_64") | (Arch::Aarch64, "aarch64") | (Arch::Armv7, "arm") => None,
             (Arch::X86_64, _) => Some("qemu-x86_64-static"),
             (Arch::Aarch64, _) => Some("qemu-aarch64-static"),
+            (Arch::Armv7, _) => Some("qemu-arm-static"),
         }
     }
 
-    /// Parses `x86_64` (`amd64`), `aarch64` (`arm64`) or `all`.
+    /// Parses `x86_64` (`amd64`), `aarch64` (`arm64`), `armv7` (`armhf`) or
+    /// `all`.
     pub fn parse(word: &str) -> Result<Vec<Arch>> {
         Ok(match word {
             "x86_64" | "amd64" => vec![Arch::X86_64],
             "aarch64" | "arm64" => vec![Arch::Aarch64],
+            "armv7" | "armhf" => vec![Arch::Armv7],
             "all" => Arch::ALL.to_vec(),
-            _ => bail!("unknown target `{word}`: expected x86_64, aarch64 or all"),
+            _ => bail!("unknown target `{word}`: expected x86_64, aarch64, armv7 or all"),
         })
+    }
+}
+
+/// The nightly toolchain that builds the standard library from source for
+/// targets rustup has no prebuilt one for (`-Zbuild-std` is unstable, so it
+/// needs nightly). Pinned so a build is repeatable; the only place it is named.
+pub const BUILD_STD_TOOLCHAIN: &str = "nightly-2026-05-20";
+
+/// Where a target's standard library and C runtime come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StdSource {
+    /// rustup's prebuilt `rust-std`, whose self-contained musl start files
+    /// and `libc.a` make the link need nothing else.
+    Rustup,
+    /// The standard library compiled by [`BUILD_STD_TOOLCHAIN`]
+    /// (`-Zbuild-std`), linked against Debian's prebuilt musl (`musl-dev`) and
+    /// its unwinder `libgcc_eh.a` (`libgcc-12-dev`) of `debian_arch`; both are
+    /// libraries only: no C compiler runs.
+    BuildStd {
+        /// Debian's name for the architecture (`dpkg --add-architecture`).
+        debian_arch: &'static str,
+        /// Debian's musl start files and `libc.a`.
+        musl_lib_dir: &'static str,
+        /// GCC's `crtbegin.o`/`crtend.o` and `libgcc_eh.a`.
+        gcc_lib_dir: &'static str,
+    },
+}
+
+impl StdSource {
+    /// The Debian packages a [`StdSource::BuildStd`] build links against.
+    pub fn debian_packages(self) -> Vec<String> {
+        match self {
+            StdSource::Rustup => Vec::new(),
+            StdSource::BuildStd { debian_arch, .. } => ["musl-dev", "libgcc-12-dev"]
+                .iter()
+                .map(|p| format!("{p}:{debian_arch}"))
+                .collect(),
+        }
     }
 }
 
@@ -84,7 +178,9 @@ impl Arch {
 pub enum Variant {
     /// Default features: rustls with the pure-Rust `graviola` provider, no C.
     Default,
-    /// `--no-default-features --features ring`: runs on any CPU, compiles C.
+    /// `--no-default-features --features ring`: compiles C; built for the
+    /// architectures with a prebuilt standard library only (see
+    /// [`Variant::builds_for`]).
     Ring,
 }
 
@@ -114,6 +210,13 @@ impl Variant {
             Variant::Default => &[],
             Variant::Ring => &["--no-default-features", "--features", "ring"],
         }
+    }
+
+    /// Whether this variant is built for `arch`. ring's C would need a C
+    /// cross-compiler and musl headers for a [`StdSource::BuildStd`]
+    /// architecture, and the default variant runs everywhere anyway.
+    pub fn builds_for(self, arch: Arch) -> bool {
+        self == Variant::Default || arch.std_source() == StdSource::Rustup
     }
 
     /// Parses `default`, `ring` or `all`.
@@ -187,9 +290,10 @@ impl Package {
     /// The file name of one artefact.
     pub fn artefact_name(&self, arch: Arch, variant: Variant) -> String {
         format!(
-            "{BINARY}-{}-{}-linux-musl{}",
+            "{BINARY}-{}-{}-linux-{}{}",
             self.version,
             arch.name(),
+            arch.abi(),
             variant.suffix()
         )
     }
@@ -429,6 +533,22 @@ mod tests {
         let text = "Dynamic section at offset 0x2dc8 contains 24 entries:\n  Tag        Type                         Name/Value\n 0x0000000000000001 (NEEDED)             Shared library: [libc.so.6]\n 0x0000000000000001 (NEEDED)             Shared library: [libgcc_s.so.1]\n 0x000000000000000c (INIT)               0x1000\n";
         assert_eq!(needed_libraries(text), ["libc.so.6", "libgcc_s.so.1"]);
         assert!(needed_libraries("There is no dynamic section in this file.\n").is_empty());
+    }
+
+    #[test]
+    fn every_artefact_name_ends_in_its_triples_abi() {
+        for arch in Arch::ALL {
+            assert!(arch.triple().ends_with(arch.abi()), "{arch:?}");
+            assert!(arch.triple().starts_with(arch.name()), "{arch:?}");
+        }
+        assert_eq!(Arch::parse("armhf").unwrap(), vec![Arch::Armv7]);
+        assert_eq!(
+            Arch::Armv7.std_source().debian_packages(),
+            ["musl-dev:armhf", "libgcc-12-dev:armhf"]
+        );
+        assert!(Arch::X86_64.std_source().debian_packages().is_empty());
+        assert!(!Variant::Ring.builds_for(Arch::Armv7));
+        assert!(Variant::Ring.builds_for(Arch::Aarch64));
     }
 
     #[test]

@@ -10,7 +10,8 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 use super::artefact::{
-    Arch, BINARY, Package, Variant, cargo, check_static, which, write_sha256sums,
+    Arch, BINARY, BUILD_STD_TOOLCHAIN, Package, StdSource, Variant, cargo, check_static, which,
+    write_sha256sums,
 };
 
 /// Options of `cargo xtask dist`.
@@ -45,7 +46,7 @@ fn parse_dist_args(args: &[&str]) -> Result<DistOptions> {
     Ok(options)
 }
 
-/// `cargo xtask dist [--target x86_64|aarch64|all] [--variant default|ring|all] [--allow-c]`.
+/// `cargo xtask dist [--target x86_64|aarch64|armv7|all] [--variant default|ring|all] [--allow-c]`.
 pub fn dist(root: &Path, args: &[&str]) -> Result<()> {
     let options = parse_dist_args(args)?;
     let package = Package::load(root)?;
@@ -53,12 +54,29 @@ pub fn dist(root: &Path, args: &[&str]) -> Result<()> {
     fs::create_dir_all(&dist_dir).with_context(|| format!("creating {}", dist_dir.display()))?;
     require_rust_lld()?;
     for arch in &options.arches {
-        ensure_rust_target(root, *arch)?;
+        match arch.std_source() {
+            StdSource::Rustup => ensure_rust_target(root, *arch)?,
+            source @ StdSource::BuildStd { .. } => {
+                ensure_build_std_toolchain(root)?;
+                crate::prereqs::ensure_debian_libraries(&source.debian_packages(), || {
+                    link_libraries_present(source)
+                })?;
+            }
+        }
     }
     let poison = write_no_c_compiler(&package.target_dir)?;
 
     for &variant in &options.variants {
         for &arch in &options.arches {
+            if !variant.builds_for(arch) {
+                eprintln!(
+                    "xtask: no `{}` variant for {}: it is built for the architectures rustup has \
+                     a prebuilt standard library for (the default variant needs no C anywhere)",
+                    variant.name(),
+                    arch.name()
+                );
+                continue;
+            }
             let started = std::time::Instant::now();
             let forbid_c = variant == Variant::Default && !options.allow_c;
             build(
@@ -160,6 +178,84 @@ fn ensure_rust_target(root: &Path, arch: Arch) -> Result<()> {
     Ok(())
 }
 
+/// Installs [`BUILD_STD_TOOLCHAIN`] with its `rust-src` component if it is
+/// missing (`-Zbuild-std` compiles the standard library from that source).
+fn ensure_build_std_toolchain(root: &Path) -> Result<()> {
+    let has_src = Command::new("rustup")
+        .args(["component", "list", "--installed", "--toolchain"])
+        .arg(BUILD_STD_TOOLCHAIN)
+        .current_dir(root)
+        .output()
+        .is_ok_and(|out| {
+            out.status.success()
+                && String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .any(|line| line.trim() == "rust-src")
+        });
+    if has_src {
+        return Ok(());
+    }
+    let args = [
+        "toolchain",
+        "install",
+        BUILD_STD_TOOLCHAIN,
+        "--profile",
+        "minimal",
+        "--component",
+        "rust-src",
+    ];
+    eprintln!("xtask: rustup {}", args.join(" "));
+    let status = Command::new("rustup")
+        .args(args)
+        .current_dir(root)
+        .status()
+        .context("running `rustup toolchain install` (rustup is needed for -Zbuild-std)")?;
+    if !status.success() {
+        bail!("`rustup {}` failed", args.join(" "));
+    }
+    Ok(())
+}
+
+/// Whether the prebuilt libraries a [`StdSource::BuildStd`] link needs are
+/// installed: musl's start files and `libc.a`, GCC's `crtbegin.o` and its
+/// unwinder `libgcc_eh.a`.
+fn link_libraries_present(source: StdSource) -> bool {
+    match source {
+        StdSource::Rustup => true,
+        StdSource::BuildStd {
+            musl_lib_dir,
+            gcc_lib_dir,
+            ..
+        } => {
+            let musl = Path::new(musl_lib_dir);
+            let gcc = Path::new(gcc_lib_dir);
+            ["crt1.o", "crti.o", "crtn.o", "libc.a"]
+                .iter()
+                .all(|f| musl.join(f).is_file())
+                && ["crtbegin.o", "crtend.o", "libgcc_eh.a"]
+                    .iter()
+                    .all(|f| gcc.join(f).is_file())
+        }
+    }
+}
+
+/// The directory holding `libunwind.a` for a [`StdSource::BuildStd`] link:
+/// Rust's `unwind` crate links `-lunwind` on musl, which rustup's
+/// self-contained musl provides and Debian's does not. GCC's `libgcc_eh.a`
+/// is the same kind of unwinder (the `_Unwind_*` ABI), so a link to it under
+/// that name serves.
+fn unwind_dir(target_dir: &Path, arch: Arch, gcc_lib_dir: &str) -> Result<PathBuf> {
+    let dir = target_dir
+        .join("dist/tools")
+        .join(format!("unwind-{}", arch.triple()));
+    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let link = dir.join("libunwind.a");
+    let _ = fs::remove_file(&link);
+    std::os::unix::fs::symlink(Path::new(gcc_lib_dir).join("libgcc_eh.a"), &link)
+        .with_context(|| format!("linking {}", link.display()))?;
+    Ok(dir)
+}
+
 /// Writes `target/dist/tools/no-c-compiler`, a stand-in for every C and C++
 /// compiler that fails loudly, naming the command it was given.
 fn write_no_c_compiler(target_dir: &Path) -> Result<PathBuf> {
@@ -228,7 +324,21 @@ fn build(
     no_c_compiler: Option<&Path>,
 ) -> Result<()> {
     let triple = arch.triple();
-    let mut cmd = Command::new(cargo());
+    let target_var = triple.replace('-', "_").to_uppercase();
+    let mut cmd = match arch.std_source() {
+        StdSource::Rustup => Command::new(cargo()),
+        StdSource::BuildStd { .. } => {
+            // The pinned nightly's own cargo; the variables the outer
+            // (stable) cargo and rustup set would pick the stable tools.
+            let mut cmd = Command::new("rustup");
+            cmd.args(["run", BUILD_STD_TOOLCHAIN, "cargo"])
+                .env_remove("CARGO")
+                .env_remove("RUSTC")
+                .env_remove("RUSTDOC")
+                .env_remove("RUSTUP_TOOLCHAIN");
+            cmd
+        }
+    };
     cmd.args([
         "build",
         "--release",
@@ -239,13 +349,19 @@ fn build(
     ])
     .args(variant.cargo_feature_args())
     .current_dir(root)
-    .env(
-        format!(
-            "CARGO_TARGET_{}_LINKER",
-            triple.replace('-', "_").to_uppercase()
-        ),
-        "rust-lld",
-    );
+    .env(format!("CARGO_TARGET_{target_var}_LINKER"), "rust-lld");
+    if let StdSource::BuildStd {
+        musl_lib_dir,
+        gcc_lib_dir,
+        ..
+    } = arch.std_source()
+    {
+        let unwind = unwind_dir(&package.target_dir, arch, gcc_lib_dir)?;
+        cmd.arg("-Zbuild-std=std,panic_abort").env(
+            format!("CARGO_TARGET_{target_var}_RUSTFLAGS"),
+            format!("-L{musl_lib_dir} -L{gcc_lib_dir} -L{}", unwind.display()),
+        );
+    }
     match no_c_compiler {
         Some(script) => {
             let host = host_triple();
@@ -272,8 +388,13 @@ fn build(
         }
     }
     eprintln!(
-        "xtask: cargo build --release -p {BINARY} --target {triple} {} (variant {}, version {})",
+        "xtask: cargo build --release -p {BINARY} --target {triple} {}{} (variant {}, version {})",
         variant.cargo_feature_args().join(" "),
+        match arch.std_source() {
+            StdSource::Rustup => String::new(),
+            StdSource::BuildStd { .. } =>
+                format!("-Zbuild-std=std,panic_abort with {BUILD_STD_TOOLCHAIN}"),
+        },
         variant.name(),
         package.version
     );
@@ -317,6 +438,10 @@ mod tests {
     #[test]
     fn unknown_dist_arguments_are_rejected() {
         assert!(parse_dist_args(&["--target", "riscv64"]).is_err());
+        assert_eq!(
+            parse_dist_args(&["--target", "armhf"]).unwrap().arches,
+            vec![Arch::Armv7]
+        );
         assert!(parse_dist_args(&["--variant"]).is_err());
         assert!(parse_dist_args(&["--fast"]).is_err());
     }

@@ -6,8 +6,9 @@
 //! see each other's data), seeded with [`demo::seed_flow`]: a source topic, its
 //! shifted mirror on the target, offset syncs on the source and a committed
 //! source group. The root gets an `mm2.properties` (bootstrap addresses are
-//! `127.0.0.1` literals: the root has no `/etc/hosts`) and, for TLS, the test
-//! CA as `/ca.pem`. After the binary exits, the checkpoints it wrote are read
+//! `127.0.0.1` literals: the root has no `/etc/hosts`) and the test CA as
+//! `/ca.pem` and client certificate and key as `/client.pem`, `/client.key`
+//! (mTLS); SASL_SSL logs in as each cluster's SCRAM-SHA-512 test user. After the binary exits, the checkpoints it wrote are read
 //! back from the target with the driver's own client and compared with the
 //! offsets the seed makes exact.
 
@@ -23,15 +24,17 @@ use mm2_checkpoint::core::{CommittedOffset, TopicPartition};
 use mm2_checkpoint::driver::kafka::ClusterClient;
 
 use crate::demo::{self, PARTITIONS, SYNC_POINTS, Seed};
-use crate::kafka::{self, ClusterInfo, ClustersGuard, GuardNotes, Layout};
+use crate::kafka::{self, ClusterInfo, ClustersGuard, GuardNotes, Layout, Listener};
 use crate::topics;
 
 /// Where the config and CA file live inside the root.
 pub const CONFIG_IN_ROOT: &str = "/mm2.properties";
 /// The CA certificate's path inside the root.
 pub const CA_IN_ROOT: &str = "/ca.pem";
-/// The mTLS client key and certificate (one PEM keystore) inside the root.
-pub const KEYSTORE_IN_ROOT: &str = "/client-keystore.pem";
+/// The test client certificate's path inside the root (mTLS).
+pub const CLIENT_CERT_IN_ROOT: &str = "/client.pem";
+/// The test client key's path inside the root (mTLS).
+pub const CLIENT_KEY_IN_ROOT: &str = "/client.key";
 
 /// How the binary in the root reaches both clusters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,35 +43,59 @@ pub enum Protocol {
     Plaintext,
     /// The SSL listener (server authentication), CA given as a PEM truststore.
     Ssl,
-    /// The SSL listener that requires a client certificate, given as a PEM
-    /// keystore (the test client key and certificate).
+    /// The mTLS listener: SSL with the test client certificate and key as
+    /// PEM files.
     Mtls,
+    /// The SASL_SSL listener: SCRAM-SHA-512 as the cluster's test user, over
+    /// TLS trusting the test CA.
+    SaslSsl,
 }
 
 impl Protocol {
-    /// Every one, in test order.
-    pub const ALL: [Protocol; 3] = [Protocol::Plaintext, Protocol::Ssl, Protocol::Mtls];
+    /// Every way, in test order.
+    pub const ALL: [Protocol; 4] = [
+        Protocol::Plaintext,
+        Protocol::Ssl,
+        Protocol::Mtls,
+        Protocol::SaslSsl,
+    ];
 
-    /// The `security.protocol` value.
-    pub fn security_protocol(self) -> &'static str {
-        match self {
-            Protocol::Plaintext => "PLAINTEXT",
-            Protocol::Ssl | Protocol::Mtls => "SSL",
-        }
-    }
+    /// The ways over TLS, in test order.
+    pub const TLS: [Protocol; 3] = [Protocol::Ssl, Protocol::Mtls, Protocol::SaslSsl];
 
-    /// How messages name it.
+    /// A short name for logs and round labels.
     pub fn name(self) -> &'static str {
         match self {
             Protocol::Plaintext => "PLAINTEXT",
             Protocol::Ssl => "SSL",
             Protocol::Mtls => "mTLS",
+            Protocol::SaslSsl => "SASL_SSL",
         }
     }
 
-    /// Whether it uses TLS.
-    pub fn tls(self) -> bool {
+    /// The `security.protocol` value.
+    fn security_protocol(self) -> &'static str {
+        match self {
+            Protocol::Plaintext => "PLAINTEXT",
+            Protocol::Ssl | Protocol::Mtls => "SSL",
+            Protocol::SaslSsl => "SASL_SSL",
+        }
+    }
+
+    /// Whether the binary speaks TLS (and so picks a crypto provider).
+    pub fn uses_tls(self) -> bool {
         self != Protocol::Plaintext
+    }
+
+    /// The listener of `info` this way connects to.
+    fn bootstrap(self, info: &ClusterInfo) -> &str {
+        let listener = match self {
+            Protocol::Plaintext => Listener::Plaintext,
+            Protocol::Ssl => Listener::Ssl,
+            Protocol::Mtls => Listener::Mtls,
+            Protocol::SaslSsl => Listener::SaslSsl,
+        };
+        info.bootstrap.get(listener)
     }
 }
 
@@ -151,11 +178,6 @@ impl Testbed {
         })
     }
 
-    /// The test CA that signed both brokers' certificates.
-    pub fn ca_pem(&self) -> &Path {
-        &self.source.tls.ca_pem
-    }
-
     /// Seeds a fresh flow for one round; `label` goes into the names.
     pub fn prepare(&self, label: &str) -> Result<Round> {
         let nanos = SystemTime::now()
@@ -194,14 +216,6 @@ impl Testbed {
     /// The `mm2.properties` for `round` over `protocol`, as seen from inside
     /// the root.
     pub fn properties(&self, round: &Round, protocol: Protocol) -> String {
-        let (sb, tb) = match protocol {
-            Protocol::Plaintext => (
-                &self.source.bootstrap.plaintext,
-                &self.target.bootstrap.plaintext,
-            ),
-            Protocol::Ssl => (&self.source.bootstrap.ssl, &self.target.bootstrap.ssl),
-            Protocol::Mtls => (&self.source.bootstrap.mtls, &self.target.bootstrap.mtls),
-        };
         let mut text = format!(
             "# Written by `cargo xtask dist-test`.\n\
              clusters = {s}, {t}\n\
@@ -214,18 +228,38 @@ impl Testbed {
              security.protocol = {p}\n",
             s = round.source_alias,
             t = round.target_alias,
+            sb = protocol.bootstrap(&self.source),
+            tb = protocol.bootstrap(&self.target),
             g = round.group,
             p = protocol.security_protocol(),
         );
-        if protocol.tls() {
+        if protocol.uses_tls() {
             text.push_str(&format!(
                 "ssl.truststore.type = PEM\nssl.truststore.location = {CA_IN_ROOT}\n"
             ));
         }
         if protocol == Protocol::Mtls {
             text.push_str(&format!(
-                "ssl.keystore.type = PEM\nssl.keystore.location = {KEYSTORE_IN_ROOT}\n"
+                "ssl.keystore.type = PEM\n\
+                 ssl.keystore.certificate.chain = {CLIENT_CERT_IN_ROOT}\n\
+                 ssl.keystore.key = {CLIENT_KEY_IN_ROOT}\n"
             ));
+        }
+        if protocol == Protocol::SaslSsl {
+            // Each cluster has its own SCRAM user, so the login is per alias.
+            for (alias, info) in [
+                (&round.source_alias, &self.source),
+                (&round.target_alias, &self.target),
+            ] {
+                let user = &info.sasl_users.scram_sha_512;
+                text.push_str(&format!(
+                    "{alias}.sasl.mechanism = SCRAM-SHA-512\n\
+                     {alias}.sasl.jaas.config = org.apache.kafka.common.security.scram.ScramLoginModule \
+                     required username=\"{}\" password=\"{}\";\n",
+                    user.user,
+                    user.password.expose()
+                ));
+            }
         }
         text
     }
@@ -262,15 +296,17 @@ impl Testbed {
             Ok(())
         };
         write(config, self.properties(round, protocol).as_bytes())?;
-        let read = |path: &Path| -> Result<Vec<u8>> {
-            fs::read(path).with_context(|| format!("reading {}", path.display()))
-        };
-        write(CA_IN_ROOT, &read(self.ca_pem())?)?;
-        // Kafka's PEM keystore: the private key, then the certificate chain.
         let tls = &self.source.tls;
-        let mut keystore = read(&tls.client_key_pem)?;
-        keystore.extend(read(&tls.client_cert_pem)?);
-        write(KEYSTORE_IN_ROOT, &keystore)
+        for (inside, outside) in [
+            (CA_IN_ROOT, &tls.ca_pem),
+            (CLIENT_CERT_IN_ROOT, &tls.client_cert_pem),
+            (CLIENT_KEY_IN_ROOT, &tls.client_key_pem),
+        ] {
+            let bytes =
+                fs::read(outside).with_context(|| format!("reading {}", outside.display()))?;
+            write(inside, &bytes)?;
+        }
+        Ok(())
     }
 
     /// Checks that the round's checkpoints are on the target: one per

@@ -1,8 +1,8 @@
 //! `cargo xtask dist-test`: each built artefact in an empty root
-//! (`chroot`; qemu for foreign architectures), `--version`, `--help`, real
-//! `run --once` rounds over PLAINTEXT, TLS and mTLS ([`super::run`]), each
-//! TLS round's crypto provider checked from its log, and the provider choice
-//! on an emulated old x86_64 (portable) and a new one (graviola).
+//! (`chroot`; qemu-user for foreign architectures, with the oldest CPU model
+//! the artefact must run on), `--version`, `--help`, real `run --once` rounds
+//! over PLAINTEXT, SSL, mTLS and SASL_SSL/SCRAM ([`super::run`]) that check
+//! which TLS provider ran, and the CPU check on an emulated old x86_64.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -120,27 +120,27 @@ impl Jail {
         }
     }
 
-    /// Runs `/<program> args` inside `root`, through `emulator` if given.
-    fn run(&self, root: &Path, emulator: Option<&str>, args: &[&str]) -> Result<Output> {
-        self.run_with(root, emulator, &[], args, &[], RUN_TIMEOUT)
+    /// Runs `/<program> args` inside `root`, through `emulation` if given.
+    fn run(&self, root: &Path, emulation: Option<Emulation>, args: &[&str]) -> Result<Output> {
+        self.run_with(root, emulation, &[], args, RUN_TIMEOUT)
     }
 
-    /// Like [`Jail::run`], with `emulator_args` before the program, `env`
-    /// as the program's only environment, and the run killed (and reported
-    /// as an error) after `timeout`.
+    /// Like [`Jail::run`], with `env` as the program's only environment and
+    /// the run killed (and reported as an error) after `timeout`.
     fn run_with(
         &self,
         root: &Path,
-        emulator: Option<&str>,
-        emulator_args: &[&str],
-        args: &[&str],
+        emulation: Option<Emulation>,
         env: &[(&str, &str)],
+        args: &[&str],
         timeout: Duration,
     ) -> Result<Output> {
         let mut argv = Vec::new();
-        if let Some(emulator) = emulator {
-            argv.push(format!("/{emulator}"));
-            argv.extend(emulator_args.iter().map(|a| a.to_string()));
+        if let Some(emulation) = emulation {
+            argv.push(format!("/{}", emulation.program));
+            if let Some(cpu) = emulation.cpu {
+                argv.extend(["-cpu".to_owned(), cpu.to_owned()]);
+            }
         }
         argv.push(format!("/{BINARY}"));
         argv.extend(args.iter().map(|a| a.to_string()));
@@ -163,6 +163,37 @@ impl Jail {
         };
         cmd.args(argv).env_clear();
         Ok(cmd)
+    }
+}
+
+/// A qemu-user emulator (its program name, which is also its path inside the
+/// root) and the CPU model it emulates (`None`: qemu's default, `max`).
+#[derive(Debug, Clone, Copy)]
+struct Emulation {
+    program: &'static str,
+    cpu: Option<&'static str>,
+}
+
+impl Emulation {
+    /// How `arch`'s binaries run here: natively, or through its emulator
+    /// with its oldest supported CPU model ([`Arch::test_cpu`]).
+    fn of(arch: Arch) -> Option<Emulation> {
+        arch.emulator().map(|program| Emulation {
+            program,
+            cpu: arch.test_cpu(),
+        })
+    }
+
+    /// ` + qemu-arm-static -cpu cortex-a7`, for the logs.
+    fn shown(emulation: Option<Emulation>) -> String {
+        match emulation {
+            None => String::new(),
+            Some(Emulation { program, cpu: None }) => format!(" + {program}"),
+            Some(Emulation {
+                program,
+                cpu: Some(cpu),
+            }) => format!(" + {program} -cpu {cpu}"),
+        }
     }
 }
 
@@ -258,20 +289,29 @@ pub fn dist_test(root: &Path, args: &[&str]) -> Result<()> {
             make_root(&dir, &root_files(&binary, arch)?)?;
             let mut launchers = vec![jail.launcher()];
             launchers.extend(arch.emulator());
+            let emulation = Emulation::of(arch);
 
-            if let Some(emulator) = arch.emulator() {
+            if let Some(emulation) = emulation {
                 // Outside any root first: the emulator itself works.
-                let out = Command::new(emulator)
+                let mut cmd = Command::new(emulation.program);
+                if let Some(cpu) = emulation.cpu {
+                    cmd.args(["-cpu", cpu]);
+                }
+                let out = cmd
                     .arg(&binary)
                     .arg("--version")
                     .output()
-                    .with_context(|| format!("running `{emulator}`"))?;
+                    .with_context(|| format!("running `{}`", emulation.program))?;
                 if !ran_by_itself(&out, &launchers) {
-                    bail!("{name} did not run under {emulator}: {}", describe(&out));
+                    bail!(
+                        "{name} did not run under{}: {}",
+                        Emulation::shown(Some(emulation)),
+                        describe(&out)
+                    );
                 }
             }
             for case in RUN_CASES {
-                let out = jail.run(&dir, arch.emulator(), case.args)?;
+                let out = jail.run(&dir, emulation, case.args)?;
                 let ok = if case.must_succeed {
                     out.status.success()
                 } else {
@@ -289,32 +329,31 @@ pub fn dist_test(root: &Path, args: &[&str]) -> Result<()> {
                     "xtask: {name} `{}` ran in an empty root via {}{} as {RUN_AS}: {}",
                     case.args.join(" "),
                     jail.launcher(),
-                    arch.emulator()
-                        .map(|e| format!(" + {e}"))
-                        .unwrap_or_default(),
+                    Emulation::shown(emulation),
                     out.status
                 );
             }
-            // Natively, the provider this machine's CPU gets; under an
-            // emulator whatever its default CPU model gets (reported).
-            let expected = match (variant, arch.emulator()) {
-                (Variant::Ring, _) => Some("ring"),
-                (Variant::Default, None) if kafka_lite::graviola_cpu_support().is_ok() => {
-                    Some("graviola")
-                }
-                (Variant::Default, None) => Some("portable"),
-                (Variant::Default, Some(_)) => None,
+            let test = ArtefactTest {
+                clusters: &clusters,
+                jail: &jail,
+                dir: &dir,
+                name: &name,
+                arch,
+                variant,
             };
             for protocol in Protocol::ALL {
-                let round = Provider {
-                    cpu: None,
-                    env: &[],
-                    expected,
-                };
-                daemon_round(&clusters, &jail, &dir, &name, arch, protocol, round)?;
+                test.round(protocol, emulation, &[])?;
             }
-            if arch == Arch::X86_64 {
-                cpu_check(&clusters, &jail, &dir, &name, variant)?;
+            match (arch, variant) {
+                (Arch::X86_64, _) => cpu_check(&test)?,
+                // qemu-user's aarch64 CPU models all have the crypto
+                // extensions, so the portable path is forced instead.
+                (Arch::Aarch64, Variant::Default) => {
+                    for protocol in Protocol::TLS {
+                        test.round(protocol, emulation, &[FORCE_PORTABLE])?;
+                    }
+                }
+                _ => {}
             }
             tested += 1;
         }
@@ -329,100 +368,132 @@ pub fn dist_test(root: &Path, args: &[&str]) -> Result<()> {
     Ok(())
 }
 
-/// How one round is run: the CPU model, the environment, and the TLS
-/// crypto provider its log must name (docs/tls-providers.md).
-#[derive(Debug, Clone, Copy)]
-struct Provider<'a> {
-    /// `Some(model)`: under `qemu-x86_64-static -cpu <model>` (the emulator
-    /// must be in the root).
-    cpu: Option<&'a str>,
-    /// The binary's environment (otherwise empty).
-    env: &'a [(&'a str, &'a str)],
-    /// The provider the start-up log must name over TLS; `None`: any, only
-    /// reported.
-    expected: Option<&'a str>,
-}
-
-/// The provider named by the binary's start-up log line
-/// `TLS crypto provider: <name>`, with the rest of that line.
-fn logged_provider(stderr: &str) -> Option<(&str, &str)> {
-    const MARK: &str = "TLS crypto provider: ";
-    let line = stderr.lines().find(|l| l.contains(MARK))?;
-    let rest = &line[line.find(MARK)? + MARK.len()..];
-    let name = rest.split(|c: char| !c.is_ascii_alphanumeric()).next()?;
-    Some((name, line))
-}
-
-/// One real `run --once` of the binary in the empty root `dir` over
-/// `protocol`, then a check from outside that its checkpoints were written
-/// and, over TLS, that the log names the expected crypto provider.
-fn daemon_round(
-    clusters: &Testbed,
-    jail: &Jail,
-    dir: &Path,
-    name: &str,
+/// One artefact under test in its empty root `dir`.
+struct ArtefactTest<'a> {
+    clusters: &'a Testbed,
+    jail: &'a Jail,
+    dir: &'a Path,
+    name: &'a str,
     arch: Arch,
-    protocol: Protocol,
-    how_run: Provider<'_>,
-) -> Result<()> {
-    let round = clusters.prepare(&format!("{}_{}", arch.name(), protocol.name()))?;
-    clusters.install(dir, &round, protocol)?;
-    let args = ["run", "--config", CONFIG_IN_ROOT, "--once"];
-    let started = Instant::now();
-    let env = how_run.env;
-    let out = match how_run.cpu {
-        Some(model) => jail.run_with(
-            dir,
-            Some(QEMU_X86_64),
-            &["-cpu", model],
-            &args,
-            env,
-            RUN_TIMEOUT,
-        )?,
-        None => jail.run_with(dir, arch.emulator(), &[], &args, env, RUN_TIMEOUT)?,
-    };
-    let how = format!(
-        "`{}{}` over {} in an empty root via {}{} as {RUN_AS}",
-        env.iter()
-            .map(|(k, v)| format!("{k}={v} "))
-            .collect::<String>(),
-        args.join(" "),
-        protocol.name(),
-        jail.launcher(),
-        how_run
-            .cpu
-            .map(|m| format!(" + {QEMU_X86_64} -cpu {m}"))
-            .or_else(|| arch.emulator().map(|e| format!(" + {e}")))
-            .unwrap_or_default(),
-    );
-    if !out.status.success() {
-        bail!("{name} {how}: {}", describe(&out));
-    }
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let provider = match (protocol.tls(), logged_provider(&stderr), how_run.expected) {
-        (false, _, _) => String::new(),
-        (true, None, _) => bail!(
-            "{name} {how}: no `TLS crypto provider` log line: {}",
-            describe(&out)
-        ),
-        (true, Some((got, line)), Some(want)) if got != want => {
-            bail!("{name} {how}: the TLS crypto provider must be {want}, the log says: {line}")
+    variant: Variant,
+}
+
+impl ArtefactTest<'_> {
+    /// One real `run --once` of the binary over `protocol`, through
+    /// `emulation` (whose program must be in the root) with `env`, then a
+    /// check from outside that its checkpoints were written and, over TLS,
+    /// that the crypto provider it logged is the one [`expected_provider`]
+    /// names.
+    fn round(
+        &self,
+        protocol: Protocol,
+        emulation: Option<Emulation>,
+        env: &[(&str, &str)],
+    ) -> Result<()> {
+        let name = self.name;
+        let label = format!(
+            "{}_{}_{}_{}",
+            self.arch.name(),
+            self.variant.name(),
+            protocol.name(),
+            emulation.and_then(|e| e.cpu).unwrap_or("")
+        );
+        let round = self.clusters.prepare(&label)?;
+        self.clusters.install(self.dir, &round, protocol)?;
+        let args = ["run", "--config", CONFIG_IN_ROOT, "--once"];
+        let started = Instant::now();
+        let out = self
+            .jail
+            .run_with(self.dir, emulation, env, &args, RUN_TIMEOUT)?;
+        let how = format!(
+            "`{}` over {} in an empty root via {}{}{} as {RUN_AS}",
+            args.join(" "),
+            protocol.name(),
+            self.jail.launcher(),
+            Emulation::shown(emulation),
+            env.iter()
+                .map(|(k, v)| format!(" with {k}={v}"))
+                .collect::<String>(),
+        );
+        if !out.status.success() {
+            bail!("{name} {how}: {}", describe(&out));
         }
-        (true, Some((got, line)), _) => match line.split_once("reason=") {
-            Some((_, reason)) => format!(", TLS crypto provider {got} ({})", reason.trim()),
-            None => format!(", TLS crypto provider {got}"),
-        },
-    };
-    clusters
-        .verify(&round)
-        .with_context(|| format!("{name} {how} exited 0, but"))?;
-    eprintln!(
-        "xtask: {name} {how}: exit 0 in {:.1}s{provider}, checkpoints for {} verified on the \
-         target",
-        started.elapsed().as_secs_f64(),
-        round.group
-    );
-    Ok(())
+        self.clusters
+            .verify(&round)
+            .with_context(|| format!("{name} {how} exited 0, but"))?;
+        let provider = if protocol.uses_tls() {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let logged = logged_provider(&stderr)
+                .with_context(|| format!("{name} {how} logged no TLS provider: {stderr}"))?;
+            // This machine's CPU, for the native runs.
+            let native_graviola = kafka_lite::graviola_cpu_support().is_ok();
+            let expected =
+                expected_provider(self.variant, self.arch, emulation, env, native_graviola);
+            if logged != expected {
+                bail!("{name} {how} ran the `{logged}` TLS provider, expected `{expected}`");
+            }
+            match provider_reason(&stderr) {
+                Some(reason) => format!(", TLS provider {logged} ({reason})"),
+                None => format!(", TLS provider {logged}"),
+            }
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "xtask: {name} {how}: exit 0 in {:.1}s, checkpoints for {} verified on the target{provider}",
+            started.elapsed().as_secs_f64(),
+            round.group
+        );
+        Ok(())
+    }
+}
+
+/// The reason the binary logged for its choice of TLS provider (its
+/// `TLS crypto provider:` line, from the message on).
+fn provider_reason(log: &str) -> Option<&str> {
+    log.lines().find_map(|line| {
+        line.split_once("TLS crypto provider: ")
+            .map(|(_, rest)| rest.trim())
+    })
+}
+
+/// The value of the first `tls_provider=` field in the binary's log (its
+/// start-up line), without quotes.
+fn logged_provider(log: &str) -> Option<String> {
+    log.lines().find_map(|line| {
+        let (_, rest) = line.split_once("tls_provider=")?;
+        let value = rest.split_whitespace().next()?.trim_matches('"');
+        (!value.is_empty()).then(|| value.to_owned())
+    })
+}
+
+/// The environment variable that forces the TLS provider, and its value
+/// for the portable one (docs/deploy.md).
+const FORCE_PORTABLE: (&str, &str) = ("MM2_TLS_PROVIDER", "portable");
+
+/// The TLS provider a build of `variant` for `arch` must choose when run
+/// through `emulation` with `env`: ring in a ring build; the portable one
+/// where it is forced, where graviola is not built (armv7), on the old
+/// x86_64 CPU model, and natively on a machine whose CPU lacks graviola's
+/// features (`native_graviola` false); graviola otherwise (qemu's `max`
+/// models have every feature).
+fn expected_provider(
+    variant: Variant,
+    arch: Arch,
+    emulation: Option<Emulation>,
+    env: &[(&str, &str)],
+    native_graviola: bool,
+) -> &'static str {
+    let forced_portable = env.contains(&FORCE_PORTABLE);
+    let old_cpu = emulation.and_then(|e| e.cpu) == Some(OLD_CPU);
+    let native_without = emulation.is_none() && !native_graviola;
+    match variant {
+        Variant::Ring => "ring",
+        Variant::Default if forced_portable || arch == Arch::Armv7 || old_cpu || native_without => {
+            "portable"
+        }
+        Variant::Default => "graviola",
+    }
 }
 
 /// How long the image's daemon may take to answer `/readyz` with 200, and
@@ -580,73 +651,47 @@ const OLD_CPU: &str = "Nehalem";
 /// qemu's model with every feature it emulates (AVX2 and ADX included).
 const FULL_CPU: &str = "max";
 
-/// The runtime provider choice, exercised on an emulated CPU that lacks what
-/// graviola needs (docs/tls-providers.md). The default build must complete
-/// TLS and mTLS rounds there on the portable provider (its log says so),
-/// must refuse `MM2_TLS_PROVIDER=graviola` there with exit 2 naming the
-/// missing features, and must choose graviola on an emulated CPU that has
-/// them. The ring build completes its rounds on the old CPU with ring.
-fn cpu_check(
-    clusters: &Testbed,
-    jail: &Jail,
-    dir: &Path,
-    name: &str,
-    variant: Variant,
-) -> Result<()> {
+/// x86_64 on an emulated CPU without what graviola needs ([`OLD_CPU`]): the
+/// default build must complete every TLS round there on the portable
+/// provider, must refuse a forced graviola (exit 2, before any network I/O)
+/// naming the missing features, and must choose graviola on an emulated CPU
+/// that has them ([`FULL_CPU`], whatever this machine's CPU is); the ring
+/// build must complete the TLS rounds there with ring.
+fn cpu_check(test: &ArtefactTest<'_>) -> Result<()> {
     let Some(qemu) = which(QEMU_X86_64) else {
         bail!(
             "`{QEMU_X86_64}` is needed for the CPU check (Debian: apt-get install qemu-user-static)"
         );
     };
-    let dest = dir.join(QEMU_X86_64);
+    let dest = test.dir.join(QEMU_X86_64);
     fs::copy(&qemu, &dest).with_context(|| format!("copying {}", qemu.display()))?;
     fs::set_permissions(&dest, fs::Permissions::from_mode(0o755))?;
-    let old_cpu = |expected| Provider {
-        cpu: Some(OLD_CPU),
-        env: &[],
-        expected: Some(expected),
+    let on = |cpu| {
+        Some(Emulation {
+            program: QEMU_X86_64,
+            cpu: Some(cpu),
+        })
     };
-    match variant {
+    let old = on(OLD_CPU);
+    let name = test.name;
+    match test.variant {
         Variant::Ring => {
-            for protocol in [Protocol::Ssl, Protocol::Mtls] {
-                daemon_round(
-                    clusters,
-                    jail,
-                    dir,
-                    name,
-                    Arch::X86_64,
-                    protocol,
-                    old_cpu("ring"),
-                )?;
+            for protocol in Protocol::TLS {
+                test.round(protocol, old, &[])?;
             }
             Ok(())
         }
         Variant::Default => {
-            for protocol in [Protocol::Ssl, Protocol::Mtls] {
-                daemon_round(
-                    clusters,
-                    jail,
-                    dir,
-                    name,
-                    Arch::X86_64,
-                    protocol,
-                    old_cpu("portable"),
-                )?;
+            for protocol in Protocol::TLS {
+                test.round(protocol, old, &[])?;
             }
-
-            // Forcing graviola on that CPU is a configuration error.
-            let round = clusters.prepare("x86_64_oldcpu_forced")?;
-            clusters.install(dir, &round, Protocol::Ssl)?;
+            let round = test.clusters.prepare("x86_64_oldcpu_graviola")?;
+            test.clusters.install(test.dir, &round, Protocol::Ssl)?;
             let args = ["run", "--config", CONFIG_IN_ROOT, "--once"];
-            let env = [("MM2_TLS_PROVIDER", "graviola")];
-            let out = jail.run_with(
-                dir,
-                Some(QEMU_X86_64),
-                &["-cpu", OLD_CPU],
-                &args,
-                &env,
-                RUN_TIMEOUT,
-            )?;
+            let force = [(FORCE_PORTABLE.0, "graviola")];
+            let out = test
+                .jail
+                .run_with(test.dir, old, &force, &args, RUN_TIMEOUT)?;
             let stderr = String::from_utf8_lossy(&out.stderr);
             let missing = ["aes", "pclmulqdq", "bmi1", "adx", "avx", "avx2"];
             let names_all = missing.iter().all(|f| {
@@ -655,43 +700,32 @@ fn cpu_check(
                     .any(|word| word == *f)
             });
             // Exit 2 is the binary's own (launchers fail with 126/127, the
-            // emulator with 1 or a signal), and the message is the binary's:
-            // it refuses before logging anything.
+            // emulator with 1 or a signal), and so is the message: it
+            // refuses before logging anything.
             if out.status.code() != Some(2)
                 || !stderr.starts_with("error: this CPU (x86_64) lacks features")
-                || !names_all
                 || !stderr.contains("portable")
+                || !names_all
             {
                 bail!(
-                    "{name} on an emulated {OLD_CPU} CPU with MM2_TLS_PROVIDER=graviola and a \
-                     TLS config must exit 2 naming the missing CPU features {missing:?} and the \
-                     portable provider: {}",
+                    "{name} on an emulated {OLD_CPU} CPU with a TLS config and \
+                     {}=graviola must exit 2 naming the missing CPU features {missing:?} and \
+                     the portable provider: {}",
+                    FORCE_PORTABLE.0,
                     describe(&out)
                 );
             }
             eprintln!(
-                "xtask: {name} `MM2_TLS_PROVIDER=graviola {}` over SSL on an emulated {OLD_CPU} \
-                 CPU: {} with {:?}",
+                "xtask: {name} `{}` over SSL on an emulated {OLD_CPU} CPU with {}=graviola: {} \
+                 with {:?}",
                 args.join(" "),
+                FORCE_PORTABLE.0,
                 out.status,
                 stderr.trim()
             );
-            // Control: on an emulated CPU that has the features, the same
-            // build chooses graviola, so the portable rounds above are the
-            // CPU's doing.
-            daemon_round(
-                clusters,
-                jail,
-                dir,
-                name,
-                Arch::X86_64,
-                Protocol::Ssl,
-                Provider {
-                    cpu: Some(FULL_CPU),
-                    env: &[],
-                    expected: Some("graviola"),
-                },
-            )
+            // The choice is the CPU's: on an emulated CPU that has
+            // graviola's features, graviola.
+            test.round(Protocol::Ssl, on(FULL_CPU), &[])
         }
     }
 }
@@ -752,17 +786,6 @@ mod tests {
     }
 
     #[test]
-    fn the_logged_provider_is_read_from_its_line() {
-        let log = "2026-12-04T22:00:00Z  INFO mm2-checkpoint starting version=0.1.0\n\
-                   2026-12-04T22:00:00Z  INFO TLS crypto provider: portable \
-                   tls_provider=\"portable\" reason=the x86_64 CPU lacks aes\n";
-        let (name, line) = logged_provider(log).unwrap();
-        assert_eq!(name, "portable");
-        assert!(line.contains("reason="), "{line}");
-        assert_eq!(logged_provider("INFO mm2-checkpoint starting\n"), None);
-    }
-
-    #[test]
     fn flag_values_are_found_after_their_flag() {
         let argv: Vec<String> = ["/mm2-checkpoint", "run", "--config", "/c", "--metrics-addr"]
             .map(str::to_owned)
@@ -770,6 +793,63 @@ mod tests {
         assert_eq!(flag_value(&argv, "--config"), Some(3));
         assert_eq!(flag_value(&argv, "--metrics-addr"), None);
         assert_eq!(flag_value(&argv, "--once"), None);
+    }
+
+    #[test]
+    fn the_provider_and_its_reason_are_read_from_the_log() {
+        let log = "2026-12-04T21:55:34Z  INFO mm2_checkpoint: mm2-checkpoint starting \
+                   version=\"0.1.0\" tls_provider=\"portable\" flows=a->b\n\
+                   2026-12-04T21:55:34Z  INFO mm2_checkpoint: TLS crypto provider: portable \
+                   tls_provider=\"portable\" reason=the x86_64 CPU lacks avx2\n";
+        assert_eq!(logged_provider(log).as_deref(), Some("portable"));
+        assert!(provider_reason(log).unwrap().starts_with("portable"));
+        assert_eq!(logged_provider("no provider here\n"), None);
+    }
+
+    #[test]
+    fn the_expected_provider_follows_build_cpu_and_forcing() {
+        let old = Some(Emulation {
+            program: QEMU_X86_64,
+            cpu: Some(OLD_CPU),
+        });
+        let a7 = Emulation::of(Arch::Armv7).map(|e| Emulation {
+            cpu: Some("cortex-a7"),
+            ..e
+        });
+        let d = Variant::Default;
+        assert_eq!(
+            expected_provider(d, Arch::X86_64, None, &[], true),
+            "graviola"
+        );
+        assert_eq!(
+            expected_provider(d, Arch::X86_64, old, &[], true),
+            "portable"
+        );
+        assert_eq!(
+            expected_provider(d, Arch::Aarch64, None, &[FORCE_PORTABLE], true),
+            "portable"
+        );
+        assert_eq!(
+            expected_provider(d, Arch::Aarch64, None, &[], true),
+            "graviola"
+        );
+        assert_eq!(
+            expected_provider(d, Arch::X86_64, None, &[], false),
+            "portable"
+        );
+        let max = Some(Emulation {
+            program: QEMU_X86_64,
+            cpu: Some(FULL_CPU),
+        });
+        assert_eq!(
+            expected_provider(d, Arch::X86_64, max, &[], false),
+            "graviola"
+        );
+        assert_eq!(expected_provider(d, Arch::Armv7, a7, &[], true), "portable");
+        assert_eq!(
+            expected_provider(Variant::Ring, Arch::X86_64, old, &[], false),
+            "ring"
+        );
     }
 
     #[test]

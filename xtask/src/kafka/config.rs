@@ -52,6 +52,7 @@ pub(super) fn server_properties(
         listener("SSL", plan.ssl),
         listener("MTLS", plan.mtls),
         listener("OAUTH", plan.oauth),
+        listener("SASL_SSL", plan.sasl_ssl),
     ]
     .join(",");
     let server_cert = read_pem(&pki.server_cert_pem)?;
@@ -69,7 +70,7 @@ controller.quorum.voters=1@127.0.0.1:{controller}
 controller.listener.names=CONTROLLER
 listeners={listeners},CONTROLLER://127.0.0.1:{controller}
 advertised.listeners={listeners}
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,MTLS:SSL,OAUTH:SASL_PLAINTEXT,CONTROLLER:{controller_protocol}
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,MTLS:SSL,OAUTH:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,CONTROLLER:{controller_protocol}
 inter.broker.listener.name={inter_broker}
 log.dirs={data}
 
@@ -93,7 +94,13 @@ listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.secu
 listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 
-# SSL and MTLS share the test CA's server certificate; MTLS also demands a client certificate.
+# SASL_SSL: the same mechanisms and users as SASL_PLAINTEXT, over TLS with the SSL listener's certificate.
+listener.name.sasl_ssl.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
+listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required{plain_admin} user_{plain_user}=\"{plain_password}\";
+listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+
+# SSL, MTLS and SASL_SSL share the test CA's server certificate; MTLS also demands a client certificate.
 ssl.keystore.type=PEM
 ssl.keystore.certificate.chain={server_cert}
 ssl.keystore.key={server_key}

@@ -5,7 +5,8 @@
 //! itself. Each is one JVM running Apache Kafka in combined mode (broker and
 //! controller in one process) on free loopback ports, with one listener per
 //! way our client must be able to connect: PLAINTEXT, SASL_PLAINTEXT (PLAIN and
-//! SCRAM-SHA-256/512), SSL, and SSL with a required client certificate (mTLS).
+//! SCRAM-SHA-256/512), SSL, SSL with a required client certificate (mTLS), and
+//! SASL_SSL (the SASL_PLAINTEXT mechanisms and users over TLS).
 //!
 //! The third cluster, `legacy`, runs Apache Kafka 3.9 with a PLAINTEXT
 //! listener only: it exists to prove the client negotiates API versions down
@@ -75,8 +76,8 @@ const SECURE_CLUSTER: &str = "secure";
 // writes. The xtask names stay as aliases.
 pub use e2e::{
     AclUsers, Cluster as ClusterInfo, Clusters as ClustersFile, Credentials,
-    LegacyCluster as LegacyClusterInfo, Listeners, Password, PlaintextListener, SaslUsers,
-    TlsFiles,
+    LegacyCluster as LegacyClusterInfo, Listener, Listeners, Password, PlaintextListener,
+    SaslUsers, TlsFiles,
 };
 
 /// Paths under `<workspace>/target/kafka`.
@@ -166,7 +167,7 @@ pub fn up(layout: &Layout) -> Result<bool> {
     let oauth = oauth::generate(layout)?;
 
     // All ports are reserved at once so the two clusters cannot collide.
-    let mut ports = free_ports(CLUSTER_NAMES.len() * 6 + 2)?.into_iter();
+    let mut ports = free_ports(CLUSTER_NAMES.len() * 7 + 2)?.into_iter();
     let mut plans = Vec::new();
     for name in CLUSTER_NAMES {
         let mut next = || ports.next().context("ran out of reserved ports");
@@ -177,6 +178,7 @@ pub fn up(layout: &Layout) -> Result<bool> {
             ssl: next()?,
             mtls: next()?,
             oauth: next()?,
+            sasl_ssl: next()?,
             controller: next()?,
         });
     }

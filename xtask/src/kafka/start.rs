@@ -46,6 +46,7 @@ pub(super) struct ClusterPlan {
     pub(super) ssl: u16,
     pub(super) mtls: u16,
     pub(super) oauth: u16,
+    pub(super) sasl_ssl: u16,
     pub(super) controller: u16,
 }
 
@@ -110,6 +111,7 @@ pub(super) fn start_cluster(
         sasl_plaintext: addr(plan.sasl_plaintext),
         ssl: addr(plan.ssl),
         mtls: addr(plan.mtls),
+        sasl_ssl: addr(plan.sasl_ssl),
     };
     let oauth_address = addr(plan.oauth);
     let mut listeners = bootstrap.all().to_vec();
