@@ -135,10 +135,12 @@ fn run(args: RunArgs) -> Result<(), u8> {
     }
     let provider = tls_provider(&config)?;
     start_logging(&args.log, filter)?;
-    log_startup(&config, &provider);
     let runtime = build_runtime()?;
+    // The handlers are in place before the first log line, so a supervisor
+    // that signals as soon as it sees the daemon start gets a clean exit.
+    let shutdown = install_signals(&runtime)?;
+    log_startup(&config, &provider);
     let outcome = runtime.block_on(async move {
-        let shutdown = install_signals()?;
         let tls_provider = provider.as_ref().map_or("none", |c| c.kind.name());
         let metrics = Metrics::with_settings(cli::VERSION, tls_provider, config.metrics);
         let server = match &args.metrics_addr {
@@ -210,10 +212,10 @@ fn translate(args: TranslateArgs) -> Result<(), u8> {
         .transpose()?;
     let provider = tls_provider(&config)?;
     start_logging(&args.log, filter)?;
-    log_tls_provider(&provider);
     let runtime = build_runtime()?;
+    let shutdown = install_signals(&runtime)?;
+    log_tls_provider(&provider);
     let outcome = runtime.block_on(async move {
-        let shutdown = install_signals()?;
         let options = TranslateOptions {
             flow: args.flow,
             groups,
@@ -435,7 +437,10 @@ fn build_runtime() -> Result<tokio::runtime::Runtime, u8> {
         })
 }
 
-fn install_signals() -> Result<ShutdownSignal, u8> {
+/// Installs the SIGTERM/SIGINT handlers on `runtime` (they are active when
+/// this returns).
+fn install_signals(runtime: &tokio::runtime::Runtime) -> Result<ShutdownSignal, u8> {
+    let _context = runtime.enter();
     let signal = ShutdownSignal::new();
     shutdown::install_signal_handlers(signal.clone(), shutdown::exit_now).map_err(|e| {
         tracing::error!(error = %e, "cannot install SIGTERM/SIGINT handlers");
