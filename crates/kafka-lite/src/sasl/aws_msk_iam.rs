@@ -12,7 +12,7 @@
 //! `version` and `request-id`; one that refuses fails the SaslAuthenticate
 //! exchange. See docs/configuration.md, "AWS MSK IAM".
 
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::{SaslError, SaslMechanism, SaslStep};
 use crate::aws::AwsCredentials;
@@ -27,16 +27,15 @@ const ACTION: &str = "kafka-cluster:Connect";
 /// How long the presigned request is valid.
 const EXPIRES: Duration = Duration::from_secs(15 * 60);
 
-/// The authentication payload for `host` in `region` at `now`: the JSON
-/// bytes the client sends. Keys are written in sorted order (JSON object
-/// order carries no meaning; the Java library's follows a hash map).
-pub fn payload(
+/// The query parameters of the SigV4-presigned `GET https://<host>/?Action=
+/// kafka-cluster:Connect` in `region` at `now`, valid 15 minutes: what both
+/// the `AWS_MSK_IAM` payload and MSK's OAUTHBEARER token carry.
+fn presign_connect(
     host: &str,
     region: &str,
     credentials: &AwsCredentials,
-    user_agent: &str,
     now: SystemTime,
-) -> Vec<u8> {
+) -> Vec<(String, String)> {
     let date = AmzDate::of(now);
     let scope = Scope {
         region,
@@ -50,7 +49,20 @@ pub fn payload(
         headers: vec![("host".to_string(), host.to_string())],
         payload_hash: sigv4::sha256_hex(b""),
     };
-    let (query, _) = sigv4::presign(request, &scope, credentials, EXPIRES);
+    sigv4::presign(request, &scope, credentials, EXPIRES).0
+}
+
+/// The authentication payload for `host` in `region` at `now`: the JSON
+/// bytes the client sends. Keys are written in sorted order (JSON object
+/// order carries no meaning; the Java library's follows a hash map).
+pub fn payload(
+    host: &str,
+    region: &str,
+    credentials: &AwsCredentials,
+    user_agent: &str,
+    now: SystemTime,
+) -> Vec<u8> {
+    let query = presign_connect(host, region, credentials, now);
     let mut fields = serde_json::Map::new();
     fields.insert("version".into(), VERSION.into());
     fields.insert("host".into(), host.into());
@@ -75,20 +87,7 @@ pub fn oauth_token(
 ) -> (String, SystemTime) {
     use base64::Engine as _;
     let host = format!("kafka.{region}.amazonaws.com");
-    let date = AmzDate::of(now);
-    let scope = Scope {
-        region,
-        service: SERVICE,
-        date: &date,
-    };
-    let request = sigv4::Request {
-        method: "GET",
-        path: "/",
-        query: vec![("Action".to_string(), ACTION.to_string())],
-        headers: vec![("host".to_string(), host.clone())],
-        payload_hash: sigv4::sha256_hex(b""),
-    };
-    let (query, _) = sigv4::presign(request, &scope, credentials, EXPIRES);
+    let query = presign_connect(&host, region, credentials, now);
     // In the order the Java library's URL has them (the broker reads them
     // by name; the order only makes the tokens byte-for-byte comparable).
     const ORDER: [&str; 8] = [
@@ -123,16 +122,13 @@ pub fn oauth_token(
         .collect::<Vec<_>>()
         .join("&");
     let url = format!("https://{host}?{query}");
-    let signed_at = sigv4::parse_iso8601(&format!(
-        "{}-{}-{}T{}:{}:{}Z",
-        &date.timestamp[0..4],
-        &date.timestamp[4..6],
-        &date.timestamp[6..8],
-        &date.timestamp[9..11],
-        &date.timestamp[11..13],
-        &date.timestamp[13..15]
-    ))
-    .unwrap_or(now);
+    // The signature carries whole seconds; the token expires 15 minutes
+    // after that signing time.
+    let whole_seconds = now
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .as_secs();
+    let signed_at = UNIX_EPOCH + Duration::from_secs(whole_seconds);
     (
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(url),
         signed_at + EXPIRES,
@@ -296,6 +292,28 @@ mod tests {
         let without = payload(host, "us-west-2", &credentials(None), "ua/1", now);
         let json: serde_json::Value = serde_json::from_slice(&without).unwrap();
         assert!(json.get("x-amz-security-token").is_none());
+    }
+
+    #[test]
+    fn the_oauth_token_expires_fifteen_minutes_after_its_whole_second_signing_time() {
+        let now = UNIX_EPOCH + Duration::from_millis(1_603_372_800_750);
+        let (token, expires_at) = oauth_token("us-west-2", &credentials(None), "ua/1", now);
+        assert_eq!(
+            expires_at,
+            UNIX_EPOCH + Duration::from_secs(1_603_372_800 + 900)
+        );
+        use base64::Engine as _;
+        let url = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(token)
+            .expect("base64url");
+        let url = String::from_utf8(url).expect("utf-8");
+        assert!(
+            url.starts_with(
+                "https://kafka.us-west-2.amazonaws.com?Action=kafka-cluster%3AConnect&"
+            ) && url.contains("X-Amz-Date=20201022T132000Z")
+                && url.ends_with("&User-Agent=ua%2F1"),
+            "{url}"
+        );
     }
 
     #[test]
