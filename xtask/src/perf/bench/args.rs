@@ -54,6 +54,43 @@ impl Mm2Jvm {
     }
 }
 
+/// A variant of one workload, run beside the plain workloads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variant {
+    /// Both sides also sync the translated offsets into the (idle) target
+    /// groups, every second.
+    GroupSync,
+    /// Both sides reach both clusters over SASL_SSL with SCRAM-SHA-512
+    /// (MM2's Connect worker too), trusting the clusters' test CA.
+    TlsScram,
+}
+
+impl Variant {
+    /// The name used in options and run directories.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::GroupSync => "group-sync",
+            Variant::TlsScram => "tls-scram",
+        }
+    }
+
+    /// How the report labels the variant's rows.
+    pub fn label(self) -> &'static str {
+        match self {
+            Variant::GroupSync => "group sync",
+            Variant::TlsScram => "SASL_SSL + SCRAM",
+        }
+    }
+
+    fn parse(word: &str) -> Result<Variant> {
+        match word {
+            "group-sync" => Ok(Variant::GroupSync),
+            "tls-scram" => Ok(Variant::TlsScram),
+            w => bail!("--variants: unknown variant {w:?} (group-sync, tls-scram, none)"),
+        }
+    }
+}
+
 /// Which build of ours is measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OursBuild {
@@ -75,6 +112,10 @@ pub struct Mm2Args {
     pub mm2_jvm: Vec<Mm2Jvm>,
     /// The build of ours.
     pub build: OursBuild,
+    /// Variants run at [`variant_groups`](Self::variant_groups), both sides.
+    pub variants: Vec<Variant>,
+    /// The group count of the variants' workloads.
+    pub variant_groups: usize,
     /// Partitions per workload topic.
     pub partitions: i32,
     /// Offset syncs in the catch-up run (0 skips it).
@@ -92,6 +133,8 @@ impl Default for Mm2Args {
             ours_only: vec![100_000],
             mm2_jvm: vec![Mm2Jvm::Stock],
             build: OursBuild::Dist,
+            variants: vec![Variant::GroupSync, Variant::TlsScram],
+            variant_groups: 1000,
             partitions: 10,
             syncs: 1_000_000,
             window: 30,
@@ -138,6 +181,17 @@ impl Mm2Args {
                         .map(|w| Mm2Jvm::parse(w.trim()))
                         .collect::<Result<_>>()?;
                 }
+                "--variants" => {
+                    let v = value()?;
+                    args.variants = if v == "none" {
+                        Vec::new()
+                    } else {
+                        v.split(',')
+                            .map(|w| Variant::parse(w.trim()))
+                            .collect::<Result<_>>()?
+                    };
+                }
+                "--variant-groups" => args.variant_groups = positive(flag, value()?)?,
                 "--build" => {
                     args.build = match value()? {
                         "dist" => OursBuild::Dist,

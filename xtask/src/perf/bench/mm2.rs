@@ -38,20 +38,38 @@ impl Bench {
             fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?;
             Ok(p)
         };
+        let (s, t, sb, tb, common) = self.names(flow);
+        // The worker's own clients (its producer writes the checkpoints) reach
+        // the target as the connector's target clients do.
+        let worker_security = match &flow.security {
+            Some(sec) => format!(
+                "{}{}",
+                sec.target.prefixed(""),
+                sec.target.prefixed("producer.")
+            ),
+            None => String::new(),
+        };
         let worker = write(
             "worker.properties",
             format!(
-                "bootstrap.servers = {t}\n\
+                "bootstrap.servers = {tb}\n\
                  key.converter = org.apache.kafka.connect.converters.ByteArrayConverter\n\
                  value.converter = org.apache.kafka.connect.converters.ByteArrayConverter\n\
                  offset.storage.file.filename = {offsets}\n\
                  offset.flush.interval.ms = 10000\n\
-                 listeners = http://127.0.0.1:0\n",
-                t = self.target_addr,
+                 listeners = http://127.0.0.1:0\n\
+                 {worker_security}",
                 offsets = dir.join("connect.offsets").display(),
             ),
         )?;
-        let (s, t, sb, tb, common) = self.names(flow);
+        let cluster_security = match &flow.security {
+            Some(sec) => format!(
+                "{}{}",
+                sec.source.prefixed("source.cluster."),
+                sec.target.prefixed("target.cluster.")
+            ),
+            None => String::new(),
+        };
         let connector = write(
             "checkpoint-connector.properties",
             format!(
@@ -65,6 +83,7 @@ impl Bench {
                  sync.group.offsets.enabled = false\n\
                  key.converter = org.apache.kafka.connect.converters.ByteArrayConverter\n\
                  value.converter = org.apache.kafka.connect.converters.ByteArrayConverter\n\
+                 {cluster_security}\
                  {common}",
             ),
         )?;
@@ -103,6 +122,7 @@ impl Bench {
 
     pub(super) fn run_mm2(&self, flow: &Flow, label: &str, jvm: Mm2Jvm) -> Result<RunResult> {
         let dir = self.dir.join(label).join(format!("mm2-{}", jvm.name()));
+        self.prepare_target(flow)?;
         let mut proc = self.spawn_connect(&dir, flow, jvm)?;
         eprintln!(
             "bench: {label}: MM2 checkpoint connector started, {} JVM (pid {})",
@@ -113,6 +133,7 @@ impl Bench {
             Ok(seen) => seen,
             Err((first, incomplete)) => return Ok(RunResult::incomplete(first, incomplete)),
         };
+        let synced = self.await_group_sync(flow, &mut proc)?;
         let spread = match (stamps.iter().min(), stamps.iter().max()) {
             (Some(a), Some(b)) => Some((b - a) as f64 / 1e3),
             _ => None,
@@ -125,6 +146,7 @@ impl Bench {
         Ok(RunResult {
             first_round_s: spread,
             task_start_to_loaded_s: loaded,
+            start_to_groups_synced_s: synced,
             ..RunResult::measured((first, all, stamps.len()), a, b, rounds, self.ticks)
         })
     }

@@ -17,6 +17,14 @@ impl Bench {
         fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let path = dir.join("mm2.properties");
         let (s, t, sb, tb, common) = self.names(flow);
+        let security = match &flow.security {
+            Some(sec) => format!(
+                "{}{}",
+                sec.source.prefixed(&format!("{s}.")),
+                sec.target.prefixed(&format!("{t}."))
+            ),
+            None => String::new(),
+        };
         fs::write(
             &path,
             format!(
@@ -24,6 +32,7 @@ impl Bench {
                  {s}.bootstrap.servers = {sb}\n\
                  {t}.bootstrap.servers = {tb}\n\
                  {s}->{t}.enabled = true\n\
+                 {security}\
                  {common}",
             ),
         )
@@ -56,6 +65,7 @@ impl Bench {
 
     pub(super) fn run_ours(&self, flow: &Flow, label: &str) -> Result<RunResult> {
         let dir = self.dir.join(label).join("ours");
+        self.prepare_target(flow)?;
         let (mut proc, addr) = self.spawn_ours(flow, &dir)?;
         eprintln!(
             "bench: {label}: mm2-checkpoint started (pid {})",
@@ -75,6 +85,7 @@ impl Bench {
             Ok(seen) => seen,
             Err((first, incomplete)) => return Ok(RunResult::incomplete(first, incomplete)),
         };
+        let synced = self.await_group_sync(flow, &mut proc)?;
         if first_round.is_none()
             && let Some((sum, 1)) = scrape(&addr)
         {
@@ -100,8 +111,16 @@ impl Bench {
                         .get(&(cluster.clone(), api.clone()))
                         .copied()
                         .unwrap_or(0);
+                    // The run's aliases differ per run: name the role.
+                    let side = if *cluster == flow.source_alias {
+                        "source"
+                    } else if *cluster == flow.target_alias {
+                        "target"
+                    } else {
+                        cluster.as_str()
+                    };
                     (
-                        format!("{cluster} {api}"),
+                        format!("{side} {api}"),
                         n.saturating_sub(before) as f64 / rounds,
                     )
                 })
@@ -115,6 +134,7 @@ impl Bench {
             steady_round_s: steady,
             requests_per_round,
             offsets_replay: ours_offsets_replay(&proc.log_text()),
+            start_to_groups_synced_s: synced,
             ..RunResult::measured((first, all, stamps.len()), a, b, rounds, self.ticks)
         })
     }

@@ -41,6 +41,9 @@ pub struct RunResult {
     pub error: Option<String>,
     /// Ours following `__consumer_offsets`: its start-up replay (records, ms).
     pub offsets_replay: Option<(u64, u64)>,
+    /// With group sync: spawn → every target group holds the translated
+    /// offsets of every partition.
+    pub start_to_groups_synced_s: Option<f64>,
     /// Ours: requests sent per steady round, by API ("cluster API"), from
     /// `requests_total` at the start and end of the window.
     pub requests_per_round: Vec<(String, f64)>,
@@ -112,6 +115,9 @@ pub struct SizeResult {
     pub groups: usize,
     /// Partitions per group.
     pub partitions: i32,
+    /// The variant's label (group sync, SASL_SSL + SCRAM); `None` for the
+    /// plain workload.
+    pub variant: Option<String>,
     /// Load average (1, 5, 15 min) before the workload.
     pub loadavg: String,
     /// MirrorMaker 2, per JVM setting (name, result); empty for a size run
@@ -119,6 +125,16 @@ pub struct SizeResult {
     pub mm2: Vec<(String, RunResult)>,
     /// mm2-checkpoint.
     pub ours: RunResult,
+}
+
+impl SizeResult {
+    /// `groups × partitions`, and the variant if any.
+    pub fn label(&self) -> String {
+        match &self.variant {
+            Some(v) => format!("{} × {}, {v}", self.groups, self.partitions),
+            None => format!("{} × {}", self.groups, self.partitions),
+        }
+    }
 }
 
 /// The offset-sync catch-up run.
@@ -243,10 +259,10 @@ pub fn render_table(r: &Report) -> String {
     );
     let none = RunResult::default();
     for s in &r.sizes {
-        let size = format!("{} × {}", s.groups, s.partitions);
+        let size = s.label();
         let o = &s.ours;
         type Pick = fn(&RunResult) -> Option<f64>;
-        let metrics: [(&str, Pick, bool, Cell); 7] = [
+        let mut metrics: Vec<(&str, Pick, bool, Cell)> = vec![
             (
                 "start → first checkpoint",
                 |x| Some(x.start_to_first_s),
@@ -265,13 +281,25 @@ pub fn render_table(r: &Report) -> String {
             ("steady RSS", |x| Some(x.steady_rss_kib as f64), false, mib),
             ("peak RSS", |x| Some(x.peak_rss_kib as f64), false, mib),
         ];
+        let synced = |x: &RunResult| x.start_to_groups_synced_s.is_some();
+        if synced(o) || s.mm2.iter().any(|(_, m)| synced(m)) {
+            metrics.insert(
+                2,
+                (
+                    "start → all target groups synced",
+                    |x| x.start_to_groups_synced_s,
+                    false,
+                    secs,
+                ),
+            );
+        }
         let mut mm2_runs: Vec<(&str, &RunResult)> =
             s.mm2.iter().map(|(n, x)| (n.as_str(), x)).collect();
         if mm2_runs.is_empty() {
             mm2_runs.push(("", &none));
         }
         for (k, (jvm, m)) in mm2_runs.iter().enumerate() {
-            for (metric, pick, bound, cell) in metrics {
+            for &(metric, pick, bound, cell) in &metrics {
                 // The other JVM settings: only the rows they change.
                 if k > 0 && metric == "first (emitting) round" {
                     continue;
@@ -367,20 +395,19 @@ pub fn render_raw(r: &Report) -> String {
             .map(|(jvm, x)| (format!("MM2 ({jvm} JVM)"), x))
             .collect();
         runs.push(("ours".to_owned(), &s.ours));
+        let size = s.label();
         for (name, x) in runs {
             if let Some(e) = &x.error {
                 t.push_str(&format!(
-                    "- {} × {} {name}: FAILED: {e}; load {}\n",
-                    s.groups, s.partitions, s.loadavg
+                    "- {size} {name}: FAILED: {e}; load {}\n",
+                    s.loadavg
                 ));
                 continue;
             }
             if let Some(i) = &x.incomplete {
                 t.push_str(&format!(
-                    "- {} × {} {name}: did not finish: {} of {} checkpoints after {:.0} s \
+                    "- {size} {name}: did not finish: {} of {} checkpoints after {:.0} s \
                      (first after {}); load {}\n",
-                    s.groups,
-                    s.partitions,
                     i.seen,
                     i.total,
                     i.after_s,
@@ -390,14 +417,15 @@ pub fn render_raw(r: &Report) -> String {
                 continue;
             }
             t.push_str(&format!(
-                "- {} × {} {name}: first {:.3} s, all {:.3} s ({} checkpoints), first round {}, \
+                "- {size} {name}: first {:.3} s, all {:.3} s ({} checkpoints){}, first round {}, \
                  steady round {}, {:.0} rounds in the window, CPU/round {}, RSS {} KiB, HWM {} KiB{}; \
                  samples (s, RSS KiB, HWM KiB, CPU ticks, threads' CPU ms): {}; load {}\n",
-                s.groups,
-                s.partitions,
                 x.start_to_first_s,
                 x.start_to_all_s,
                 x.checkpoints,
+                x.start_to_groups_synced_s
+                    .map(|v| format!(", target groups synced {v:.3} s"))
+                    .unwrap_or_default(),
                 secs(x.first_round_s),
                 secs(x.steady_round_s),
                 x.steady_rounds,

@@ -14,11 +14,12 @@ use mm2_checkpoint::core::format::Checkpoint;
 use mm2_checkpoint::driver::kafka::ClusterClient;
 
 use super::args::Mm2Args;
-use super::args::{Mm2Jvm, OursBuild};
+use super::args::{Mm2Jvm, OursBuild, Variant};
 use super::cargo;
 use super::env::ClusterEnv;
 use super::process::{Guard, ProcSample, clock_ticks, sample};
 use super::report::{CatchUp, Incomplete, Report, RunResult, SizeResult, render_raw, render_table};
+use crate::kafka::ClusterInfo;
 use crate::{procfs, topics};
 
 /// Partitions of the catch-up run's topic; the syncs are spread over them.
@@ -46,9 +47,12 @@ pub(super) struct Bench {
     pub(super) dir: PathBuf,
     pub(super) ticks: u64,
     pub(super) window: Duration,
+    /// The source and target clusters' listeners, users and TLS files.
+    pub(super) clusters: (ClusterInfo, ClusterInfo),
 }
 
 /// Where a run writes its checkpoints and which groups it checkpoints.
+#[derive(Clone)]
 pub(super) struct Flow {
     pub(super) source_alias: String,
     pub(super) target_alias: String,
@@ -60,6 +64,56 @@ pub(super) struct Flow {
     pub(super) emit_interval_s: u64,
     /// More `key = value` lines for both implementations (each ends in `\n`).
     pub(super) extra: String,
+    /// Both sides sync offsets into the target groups: the run also waits
+    /// for every target group to hold the translated offsets.
+    pub(super) group_sync: bool,
+    /// How both sides reach the clusters when not over PLAINTEXT.
+    pub(super) security: Option<FlowSecurity>,
+}
+
+/// How a flow reaches its two clusters when not over PLAINTEXT.
+#[derive(Clone)]
+pub(super) struct FlowSecurity {
+    pub(super) source: ClientSide,
+    pub(super) target: ClientSide,
+}
+
+/// One cluster's bootstrap address and client settings (unprefixed
+/// `key = value` lines, each ending in `\n`).
+#[derive(Clone)]
+pub(super) struct ClientSide {
+    pub(super) addr: String,
+    pub(super) lines: String,
+}
+
+impl ClientSide {
+    /// SASL_SSL with SCRAM-SHA-512 as the cluster's test user, trusting the
+    /// cluster's test CA (a PEM trust store, which both sides read).
+    fn sasl_ssl_scram(cluster: &ClusterInfo) -> ClientSide {
+        let user = &cluster.sasl_users.scram_sha_512;
+        ClientSide {
+            addr: cluster.bootstrap.sasl_ssl.clone(),
+            lines: format!(
+                "security.protocol = SASL_SSL\n\
+                 sasl.mechanism = SCRAM-SHA-512\n\
+                 sasl.jaas.config = org.apache.kafka.common.security.scram.ScramLoginModule \
+                 required username=\"{}\" password=\"{}\";\n\
+                 ssl.truststore.type = PEM\n\
+                 ssl.truststore.location = {}\n",
+                user.user,
+                user.password.expose(),
+                cluster.tls.ca_pem.display()
+            ),
+        }
+    }
+
+    /// The lines with `prefix` before each key.
+    pub(super) fn prefixed(&self, prefix: &str) -> String {
+        self.lines
+            .lines()
+            .map(|l| format!("{prefix}{l}\n"))
+            .collect()
+    }
 }
 
 impl Flow {
@@ -76,7 +130,34 @@ impl Flow {
             partitions,
             emit_interval_s: EMIT_INTERVAL_S,
             extra: String::new(),
+            group_sync: false,
+            security: None,
         }
+    }
+
+    /// The flow changed for `variant`: group sync every second, or both
+    /// clusters over SASL_SSL + SCRAM (`clusters`: source's, target's).
+    pub(super) fn with_variant(
+        mut self,
+        variant: Variant,
+        clusters: (&ClusterInfo, &ClusterInfo),
+    ) -> Flow {
+        match variant {
+            Variant::GroupSync => {
+                self.group_sync = true;
+                self.extra.push_str(
+                    "sync.group.offsets.enabled = true\n\
+                     sync.group.offsets.interval.seconds = 1\n",
+                );
+            }
+            Variant::TlsScram => {
+                self.security = Some(FlowSecurity {
+                    source: ClientSide::sasl_ssl_scram(clusters.0),
+                    target: ClientSide::sasl_ssl_scram(clusters.1),
+                });
+            }
+        }
+        self
     }
 
     /// The properties both implementations get alike.
@@ -95,13 +176,7 @@ impl Flow {
     pub(super) fn with_source_alias(&self, alias: &str) -> Flow {
         Flow {
             source_alias: alias.to_owned(),
-            target_alias: self.target_alias.clone(),
-            topic: self.topic.clone(),
-            groups: self.groups.clone(),
-            group_regex: self.group_regex.clone(),
-            partitions: self.partitions,
-            emit_interval_s: self.emit_interval_s,
-            extra: self.extra.clone(),
+            ..self.clone()
         }
     }
 }
@@ -197,13 +272,75 @@ impl Bench {
         &'a self,
         flow: &'a Flow,
     ) -> (&'a str, &'a str, &'a str, &'a str, String) {
+        let (source_addr, target_addr) = match &flow.security {
+            Some(sec) => (sec.source.addr.as_str(), sec.target.addr.as_str()),
+            None => (self.source_addr.as_str(), self.target_addr.as_str()),
+        };
         (
             &flow.source_alias,
             &flow.target_alias,
-            &self.source_addr,
-            &self.target_addr,
+            source_addr,
+            target_addr,
             flow.common_properties(),
         )
+    }
+
+    /// With group sync: creates the remote topic of `flow` on the target, so
+    /// that the target groups can hold offsets for it. Call before the run.
+    pub(super) fn prepare_target(&self, flow: &Flow) -> Result<()> {
+        if !flow.group_sync {
+            return Ok(());
+        }
+        let remote = topics::remote(&flow.source_alias, &flow.topic);
+        self.rt.block_on(async {
+            super::seed::lite(
+                &format!("creating {remote} on the target"),
+                self.target.create_topic(&remote, flow.partitions, 1, &[]).await,
+            )
+            .map(|_| ())
+        })
+    }
+
+    /// With group sync: waits until every group of `flow` holds an offset on
+    /// the target for every partition of the remote topic, checking that
+    /// `proc` lives; seconds since spawn, or `None` (logged) if that did not
+    /// happen within [`FIRST_ROUND_TIMEOUT`] of the spawn.
+    pub(super) fn await_group_sync(&self, flow: &Flow, proc: &mut Guard) -> Result<Option<f64>> {
+        if !flow.group_sync {
+            return Ok(None);
+        }
+        let remote = topics::remote(&flow.source_alias, &flow.topic);
+        let mut pending: Vec<String> = flow.groups.clone();
+        loop {
+            proc.alive()?;
+            let fetched = self
+                .rt
+                .block_on(self.target.fetch_group_offsets(&pending))
+                .map_err(|e| anyhow::anyhow!("fetching target group offsets: {e}"))?;
+            pending.retain(|g| {
+                let synced = fetched.get(g).and_then(|r| r.as_ref().ok()).is_some_and(|o| {
+                    (0..flow.partitions).all(|p| {
+                        o.get(&mm2_checkpoint::core::TopicPartition::new(&remote, p))
+                            .is_some_and(|c| c.is_some())
+                    })
+                });
+                !synced
+            });
+            if pending.is_empty() {
+                return Ok(Some(proc.spawned.elapsed().as_secs_f64()));
+            }
+            if proc.spawned.elapsed() > FIRST_ROUND_TIMEOUT {
+                eprintln!(
+                    "bench: {}: {} of {} target groups not synced after {:?}",
+                    proc.what,
+                    pending.len(),
+                    flow.groups.len(),
+                    FIRST_ROUND_TIMEOUT
+                );
+                return Ok(None);
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
     }
 
     /// Samples `proc` at the start and end of the steady window.
@@ -226,15 +363,24 @@ impl Bench {
         groups: usize,
         partitions: i32,
         jvms: &[Mm2Jvm],
+        variant: Option<Variant>,
     ) -> Result<SizeResult> {
-        let label = format!("g{groups}");
-        let id = format!("{stamp}n{groups}");
-        let base = Flow::new(
+        // Variants get names of their own: "s" for group sync, "t" for TLS.
+        let tag = variant.map_or("", |v| &v.name()[..1]);
+        let label = match variant {
+            Some(v) => format!("g{groups}-{}", v.name()),
+            None => format!("g{groups}"),
+        };
+        let id = format!("{stamp}n{groups}{tag}");
+        let mut base = Flow::new(
             &format!("bench-{id}"),
             format!("bt{id}"),
             groups,
             partitions,
         );
+        if let Some(v) = variant {
+            base = base.with_variant(v, (&self.clusters.0, &self.clusters.1));
+        }
         let loadavg = procfs::loadavg();
         eprintln!(
             "bench: {label}: seeding {groups} groups × {partitions} partitions (load {loadavg})"
@@ -262,6 +408,7 @@ impl Bench {
         Ok(SizeResult {
             groups,
             partitions,
+            variant: variant.map(|v| v.label().to_owned()),
             loadavg,
             mm2,
             ours,
@@ -472,6 +619,14 @@ impl Bench {
             .map(|d| d.as_secs())
             .unwrap_or(0);
         let (source_addr, target_addr) = (env.bootstrap("source")?, env.bootstrap("target")?);
+        let cluster = |name: &str| -> Result<ClusterInfo> {
+            env.file
+                .clusters
+                .get(name)
+                .cloned()
+                .with_context(|| format!("cluster `{name}` missing from {}", env.path.display()))
+        };
+        let clusters = (cluster("source")?, cluster("target")?);
         // Seeding commits into thousands of groups: over several connections
         // per coordinator, as a broker serves one connection's requests one
         // at a time.
@@ -502,6 +657,7 @@ impl Bench {
             dir,
             ticks: clock_ticks(),
             window,
+            clusters,
         };
         Ok((bench, env, started_unix))
     }
@@ -553,10 +709,15 @@ pub(super) fn mm2(root: &Path, args: &Mm2Args) -> Result<()> {
     let sizes = args
         .groups
         .iter()
-        .map(|&g| (g, args.mm2_jvm.as_slice()))
-        .chain(args.ours_only.iter().map(|&g| (g, &[][..])));
-    for (groups, jvms) in sizes {
-        let r = bench.size(started_unix, groups, args.partitions, jvms)?;
+        .map(|&g| (g, args.mm2_jvm.as_slice(), None))
+        .chain(
+            args.variants
+                .iter()
+                .map(|&v| (args.variant_groups, args.mm2_jvm.as_slice(), Some(v))),
+        )
+        .chain(args.ours_only.iter().map(|&g| (g, &[][..], None)));
+    for (groups, jvms, variant) in sizes {
+        let r = bench.size(started_unix, groups, args.partitions, jvms, variant)?;
         report.sizes.push(r);
         save(&report)?;
     }

@@ -19,6 +19,9 @@ fn parse_defaults_match_the_issue() {
     assert_eq!(a.mm2_jvm, vec![super::args::Mm2Jvm::Stock]);
     assert_eq!(a.build, super::args::OursBuild::Dist);
     assert_eq!((a.partitions, a.syncs, a.window), (10, 1_000_000, 30));
+    use super::args::Variant;
+    assert_eq!(a.variants, vec![Variant::GroupSync, Variant::TlsScram]);
+    assert_eq!(a.variant_groups, 1000);
 }
 
 #[test]
@@ -40,8 +43,20 @@ fn parse_reads_every_option() {
         "stock,small",
         "--build",
         "release",
+        "--variants",
+        "tls-scram",
+        "--variant-groups",
+        "20",
     ])
     .unwrap();
+    assert_eq!(a.variants, vec![super::args::Variant::TlsScram]);
+    assert_eq!(a.variant_groups, 20);
+    assert!(
+        Mm2Args::parse(&["--variants", "none"])
+            .unwrap()
+            .variants
+            .is_empty()
+    );
     assert!(a.ours_only.is_empty());
     assert_eq!(
         a.mm2_jvm,
@@ -63,6 +78,8 @@ fn parse_refuses_bad_values_naming_the_option() {
         (&["--frobnicate"][..], "--frobnicate"),
         (&["--mm2-jvm", "huge"][..], "--mm2-jvm"),
         (&["--build", "debug"][..], "--build"),
+        (&["--variants", "fast"][..], "--variants"),
+        (&["--variant-groups", "0"][..], "--variant-groups"),
     ] {
         let e = Mm2Args::parse(args).unwrap_err().to_string();
         assert!(e.contains(needle), "{args:?}: {e}");
@@ -165,6 +182,7 @@ fn table_has_a_row_per_metric_and_size_and_the_catch_up() {
         sizes: vec![SizeResult {
             groups: 10,
             partitions: 10,
+            variant: None,
             loadavg: "1 1 1".into(),
             mm2: vec![("stock".into(), run(10.0, 460 * 1024))],
             ours: run(0.05, 8 * 1024),
@@ -242,6 +260,7 @@ fn a_side_that_did_not_finish_is_a_lower_bound_and_ours_alone_says_so() {
     let size = |groups, mm2| SizeResult {
         groups,
         partitions: 10,
+        variant: None,
         loadavg: "1 1 1".into(),
         mm2,
         ours: done.clone(),
