@@ -295,7 +295,9 @@ impl Bench {
         self.rt.block_on(async {
             super::seed::lite(
                 &format!("creating {remote} on the target"),
-                self.target.create_topic(&remote, flow.partitions, 1, &[]).await,
+                self.target
+                    .create_topic(&remote, flow.partitions, 1, &[])
+                    .await,
             )
             .map(|_| ())
         })
@@ -318,12 +320,15 @@ impl Bench {
                 .block_on(self.target.fetch_group_offsets(&pending))
                 .map_err(|e| anyhow::anyhow!("fetching target group offsets: {e}"))?;
             pending.retain(|g| {
-                let synced = fetched.get(g).and_then(|r| r.as_ref().ok()).is_some_and(|o| {
-                    (0..flow.partitions).all(|p| {
-                        o.get(&mm2_checkpoint::core::TopicPartition::new(&remote, p))
-                            .is_some_and(|c| c.is_some())
-                    })
-                });
+                let synced = fetched
+                    .get(g)
+                    .and_then(|r| r.as_ref().ok())
+                    .is_some_and(|o| {
+                        (0..flow.partitions).all(|p| {
+                            o.get(&mm2_checkpoint::core::TopicPartition::new(&remote, p))
+                                .is_some_and(|c| c.is_some())
+                        })
+                    });
                 !synced
             });
             if pending.is_empty() {
@@ -619,13 +624,12 @@ impl Bench {
             .map(|d| d.as_secs())
             .unwrap_or(0);
         let (source_addr, target_addr) = (env.bootstrap("source")?, env.bootstrap("target")?);
-        let cluster = |name: &str| -> Result<ClusterInfo> {
-            env.file
-                .clusters
-                .get(name)
-                .cloned()
-                .with_context(|| format!("cluster `{name}` missing from {}", env.path.display()))
-        };
+        let cluster =
+            |name: &str| -> Result<ClusterInfo> {
+                env.file.clusters.get(name).cloned().with_context(|| {
+                    format!("cluster `{name}` missing from {}", env.path.display())
+                })
+            };
         let clusters = (cluster("source")?, cluster("target")?);
         // Seeding commits into thousands of groups: over several connections
         // per coordinator, as a broker serves one connection's requests one

@@ -37,9 +37,16 @@ impl<C: FlowCluster> FlowContext<C> {
         let total = end.saturating_sub(start).max(1) as f64;
         let name = kind.log_name();
         // The reader stops at the captured end, or lower if the log was
-        // truncated below it meanwhile.
-        while let Some(records) = self.step(cluster, "Fetch", cluster.read(&mut reader).await)? {
-            records.iter().for_each(&mut apply);
+        // truncated below it meanwhile. The next fetch is in flight while
+        // the records of the last one are applied (its request goes out when
+        // `join!` first polls it), so the broker's and the network's time
+        // overlaps ours; records are still applied in log order.
+        let mut fetched = self.step(cluster, "Fetch", cluster.read(&mut reader).await)?;
+        while let Some(records) = fetched {
+            let (next, ()) = tokio::join!(cluster.read(&mut reader), async {
+                records.iter().for_each(&mut apply)
+            });
+            fetched = self.step(cluster, "Fetch", next)?;
             let pos = reader.position();
             if kind == TopicKind::OffsetSyncs {
                 self.metrics.set_initial_read_progress(
