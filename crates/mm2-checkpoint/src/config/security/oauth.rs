@@ -12,6 +12,7 @@ use crate::config::Setting;
 use crate::config::check::{ConfigWarning, Unknown};
 use crate::config::error::ConfigError;
 use crate::config::jaas::JaasEntry;
+use crate::config::lookup::parse_bool;
 use crate::config::secret::Secret;
 
 /// The login module OAUTHBEARER takes.
@@ -47,6 +48,9 @@ pub struct OAuthSettings {
     pub client_secret: Secret,
     /// `scope` (JAAS) or `sasl.oauthbearer.scope`.
     pub scope: Option<String>,
+    /// `sasl.oauthbearer.header.urlencode` (default false): URL-encode the
+    /// client id and secret in the token request's Basic header.
+    pub header_urlencode: bool,
     /// `sasl.oauthbearer.sub.claim.name` (default `sub`).
     pub sub_claim_name: String,
     /// `sasl.oauthbearer.scope.claim.name` (default `scope`).
@@ -290,15 +294,15 @@ pub(super) fn build_oauth(
     };
     let sub_claim_name = claim("sasl.oauthbearer.sub.claim.name", "sub");
     let scope_claim_name = claim("sasl.oauthbearer.scope.claim.name", "scope");
-    if let Some(s) = keys.get("sasl.oauthbearer.header.urlencode")
-        && s.text()
-            .is_ok_and(|v| v.trim().eq_ignore_ascii_case("true"))
-    {
-        fail(s.error(
-            "true is not supported by mm2-checkpoint: the client id and secret are sent \
-             as they are (Kafka's default, false)",
-        ));
-    }
+    // Kafka 3.9+ (KIP-1025): URL-encode the client id and secret in the
+    // token request's Basic header.
+    let header_urlencode = match keys.get("sasl.oauthbearer.header.urlencode") {
+        Some(s) if s.text().is_ok() => parse_bool(s).unwrap_or_else(|e| {
+            fail(e);
+            false
+        }),
+        _ => false,
+    };
     if let Some(s) = keys.get("sasl.oauthbearer.jwt.retriever.class")
         && s.text().is_ok_and(|v| {
             !v.trim()
@@ -322,6 +326,7 @@ pub(super) fn build_oauth(
         client_id,
         client_secret: Secret::new(client_secret),
         scope,
+        header_urlencode,
         sub_claim_name,
         scope_claim_name,
         retry_backoff: ms(retry_backoff),
