@@ -1052,6 +1052,38 @@ fn oauthbearer_header_urlencode_is_read_as_a_boolean_defaulting_to_false() {
 }
 
 #[test]
+fn the_jwt_bearer_grant_is_refused_naming_each_of_its_keys() {
+    let v = check(
+        &oauth(
+            "A.sasl.oauthbearer.jwt.retriever.class = \
+             org.apache.kafka.common.security.oauthbearer.JwtBearerJwtRetriever\n\
+             A.sasl.oauthbearer.assertion.private.key.file = /etc/mm2/assertion.key\n\
+             A.sasl.oauthbearer.assertion.private.key.passphrase = key-pass-77\n",
+        )
+        .replace("clientId=\"mm2\" clientSecret=\"oauth-secret-value\" ", ""),
+        &FakeEnvironment::default(),
+        Secrets::Read,
+    );
+    assert_eq!(
+        error_keys(&v),
+        [
+            "A.sasl.oauthbearer.jwt.retriever.class (10)",
+            "A.sasl.oauthbearer.assertion.private.key.file (11)",
+            "A.sasl.oauthbearer.assertion.private.key.passphrase (12)",
+        ]
+    );
+    assert!(
+        v.errors.iter().all(|e| e
+            .message()
+            .contains("JWT bearer grant (Kafka 4.1, KIP-1139")
+            && e.message().contains("client credentials grant")),
+        "{:?}",
+        v.errors
+    );
+    assert!(!everything(&v).contains("key-pass-77"));
+}
+
+#[test]
 fn oauthbearer_over_plain_http_is_accepted_with_a_warning() {
     let config = load(&oauth("").replace("https://idp", "http://idp"));
     assert!(

@@ -27,6 +27,26 @@ pub(super) const OAUTH_LOGIN_HANDLERS: [&str; 2] = [
     "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerLoginCallbackHandler",
 ];
 
+/// The client keys of Kafka 4.1's JWT bearer grant (KIP-1139).
+const JWT_BEARER_KEYS: [&str; 11] = [
+    "sasl.oauthbearer.assertion.algorithm",
+    "sasl.oauthbearer.assertion.claim.aud",
+    "sasl.oauthbearer.assertion.claim.exp.seconds",
+    "sasl.oauthbearer.assertion.claim.iss",
+    "sasl.oauthbearer.assertion.claim.jti.include",
+    "sasl.oauthbearer.assertion.claim.nbf.seconds",
+    "sasl.oauthbearer.assertion.claim.sub",
+    "sasl.oauthbearer.assertion.file",
+    "sasl.oauthbearer.assertion.private.key.file",
+    "sasl.oauthbearer.assertion.private.key.passphrase",
+    "sasl.oauthbearer.assertion.template.file",
+];
+
+/// Why the JWT bearer grant's keys are refused, and what to use instead.
+const JWT_BEARER_REFUSAL: &str = "belongs to the JWT bearer grant (Kafka 4.1, KIP-1139, \
+    JwtBearerJwtRetriever), which mm2-checkpoint does not support; use the client credentials \
+    grant (clientId and clientSecret in sasl.jaas.config) or a file:// token endpoint";
+
 /// Where tokens come from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TokenEndpoint {
@@ -157,6 +177,26 @@ pub(super) fn build_oauth(
             },
         },
     };
+
+    // Kafka 4.1's JWT bearer grant (KIP-1139) is not built in: say so rather
+    // than ask for client credentials the file deliberately does not have.
+    let mut jwt_bearer = false;
+    if let Some(s) = keys.get("sasl.oauthbearer.jwt.retriever.class")
+        && s.text()
+            .is_ok_and(|v| v.trim().ends_with(".JwtBearerJwtRetriever"))
+    {
+        fail(s.error(JWT_BEARER_REFUSAL));
+        jwt_bearer = true;
+    }
+    for key in JWT_BEARER_KEYS {
+        if let Some(s) = keys.get(key) {
+            fail(s.error(JWT_BEARER_REFUSAL));
+            jwt_bearer = true;
+        }
+    }
+    if jwt_bearer {
+        return Err(Unknown);
+    }
 
     // Client config first, then the JAAS option, as Kafka's retriever does.
     let option = |config_key: &str, jaas_name: &str| -> Option<String> {
