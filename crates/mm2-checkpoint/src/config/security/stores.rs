@@ -173,28 +173,32 @@ fn open_pkcs12(
         ..
     } = store;
     let stripped;
-    let (bytes, password) = match password {
+    let needed = || {
+        password_key.error(format!(
+            "is needed to read PKCS12 store {}: its certificates are encrypted with \
+             it (Java would read no certificate from it without the password)",
+            path.display()
+        ))
+    };
+    let (bytes, password_text) = match password {
         Some(password) => (bytes, password.expose()),
         None => match pkcs12_without_password(bytes) {
             Some(Ok(readable)) => {
                 stripped = readable;
                 (&stripped[..], "")
             }
-            Some(Err(())) => {
-                return Err(password_key.error(format!(
-                    "is needed to read PKCS12 store {}: its certificates are encrypted with \
-                     it (Java would read no certificate from it without the password)",
-                    path.display()
-                )));
-            }
-            // Not PKCS12: the attempt below says so.
+            Some(Err(())) => return Err(needed()),
+            // Not PKCS12 (or not DER): the attempt below says so.
             None => (bytes, ""),
         },
     };
     let opened =
-        KeyStore::from_pkcs12(bytes, password, Pkcs12ImportPolicy::Strict).map_err(|e| {
+        KeyStore::from_pkcs12(bytes, password_text, Pkcs12ImportPolicy::Strict).map_err(|e| {
             use p12_keystore::error::Error as P12;
             let why = match e {
+                P12::MacError(_) | P12::UnpadError | P12::Pkcs5Error(_) if password.is_none() => {
+                    return needed();
+                }
                 // The integrity MAC is keyed by the store password.
                 P12::MacError(_) => {
                     return password_key.error(format!(
