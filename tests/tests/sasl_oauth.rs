@@ -147,6 +147,7 @@ fn endpoint_provider(endpoint: &TokenEndpoint, secret: &str) -> OAuthBearerToken
             client_id: "mm2-e2e".into(),
             client_secret: Secret::new(secret),
             scope: Some("kafka".into()),
+            urlencode_header: false,
             http,
         },
         sub_claim_name: "sub".into(),

@@ -46,6 +46,10 @@ pub enum TokenSource {
         client_secret: Secret,
         /// The `scope` parameter, if any.
         scope: Option<String>,
+        /// URL-encode the client id and secret before they are joined for
+        /// the Basic header (Kafka's `sasl.oauthbearer.header.urlencode`,
+        /// RFC 6749 section 2.3.1); Kafka's default is `false`.
+        urlencode_header: bool,
         /// The HTTP client (its timeouts and TLS trust).
         http: HttpClient,
     },
@@ -238,9 +242,11 @@ impl OAuthBearerTokens {
                 client_id,
                 client_secret,
                 scope,
+                urlencode_header,
                 http,
             } => {
-                let basic = BASE64.encode(format!("{client_id}:{}", client_secret.expose()));
+                let authorization =
+                    basic_authorization(client_id, client_secret, *urlencode_header);
                 let mut body = "grant_type=client_credentials".to_string();
                 if let Some(scope) = scope.as_deref().filter(|s| !s.trim().is_empty()) {
                     body.push_str("&scope=");
@@ -252,7 +258,7 @@ impl OAuthBearerTokens {
                         url,
                         headers: vec![
                             ("Accept", "application/json".into()),
-                            ("Authorization", format!("Basic {basic}")),
+                            ("Authorization", authorization),
                             ("Cache-Control", "no-cache".into()),
                             ("Content-Type", "application/x-www-form-urlencoded".into()),
                         ],
@@ -299,7 +305,25 @@ const UNRETRIABLE_STATUS: [u16; 17] = [
     400, 401, 402, 403, 404, 405, 406, 407, 409, 410, 411, 412, 413, 414, 415, 501, 505,
 ];
 
-/// `application/x-www-form-urlencoded` encoding of one value.
+/// The `Authorization` header of a token request: `Basic` and the standard
+/// (not URL-safe) base64 of `client_id:client_secret`, each part first
+/// form-encoded when `urlencode` is set, as Kafka's
+/// `ClientCredentialsJwtRetriever` does.
+fn basic_authorization(client_id: &str, client_secret: &Secret, urlencode: bool) -> String {
+    let joined = if urlencode {
+        format!(
+            "{}:{}",
+            form_encode(client_id),
+            form_encode(client_secret.expose())
+        )
+    } else {
+        format!("{client_id}:{}", client_secret.expose())
+    };
+    format!("Basic {}", BASE64.encode(joined))
+}
+
+/// `application/x-www-form-urlencoded` encoding of one value, as Java's
+/// `URLEncoder` with UTF-8 does it.
 fn form_encode(value: &str) -> String {
     let mut out = String::with_capacity(value.len());
     for b in value.bytes() {
@@ -554,6 +578,7 @@ mod tests {
                 client_id: "mm2".into(),
                 client_secret: Secret::new("s3cret"),
                 scope: Some("kafka read".into()),
+                urlencode_header: false,
                 http: HttpClient::new(crate::http::HttpClientConfig::default()).unwrap(),
             },
             sub_claim_name: "sub".into(),
@@ -599,6 +624,29 @@ mod tests {
         assert!(
             request.ends_with("grant_type=client_credentials&scope=kafka+read"),
             "{request}"
+        );
+    }
+
+    #[test]
+    fn the_basic_header_url_encodes_id_and_secret_only_when_asked() {
+        let secret = Secret::new("s:e/c+r=t é");
+        // base64("mm2 client:s:e/c+r=t é") and, encoded as Java's
+        // URLEncoder does, base64("mm2+client:s%3Ae%2Fc%2Br%3Dt+%C3%A9").
+        assert_eq!(
+            basic_authorization("mm2 client", &secret, false),
+            format!("Basic {}", BASE64.encode("mm2 client:s:e/c+r=t é"))
+        );
+        assert_eq!(
+            basic_authorization("mm2 client", &secret, true),
+            format!(
+                "Basic {}",
+                BASE64.encode("mm2+client:s%3Ae%2Fc%2Br%3Dt+%C3%A9")
+            )
+        );
+        // Characters URLEncoder keeps stay as they are.
+        assert_eq!(
+            basic_authorization("a-b_c.d*e", &Secret::new("Z09"), true),
+            basic_authorization("a-b_c.d*e", &Secret::new("Z09"), false)
         );
     }
 

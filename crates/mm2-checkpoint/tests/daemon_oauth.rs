@@ -129,6 +129,56 @@ fn run_once_over_oauthbearer_writes_the_checkpoint_and_never_shows_the_secret() 
 }
 
 #[test]
+fn header_urlencode_sends_the_url_encoded_secret_the_endpoint_expects() {
+    let rt = rt();
+    let w = World::new(&rt, "oauth-urlencode", 1);
+    let group = w.seed(&rt, &[(0, 0, 3), (0, 10, 13)], &[(0, 10)]);
+    // An IdP that stores the secret as RFC 6749 section 2.3.1 sends it:
+    // URL-encoded (written out here by hand), then base64 in the header.
+    let raw = "s3cret/with+chars:1 é";
+    let endpoint = TokenEndpoint::start(
+        oauth(),
+        EndpointSettings {
+            client_id: CLIENT_ID.into(),
+            client_secret: "s3cret%2Fwith%2Bchars%3A1+%C3%A9".into(),
+            token_lifetime: Duration::from_secs(300),
+        },
+        &w.dir.join("endpoint"),
+        any_port(),
+    );
+    let config = |extra: &str| {
+        properties(
+            &w,
+            &group,
+            &endpoint.url(),
+            Some(&endpoint.ca_pem),
+            raw,
+            &format!("admin.timeout.ms = 5000\n{extra}"),
+        )
+    };
+    // As sent without header.urlencode, the endpoint refuses it.
+    let plain = config("");
+    let out = common::mm2(
+        &["run", "--once", "--config", plain.to_str().expect("utf-8")],
+        Duration::from_secs(60),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(!stderr.contains(raw), "the secret was shown:\n{stderr}");
+    assert!(stderr.contains("HTTP 401: invalid_client"), "{stderr}");
+    assert!(w.checkpoints(&rt).is_empty());
+    // Encoded, it is accepted and the checkpoint written.
+    let out = run_once(&config(&format!(
+        "{}.sasl.oauthbearer.header.urlencode = true",
+        w.s
+    )));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains(raw), "the secret was logged:\n{stderr}");
+    let got: Vec<_> = w.checkpoints(&rt).iter().map(common::tuple).collect();
+    assert_eq!(got, vec![(group, w.remote_topic(), 0, 10, 13)]);
+}
+
+#[test]
 fn a_wrong_client_secret_fails_naming_the_endpoints_answer_not_the_secret() {
     let rt = rt();
     let w = World::new(&rt, "oauth-badsecret", 1);

@@ -265,6 +265,10 @@ fn pkcs12_jks_and_encrypted_pem_stores_write_checkpoints_over_mtls() {
          {{t}}.ssl.truststore.password = {STORE_PASSWORD}",
         s(&stores.jks_truststore)
     );
+    let trust_jks_without_password = format!(
+        "{{t}}.ssl.truststore.location = {}",
+        s(&stores.jks_truststore)
+    );
     let jks = format!(
         "{{t}}.ssl.keystore.type = JKS\n\
          {{t}}.ssl.keystore.location = {}\n\
@@ -286,7 +290,15 @@ fn pkcs12_jks_and_encrypted_pem_stores_write_checkpoints_over_mtls() {
             "PKCS12 store",
         ),
         ("encrypted-pem", &trust_p12, encrypted, "PKCS12 store"),
-        ("jks", &trust_jks, jks, "JKS store"),
+        ("jks", &trust_jks, jks.clone(), "JKS store"),
+        // Java reads a trust store without its password (MSK's documentation
+        // names its cacerts copy so): no integrity check, same certificates.
+        (
+            "jks-trust-without-password",
+            &trust_jks_without_password,
+            jks,
+            "JKS store",
+        ),
     ];
     // Each case commits further, so each run is seen to have reached the
     // target through its own store by writing the next checkpoint.

@@ -233,3 +233,114 @@ fn a_certificate_about_to_expire_is_a_warning_with_key_line_and_subject() {
         "{stderr}"
     );
 }
+
+/// A keytool trust store `<name>` of `kind` holding `ca.crt`, written with
+/// the extra JVM options `jvm` (PKCS12 protection settings).
+fn keytool_trust_store(dir: &TempDir, name: &str, kind: &str, jvm: &[&str]) -> PathBuf {
+    let store = dir.path(name);
+    let out = Command::new("keytool")
+        .args(jvm)
+        .args([
+            "-importcert",
+            "-noprompt",
+            "-storetype",
+            kind,
+            "-alias",
+            "ca",
+        ])
+        .args(["-file", s(&dir.path("ca.crt")), "-keystore", s(&store)])
+        .args(["-storepass", "trust-Pw-4410"])
+        .output()
+        .expect("run keytool (cargo xtask installs a JDK)");
+    assert!(
+        out.status.success(),
+        "keytool failed: {}",
+        text(&out.stderr)
+    );
+    store
+}
+
+#[test]
+fn a_trust_store_without_its_password_is_read_as_java_reads_it() {
+    let dir = TempDir::new("no-password");
+    self_signed(&dir, "ca", 365);
+    let jks = keytool_trust_store(&dir, "trust.jks", "JKS", &[]);
+    // keytool's PKCS12 default: certificates encrypted with the password.
+    let encrypted = keytool_trust_store(&dir, "encrypted.p12", "PKCS12", &[]);
+    // Plain certificate bags, with and without the integrity MAC.
+    let plain_cert_protection = "-J-Dkeystore.pkcs12.certProtectionAlgorithm=NONE";
+    let with_mac = keytool_trust_store(&dir, "mac.p12", "PKCS12", &[plain_cert_protection]);
+    let without_mac = keytool_trust_store(
+        &dir,
+        "nomac.p12",
+        "PKCS12",
+        &[
+            plain_cert_protection,
+            "-J-Dkeystore.pkcs12.macAlgorithm=NONE",
+        ],
+    );
+    let validate = |kind: &str, store: &Path| {
+        let cfg = config(
+            &dir,
+            &format!(
+                "B.ssl.truststore.type = {kind}\nB.ssl.truststore.location = {}",
+                s(store)
+            ),
+        );
+        let out = mm2(&["validate", s(&cfg)], Duration::from_secs(20));
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    for (kind, store) in [
+        ("JKS", &jks),
+        ("PKCS12", &with_mac),
+        ("PKCS12", &without_mac),
+    ] {
+        let (code, stdout, stderr) = validate(kind, store);
+        assert_eq!(code, Some(0), "{store:?}: {stderr}");
+        assert!(
+            stdout.contains(&format!(
+                "trust = {kind} store {} (no password: certificates read without an \
+                 integrity check",
+                s(store)
+            )),
+            "{stdout}"
+        );
+    }
+    let (code, _, stderr) = validate("PKCS12", &encrypted);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "error: B.ssl.truststore.password: is needed to read PKCS12 store {}: its \
+             certificates are encrypted with it",
+            s(&encrypted)
+        )),
+        "{stderr}"
+    );
+    // With the password all of them open.
+    let cfg = config(
+        &dir,
+        &format!(
+            "B.ssl.truststore.type = PKCS12\nB.ssl.truststore.location = {}\n\
+             B.ssl.truststore.password = trust-Pw-4410",
+            s(&encrypted)
+        ),
+    );
+    let out = mm2(&["validate", s(&cfg)], Duration::from_secs(20));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+
+    // A key store still needs its password.
+    let cfg = config(
+        &dir,
+        &format!(
+            "B.ssl.keystore.type = JKS\nB.ssl.keystore.location = {}",
+            s(&jks)
+        ),
+    );
+    let out = mm2(&["validate", s(&cfg)], Duration::from_secs(20));
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("B.ssl.keystore.password: is required for a JKS key store"),
+        "{stderr}"
+    );
+}

@@ -448,6 +448,10 @@ fn oauth_rows(oauth: &OAuthSettings, line: &dyn Fn(&str, String) -> Row) -> Vec<
             "oauth scope",
             oauth.scope.clone().unwrap_or_else(|| "(none)".into()),
         ));
+        rows.push(line(
+            "sasl.oauthbearer.header.urlencode",
+            oauth.header_urlencode.to_string(),
+        ));
         rows.push(derived(
             "oauth token endpoint trust",
             match &oauth.trust_pem {
@@ -514,6 +518,13 @@ fn cluster_rows(c: &ClusterConnection, role: &str, flow: &FlowConfig) -> Vec<Row
         };
         let trust = match &tls.trust {
             TrustRoots::Default => "default root certificates".to_string(),
+            TrustRoots::Pem {
+                source: source @ PemSource::Store { password: None, .. },
+                ..
+            } => format!(
+                "{} (no password: certificates read without an integrity check, as Java does)",
+                describe(source)
+            ),
             TrustRoots::Pem { source, .. } => describe(source),
         };
         rows.push(derived("trust", trust));

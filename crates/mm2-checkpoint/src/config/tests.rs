@@ -1025,6 +1025,65 @@ fn oauthbearer_reads_the_endpoint_jaas_options_and_login_keys() {
 }
 
 #[test]
+fn oauthbearer_header_urlencode_is_read_as_a_boolean_defaulting_to_false() {
+    let urlencode = |extra: &str| {
+        let config = load(&oauth(extra));
+        let oauth = config.flows[0].source.sasl.as_ref().unwrap().oauth.clone();
+        let shown = render_effective_settings(&config);
+        (oauth.unwrap().header_urlencode, shown)
+    };
+    let (off, shown) = urlencode("");
+    assert!(!off);
+    assert!(
+        shown.contains("sasl.oauthbearer.header.urlencode = false"),
+        "{shown}"
+    );
+    let (on, shown) = urlencode("A.sasl.oauthbearer.header.urlencode = TRUE \n");
+    assert!(on);
+    assert!(
+        shown.contains("sasl.oauthbearer.header.urlencode = true"),
+        "{shown}"
+    );
+    assert_rejected(
+        &oauth("A.sasl.oauthbearer.header.urlencode = yes\n"),
+        "A.sasl.oauthbearer.header.urlencode",
+        &["`yes` is not a boolean"],
+    );
+}
+
+#[test]
+fn the_jwt_bearer_grant_is_refused_naming_each_of_its_keys() {
+    let v = check(
+        &oauth(
+            "A.sasl.oauthbearer.jwt.retriever.class = \
+             org.apache.kafka.common.security.oauthbearer.JwtBearerJwtRetriever\n\
+             A.sasl.oauthbearer.assertion.private.key.file = /etc/mm2/assertion.key\n\
+             A.sasl.oauthbearer.assertion.private.key.passphrase = key-pass-77\n",
+        )
+        .replace("clientId=\"mm2\" clientSecret=\"oauth-secret-value\" ", ""),
+        &FakeEnvironment::default(),
+        Secrets::Read,
+    );
+    assert_eq!(
+        error_keys(&v),
+        [
+            "A.sasl.oauthbearer.jwt.retriever.class (10)",
+            "A.sasl.oauthbearer.assertion.private.key.file (11)",
+            "A.sasl.oauthbearer.assertion.private.key.passphrase (12)",
+        ]
+    );
+    assert!(
+        v.errors.iter().all(|e| e
+            .message()
+            .contains("JWT bearer grant (Kafka 4.1, KIP-1139")
+            && e.message().contains("client credentials grant")),
+        "{:?}",
+        v.errors
+    );
+    assert!(!everything(&v).contains("key-pass-77"));
+}
+
+#[test]
 fn oauthbearer_over_plain_http_is_accepted_with_a_warning() {
     let config = load(&oauth("").replace("https://idp", "http://idp"));
     assert!(
@@ -1179,6 +1238,23 @@ fn sasl_callback_handler_is_an_error() {
 }
 
 #[test]
+fn a_custom_sasl_class_is_refused_naming_key_and_class() {
+    for key in ["sasl.client.callback.handler.class", "sasl.login.class"] {
+        assert_rejected(
+            &format!(
+                "{}A.{key} = com.example.kafka.auth.VaultScramCallbackHandler\n",
+                sasl_scram(SCRAM_JAAS)
+            ),
+            &format!("A.{key}"),
+            &[
+                "class `com.example.kafka.auth.VaultScramCallbackHandler` is not supported",
+                "runs no Java",
+            ],
+        );
+    }
+}
+
+#[test]
 fn sasl_keys_without_a_sasl_protocol_are_ignored_with_a_warning() {
     let config = load(&with("A.sasl.mechanism = GSSAPI"));
     assert!(config.flows[0].source.sasl.is_none());
@@ -1283,21 +1359,24 @@ fn jceks_trust_store_is_an_error_saying_to_convert_to_pkcs12() {
 }
 
 #[test]
-fn trust_store_type_defaults_to_jks_like_kafka() {
+fn store_types_default_to_jks_like_kafka() {
     assert_rejected(
-        &ssl("B.ssl.truststore.location = /etc/kafka/ca.jks"),
-        "B.ssl.truststore.password",
-        &["required for a JKS store"],
+        &ssl("B.ssl.keystore.location = /etc/kafka/client.jks"),
+        "B.ssl.keystore.password",
+        &["required for a JKS key store"],
     );
 }
 
 #[test]
-fn pkcs12_stores_need_their_password() {
-    assert_rejected(
+fn pkcs12_key_stores_need_their_password_trust_stores_may_go_without() {
+    // Whether the trust store can be read without it is known when it is
+    // opened (tests/validate_material.rs, with keytool's stores).
+    let v = check(
         &ssl("B.ssl.truststore.type = PKCS12\nB.ssl.truststore.location = /etc/kafka/ca.p12"),
-        "B.ssl.truststore.password",
-        &["PKCS12"],
+        &FakeEnvironment::default(),
+        Secrets::Skip,
     );
+    assert!(v.is_ok(), "{:?}", v.errors);
     assert_rejected(
         &ssl("B.ssl.keystore.type = PKCS12\nB.ssl.keystore.location = /etc/kafka/client.p12"),
         "B.ssl.keystore.password",
@@ -2128,7 +2207,7 @@ fn every_independent_error_is_reported_in_one_check_in_file_order() {
     assert!(
         v.errors[9]
             .message()
-            .contains("is required for a PKCS12 store")
+            .contains("is required for a PKCS12 key store")
     );
     let all = everything(&v);
     assert!(!all.contains(SECRET_A) && !all.contains(SECRET_B), "{all}");
@@ -2384,7 +2463,10 @@ fn without_secrets_structural_errors_still_fail() {
             "sync.group.offsets.enabled = yes",
             "sync.group.offsets.enabled (22)",
         ),
-        ("A.ssl.truststore.password =", "A.ssl.truststore.password"),
+        (
+            "A.ssl.keystore.location = /run/secrets/a/keystore.jks",
+            "A.ssl.keystore.password",
+        ),
         (
             "B.ssl.keystore.password = x",
             "B.ssl.keystore.password (22)",
@@ -2487,13 +2569,10 @@ fn material_is_not_read_when_the_tls_settings_have_an_error_and_that_is_said() {
         &tls_env(),
         Secrets::Read,
     );
-    // The trust store's missing password (its type is JKS by default) and
-    // the PEM key store's password are the errors; no file is read, and
+    // The PEM key store's password is the error (a JKS trust store, the
+    // default type, may come without its password); no file is read, and
     // both keys say why.
-    assert_eq!(
-        error_keys(&v),
-        ["B.ssl.keystore.password (9)", "B.ssl.truststore.password"]
-    );
+    assert_eq!(error_keys(&v), ["B.ssl.keystore.password (9)"]);
     let notes: Vec<_> = v.not_checked.iter().filter_map(NotChecked::key).collect();
     assert_eq!(
         notes,

@@ -254,6 +254,7 @@ fn oauth_config(oauth: &OAuthSettings) -> Result<OAuthConfig, String> {
                 client_id: oauth.client_id.clone(),
                 client_secret: kafka_lite::Secret::new(oauth.client_secret.expose()),
                 scope: oauth.scope.clone(),
+                urlencode_header: oauth.header_urlencode,
                 http,
             }
         }

@@ -138,9 +138,11 @@ fn password_bytes(password: &str) -> Vec<u8> {
     password.encode_utf16().flat_map(u16::to_be_bytes).collect()
 }
 
-/// Parses a JKS store and checks its integrity digest with `password`.
-/// Private keys stay protected until [`recover_key`].
-pub(super) fn parse(bytes: &[u8], password: &str) -> Result<Vec<JksEntry>, JksError> {
+/// Parses a JKS store and checks its integrity digest with `password`;
+/// without a password the digest is not checked, as Java's `KeyStore.load`
+/// with a null password does (trust stores are read so). Private keys stay
+/// protected until [`recover_key`].
+pub(super) fn parse(bytes: &[u8], password: Option<&str>) -> Result<Vec<JksEntry>, JksError> {
     let mut c = Cursor { bytes, at: 0 };
     if c.take(4, "the magic number").ok() != Some(&JKS_MAGIC[..]) {
         return Err(JksError::NotJks);
@@ -188,6 +190,9 @@ pub(super) fn parse(bytes: &[u8], password: &str) -> Result<Vec<JksEntry>, JksEr
             bytes.len() - c.at
         )));
     }
+    let Some(password) = password else {
+        return Ok(entries);
+    };
     let expected = Sha1::new()
         .chain_update(password_bytes(password))
         .chain_update(DIGEST_WHITENER)
@@ -316,7 +321,7 @@ mod tests {
     #[test]
     fn a_store_round_trips_and_passwords_are_checked() {
         let bytes = store("störe", "kéy");
-        let entries = parse(&bytes, "störe").unwrap();
+        let entries = parse(&bytes, Some("störe")).unwrap();
         let [
             JksEntry::PrivateKey {
                 alias,
@@ -337,7 +342,19 @@ mod tests {
             Err(JksError::WrongKeyPassword)
         );
         assert_eq!(
-            parse(&bytes, "store").unwrap_err(),
+            parse(&bytes, Some("store")).unwrap_err(),
+            JksError::WrongStorePassword
+        );
+        // Without a password the entries are read and the digest is not
+        // checked, as Java reads trust stores.
+        let unchecked = parse(&bytes, None).unwrap();
+        assert_eq!(format!("{unchecked:?}"), format!("{entries:?}"));
+        let mut tampered = bytes.clone();
+        let last = tampered.len() - 1;
+        tampered[last] ^= 1;
+        assert!(parse(&tampered, None).is_ok());
+        assert_eq!(
+            parse(&tampered, Some("störe")).unwrap_err(),
             JksError::WrongStorePassword
         );
     }
@@ -346,12 +363,12 @@ mod tests {
     fn every_truncation_and_a_flipped_byte_are_errors_not_panics() {
         let bytes = store("pw", "pw");
         for n in 0..bytes.len() {
-            assert!(parse(&bytes[..n], "pw").is_err(), "truncated at {n}");
+            assert!(parse(&bytes[..n], Some("pw")).is_err(), "truncated at {n}");
         }
         for i in 0..bytes.len() {
             let mut b = bytes.clone();
             b[i] ^= 0x55;
-            if let Ok(entries) = parse(&b, "pw") {
+            if let Ok(entries) = parse(&b, Some("pw")) {
                 panic!("byte {i} flipped still verifies: {entries:?}");
             }
         }
@@ -360,7 +377,7 @@ mod tests {
             b"\xFE\xED\xFE\xED\0\0\0\x02\xFF\xFF\xFF\xFF",
             b"PK\x03\x04",
         ] {
-            assert!(parse(junk, "pw").is_err());
+            assert!(parse(junk, Some("pw")).is_err());
         }
         for n in 0..60 {
             let _ = recover_key(&vec![0x30; n], "pw");

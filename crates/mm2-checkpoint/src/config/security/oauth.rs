@@ -12,6 +12,7 @@ use crate::config::Setting;
 use crate::config::check::{ConfigWarning, Unknown};
 use crate::config::error::ConfigError;
 use crate::config::jaas::JaasEntry;
+use crate::config::lookup::parse_bool;
 use crate::config::secret::Secret;
 
 /// The login module OAUTHBEARER takes.
@@ -25,6 +26,26 @@ pub(super) const OAUTH_LOGIN_HANDLERS: [&str; 2] = [
     "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler",
     "org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerLoginCallbackHandler",
 ];
+
+/// The client keys of Kafka 4.1's JWT bearer grant (KIP-1139).
+const JWT_BEARER_KEYS: [&str; 11] = [
+    "sasl.oauthbearer.assertion.algorithm",
+    "sasl.oauthbearer.assertion.claim.aud",
+    "sasl.oauthbearer.assertion.claim.exp.seconds",
+    "sasl.oauthbearer.assertion.claim.iss",
+    "sasl.oauthbearer.assertion.claim.jti.include",
+    "sasl.oauthbearer.assertion.claim.nbf.seconds",
+    "sasl.oauthbearer.assertion.claim.sub",
+    "sasl.oauthbearer.assertion.file",
+    "sasl.oauthbearer.assertion.private.key.file",
+    "sasl.oauthbearer.assertion.private.key.passphrase",
+    "sasl.oauthbearer.assertion.template.file",
+];
+
+/// Why the JWT bearer grant's keys are refused, and what to use instead.
+const JWT_BEARER_REFUSAL: &str = "belongs to the JWT bearer grant (Kafka 4.1, KIP-1139, \
+    JwtBearerJwtRetriever), which mm2-checkpoint does not support; use the client credentials \
+    grant (clientId and clientSecret in sasl.jaas.config) or a file:// token endpoint";
 
 /// Where tokens come from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,6 +68,9 @@ pub struct OAuthSettings {
     pub client_secret: Secret,
     /// `scope` (JAAS) or `sasl.oauthbearer.scope`.
     pub scope: Option<String>,
+    /// `sasl.oauthbearer.header.urlencode` (default false): URL-encode the
+    /// client id and secret in the token request's Basic header.
+    pub header_urlencode: bool,
     /// `sasl.oauthbearer.sub.claim.name` (default `sub`).
     pub sub_claim_name: String,
     /// `sasl.oauthbearer.scope.claim.name` (default `scope`).
@@ -153,6 +177,26 @@ pub(super) fn build_oauth(
             },
         },
     };
+
+    // Kafka 4.1's JWT bearer grant (KIP-1139) is not built in: say so rather
+    // than ask for client credentials the file deliberately does not have.
+    let mut jwt_bearer = false;
+    if let Some(s) = keys.get("sasl.oauthbearer.jwt.retriever.class")
+        && s.text()
+            .is_ok_and(|v| v.trim().ends_with(".JwtBearerJwtRetriever"))
+    {
+        fail(s.error(JWT_BEARER_REFUSAL));
+        jwt_bearer = true;
+    }
+    for key in JWT_BEARER_KEYS {
+        if let Some(s) = keys.get(key) {
+            fail(s.error(JWT_BEARER_REFUSAL));
+            jwt_bearer = true;
+        }
+    }
+    if jwt_bearer {
+        return Err(Unknown);
+    }
 
     // Client config first, then the JAAS option, as Kafka's retriever does.
     let option = |config_key: &str, jaas_name: &str| -> Option<String> {
@@ -290,15 +334,15 @@ pub(super) fn build_oauth(
     };
     let sub_claim_name = claim("sasl.oauthbearer.sub.claim.name", "sub");
     let scope_claim_name = claim("sasl.oauthbearer.scope.claim.name", "scope");
-    if let Some(s) = keys.get("sasl.oauthbearer.header.urlencode")
-        && s.text()
-            .is_ok_and(|v| v.trim().eq_ignore_ascii_case("true"))
-    {
-        fail(s.error(
-            "true is not supported by mm2-checkpoint: the client id and secret are sent \
-             as they are (Kafka's default, false)",
-        ));
-    }
+    // Kafka 3.9+ (KIP-1025): URL-encode the client id and secret in the
+    // token request's Basic header.
+    let header_urlencode = match keys.get("sasl.oauthbearer.header.urlencode") {
+        Some(s) if s.text().is_ok() => parse_bool(s).unwrap_or_else(|e| {
+            fail(e);
+            false
+        }),
+        _ => false,
+    };
     if let Some(s) = keys.get("sasl.oauthbearer.jwt.retriever.class")
         && s.text().is_ok_and(|v| {
             !v.trim()
@@ -322,6 +366,7 @@ pub(super) fn build_oauth(
         client_id,
         client_secret: Secret::new(client_secret),
         scope,
+        header_urlencode,
         sub_claim_name,
         scope_claim_name,
         retry_backoff: ms(retry_backoff),

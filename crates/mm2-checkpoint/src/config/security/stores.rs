@@ -52,10 +52,12 @@ pub(super) struct StoreFile<'a> {
     /// The configured type (`ssl.*store.type`).
     pub(super) kind: StoreKind,
     pub(super) path: &'a Path,
-    pub(super) password: &'a Secret,
+    /// `None`: a trust store given without password, read as Java reads it
+    /// (certificates only, integrity not checked).
+    pub(super) password: Option<&'a Secret>,
     /// The location key (`ssl.*store.location`).
     pub(super) key: &'a KeyOrigin,
-    /// The password key, named when the password is wrong.
+    /// The password key, named when the password is wrong or needed.
     pub(super) password_key: &'a KeyOrigin,
 }
 
@@ -114,7 +116,7 @@ fn open_jks(bytes: &[u8], store: &StoreFile<'_>) -> Result<Vec<Entry>, ConfigErr
         password_key,
         ..
     } = store;
-    let entries = jks::parse(bytes, password.expose()).map_err(|e| match e {
+    let entries = jks::parse(bytes, password.map(Secret::expose)).map_err(|e| match e {
         JksError::WrongStorePassword => password_key.error(format!(
             "is wrong for JKS store {} (its integrity check failed)",
             path.display()
@@ -170,10 +172,33 @@ fn open_pkcs12(
         password_key,
         ..
     } = store;
-    let opened = KeyStore::from_pkcs12(bytes, password.expose(), Pkcs12ImportPolicy::Strict)
-        .map_err(|e| {
+    let stripped;
+    let needed = || {
+        password_key.error(format!(
+            "is needed to read PKCS12 store {}: its certificates are encrypted with \
+             it (Java would read no certificate from it without the password)",
+            path.display()
+        ))
+    };
+    let (bytes, password_text) = match password {
+        Some(password) => (bytes, password.expose()),
+        None => match pkcs12_without_password(bytes) {
+            Some(Ok(readable)) => {
+                stripped = readable;
+                (&stripped[..], "")
+            }
+            Some(Err(())) => return Err(needed()),
+            // Not PKCS12 (or not DER): the attempt below says so.
+            None => (bytes, ""),
+        },
+    };
+    let opened =
+        KeyStore::from_pkcs12(bytes, password_text, Pkcs12ImportPolicy::Strict).map_err(|e| {
             use p12_keystore::error::Error as P12;
             let why = match e {
+                P12::MacError(_) | P12::UnpadError | P12::Pkcs5Error(_) if password.is_none() => {
+                    return needed();
+                }
                 // The integrity MAC is keyed by the store password.
                 P12::MacError(_) => {
                     return password_key.error(format!(
@@ -221,6 +246,58 @@ fn open_pkcs12(
             _ => None,
         })
         .collect())
+}
+
+/// A PKCS12 file as Java reads it without a password: its integrity MAC is
+/// not checked, so it is removed, and only safes that are not encrypted can
+/// be read. `Some(Ok(pfx))`: the file without its MAC, all its safes plain;
+/// `Some(Err(()))`: some safe is encrypted, so the password is needed;
+/// `None`: the file is not a PKCS12 PFX.
+fn pkcs12_without_password(bytes: &[u8]) -> Option<Result<Vec<u8>, ()>> {
+    use x509_cert::der::asn1::{Any, ObjectIdentifier};
+    use x509_cert::der::{Decode, Encode, Reader, SliceReader, Tag, TagNumber, Tagged};
+    // PKCS#7 content types (RFC 2315): data, encryptedData.
+    const DATA: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.113549.1.7.1");
+    const ENCRYPTED_DATA: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.113549.1.7.6");
+    // PFX ::= SEQUENCE { version INTEGER, authSafe ContentInfo, macData OPTIONAL }
+    let pfx = Any::from_der(bytes)
+        .ok()
+        .filter(|a| a.tag() == Tag::Sequence)?;
+    let mut fields = SliceReader::new(pfx.value()).ok()?;
+    let version = Any::decode(&mut fields).ok()?;
+    let auth_safe = Any::decode(&mut fields).ok()?;
+    // ContentInfo ::= SEQUENCE { contentType OID, content [0] EXPLICIT ANY }
+    let content_info = |info: &Any| -> Option<(ObjectIdentifier, Option<Any>)> {
+        if info.tag() != Tag::Sequence {
+            return None;
+        }
+        let mut r = SliceReader::new(info.value()).ok()?;
+        let kind = ObjectIdentifier::decode(&mut r).ok()?;
+        let content = if r.is_finished() {
+            None
+        } else {
+            let explicit = Any::decode(&mut r).ok()?;
+            (explicit.tag().number() == TagNumber(0)).then_some(())?;
+            Some(Any::from_der(explicit.value()).ok()?)
+        };
+        Some((kind, content))
+    };
+    let (kind, content) = content_info(&auth_safe)?;
+    if kind != DATA {
+        return None;
+    }
+    let safes = content.filter(|c| c.tag() == Tag::OctetString)?;
+    let safes = Any::from_der(safes.value()).ok()?;
+    let mut r = SliceReader::new(safes.value()).ok()?;
+    while !r.is_finished() {
+        let (kind, _) = content_info(&Any::decode(&mut r).ok()?)?;
+        if kind == ENCRYPTED_DATA {
+            return Some(Err(()));
+        }
+    }
+    let mut body = version.to_der().ok()?;
+    body.extend(auth_safe.to_der().ok()?);
+    Some(Ok(Any::new(Tag::Sequence, body).ok()?.to_der().ok()?))
 }
 
 /// The trusted certificates of a trust store, in file order. Like Java,
@@ -296,10 +373,15 @@ pub(super) fn key_chain(
             path.display()
         )));
     }
+    let Some(store_password) = store.password else {
+        return Err(store
+            .password_key
+            .error("is required for a key store (it opens the store and its private key)"));
+    };
     let der = match protected {
         ProtectedKey::Open(der) => {
             if let Some((password, origin)) = key_password
-                && password != store.password
+                && password != store_password
             {
                 return Err(origin.error(format!(
                     "differs from {}, but {} is a PKCS12 store, which has one password for \
@@ -313,7 +395,7 @@ pub(super) fn key_chain(
         ProtectedKey::Jks(protected) => {
             let (password, origin) = match key_password {
                 Some((password, origin)) => (password, origin),
-                None => (store.password, store.password_key),
+                None => (store_password, store.password_key),
             };
             jks::recover_key(&protected, password.expose()).map_err(|e| match e {
                 JksError::WrongKeyPassword if key_password.is_some() => origin.error(format!(
@@ -407,6 +489,19 @@ pub fn private_key_pem(key: &PrivateKeyDer<'static>) -> Secret {
 mod tests {
     use super::*;
     use rustls_pki_types::pem::PemObject;
+
+    #[test]
+    fn what_is_not_a_pfx_is_left_to_the_pkcs12_reader() {
+        // tests/validate_material.rs reads keytool's stores without password.
+        for junk in [
+            &b""[..],
+            b"\x30\x03\x02\x01\x03",
+            b"\xFE\xED\xFE\xED",
+            b"PK\x03\x04",
+        ] {
+            assert_eq!(pkcs12_without_password(junk), None);
+        }
+    }
 
     #[test]
     fn pem_round_trips_through_the_parser() {

@@ -38,9 +38,11 @@ pub enum PemSource {
         kind: StoreKind,
         /// The store file.
         path: PathBuf,
-        /// Its password (redacted in `Debug`).
-        password: Secret,
-        /// The key the password was set by.
+        /// Its password (redacted in `Debug`); `None` for a trust store
+        /// given without one, which Java reads without checking integrity.
+        password: Option<Secret>,
+        /// The key the password was set by (or, without a password, the
+        /// key that would set it).
         password_key: KeyOrigin,
     },
 }
@@ -242,7 +244,7 @@ impl TlsSettings {
                 let store = stores::StoreFile {
                     kind: *kind,
                     path,
-                    password,
+                    password: password.as_ref(),
                     key,
                     password_key,
                 };
@@ -276,7 +278,7 @@ impl TlsSettings {
                 let store = stores::StoreFile {
                     kind: *kind,
                     path,
-                    password,
+                    password: password.as_ref(),
                     key: &id.chain_key,
                     password_key,
                 };
@@ -670,8 +672,8 @@ fn store_type(keys: &Keys<'_>, type_key: &str, what: &str) -> Result<StoreType, 
     }
 }
 
-/// The password of a PKCS12 or JKS store (required: the store's integrity
-/// check, and a PKCS12 store's encryption, are keyed by it). The password
+/// The password of a PKCS12 or JKS key store (required: the store's
+/// integrity check, and its key's encryption, are keyed by it). The password
 /// may be unread (`--no-secrets`): only its presence is checked here.
 fn store_password(
     keys: &Keys<'_>,
@@ -682,7 +684,10 @@ fn store_password(
         Some(s) => Ok((Secret::new(s.value.clone()), KeyOrigin::of(s))),
         None => Err(keys.fail(ConfigError::for_key(
             keys.missing(password_key),
-            format!("is required for a {} store", kind.name()),
+            format!(
+                "is required for a {} key store (it opens the store and its private key)",
+                kind.name()
+            ),
         ))),
     }
 }
@@ -739,7 +744,19 @@ fn build_trust(keys: &Keys<'_>) -> Result<TrustRoots, Unknown> {
             )))
         }
         (Some(loc), None) if let StoreType::Store(kind) = kind => {
-            let (password, password_key) = store_password(keys, "ssl.truststore.password", kind)?;
+            // Java reads a trust store without its password (no integrity
+            // check); whether this one can be read so is known when it is
+            // opened.
+            let (password, password_key) = match keys.get("ssl.truststore.password") {
+                Some(s) => (Some(Secret::new(s.value.clone())), KeyOrigin::of(s)),
+                None => (
+                    None,
+                    KeyOrigin {
+                        key: keys.missing("ssl.truststore.password"),
+                        line: None,
+                    },
+                ),
+            };
             Ok(TrustRoots::Pem {
                 source: PemSource::Store {
                     kind,
@@ -826,7 +843,7 @@ fn build_identity(keys: &Keys<'_>) -> Result<Option<ClientIdentity>, Unknown> {
         let source = PemSource::Store {
             kind,
             path: PathBuf::from(loc.value.trim()),
-            password,
+            password: Some(password),
             password_key,
         };
         return Ok(Some(ClientIdentity {
