@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use common::TempDir;
+
 const BIN: &str = env!("CARGO_BIN_EXE_mm2-checkpoint");
 
 /// A throwaway self-signed certificate (the same one the config tests use).
@@ -15,31 +17,6 @@ const TEST_CERT: &str = include_str!("data/test_cert.pem");
 
 const PRIMARY_PASSWORD: &str = "pw-primary-Zq81";
 const BACKUP_PASSWORD: &str = "pw-backup-Kx42";
-
-/// A fresh directory for one test, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> Self {
-        let dir =
-            std::env::temp_dir().join(format!("mm2-checkpoint-cli-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create temp dir");
-        Self(dir)
-    }
-
-    fn write(&self, name: &str, text: &str) -> PathBuf {
-        let path = self.0.join(name);
-        std::fs::write(&path, text).expect("write temp file");
-        path
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn mm2(args: &[&str]) -> Command {
     let mut cmd = Command::new(BIN);
@@ -99,7 +76,7 @@ fn path(p: &Path) -> &str {
 
 #[test]
 fn validate_prints_effective_settings_of_the_example() {
-    let dir = TempDir::new("validate-example");
+    let dir = TempDir::new("cli", "validate-example");
     let config = example_config(&dir);
     let (code, stdout, stderr) =
         run(mm2(&["validate", "--config", path(&config)])
@@ -116,7 +93,7 @@ fn validate_prints_effective_settings_of_the_example() {
 
 #[test]
 fn validate_masks_passwords() {
-    let dir = TempDir::new("validate-masks");
+    let dir = TempDir::new("cli", "validate-masks");
     let config = example_config(&dir);
     let (code, stdout, stderr) =
         run(mm2(&["validate", path(&config)]).env("MM2_PRIMARY_PASSWORD", PRIMARY_PASSWORD));
@@ -130,7 +107,7 @@ fn validate_masks_passwords() {
 
 #[test]
 fn validate_prints_warnings() {
-    let dir = TempDir::new("validate-warnings");
+    let dir = TempDir::new("cli", "validate-warnings");
     let config = config_with(&dir, "consumer.security.protocol = SSL");
     let (code, stdout, _) = run(&mut mm2(&["validate", path(&config)]));
     assert_eq!(code, Some(0));
@@ -145,7 +122,7 @@ fn validate_prints_warnings() {
 /// failure (exit 2) while plain `validate` only warns.
 #[test]
 fn validate_names_keys_nothing_reads_and_strict_fails_on_them() {
-    let dir = TempDir::new("validate-unknown");
+    let dir = TempDir::new("cli", "validate-unknown");
     let config = config_with(
         &dir,
         "A->B.emit.checkpoint.interval.seconds = 5\ntotally.unknown.key = 1",
@@ -178,7 +155,7 @@ fn validate_names_keys_nothing_reads_and_strict_fails_on_them() {
         ]
     );
 
-    let clean_dir = TempDir::new("validate-strict-clean");
+    let clean_dir = TempDir::new("cli", "validate-strict-clean");
     let clean = config_with(&clean_dir, "");
     let (code, _, stderr) = run(&mut mm2(&["validate", "--strict", path(&clean)]));
     assert_eq!(code, Some(0), "stderr: {stderr}");
@@ -186,7 +163,7 @@ fn validate_names_keys_nothing_reads_and_strict_fails_on_them() {
 
 /// Runs `validate` on `text` and returns the exit code and stderr.
 fn validate_error(name: &str, text: &str) -> (Option<i32>, String) {
-    let dir = TempDir::new(name);
+    let dir = TempDir::new("cli", name);
     let config = dir.write("mm2.properties", text);
     let (code, stdout, stderr) = run(&mut mm2(&["validate", path(&config)]));
     assert_eq!(stdout, "", "nothing on stdout for a rejected config");
@@ -262,7 +239,7 @@ fn unresolvable_provider_reference_exits_2_without_leaking_secrets() {
 
 #[test]
 fn file_that_is_not_utf8_exits_2_naming_the_line() {
-    let dir = TempDir::new("not-utf8");
+    let dir = TempDir::new("cli", "not-utf8");
     let config = dir.0.join("mm2.properties");
     std::fs::write(
         &config,
@@ -284,7 +261,7 @@ fn missing_file_exits_2_naming_it() {
 
 #[test]
 fn run_with_a_config_error_exits_2_before_any_network_io() {
-    let dir = TempDir::new("run-bad-config");
+    let dir = TempDir::new("cli", "run-bad-config");
     // Brokers on 127.0.0.1:1 would refuse or hang; the error must come first.
     let config = config_with(&dir, "refresh.groups.interval.seconds = -5");
     let started = Instant::now();
@@ -307,7 +284,7 @@ fn run_with_a_config_error_exits_2_before_any_network_io() {
 /// I/O, naming the variable; without TLS it is only a warning.
 #[test]
 fn a_bad_tls_provider_setting_exits_2_before_any_network_io_when_tls_is_used() {
-    let dir = TempDir::new("run-bad-provider");
+    let dir = TempDir::new("cli", "run-bad-provider");
     let tls = config_with(&dir, "security.protocol = SSL");
     let lacking = if cfg!(feature = "ring") {
         "bogus"
@@ -329,7 +306,7 @@ fn a_bad_tls_provider_setting_exits_2_before_any_network_io_when_tls_is_used() {
 
 #[test]
 fn translate_with_an_unknown_flow_exits_2() {
-    let dir = TempDir::new("translate-flow");
+    let dir = TempDir::new("cli", "translate-flow");
     let config = config_with(&dir, "");
     let (code, _, stderr) = run(&mut mm2(&[
         "translate",
@@ -349,7 +326,7 @@ fn translate_with_an_unknown_flow_exits_2() {
 
 #[test]
 fn invalid_log_level_exits_2() {
-    let dir = TempDir::new("log-level");
+    let dir = TempDir::new("cli", "log-level");
     let config = config_with(&dir, "");
     let (code, _, stderr) = run(&mut mm2(&["run", path(&config), "--log-level", "mm2=loud"]));
     assert_eq!(code, Some(2));
@@ -361,7 +338,7 @@ fn invalid_log_level_exits_2() {
 
 #[test]
 fn invalid_log_filter_in_the_environment_exits_2() {
-    let dir = TempDir::new("log-env");
+    let dir = TempDir::new("cli", "log-env");
     let config = config_with(&dir, "");
     let (code, _, stderr) = run(mm2(&["run", path(&config)]).env("MM2_LOG", "x=y=z"));
     assert_eq!(code, Some(2));
@@ -370,7 +347,7 @@ fn invalid_log_filter_in_the_environment_exits_2() {
 
 #[test]
 fn malformed_metrics_addr_exits_2() {
-    let dir = TempDir::new("metrics-addr");
+    let dir = TempDir::new("cli", "metrics-addr");
     let config = config_with(&dir, "");
     let (code, _, stderr) = run(&mut mm2(&["run", path(&config), "--metrics-addr", "9464"]));
     assert_eq!(code, Some(2));
@@ -379,7 +356,7 @@ fn malformed_metrics_addr_exits_2() {
 
 #[test]
 fn run_logs_json_lines_and_warns_when_host_names_are_not_verified() {
-    let dir = TempDir::new("run-json");
+    let dir = TempDir::new("cli", "run-json");
     let ca = dir.write("ca.pem", TEST_CERT);
     let config = config_with(
         &dir,
@@ -469,7 +446,7 @@ fn no_subcommand_exits_2() {
 
 #[test]
 fn metrics_address_in_use_exits_1_naming_it() {
-    let dir = TempDir::new("metrics-busy");
+    let dir = TempDir::new("cli", "metrics-busy");
     let config = config_with(&dir, "");
     let busy = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let addr = busy.local_addr().expect("local addr").to_string();
@@ -658,7 +635,7 @@ fn every_kind_of_bad_config_exits_2_naming_the_key_and_never_the_password() {
 
 #[test]
 fn file_provider_reference_to_a_missing_key_exits_2_naming_the_key_without_the_file_contents() {
-    let dir = TempDir::new("file-provider-missing-key");
+    let dir = TempDir::new("cli", "file-provider-missing-key");
     let secrets = dir.write(
         "secrets.properties",
         &format!("other.password = {TABLE_PASSWORD}\n"),
@@ -694,7 +671,7 @@ fn file_provider_reference_to_a_missing_key_exits_2_naming_the_key_without_the_f
 /// from the option and from the environment alike.
 #[test]
 fn mistyped_log_level_exits_2_at_once_naming_value_and_accepted_forms() {
-    let dir = TempDir::new("log-typo");
+    let dir = TempDir::new("cli", "log-typo");
     let config = config_with(&dir, "");
     for (flag, env, source, value) in [
         (Some("warning"), None, "--log-level", "warning"),
@@ -746,7 +723,7 @@ fn silent_port() -> (std::net::TcpListener, String) {
 /// (exit 0) within the bound.
 #[test]
 fn sigterm_during_startup_retries_ends_the_daemon_with_0() {
-    let dir = TempDir::new("sigterm-retry");
+    let dir = TempDir::new("cli", "sigterm-retry");
     let config = config_with(&dir, "");
     let mut daemon = common::Daemon::spawn(&mut mm2(&["run", path(&config)]));
     daemon.wait_for("cannot reach cluster");
@@ -760,7 +737,7 @@ fn sigterm_during_startup_retries_ends_the_daemon_with_0() {
 /// whole timeout: SIGTERM still ends the daemon within the bound.
 #[test]
 fn sigterm_with_a_request_in_flight_ends_the_daemon_with_0() {
-    let dir = TempDir::new("sigterm-silent");
+    let dir = TempDir::new("cli", "sigterm-silent");
     let (_listener, addr) = silent_port();
     let config = dir.write(
         "mm2.properties",
@@ -782,7 +759,7 @@ fn sigterm_with_a_request_in_flight_ends_the_daemon_with_0() {
 /// 1 and say so.
 #[test]
 fn sigterm_before_once_or_translate_finished_exits_1() {
-    let dir = TempDir::new("sigterm-once");
+    let dir = TempDir::new("cli", "sigterm-once");
     let config = config_with(&dir, "");
     for args in [
         &["run", "--once", path(&config)][..],
@@ -802,7 +779,7 @@ fn sigterm_before_once_or_translate_finished_exits_1() {
 /// address, the cause and the deadline; for `run --once` and `translate`.
 #[test]
 fn retries_against_a_refused_port_are_warned_with_cluster_address_cause_and_deadline() {
-    let dir = TempDir::new("retry-warn");
+    let dir = TempDir::new("cli", "retry-warn");
     let config = config_with(&dir, "admin.timeout.ms = 2000");
     // `run` reaches both clusters of the flow, `translate` only the target.
     for (args, clusters) in [
@@ -849,7 +826,7 @@ fn an_http_server_instead_of_a_broker_is_named_as_such() {
             );
         }
     });
-    let dir = TempDir::new("http-port");
+    let dir = TempDir::new("cli", "http-port");
     let config = dir.write(
         "mm2.properties",
         &format!(
@@ -878,7 +855,7 @@ fn an_http_server_instead_of_a_broker_is_named_as_such() {
 /// command's, never an abort.
 #[test]
 fn a_closed_stdout_or_stderr_does_not_crash() {
-    let dir = TempDir::new("closed-pipe");
+    let dir = TempDir::new("cli", "closed-pipe");
     let config = config_with(&dir, "admin.timeout.ms = 1500");
     let closed = || {
         let (reader, writer) = std::io::pipe().expect("pipe");
@@ -927,7 +904,7 @@ fn completions_cover_every_subcommand_and_option() {
         }
     }
     let (_, script, _) = run(&mut mm2(&["completions", "bash"]));
-    let dir = TempDir::new("completions");
+    let dir = TempDir::new("cli", "completions");
     let file = dir.write("mm2-checkpoint.bash", &script);
     let status = Command::new("bash")
         .args(["-n", path(&file)])
@@ -969,7 +946,7 @@ fn man_page_documents_every_subcommand_and_the_exit_codes() {
 /// filter refuses, exits 2 before any network I/O; no selection at all too.
 #[test]
 fn translate_group_selection_errors_exit_2() {
-    let dir = TempDir::new("translate-select");
+    let dir = TempDir::new("cli", "translate-select");
     let config = config_with(&dir, "");
     let base = ["translate", path(&config), "--flow", "A->B"];
     let missing = dir.0.join("nope.txt");
@@ -1049,7 +1026,7 @@ const SEVEN: [(&str, usize); 7] = [
 
 #[test]
 fn validate_reports_every_independent_error_in_one_run() {
-    let dir = TempDir::new("every-error");
+    let dir = TempDir::new("cli", "every-error");
     let config = seven_errors(&dir);
     let (code, stdout, stderr) = run(&mut mm2(&["validate", path(&config)]));
     assert_eq!(code, Some(2), "{stderr}");
@@ -1093,7 +1070,7 @@ fn json(stdout: &str) -> serde_json::Value {
 
 #[test]
 fn validate_format_json_lists_every_error_with_key_and_line() {
-    let dir = TempDir::new("every-error-json");
+    let dir = TempDir::new("cli", "every-error-json");
     let config = seven_errors(&dir);
     let (code, stdout, stderr) = run(&mut mm2(&["validate", "--format", "json", path(&config)]));
     assert_eq!(code, Some(2), "{stderr}");
@@ -1125,7 +1102,7 @@ fn validate_format_json_lists_every_error_with_key_and_line() {
 
 #[test]
 fn validate_format_json_of_a_good_config_has_its_settings_and_masks_secrets() {
-    let dir = TempDir::new("json-ok");
+    let dir = TempDir::new("cli", "json-ok");
     let config = config_with(
         &dir,
         &format!(
@@ -1181,7 +1158,7 @@ fn validate_format_json_of_a_good_config_has_its_settings_and_masks_secrets() {
 
 #[test]
 fn strict_fails_on_any_warning_and_plain_validate_does_not() {
-    let dir = TempDir::new("strict-warning");
+    let dir = TempDir::new("cli", "strict-warning");
     // No unknown key: an ignored one (MM2 drops top-level client keys).
     let config = config_with(&dir, "consumer.security.protocol = SSL");
     let (code, stdout, stderr) = run(&mut mm2(&["validate", path(&config)]));
@@ -1258,7 +1235,7 @@ fn secrets_elsewhere(dir: &TempDir, extra: &str) -> PathBuf {
 
 #[test]
 fn no_secrets_passes_a_config_whose_secrets_are_absent_and_says_what_it_did_not_check() {
-    let dir = TempDir::new("no-secrets-ok");
+    let dir = TempDir::new("cli", "no-secrets-ok");
     let config = secrets_elsewhere(&dir, "");
     // Set or not, a provider value is never read with --no-secrets.
     let with_env = |cmd: &mut Command| {
@@ -1341,7 +1318,7 @@ fn no_secrets_still_fails_on_structural_errors() {
             "B.ssl.keystore.password",
         ),
     ] {
-        let dir = TempDir::new(name);
+        let dir = TempDir::new("cli", name);
         let config = secrets_elsewhere(&dir, extra);
         let (code, stdout, stderr) = run(&mut mm2(&["validate", "--no-secrets", path(&config)]));
         assert_eq!(code, Some(2), "{name}: {stdout}");

@@ -21,23 +21,7 @@ use e2e::{Listener, clusters};
 const STORE_PASSWORD: &str = "store-Pw-7731";
 const KEY_PASSWORD: &str = "key-Pw-5520";
 
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf-8 path")
-}
-
-/// Runs a store tool, failing the test with its output if it fails.
-fn tool(program: &str, args: &[&str]) {
-    let out = Command::new(program)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("run {program}: {e}"));
-    assert!(
-        out.status.success(),
-        "{program} {args:?} failed:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+use common::{path_str as s, tool};
 
 /// The stores of one test, made from the target cluster's test CA and client
 /// certificate.

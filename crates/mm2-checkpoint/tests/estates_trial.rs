@@ -15,8 +15,8 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 use std::time::Duration;
 
 use common::mm2_with_env;
@@ -150,51 +150,7 @@ const ESTATES: [Estate; 15] = [
     },
 ];
 
-/// A fresh directory, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!(
-            "mm2-checkpoint-estates-{name}-{}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create temp dir");
-        Self(dir)
-    }
-
-    /// `rel` under the directory, its parent directories created.
-    fn path(&self, rel: &str) -> PathBuf {
-        let p = self.0.join(rel);
-        std::fs::create_dir_all(p.parent().expect("parent")).expect("create dirs");
-        p
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf-8 temp path")
-}
-
-/// Runs a store tool, failing the test with its output if it fails.
-fn tool(program: &str, args: &[&str]) {
-    let out = Command::new(program)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("run {program} (xtask installs a JDK; openssl from apt): {e}"));
-    assert!(
-        out.status.success(),
-        "{program} {args:?} failed:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+use common::{TempDir, path_str as s, tool};
 
 /// A self-signed P-256 certificate and its key.
 fn self_signed(cert: &Path, key: &Path, cn: &str) {
@@ -418,7 +374,7 @@ fn text(out: &Output) -> (String, String) {
 
 #[test]
 fn twelve_of_fifteen_estates_are_accepted_and_the_rest_refused_in_plain_words() {
-    let dir = TempDir::new("trial");
+    let dir = TempDir::new("estates", "trial");
     let (substitutions, key_lines) = make_material(&dir);
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/estates");
     let env = [("CERTS_STORE_PASSWORD", STRIMZI_STORE_PASSWORD)];

@@ -13,38 +13,7 @@ use std::time::Duration;
 
 use common::mm2;
 
-/// A fresh directory for one test, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!(
-            "mm2-checkpoint-material-{name}-{}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create temp dir");
-        Self(dir)
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-
-    fn read(&self, name: &str) -> String {
-        std::fs::read_to_string(self.path(name)).expect("read generated file")
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf-8 temp path")
-}
+use common::{TempDir, path_str as s};
 
 /// A self-signed P-256 certificate `<name>.crt` with its key `<name>.key`,
 /// valid for `days` days from now.
@@ -98,7 +67,7 @@ fn secret_lines(pem: &str) -> Vec<String> {
 
 #[test]
 fn a_key_of_another_certificate_fails_validate_and_start_up_naming_key_and_line() {
-    let dir = TempDir::new("mismatch");
+    let dir = TempDir::new("material", "mismatch");
     self_signed(&dir, "client", 365);
     self_signed(&dir, "other", 365);
     // Inline PEM, as MM2 users give the chain and key (KIP-651).
@@ -151,7 +120,7 @@ fn a_key_of_another_certificate_fails_validate_and_start_up_naming_key_and_line(
 
 #[test]
 fn a_certificate_file_whose_body_is_not_x509_fails_naming_key_and_line() {
-    let dir = TempDir::new("garbage");
+    let dir = TempDir::new("material", "garbage");
     let bad = dir.path("ca.pem");
     // Well-formed PEM and base64, but no certificate inside.
     std::fs::write(
@@ -180,7 +149,7 @@ fn a_certificate_file_whose_body_is_not_x509_fails_naming_key_and_line() {
 
 #[test]
 fn a_certificate_about_to_expire_is_a_warning_with_key_line_and_subject() {
-    let dir = TempDir::new("expiring");
+    let dir = TempDir::new("material", "expiring");
     self_signed(&dir, "short-lived", 1);
     let both = dir.path("client.pem");
     std::fs::write(
@@ -262,7 +231,7 @@ fn keytool_trust_store(dir: &TempDir, name: &str, kind: &str, jvm: &[&str]) -> P
 
 #[test]
 fn a_trust_store_without_its_password_is_read_as_java_reads_it() {
-    let dir = TempDir::new("no-password");
+    let dir = TempDir::new("material", "no-password");
     self_signed(&dir, "ca", 365);
     let jks = keytool_trust_store(&dir, "trust.jks", "JKS", &[]);
     // keytool's PKCS12 default: certificates encrypted with the password.
