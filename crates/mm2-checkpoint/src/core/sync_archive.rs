@@ -723,6 +723,23 @@ impl ArchiveRestore {
         self.mark
     }
 
+    /// One above the highest generation archived: where a writer started
+    /// before [`finish`](Self::finish) numbers new generations, so that no
+    /// leftover chunk can pass for one of them.
+    pub fn next_generation(&self) -> u64 {
+        self.chunks
+            .values()
+            .flat_map(|c| c.values())
+            .map(|c| c.generation.saturating_add(1))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Archived chunks held (the current record of each key).
+    pub fn chunk_count(&self) -> usize {
+        self.chunks.values().map(BTreeMap::len).sum()
+    }
+
     fn build(&mut self) {
         if self.built {
             return;
@@ -828,13 +845,7 @@ impl ArchiveRestore {
         self.build();
         let mut d = RestoreDecision {
             skipped: self.skipped,
-            next_generation: self
-                .chunks
-                .values()
-                .flat_map(|c| c.values())
-                .map(|c| c.generation.saturating_add(1))
-                .max()
-                .unwrap_or(0),
+            next_generation: self.next_generation(),
             ..RestoreDecision::default()
         };
         let all_keys = |chunks: &BTreeMap<(String, i32), BTreeMap<u32, Chunk>>| {

@@ -78,6 +78,13 @@ impl MemCluster {
     }
 
     fn append(&self, topic: &str, records: Vec<(Vec<u8>, Vec<u8>)>) {
+        self.append_nullable(
+            topic,
+            records.into_iter().map(|(k, v)| (k, Some(v))).collect(),
+        );
+    }
+
+    fn append_nullable(&self, topic: &str, records: Vec<(Vec<u8>, Option<Vec<u8>>)>) {
         let mut mem = self.mem();
         let log = mem.topics.entry(topic.to_owned()).or_default();
         for (key, value) in records {
@@ -86,7 +93,7 @@ impl MemCluster {
                 offset,
                 timestamp: 0,
                 key: Some(Bytes::from(key)),
-                value: Some(Bytes::from(value)),
+                value: value.map(Bytes::from),
                 headers: Vec::new(),
             });
         }
@@ -217,6 +224,21 @@ impl FlowCluster for MemCluster {
         Ok(base)
     }
 
+    async fn produce_nullable(
+        &self,
+        topic: &str,
+        _partition: i32,
+        records: &[(Vec<u8>, Option<Vec<u8>>)],
+        _timestamp: i64,
+    ) -> Result<i64, Error> {
+        let base = match self.mem().topics.get(topic) {
+            Some(log) => log.end(),
+            None => return Err(kafka("Produce", ResponseError::UnknownTopicOrPartition)),
+        };
+        self.append_nullable(topic, records.to_vec());
+        Ok(base)
+    }
+
     async fn open_reader(
         &self,
         topic: &str,
@@ -304,6 +326,7 @@ fn state(checkpoints: CheckpointStore) -> FlowState {
         synced: None,
         logged: BTreeSet::new(),
         fallback_warned: BTreeSet::new(),
+        archive: None,
     }
 }
 
