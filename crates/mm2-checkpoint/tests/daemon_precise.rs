@@ -12,7 +12,7 @@ mod fault_support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use common::{World, mm2, rt, run_once};
+use common::{World, mm2, rt, run_once, sync_records};
 use fault_support::{Daemon, latest, wait_for};
 use mm2_checkpoint::core::{InitMode, OffsetSyncStore, Translation};
 
@@ -326,16 +326,29 @@ fn compact(
     kept: usize,
 ) -> Vec<i64> {
     std::thread::sleep(Duration::from_millis(500));
-    write(rt, w, roll);
+    // The broker rolls a segment by record timestamps: the synthetic syncs
+    // carry timestamp 0, so the roll record carries the wall clock.
     let topic = w.syncs_topic();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as i64;
+    let mut records = sync_records(&w.topic, roll);
+    records.iter_mut().for_each(|r| r.timestamp = now);
+    rt.block_on(w.source.produce(&topic, 0, &records))
+        .expect("produce the roll record");
     let mut left = Vec::new();
-    wait_for("the offset-syncs topic's compaction", COMPACTION_WAIT, || {
-        let records = rt
-            .block_on(w.source.read_to_end(&topic, 0))
-            .expect("read the offset-syncs topic");
-        left = records.iter().map(|r| r.offset).collect();
-        left.iter().filter(|&&o| o < below).count() <= kept
-    });
+    wait_for(
+        "the offset-syncs topic's compaction",
+        COMPACTION_WAIT,
+        || {
+            let records = rt
+                .block_on(w.source.read_to_end(&topic, 0))
+                .expect("read the offset-syncs topic");
+            left = records.iter().map(|r| r.offset).collect();
+            left.iter().filter(|&&o| o < below).count() <= kept
+        },
+    );
     left
 }
 
@@ -367,10 +380,10 @@ fn after_compaction_removed_the_old_syncs_a_restart_keeps_lagging_groups_precise
         "the offset-syncs topic still holds {left:?}"
     );
 
-    // The groups moved forward a little while we were stopped (off the
-    // sync offsets), and a new group lags about 5,000 records.
+    // The groups moved forward a little while we were stopped (past the next
+    // sync, off the sync offsets), and a new group lags about 5,000 records.
     for (g, u) in &mut groups {
-        *u += 37;
+        *u += SPACING + 37;
         w.commit_source(&rt, g, &[(0, *u)]);
     }
     let fresh = (group(&w, 4_960), HEAD - 4_960);
@@ -418,20 +431,23 @@ fn a_rewind_while_stopped_refuses_the_kept_history_and_nothing_passes_the_truth(
         w.commit_source(&rt, g, &[(0, *u)]);
     }
     let out = run_once(&config);
-    let log = stderr(&out);
-    assert!(
-        log.contains("not using the precise history kept in the sync-history topic"),
-        "{log}"
-    );
     let got = checkpointed(&rt, &w);
     for (g, u) in &moved {
         // The true position of `u` is past the newest sync at or below it.
         let truth_floor = (u - u % SPACING) / 2 + 1;
         if let Some(&(up, down)) = got.get(g).filter(|c| c.0 == *u) {
             assert_eq!(up, *u);
-            assert!(down <= truth_floor, "{g} at {u}: checkpoint {down} past {truth_floor}");
+            assert!(
+                down <= truth_floor,
+                "{g} at {u}: checkpoint {down} past {truth_floor}"
+            );
         }
     }
     let head = &moved[moved.len() - 1];
     assert_eq!(got[&head.0], (head.1, HEAD / 2 + 1));
+    let log = stderr(&out);
+    assert!(
+        log.contains("not using the precise history kept in the sync-history topic"),
+        "{log}"
+    );
 }

@@ -9,9 +9,7 @@ use kafka_lite::{PartitionReader, StartOffset};
 
 use crate::core::format::OffsetSync as OffsetSyncRecord;
 use crate::core::sync_archive::ArchiveRestore;
-use crate::core::{
-    DecodeError, InitMode, OffsetSync, OffsetSyncStore, Precision, TopicPartition,
-};
+use crate::core::{DecodeError, InitMode, OffsetSync, OffsetSyncStore, Precision, TopicPartition};
 use crate::metrics::{self, Metrics, TopicKind};
 
 use super::super::kafka::fetch_options;
@@ -247,7 +245,9 @@ impl<C: FlowCluster> FlowContext<C> {
                         applied += 1;
                     }
                     if let Some(r) = restore.as_deref_mut() {
-                        let sync = got.as_ref().map(|(tp, s)| (tp.topic.as_str(), tp.partition, *s));
+                        let sync = got
+                            .as_ref()
+                            .map(|(tp, s)| (tp.topic.as_str(), tp.partition, *s));
                         r.observe(rec.offset, sync);
                     }
                 },
