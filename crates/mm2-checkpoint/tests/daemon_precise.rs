@@ -421,7 +421,7 @@ fn a_rewind_while_stopped_refuses_the_kept_history_and_nothing_passes_the_truth(
         .map(|o| (0, o, o / 2))
         .collect();
     write(&rt, &w, &rewound);
-    let end = (2 * HEAD / SPACING) as i64;
+    let end = 2 * HEAD / SPACING;
     compact(&rt, &w, &[(0, HEAD, HEAD / 2)], end, 2);
 
     // The groups commit on the new topic; one is at the head.

@@ -642,7 +642,9 @@ pub struct ArchiveRestore {
     chunks: BTreeMap<(String, i32), BTreeMap<u32, Chunk>>,
     mark: Option<Mark>,
     skipped: usize,
-    candidates: HashMap<(String, i32), Candidate>,
+    /// Source topic → partition → candidate (looked up by `&str`, so
+    /// observing a record allocates nothing).
+    candidates: HashMap<Box<str>, HashMap<i32, Candidate>>,
     built: bool,
     /// Next offset expected at or after the mark; `None` before the first.
     next: Option<i64>,
@@ -777,17 +779,20 @@ impl ArchiveRestore {
                 // Everything archived is from after the mark: not yet complete.
                 refused = Some(Refusal::BrokenChunks);
             }
-            self.candidates.insert(
-                (topic.clone(), *partition),
-                Candidate {
-                    generation,
-                    first_chunk,
-                    syncs,
-                    after: Vec::new(),
-                    matched_newest: false,
-                    refused,
-                },
-            );
+            self.candidates
+                .entry(topic.as_str().into())
+                .or_default()
+                .insert(
+                    *partition,
+                    Candidate {
+                        generation,
+                        first_chunk,
+                        syncs,
+                        after: Vec::new(),
+                        matched_newest: false,
+                        refused,
+                    },
+                );
         }
     }
 
@@ -809,7 +814,11 @@ impl ArchiveRestore {
         if self.candidates.is_empty() {
             return;
         }
-        let Some(c) = self.candidates.get_mut(&(topic.to_owned(), partition)) else {
+        let Some(c) = self
+            .candidates
+            .get_mut(topic)
+            .and_then(|parts| parts.get_mut(&partition))
+        else {
             return;
         };
         if c.refused.is_some() {
@@ -883,7 +892,12 @@ impl ArchiveRestore {
             d.stale = all_keys(&self.chunks);
             return d;
         }
-        for (key, c) in self.candidates {
+        let candidates = self.candidates.into_iter().flat_map(|(topic, parts)| {
+            parts
+                .into_iter()
+                .map(move |(p, c)| ((String::from(topic.clone()), p), c))
+        });
+        for (key, c) in candidates {
             let refused = c.refused.or_else(|| {
                 (!c.matched_newest && c.after.is_empty()).then_some(Refusal::NewestGone)
             });

@@ -658,3 +658,49 @@ async fn a_precise_flow_translates_lagging_groups_through_the_nearest_sync() {
         crate::core::Precision::Precise { max_syncs: 50 }
     );
 }
+
+#[tokio::test]
+async fn a_precise_flow_keeps_its_history_in_the_sync_history_topic_across_compaction() {
+    let (ctx, source, target) = flow("A->B.mm2-checkpoint.offset.translation = precise");
+    source.append(
+        &ctx.syncs_topic,
+        (0..100).map(|n| sync_record(n * 100, n * 100)).collect(),
+    );
+    let commit = |offset: i64| {
+        let offsets = BTreeMap::from([(
+            TopicPartition::new("t", 0),
+            Some(CommittedOffset::new(offset, "")),
+        )]);
+        source.mem().groups.insert("lagging".to_owned(), offsets);
+    };
+    commit(6_050);
+    let mut state = ctx.start().await.unwrap_or_else(|e| panic!("{e}"));
+    ctx.emit_round(&mut state).await.unwrap();
+    let history = ctx
+        .sync_history_topic
+        .clone()
+        .expect("precise mode names it");
+    // 100 syncs: 3 sealed chunks, the open one, the mark.
+    assert_eq!(target.records(&history).len(), 5);
+    // A round without new syncs writes nothing.
+    ctx.emit_round(&mut state).await.unwrap();
+    assert_eq!(target.records(&history).len(), 5);
+
+    // Compaction leaves the newest sync only; a restart still translates the
+    // lagging group (moved on by one sync) precisely.
+    source
+        .mem()
+        .topics
+        .get_mut(&ctx.syncs_topic)
+        .unwrap()
+        .records
+        .retain(|r| r.offset == 99);
+    commit(6_150);
+    let mut state = ctx.start().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(state.syncs.precise_syncs(), 100);
+    ctx.emit_round(&mut state).await.unwrap();
+    assert_eq!(
+        checkpoints_written(&target, &ctx.checkpoints_topic).last(),
+        Some(&("lagging".to_owned(), 0, 6_150, 6_101))
+    );
+}
