@@ -13,6 +13,10 @@ use super::{Archive, FlowCluster, FlowContext, FlowState, now_ms};
 /// Records per produce request (a chunk record is about 150 bytes).
 const WRITE_BATCH: usize = 2_000;
 
+/// Records a failing writer may hold for a retry before it gives up for this
+/// run (what the topic holds stays consistent up to its last mark).
+const MAX_UNWRITTEN: usize = 100_000;
+
 impl<C: FlowCluster> FlowContext<C> {
     /// With precise translation: creates the sync-history topic if missing and
     /// reads it to its end. Sets `state.archive` (the writer, numbering new
@@ -186,7 +190,14 @@ impl<C: FlowCluster> FlowContext<C> {
                          until it works again)"
                     );
                 }
-                if e.kafka_error()
+                if archive.unwritten.len() > MAX_UNWRITTEN {
+                    tracing::warn!(
+                        flow = %self.name, topic, pending = archive.unwritten.len(),
+                        "giving up writing the sync-history topic until the next start; what it \
+                         holds stays valid up to its last mark, and the next start checks it"
+                    );
+                    state.archive = None;
+                } else if e.kafka_error()
                     == Some(kafka_protocol::error::ResponseError::UnknownTopicOrPartition)
                 {
                     // Deleted while running: create it again; what was
