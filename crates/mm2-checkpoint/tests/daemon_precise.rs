@@ -12,7 +12,7 @@ mod fault_support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use common::{World, mm2, rt, run_once};
+use common::{World, mm2, rt, run_once, sync_records};
 use fault_support::{Daemon, latest, wait_for};
 use mm2_checkpoint::core::{InitMode, OffsetSyncStore, Translation};
 
@@ -274,4 +274,180 @@ fn past_its_budget_a_partition_falls_back_to_mm2s_answer_with_a_warning_and_a_me
         .count();
     assert_eq!(warnings, 1, "{log}");
     assert_eq!(daemon.sigterm().code(), Some(0));
+}
+
+/// Topic settings that let the broker's cleaner compact the offset-syncs
+/// topic within seconds of a segment roll (the cleaner itself wakes up every
+/// `log.cleaner.backoff.ms`, 15 s by default on the test clusters).
+const AGGRESSIVE_COMPACTION: [(&str, &str); 5] = [
+    ("cleanup.policy", "compact"),
+    ("segment.ms", "100"),
+    ("min.cleanable.dirty.ratio", "0.01"),
+    ("delete.retention.ms", "100"),
+    ("min.compaction.lag.ms", "0"),
+];
+
+/// How long a test waits for the cleaner to compact (bounded: the cleaner
+/// wakes every 15 s and compacts a tiny log in well under a second).
+const COMPACTION_WAIT: Duration = Duration::from_secs(120);
+
+/// History up to this upstream offset in the compaction tests.
+const HEAD: i64 = 20_000;
+
+/// A world whose offset-syncs topic compacts aggressively, with the identity
+/// history `0..HEAD` and groups lagging about 10^3 and 10^4 records.
+fn compacting_world(rt: &tokio::runtime::Runtime, name: &str) -> (World, Vec<(String, i64)>) {
+    let w = World::new(rt, name, 1);
+    rt.block_on(
+        w.source
+            .create_topic(&w.syncs_topic(), 1, 1, &AGGRESSIVE_COMPACTION),
+    )
+    .expect("create the offset-syncs topic");
+    write(rt, &w, &identity_syncs(0, HEAD));
+    let groups = [1_030, 10_050]
+        .iter()
+        .map(|&lag| {
+            let g = group(&w, lag);
+            w.commit_source(rt, &g, &[(0, HEAD - lag)]);
+            (g, HEAD - lag)
+        })
+        .collect();
+    (w, groups)
+}
+
+/// Appends `roll` after the segment time so the segments holding everything
+/// before it become cleanable, then waits until the cleaner left at most
+/// `kept` records below `below`; returns the offsets left.
+fn compact(
+    rt: &tokio::runtime::Runtime,
+    w: &World,
+    roll: &[(i32, i64, i64)],
+    below: i64,
+    kept: usize,
+) -> Vec<i64> {
+    std::thread::sleep(Duration::from_millis(500));
+    // The broker rolls a segment by record timestamps: the synthetic syncs
+    // carry timestamp 0, so the roll record carries the wall clock.
+    let topic = w.syncs_topic();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as i64;
+    let mut records = sync_records(&w.topic, roll);
+    records.iter_mut().for_each(|r| r.timestamp = now);
+    rt.block_on(w.source.produce(&topic, 0, &records))
+        .expect("produce the roll record");
+    let mut left = Vec::new();
+    wait_for(
+        "the offset-syncs topic's compaction",
+        COMPACTION_WAIT,
+        || {
+            let records = rt
+                .block_on(w.source.read_to_end(&topic, 0))
+                .expect("read the offset-syncs topic");
+            left = records.iter().map(|r| r.offset).collect();
+            left.iter().filter(|&&o| o < below).count() <= kept
+        },
+    );
+    left
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The history kept in the sync-history topic survives a restart after
+/// compaction removed the old syncs: groups that lagged before the restart
+/// and moved meanwhile are checkpointed within the sync spacing, never past
+/// their position. Without the kept history the topic's last sync alone
+/// would leave them untranslatable.
+#[test]
+fn after_compaction_removed_the_old_syncs_a_restart_keeps_lagging_groups_precise() {
+    let rt = rt();
+    let (w, mut groups) = compacting_world(&rt, "precisecompact");
+    let config = w.properties(&groups_filter(&w), PRECISE);
+    run_once(&config);
+    let got = checkpointed(&rt, &w);
+    for (g, u) in &groups {
+        assert_precise(g, *u, got[g]);
+    }
+
+    // Stopped; MM2 writes one more sync at the head and compaction runs.
+    let syncs_before = (HEAD / SPACING) as usize;
+    let left = compact(&rt, &w, &[(0, HEAD, HEAD)], syncs_before as i64, 2);
+    assert!(
+        left.len() <= 3,
+        "the offset-syncs topic still holds {left:?}"
+    );
+
+    // The groups moved forward a little while we were stopped (past the next
+    // sync, off the sync offsets), and a new group lags about 5,000 records.
+    for (g, u) in &mut groups {
+        *u += SPACING + 37;
+        w.commit_source(&rt, g, &[(0, *u)]);
+    }
+    let fresh = (group(&w, 4_960), HEAD - 4_960);
+    w.commit_source(&rt, &fresh.0, &[(0, fresh.1)]);
+    groups.push(fresh);
+
+    let out = run_once(&config);
+    let log = stderr(&out);
+    assert!(
+        log.contains("restored the precise history of 1 source partitions"),
+        "{log}"
+    );
+    let got = checkpointed(&rt, &w);
+    for (g, u) in &groups {
+        assert_precise(g, *u, got[g]);
+    }
+}
+
+/// A rewind while the daemon was stopped (the source and remote topics
+/// recreated, their syncs written again from offset 0), then compaction:
+/// the kept history describes the old topics and must not come back. It is
+/// refused, and no checkpoint goes past a group's true position on the new
+/// topics.
+#[test]
+fn a_rewind_while_stopped_refuses_the_kept_history_and_nothing_passes_the_truth() {
+    let rt = rt();
+    let (w, groups) = compacting_world(&rt, "preciserewind");
+    let config = w.properties(&groups_filter(&w), PRECISE);
+    run_once(&config);
+
+    // The new topics: record `u` lands at about `u / 2` (half are filtered),
+    // far below where the old history would put it.
+    let rewound: Vec<(i32, i64, i64)> = (0..HEAD)
+        .step_by(SPACING as usize)
+        .map(|o| (0, o, o / 2))
+        .collect();
+    write(&rt, &w, &rewound);
+    let end = 2 * HEAD / SPACING;
+    compact(&rt, &w, &[(0, HEAD, HEAD / 2)], end, 2);
+
+    // The groups commit on the new topic; one is at the head.
+    let mut moved: Vec<(String, i64)> = groups.iter().map(|(g, u)| (g.clone(), u + 37)).collect();
+    moved.push((group(&w, 0), HEAD + 50));
+    for (g, u) in &moved {
+        w.commit_source(&rt, g, &[(0, *u)]);
+    }
+    let out = run_once(&config);
+    let got = checkpointed(&rt, &w);
+    for (g, u) in &moved {
+        // The true position of `u` is past the newest sync at or below it.
+        let truth_floor = (u - u % SPACING) / 2 + 1;
+        if let Some(&(up, down)) = got.get(g).filter(|c| c.0 == *u) {
+            assert_eq!(up, *u);
+            assert!(
+                down <= truth_floor,
+                "{g} at {u}: checkpoint {down} past {truth_floor}"
+            );
+        }
+    }
+    let head = &moved[moved.len() - 1];
+    assert_eq!(got[&head.0], (head.1, HEAD / 2 + 1));
+    let log = stderr(&out);
+    assert!(
+        log.contains("not using the precise history kept in the sync-history topic"),
+        "{log}"
+    );
 }

@@ -329,6 +329,24 @@ impl FlowConfig {
         self.replication_policy
             .checkpoints_topic(&self.source_alias)
     }
+
+    /// The sync-history topic on the target, where precise translation keeps
+    /// its history (docs/translation.md, "Restarts and compaction"):
+    /// `mm2-checkpoint<isep><source alias><isep>sync-history<isep>internal`,
+    /// with the policy's internal separator (so MM2 never mirrors it). `None`
+    /// with `mm2` translation, which keeps no history.
+    pub fn sync_history_topic(&self) -> Option<String> {
+        match self.offset_translation {
+            OffsetTranslation::Mm2 => None,
+            OffsetTranslation::Precise => {
+                let isep = self.replication_policy.internal_separator();
+                Some(format!(
+                    "mm2-checkpoint{isep}{}{isep}sync-history{isep}internal",
+                    self.source_alias
+                ))
+            }
+        }
+    }
 }
 
 /// Which enabled flows mm2-checkpoint checkpoints, and why

@@ -426,6 +426,13 @@ fn flow_rows(flow: &FlowConfig) -> Vec<Row> {
             "checkpoints topic",
             format!("{} on {}", flow.checkpoints_topic(), flow.target.alias),
         ),
+        derived(
+            "sync-history topic",
+            flow.sync_history_topic().map_or_else(
+                || format!("(unused: {} = mm2)", super::OFFSET_TRANSLATION_KEY),
+                |t| format!("{t} on {}", flow.target.alias),
+            ),
+        ),
     ]
 }
 

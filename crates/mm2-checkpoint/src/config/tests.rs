@@ -551,7 +551,21 @@ fn offset_translation_precise_is_read_per_flow_with_its_budget() {
     assert_eq!(ab.sync_precision(), Precision::Precise { max_syncs: 500 });
     assert_eq!(ba.offset_translation, OffsetTranslation::Mm2);
     assert_eq!(ba.translation_max_syncs, 500);
+    // Precise mode keeps its history in a topic of its own on the target.
+    assert_eq!(
+        ab.sync_history_topic().as_deref(),
+        Some("mm2-checkpoint.A.sync-history.internal")
+    );
+    assert_eq!(ba.sync_history_topic(), None);
     let text = render_effective_settings(&config);
+    assert!(
+        text.contains("sync-history topic = mm2-checkpoint.A.sync-history.internal on B"),
+        "{text}"
+    );
+    assert!(
+        text.contains("sync-history topic = (unused: mm2-checkpoint.offset.translation = mm2)"),
+        "{text}"
+    );
     assert!(
         text.contains(
             "  mm2-checkpoint.offset.translation = precise    # A->B.mm2-checkpoint.offset.translation (line 7)\n\

@@ -7,6 +7,7 @@
 //! numbers in comments here (`D.3`, `C.5 steps 3–5`, quirk `H.4`) are that
 //! document's.
 
+pub mod sync_archive;
 pub mod sync_history;
 pub mod sync_store;
 pub mod types;

@@ -267,6 +267,13 @@ impl SyncHistory {
         self.entries.floor(upstream)
     }
 
+    /// Records that the generation's first syncs are not held (a history
+    /// restored without them): offsets below the oldest held sync are
+    /// translated from the slots, as after a drop for the budget.
+    pub fn mark_incomplete(&mut self) {
+        self.complete = false;
+    }
+
     /// Whether every sync of the generation is still held (none was dropped for the
     /// budget).
     pub fn is_complete(&self) -> bool {

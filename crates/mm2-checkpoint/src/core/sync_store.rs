@@ -557,6 +557,55 @@ impl OffsetSyncStore {
         }
     }
 
+    /// With [`Precision::Precise`], after the initial read: replaces the history
+    /// of `topic`-`partition` with `syncs` (oldest first, one generation: upstream
+    /// offsets never decrease), keeping the newest within the budget. `complete`
+    /// says whether `syncs` begin with the generation's first sync. Used to
+    /// restore a history kept in the sync-history topic (docs/translation.md,
+    /// "Restarts and compaction"); whether that is safe is
+    /// [`ArchiveRestore`](super::sync_archive::ArchiveRestore)'s decision.
+    ///
+    /// Refused (`None`, nothing changed) with [`Precision::Mm2`], before the
+    /// initial read ends, for a partition without slots, for empty or
+    /// disordered `syncs`, or when their newest is not the slots' newest sync.
+    /// Otherwise returns whether the partition is now past its budget.
+    pub fn restore_history(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        syncs: &[OffsetSync],
+        complete: bool,
+    ) -> Option<bool> {
+        if !self.initial_read_done {
+            return None;
+        }
+        let newest = self.history(topic, partition)?.layout().slot(0)?;
+        let precise = self.precise.as_mut()?;
+        let (first, rest) = syncs.split_first()?;
+        if syncs.last() != Some(&newest) || syncs.windows(2).any(|w| w[1].upstream < w[0].upstream)
+        {
+            return None;
+        }
+        let mut history = SyncHistory::new(*first);
+        for s in rest {
+            history.push(*s, precise.max_syncs);
+        }
+        if !complete {
+            history.mark_incomplete();
+        }
+        let fell_back = !history.is_complete();
+        let parts = precise.topics.entry(topic.into()).or_default();
+        if let Some(old) = parts.insert(partition, history)
+            && !old.is_complete()
+        {
+            precise.fallen_back -= 1;
+        }
+        if fell_back {
+            precise.fallen_back += 1;
+        }
+        Some(fell_back)
+    }
+
     /// With [`Precision::Precise`]: the syncs held for `topic`-`partition`, oldest
     /// first (`None` with [`Precision::Mm2`] or for an unknown partition).
     pub fn precise_history(&self, topic: &str, partition: i32) -> Option<&SyncHistory> {

@@ -443,6 +443,37 @@ impl ClusterClient {
                 headers: Vec::new(),
             })
             .collect();
+        self.produce_batch(topic, partition, &records).await
+    }
+
+    /// Produces `records` (key, value; `None` is a tombstone) with `timestamp`
+    /// to `topic`-`partition` as [`produce`](Self::produce) does: one batch,
+    /// in the owner's transaction under membership. Returns the base offset.
+    pub async fn produce_nullable(
+        &self,
+        topic: &str,
+        partition: i32,
+        records: &[(Vec<u8>, Option<Vec<u8>>)],
+        timestamp: i64,
+    ) -> Result<i64, Error> {
+        let records: Vec<ProducerRecord> = records
+            .iter()
+            .map(|(k, v)| ProducerRecord {
+                timestamp: timestamp.max(0),
+                key: Some(Bytes::copy_from_slice(k)),
+                value: v.as_deref().map(Bytes::copy_from_slice),
+                headers: Vec::new(),
+            })
+            .collect();
+        self.produce_batch(topic, partition, &records).await
+    }
+
+    async fn produce_batch(
+        &self,
+        topic: &str,
+        partition: i32,
+        records: &[ProducerRecord],
+    ) -> Result<i64, Error> {
         let options = ProduceOptions {
             codec: Codec::None,
             timeout: self
@@ -457,7 +488,7 @@ impl ClusterClient {
             // fenced producer lands nothing.
             let r: Result<i64, Error> = async {
                 let base = producer
-                    .produce(topic, partition, &records, &options)
+                    .produce(topic, partition, records, &options)
                     .await?;
                 producer.commit().await?;
                 Ok(base)
@@ -474,7 +505,7 @@ impl ClusterClient {
         drop(txn);
         self.client()
             .await?
-            .produce(topic, partition, &records, &options)
+            .produce(topic, partition, records, &options)
             .await
     }
 }

@@ -143,6 +143,9 @@ pub enum TopicKind {
     Checkpoints,
     /// The source's `__consumer_offsets` (the commit follower).
     ConsumerOffsets,
+    /// Our sync-history topic on the target (precise translation; not in
+    /// [`TopicKind::ALL`]: its skipped records are logged, not counted).
+    SyncHistory,
 }
 
 impl TopicKind {
@@ -159,6 +162,7 @@ impl TopicKind {
             TopicKind::OffsetSyncs => "offset_syncs",
             TopicKind::Checkpoints => "checkpoints",
             TopicKind::ConsumerOffsets => "consumer_offsets",
+            TopicKind::SyncHistory => "sync_history",
         }
     }
 
@@ -168,6 +172,7 @@ impl TopicKind {
             TopicKind::OffsetSyncs => "offset-syncs",
             TopicKind::Checkpoints => "checkpoints",
             TopicKind::ConsumerOffsets => "__consumer_offsets",
+            TopicKind::SyncHistory => "sync-history",
         }
     }
 }

@@ -63,6 +63,16 @@ pub trait FlowCluster: Clone + Send + Sync {
         records: &[OutRecord],
     ) -> impl Future<Output = Result<i64, Error>> + Send;
 
+    /// Produces `records` (key, value; `None` is a tombstone) with `timestamp`
+    /// to `topic`-`partition`; returns the base offset.
+    fn produce_nullable(
+        &self,
+        topic: &str,
+        partition: i32,
+        records: &[(Vec<u8>, Option<Vec<u8>>)],
+        timestamp: i64,
+    ) -> impl Future<Output = Result<i64, Error>> + Send;
+
     /// Opens a reader of `topic`-`partition` at `start`, up to the end it has now.
     fn open_reader(
         &self,
@@ -141,6 +151,16 @@ impl FlowCluster for ClusterClient {
         records: &[OutRecord],
     ) -> Result<i64, Error> {
         ClusterClient::produce(self, topic, partition, records).await
+    }
+
+    async fn produce_nullable(
+        &self,
+        topic: &str,
+        partition: i32,
+        records: &[(Vec<u8>, Option<Vec<u8>>)],
+        timestamp: i64,
+    ) -> Result<i64, Error> {
+        ClusterClient::produce_nullable(self, topic, partition, records, timestamp).await
     }
 
     async fn open_reader(

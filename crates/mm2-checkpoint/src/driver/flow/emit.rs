@@ -23,6 +23,7 @@ impl<C: FlowCluster> FlowContext<C> {
             self.metrics
                 .observe_round_duration(&self.name, started.elapsed());
             self.metrics.round_succeeded(&self.name);
+            self.write_archive(state).await;
             return Ok(RoundSummary::default());
         }
         let s = &self.source;
@@ -43,7 +44,11 @@ impl<C: FlowCluster> FlowContext<C> {
                 }
             }
         }
-        self.emit_offsets(state, groups, started, true).await
+        let summary = self.emit_offsets(state, groups, started, true).await?;
+        // Once per round: the precise history's new syncs (docs/translation.md,
+        // "Restarts and compaction").
+        self.write_archive(state).await;
+        Ok(summary)
     }
 
     /// Plans checkpoints for `groups` (their committed offsets, from OffsetFetch

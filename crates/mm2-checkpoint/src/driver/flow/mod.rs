@@ -27,6 +27,7 @@ use crate::metrics::{FlowIdentity, Metrics};
 use super::connect::{self, Connection};
 use super::kafka::{ClusterClient, error_label};
 
+pub mod archive;
 pub mod cluster;
 pub mod emit;
 pub mod follow;
@@ -143,6 +144,8 @@ pub struct FlowContext<C = ClusterClient> {
     pub syncs_topic: String,
     /// The checkpoints topic (on the target).
     pub checkpoints_topic: String,
+    /// The sync-history topic (on the target), with precise translation.
+    pub sync_history_topic: Option<String>,
     /// Metrics.
     pub metrics: Metrics,
     /// The commit follower's own connections to the source (so its
@@ -252,6 +255,7 @@ impl<C: FlowCluster> FlowContext<C> {
             flow: cfg.flow(),
             syncs_topic,
             checkpoints_topic: cfg.checkpoints_topic(),
+            sync_history_topic: cfg.sync_history_topic(),
             name,
             cfg,
             policy,
@@ -355,6 +359,23 @@ pub struct FlowState {
     logged: BTreeSet<&'static str>,
     /// Partitions already warned about as past their precise-translation budget.
     fallback_warned: BTreeSet<crate::core::TopicPartition>,
+    /// With precise translation: what to write to the sync-history topic
+    /// (`None` when it cannot be read, or with `mm2` translation).
+    pub archive: Option<Archive>,
+}
+
+/// The sync-history topic's writer state (docs/translation.md, "Restarts
+/// and compaction").
+pub struct Archive {
+    /// The core's writer, fed every applied sync.
+    pub writer: crate::core::sync_archive::ArchiveWriter,
+    /// Records of a failed write, written again first next time.
+    pub unwritten: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    /// Whether a failed write was warned about since the last success.
+    pub warned: bool,
+    /// The mark last written (nothing is written while it stays the same and
+    /// no sync arrived).
+    pub last_mark: Option<i64>,
 }
 
 /// What an emission round did.

@@ -61,6 +61,7 @@ impl<C: FlowCluster> FlowContext<C> {
             synced: followed.map(|_| BTreeSet::new()),
             logged: BTreeSet::new(),
             fallback_warned: BTreeSet::new(),
+            archive: None,
         };
         let c = &self.syncs_cluster;
         let exists = self.step(c, "Metadata", c.topic_exists(&self.syncs_topic).await)?;
@@ -77,7 +78,11 @@ impl<C: FlowCluster> FlowContext<C> {
                 },
             });
         }
-        let applied = self.read_all_syncs(&mut state).await?;
+        let mut restore = self.open_archive(&mut state).await;
+        let applied = self.read_all_syncs(&mut state, restore.as_mut()).await?;
+        if let Some(restore) = restore {
+            self.finish_archive(&mut state, restore, mode);
+        }
         self.metrics.offset_syncs_read(&self.name, applied);
         readiness.set_ready(&self.ready_condition());
         tracing::info!(
@@ -93,8 +98,15 @@ impl<C: FlowCluster> FlowContext<C> {
     /// compacted, the configured replication factor, falling back to the broker
     /// count when the factor is invalid for this cluster).
     pub async fn ensure_checkpoints_topic(&self) -> Result<(), StepError> {
+        self.ensure_compacted_topic(&self.checkpoints_topic, "checkpoints")
+            .await
+    }
+
+    /// Creates `topic` on the target as the checkpoints topic is created
+    /// (see [`ensure_checkpoints_topic`](Self::ensure_checkpoints_topic));
+    /// `what` names it in log lines.
+    pub async fn ensure_compacted_topic(&self, topic: &str, what: &str) -> Result<(), StepError> {
         let t = &self.target;
-        let topic = &self.checkpoints_topic;
         let exists = self.step(t, "Metadata", t.topic_exists(topic).await)?;
         if exists {
             return Ok(());
@@ -103,7 +115,7 @@ impl<C: FlowCluster> FlowContext<C> {
         let rf = self.cfg.checkpoints_topic_replication_factor;
         match t.create_topic(topic, 1, rf, &configs).await {
             Ok(CreateOutcome::Created) => {
-                tracing::info!(flow = %self.name, topic, replication_factor = rf, "created the checkpoints topic");
+                tracing::info!(flow = %self.name, topic, replication_factor = rf, "created the {what} topic");
                 Ok(())
             }
             Ok(CreateOutcome::AlreadyExisted) => Ok(()),

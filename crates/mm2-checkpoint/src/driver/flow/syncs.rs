@@ -8,11 +8,12 @@ use kafka_lite::records::ConsumerRecord;
 use kafka_lite::{PartitionReader, StartOffset};
 
 use crate::core::format::OffsetSync as OffsetSyncRecord;
-use crate::core::{DecodeError, InitMode, OffsetSyncStore, Precision, TopicPartition};
+use crate::core::sync_archive::ArchiveRestore;
+use crate::core::{DecodeError, InitMode, OffsetSync, OffsetSyncStore, Precision, TopicPartition};
 use crate::metrics::{self, Metrics, TopicKind};
 
 use super::super::kafka::fetch_options;
-use super::{FlowCluster, FlowContext, FlowState, StepError};
+use super::{Archive, FlowCluster, FlowContext, FlowState, StepError};
 
 /// How long a fetch of the initial read waits for records.
 const READ_WAIT: Duration = Duration::from_millis(500);
@@ -96,10 +97,11 @@ impl<C: FlowCluster> FlowContext<C> {
                 r => self.step(c, "Fetch", r)?,
             };
             for rec in &records {
-                if let Some(tp) = self.apply_sync_record(
+                if let Some((tp, _)) = self.apply_sync_record(
                     &mut state.syncs,
                     &mut state.logged,
                     &mut state.fallback_warned,
+                    state.archive.as_mut(),
                     rec,
                     true,
                 ) {
@@ -133,15 +135,17 @@ impl<C: FlowCluster> FlowContext<C> {
     /// `following` (reading what was appended after the initial read), an
     /// upstream offset going backwards is warned about. A partition whose
     /// precise history reached its budget is warned about once (`warned`).
-    /// Returns the partition of the sync applied, if one was.
+    /// The sync-history writer (`archive`) follows every applied sync.
+    /// Returns the partition and the sync applied, if one was.
     fn apply_sync_record(
         &self,
         syncs: &mut OffsetSyncStore,
         logged: &mut BTreeSet<&'static str>,
         warned: &mut BTreeSet<TopicPartition>,
+        archive: Option<&mut Archive>,
         rec: &ConsumerRecord,
         following: bool,
-    ) -> Option<TopicPartition> {
+    ) -> Option<(TopicPartition, OffsetSync)> {
         let s = match OffsetSyncRecord::decode(rec.key.as_deref(), rec.value.as_deref()) {
             Ok(s) => s,
             Err(e) => {
@@ -171,6 +175,12 @@ impl<C: FlowCluster> FlowContext<C> {
             s.upstream_offset,
             s.downstream_offset,
         );
+        let sync = OffsetSync::new(s.upstream_offset, s.downstream_offset);
+        if let Some(archive) = archive {
+            archive
+                .writer
+                .on_sync(&tp.topic, tp.partition, rec.offset, sync, applied.restarted);
+        }
         if applied.fell_back && !warned.contains(tp) {
             warned.insert(tp.clone());
             let oldest = syncs
@@ -189,7 +199,7 @@ impl<C: FlowCluster> FlowContext<C> {
                 crate::config::TRANSLATION_MAX_SYNCS_KEY
             );
         }
-        Some(s.topic_partition)
+        Some((s.topic_partition, sync))
     }
 
     /// The offset-syncs topic went backwards (its end is below our position):
@@ -203,18 +213,25 @@ impl<C: FlowCluster> FlowContext<C> {
         );
         state.syncs =
             OffsetSyncStore::with_precision(InitMode::MustReadToEnd, state.syncs.precision());
-        self.read_all_syncs(state).await
+        self.read_all_syncs(state, None).await
     }
 
     /// Reads the offset-syncs topic from its start to the end captured now into
     /// `state.syncs`, then ends the store's initial read; returns the number of
-    /// syncs applied. Undecodable records are skipped and counted.
-    pub(super) async fn read_all_syncs(&self, state: &mut FlowState) -> Result<u64, StepError> {
+    /// syncs applied. Undecodable records are skipped and counted. `restore`,
+    /// if given, observes every record (docs/translation.md, "Restarts and
+    /// compaction").
+    pub(super) async fn read_all_syncs(
+        &self,
+        state: &mut FlowState,
+        mut restore: Option<&mut ArchiveRestore>,
+    ) -> Result<u64, StepError> {
         let mut applied = 0u64;
         let FlowState {
             syncs,
             logged,
             fallback_warned,
+            archive,
             ..
         } = state;
         let pos = self
@@ -223,11 +240,22 @@ impl<C: FlowCluster> FlowContext<C> {
                 &self.syncs_topic,
                 TopicKind::OffsetSyncs,
                 |rec| {
-                    if self
-                        .apply_sync_record(syncs, logged, fallback_warned, rec, false)
-                        .is_some()
-                    {
+                    let got = self.apply_sync_record(
+                        syncs,
+                        logged,
+                        fallback_warned,
+                        archive.as_mut(),
+                        rec,
+                        false,
+                    );
+                    if got.is_some() {
                         applied += 1;
+                    }
+                    if let Some(r) = restore.as_deref_mut() {
+                        let sync = got
+                            .as_ref()
+                            .map(|(tp, s)| (tp.topic.as_str(), tp.partition, *s));
+                        r.observe(rec.offset, sync);
                     }
                 },
             )

@@ -78,6 +78,13 @@ impl MemCluster {
     }
 
     fn append(&self, topic: &str, records: Vec<(Vec<u8>, Vec<u8>)>) {
+        self.append_nullable(
+            topic,
+            records.into_iter().map(|(k, v)| (k, Some(v))).collect(),
+        );
+    }
+
+    fn append_nullable(&self, topic: &str, records: Vec<(Vec<u8>, Option<Vec<u8>>)>) {
         let mut mem = self.mem();
         let log = mem.topics.entry(topic.to_owned()).or_default();
         for (key, value) in records {
@@ -86,7 +93,7 @@ impl MemCluster {
                 offset,
                 timestamp: 0,
                 key: Some(Bytes::from(key)),
-                value: Some(Bytes::from(value)),
+                value: value.map(Bytes::from),
                 headers: Vec::new(),
             });
         }
@@ -217,6 +224,21 @@ impl FlowCluster for MemCluster {
         Ok(base)
     }
 
+    async fn produce_nullable(
+        &self,
+        topic: &str,
+        _partition: i32,
+        records: &[(Vec<u8>, Option<Vec<u8>>)],
+        _timestamp: i64,
+    ) -> Result<i64, Error> {
+        let base = match self.mem().topics.get(topic) {
+            Some(log) => log.end(),
+            None => return Err(kafka("Produce", ResponseError::UnknownTopicOrPartition)),
+        };
+        self.append_nullable(topic, records.to_vec());
+        Ok(base)
+    }
+
     async fn open_reader(
         &self,
         topic: &str,
@@ -304,6 +326,7 @@ fn state(checkpoints: CheckpointStore) -> FlowState {
         synced: None,
         logged: BTreeSet::new(),
         fallback_warned: BTreeSet::new(),
+        archive: None,
     }
 }
 
@@ -633,5 +656,51 @@ async fn a_precise_flow_translates_lagging_groups_through_the_nearest_sync() {
     assert_eq!(
         state.syncs.precision(),
         crate::core::Precision::Precise { max_syncs: 50 }
+    );
+}
+
+#[tokio::test]
+async fn a_precise_flow_keeps_its_history_in_the_sync_history_topic_across_compaction() {
+    let (ctx, source, target) = flow("A->B.mm2-checkpoint.offset.translation = precise");
+    source.append(
+        &ctx.syncs_topic,
+        (0..100).map(|n| sync_record(n * 100, n * 100)).collect(),
+    );
+    let commit = |offset: i64| {
+        let offsets = BTreeMap::from([(
+            TopicPartition::new("t", 0),
+            Some(CommittedOffset::new(offset, "")),
+        )]);
+        source.mem().groups.insert("lagging".to_owned(), offsets);
+    };
+    commit(6_050);
+    let mut state = ctx.start().await.unwrap_or_else(|e| panic!("{e}"));
+    ctx.emit_round(&mut state).await.unwrap();
+    let history = ctx
+        .sync_history_topic
+        .clone()
+        .expect("precise mode names it");
+    // 100 syncs: 3 sealed chunks, the open one, the mark.
+    assert_eq!(target.records(&history).len(), 5);
+    // A round without new syncs writes nothing.
+    ctx.emit_round(&mut state).await.unwrap();
+    assert_eq!(target.records(&history).len(), 5);
+
+    // Compaction leaves the newest sync only; a restart still translates the
+    // lagging group (moved on by one sync) precisely.
+    source
+        .mem()
+        .topics
+        .get_mut(&ctx.syncs_topic)
+        .unwrap()
+        .records
+        .retain(|r| r.offset == 99);
+    commit(6_150);
+    let mut state = ctx.start().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(state.syncs.precise_syncs(), 100);
+    ctx.emit_round(&mut state).await.unwrap();
+    assert_eq!(
+        checkpoints_written(&target, &ctx.checkpoints_topic).last(),
+        Some(&("lagging".to_owned(), 0, 6_150, 6_101))
     );
 }
