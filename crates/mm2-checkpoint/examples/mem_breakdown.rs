@@ -24,9 +24,8 @@ use mm2_checkpoint::core::filter::{GroupFilter, TopicFilter};
 use mm2_checkpoint::core::followed_offsets::FollowedOffsets;
 use mm2_checkpoint::core::policy::{Flow, ReplicationPolicy};
 use mm2_checkpoint::core::round::CheckpointRound;
-use mm2_checkpoint::core::sync_store::{InitMode, OffsetSync, OffsetSyncStore};
-use mm2_checkpoint::core::format::{Checkpoint, CheckpointKey};
 use mm2_checkpoint::core::round::{CommittedOffset, GroupOffsets};
+use mm2_checkpoint::core::sync_store::{InitMode, OffsetSync, OffsetSyncStore};
 use mm2_checkpoint::core::types::TopicPartition;
 use mm2_checkpoint::driver::kafka::OutRecord;
 use mm2_checkpoint::metrics::Metrics;
@@ -111,7 +110,11 @@ fn main() {
         }
     }
     syncs.finish_initial_read();
-    report("offset-sync store (kept; per partition, not group)", s, entries);
+    report(
+        "offset-sync store (kept; per partition, not group)",
+        s,
+        entries,
+    );
 
     // The commit follower's view, fed the records `__consumer_offsets` holds.
     let s = snap();
@@ -134,7 +137,7 @@ fn main() {
     view.take_changed();
     report("follower: groups' committed offsets (kept)", s, entries);
     let s = snap();
-    let group_list: Vec<String> = view.groups().keys().cloned().collect();
+    let group_list: Vec<String> = view.group_names().map(str::to_owned).collect();
     report("flow: list of groups for OffsetFetch (kept)", s, entries);
 
     // The OffsetFetch answers of one round, as the driver builds them.
@@ -171,10 +174,14 @@ fn main() {
     report("checkpoint store: assigned groups (kept)", s, entries);
     let s = snap();
     let cpu = thread_cpu();
-    let plan = round.plan(&syncs, &store, &fetched);
+    let plan = round.plan_counted(&syncs, &store, &fetched);
     let emitting_cpu = thread_cpu() - cpu;
     report("round: planned checkpoints (transient)", s, entries);
-    assert_eq!(plan.checkpoints.len(), entries, "every partition translates");
+    assert_eq!(
+        plan.checkpoints.len(),
+        entries,
+        "every partition translates"
+    );
     let cps = plan.checkpoints;
 
     let s = snap();
@@ -220,9 +227,14 @@ fn main() {
     // A steady round: the same answers again, every checkpoint already stored.
     let s = snap();
     let cpu = thread_cpu();
-    let steady = round.plan(&syncs, &store, &fetched);
+    let steady = round.plan_counted(&syncs, &store, &fetched);
     let steady_cpu = thread_cpu() - cpu;
-    report("round: steady plan (transient)", s, entries);
+    report(
+        "round: steady plan, as the driver asks (transient)",
+        s,
+        entries,
+    );
+    assert_eq!(steady.counts.not_more_recent, entries as u64);
     assert!(steady.checkpoints.is_empty(), "nothing moved");
     drop((steady, fetched));
 
