@@ -141,18 +141,8 @@ impl Client {
         } else {
             1
         };
-        // A broker reads one request of a connection at a time, so requests
-        // queued on one connection are handled one after the other; the
-        // batches go round the coordinator lanes (`coordinator_connections`)
-        // so the broker can work on several at once.
-        let lanes = self
-            .pool()
-            .connector()
-            .config()
-            .coordinator_connections
-            .max(1);
         let mut tasks = tokio::task::JoinSet::new();
-        for (i, chunk) in groups.chunks(batch).enumerate() {
+        for chunk in groups.chunks(batch) {
             let mut request = OffsetFetchRequest::default().with_require_stable(require_stable);
             if version >= 8 {
                 request.groups = chunk
@@ -184,14 +174,7 @@ impl Client {
                         .collect()
                 });
             }
-            let connection = match i % lanes {
-                0 => connection.clone(),
-                lane => match self.pool().get_lane(&broker.address(), lane).await {
-                    Ok(c) => c,
-                    // A lane that cannot connect: the first connection carries it.
-                    Err(_) => connection.clone(),
-                },
-            };
+            let connection = connection.clone();
             let chunk = chunk.to_vec();
             tasks.spawn(async move {
                 let result = connection.send_with_version(request, version).await;

@@ -119,10 +119,6 @@ pub fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-/// Connections to each source group coordinator that a round's OffsetFetch
-/// batches share.
-pub const OFFSET_FETCH_CONNECTIONS: usize = 4;
-
 /// The fixed parts of one flow.
 pub struct FlowContext<C = ClusterClient> {
     /// `S->T`.
@@ -177,15 +173,10 @@ impl FlowContext<ClusterClient> {
         .map_err(SetupError::Connect)?;
         // The target groups' commits run side by side (group sync).
         target_conn.config.coordinator_connections = group_sync::GROUP_SYNC_CONNECTIONS;
-        // A round's OffsetFetch batches (500 at 100,000 groups) go round
-        // this many connections to the coordinator: a broker handles one
-        // request of a connection at a time.
-        let mut source_config = source_conn.config.clone();
-        source_config.coordinator_connections = OFFSET_FETCH_CONNECTIONS;
         let source = ClusterClient::new(
             &cfg.source.alias,
             source_conn.bootstrap.clone(),
-            source_config,
+            source_conn.config.clone(),
         )
         .map_err(|e| SetupError::Client(cfg.source.alias.clone(), e))?;
         let target = ClusterClient::new(
