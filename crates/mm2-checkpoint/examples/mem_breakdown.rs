@@ -2,13 +2,16 @@
 //! counting global allocator.
 //!
 //! Builds what a flow holds after its first emission round at `GROUPS` groups ×
-//! `PARTITIONS` partitions (the shape of `cargo xtask bench mm2`): the checkpoint
-//! store, the `checkpoint_latency_ms` series, and the round's transient buffers
-//! (the OffsetFetch answers, the encoded records, one `/metrics` scrape). Prints
-//! the live bytes each adds and the allocations it makes.
+//! `PARTITIONS` partitions of each of `TOPICS` topics (the bench's shape is one
+//! topic): the commit follower's view of the groups' offsets, the offset-sync
+//! store, the checkpoint store, the `checkpoint_latency_ms` series, and the
+//! round's transient buffers (the OffsetFetch answers, the encoded records, one
+//! `/metrics` scrape). Prints the live bytes each adds and the allocations it
+//! makes, then the CPU time of the core's planning of one emitting round (empty
+//! store) and one steady round (nothing moved), as the driver calls it.
 //!
 //! ```sh
-//! cargo run --release -p mm2-checkpoint --example mem_breakdown [GROUPS] [PARTITIONS]
+//! cargo run --release -p mm2-checkpoint --example mem_breakdown [GROUPS] [PARTITIONS] [TOPICS]
 //! ```
 
 use std::alloc::System;
@@ -16,8 +19,13 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use mm2_checkpoint::core::checkpoint_store::CheckpointStore;
-use mm2_checkpoint::core::format::{Checkpoint, CheckpointKey};
+use mm2_checkpoint::core::consumer_offsets::{OffsetCommitValue, OffsetsRecord};
+use mm2_checkpoint::core::filter::{GroupFilter, TopicFilter};
+use mm2_checkpoint::core::followed_offsets::FollowedOffsets;
+use mm2_checkpoint::core::policy::{Flow, ReplicationPolicy};
+use mm2_checkpoint::core::round::CheckpointRound;
 use mm2_checkpoint::core::round::{CommittedOffset, GroupOffsets};
+use mm2_checkpoint::core::sync_store::{InitMode, OffsetSync, OffsetSyncStore};
 use mm2_checkpoint::core::types::TopicPartition;
 use mm2_checkpoint::driver::kafka::OutRecord;
 use mm2_checkpoint::metrics::Metrics;
@@ -59,30 +67,92 @@ fn report(what: &str, before: Snap, entries: usize) {
     );
 }
 
+/// CPU time this thread has used so far (`/proc/thread-self/schedstat`, ns);
+/// zero where that file is missing.
+fn thread_cpu() -> Duration {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .map(Duration::from_nanos)
+        .unwrap_or_default()
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let groups: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(1000);
     let partitions: i32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(10);
-    let entries = groups * partitions as usize;
+    let topic_count: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(1);
+    let entries = groups * partitions as usize * topic_count;
     // Names shaped like the bench's.
     let id = "1764691234-1000";
-    let topic = format!("bench-{id}");
+    let topics: Vec<String> = (0..topic_count)
+        .map(|t| match t {
+            0 => format!("bench-{id}"),
+            _ => format!("bench-{id}-t{t}"),
+        })
+        .collect();
     let flow = "source->target";
     let names: Vec<String> = (0..groups).map(|i| format!("bench-{id}-g{i}")).collect();
-    println!("{groups} groups x {partitions} partitions = {entries} group-partitions\n");
+    let tps: Vec<TopicPartition> = topics
+        .iter()
+        .flat_map(|t| (0..partitions).map(move |p| TopicPartition::new(t.as_str(), p)))
+        .collect();
+    println!(
+        "{groups} groups x {topic_count} topics x {partitions} partitions = {entries} group-partitions\n"
+    );
+
+    // The offset-sync store: 11 syncs per partition, as the bench writes them.
+    let s = snap();
+    let mut syncs = OffsetSyncStore::new(InitMode::LoadAllHistory);
+    for tp in &tps {
+        for u in (0..=1_000).step_by(100) {
+            syncs.apply_sync(tp, OffsetSync::new(u, u + 7));
+        }
+    }
+    syncs.finish_initial_read();
+    report(
+        "offset-sync store (kept; per partition, not group)",
+        s,
+        entries,
+    );
+
+    // The commit follower's view, fed the records `__consumer_offsets` holds.
+    let s = snap();
+    let mut view = FollowedOffsets::new(GroupFilter::default(), TopicFilter::default());
+    for g in &names {
+        for tp in &tps {
+            view.apply(OffsetsRecord::OffsetCommit {
+                group: g.clone(),
+                topic_partition: tp.clone(),
+                value: Some(OffsetCommitValue {
+                    offset: 1_000,
+                    leader_epoch: None,
+                    metadata: String::new(),
+                    commit_timestamp: 0,
+                    expire_timestamp: None,
+                }),
+            });
+        }
+    }
+    view.take_changed();
+    report("follower: groups' committed offsets (kept)", s, entries);
+    let s = snap();
+    let group_list: Vec<String> = view.group_names().map(str::to_owned).collect();
+    report("flow: list of groups for OffsetFetch (kept)", s, entries);
 
     // The OffsetFetch answers of one round, as the driver builds them.
     let s = snap();
-    let fetched: BTreeMap<String, GroupOffsets> = names
+    let fetched: BTreeMap<String, GroupOffsets> = group_list
         .iter()
         .map(|g| {
-            let offsets = (0..partitions)
-                .map(|p| {
+            let offsets = tps
+                .iter()
+                .map(|tp| {
                     let c = CommittedOffset {
-                        offset: 1_000_000,
+                        offset: 1_000,
                         metadata: String::new(),
                     };
-                    (TopicPartition::new(topic.as_str(), p), Some(c))
+                    (tp.clone(), Some(c))
                 })
                 .collect();
             (g.clone(), offsets)
@@ -90,23 +160,29 @@ fn main() {
         .collect();
     report("round: OffsetFetch answers (transient)", s, entries);
 
-    // The round's checkpoints.
+    // The round's checkpoints, planned by the core on an empty store.
+    let cp_flow = Flow::new("source", "target");
+    let policy = ReplicationPolicy::default();
+    let topic_filter = TopicFilter::default();
+    let round = CheckpointRound {
+        flow: &cp_flow,
+        policy: &policy,
+        topic_filter: &topic_filter,
+    };
     let s = snap();
-    let cps: Vec<Checkpoint> = fetched
-        .iter()
-        .flat_map(|(g, offsets)| {
-            offsets.keys().map(move |tp| Checkpoint {
-                key: CheckpointKey {
-                    group: g.clone(),
-                    topic_partition: tp.clone(),
-                },
-                upstream_offset: 1_000_000,
-                downstream_offset: 999_000,
-                metadata: String::new(),
-            })
-        })
-        .collect();
+    let mut store = CheckpointStore::new(names.iter().cloned());
+    report("checkpoint store: assigned groups (kept)", s, entries);
+    let s = snap();
+    let cpu = thread_cpu();
+    let plan = round.plan_counted(&syncs, &store, &fetched);
+    let emitting_cpu = thread_cpu() - cpu;
     report("round: planned checkpoints (transient)", s, entries);
+    assert_eq!(
+        plan.checkpoints.len(),
+        entries,
+        "every partition translates"
+    );
+    let cps = plan.checkpoints;
 
     let s = snap();
     let records: Vec<OutRecord> = cps
@@ -121,9 +197,6 @@ fn main() {
         .collect();
     report("round: encoded records (transient)", s, entries);
 
-    let s = snap();
-    let mut store = CheckpointStore::new(names.iter().cloned());
-    report("checkpoint store: assigned groups", s, entries);
     let s = snap();
     store.on_produced(&cps);
     report("checkpoint store: last checkpoints (kept)", s, entries);
@@ -149,11 +222,31 @@ fn main() {
     report("metrics: one /metrics scrape body (transient)", s, entries);
     println!("  (scrape body {} bytes of text)", text.len());
 
-    drop((fetched, cps, records, text));
+    drop((cps, records, text));
+
+    // A steady round: the same answers again, every checkpoint already stored.
+    let s = snap();
+    let cpu = thread_cpu();
+    let steady = round.plan_counted(&syncs, &store, &fetched);
+    let steady_cpu = thread_cpu() - cpu;
+    report(
+        "round: steady plan, as the driver asks (transient)",
+        s,
+        entries,
+    );
+    assert_eq!(steady.counts.not_more_recent, entries as u64);
+    assert!(steady.checkpoints.is_empty(), "nothing moved");
+    drop((steady, fetched));
+
     let kept = snap();
     println!(
         "\nkept after the round (whole process): {} B live in {} allocations",
         kept.bytes, kept.blocks
     );
-    drop((store, metrics));
+    println!(
+        "core CPU: emitting round plan {:.1} ms, steady round plan {:.1} ms",
+        emitting_cpu.as_secs_f64() * 1e3,
+        steady_cpu.as_secs_f64() * 1e3
+    );
+    drop((store, metrics, view, syncs, group_list));
 }

@@ -22,7 +22,8 @@
 //! or another tool, and keeping the last real checkpoint keeps the monotonicity
 //! guarantee.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::Arc;
 
 use super::filter::GroupFilter;
 use super::format::{Checkpoint, CheckpointKey, DecodeError};
@@ -96,13 +97,92 @@ impl RestoreStats {
     }
 }
 
+/// One stored checkpoint: its downstream partition (the topic name shared with
+/// every other entry of that topic) and the checkpoint.
+#[derive(Clone, Debug)]
+struct Entry {
+    topic: Arc<str>,
+    partition: i32,
+    checkpoint: StoredCheckpoint,
+}
+
+/// The last checkpoints of one group, by downstream partition.
+///
+/// A sorted vector rather than a map: a store holds one entry per group and
+/// partition (a million at 100,000 groups × 10 partitions), and a vector of
+/// compact entries whose topic names are shared costs a fraction of a tree
+/// of entries that each own their topic name.
+#[derive(Clone, Debug, Default)]
+pub struct GroupCheckpoints {
+    entries: Vec<Entry>,
+}
+
+impl GroupCheckpoints {
+    fn position(&self, topic: &str, partition: i32) -> Result<usize, usize> {
+        self.entries
+            .binary_search_by(|e| (&*e.topic, e.partition).cmp(&(topic, partition)))
+    }
+
+    /// The last checkpoint of downstream `topic` `partition`.
+    pub fn get(&self, topic: &str, partition: i32) -> Option<&StoredCheckpoint> {
+        let i = self.position(topic, partition).ok()?;
+        Some(&self.entries[i].checkpoint)
+    }
+
+    /// Every checkpoint as (downstream topic, partition, checkpoint), sorted by
+    /// topic then partition.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, i32, &StoredCheckpoint)> {
+        self.entries
+            .iter()
+            .map(|e| (&*e.topic, e.partition, &e.checkpoint))
+    }
+
+    /// Number of checkpoints.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True if the group has no checkpoint.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Stores `checkpoint` for `tp`; `topic` gives the shared copy of a topic
+    /// name not stored yet.
+    fn insert(
+        &mut self,
+        tp: &TopicPartition,
+        checkpoint: StoredCheckpoint,
+        topic: impl FnOnce(&str) -> Arc<str>,
+    ) {
+        match self.position(&tp.topic, tp.partition) {
+            Ok(i) => self.entries[i].checkpoint = checkpoint,
+            Err(i) => {
+                // Grow by an eighth, not double: most groups stop growing after
+                // the first round, and doubling would leave up to half unused.
+                if self.entries.len() == self.entries.capacity() {
+                    self.entries.reserve_exact((self.entries.len() / 8).max(1));
+                }
+                let entry = Entry {
+                    topic: topic(&tp.topic),
+                    partition: tp.partition,
+                    checkpoint,
+                };
+                self.entries.insert(i, entry);
+            }
+        }
+    }
+}
+
 /// Last produced checkpoint per (group, downstream topic-partition) for the groups a
 /// task is assigned.
 #[derive(Clone, Debug, Default)]
 pub struct CheckpointStore {
     assignment: Assignment,
     assigned: BTreeSet<String>,
-    last: BTreeMap<String, BTreeMap<TopicPartition, StoredCheckpoint>>,
+    last: BTreeMap<String, GroupCheckpoints>,
+    /// One shared copy of each downstream topic name.
+    topics: HashSet<Arc<str>>,
     restore_stats: RestoreStats,
     produce_failures: u64,
 }
@@ -188,10 +268,23 @@ impl CheckpointStore {
     }
 
     fn record(&mut self, cp: &Checkpoint) {
-        self.last
-            .entry(cp.key.group.clone())
-            .or_default()
-            .insert(cp.key.topic_partition.clone(), StoredCheckpoint::from(cp));
+        let group = match self.last.get_mut(&cp.key.group) {
+            Some(group) => group,
+            None => self.last.entry(cp.key.group.clone()).or_default(),
+        };
+        let topics = &mut self.topics;
+        group.insert(
+            &cp.key.topic_partition,
+            StoredCheckpoint::from(cp),
+            |name| {
+                if let Some(shared) = topics.get(name) {
+                    return Arc::clone(shared);
+                }
+                let shared: Arc<str> = Arc::from(name);
+                topics.insert(Arc::clone(&shared));
+                shared
+            },
+        );
     }
 
     /// Records checkpoints the broker acknowledged. Call it in produce order: the
@@ -215,7 +308,7 @@ impl CheckpointStore {
 
     /// The last checkpoint of `group` for downstream partition `tp`.
     pub fn get(&self, group: &str, tp: &TopicPartition) -> Option<&StoredCheckpoint> {
-        self.last.get(group)?.get(tp)
+        self.last.get(group)?.get(&tp.topic, tp.partition)
     }
 
     /// The last checkpoint for `key`.
@@ -224,14 +317,12 @@ impl CheckpointStore {
     }
 
     /// All last checkpoints of `group`, by downstream partition.
-    pub fn group(&self, group: &str) -> Option<&BTreeMap<TopicPartition, StoredCheckpoint>> {
+    pub fn group(&self, group: &str) -> Option<&GroupCheckpoints> {
         self.last.get(group)
     }
 
     /// Every group with at least one checkpoint, sorted, with its checkpoints.
-    pub fn groups(
-        &self,
-    ) -> impl Iterator<Item = (&str, &BTreeMap<TopicPartition, StoredCheckpoint>)> {
+    pub fn groups(&self) -> impl Iterator<Item = (&str, &GroupCheckpoints)> {
         self.last.iter().map(|(g, cps)| (g.as_str(), cps))
     }
 
@@ -239,10 +330,10 @@ impl CheckpointStore {
     /// downstream partition (to rebuild a checkpoints topic that was lost).
     pub fn checkpoints(&self) -> impl Iterator<Item = Checkpoint> + '_ {
         self.groups().flat_map(|(group, cps)| {
-            cps.iter().map(move |(tp, cp)| Checkpoint {
+            cps.iter().map(move |(topic, partition, cp)| Checkpoint {
                 key: CheckpointKey {
                     group: group.to_owned(),
-                    topic_partition: tp.clone(),
+                    topic_partition: TopicPartition::new(topic, partition),
                 },
                 upstream_offset: cp.upstream_offset,
                 downstream_offset: cp.downstream_offset,
@@ -253,12 +344,12 @@ impl CheckpointStore {
 
     /// Number of stored checkpoints.
     pub fn len(&self) -> usize {
-        self.last.values().map(BTreeMap::len).sum()
+        self.last.values().map(GroupCheckpoints::len).sum()
     }
 
     /// True if no checkpoint is stored.
     pub fn is_empty(&self) -> bool {
-        self.last.values().all(BTreeMap::is_empty)
+        self.last.values().all(GroupCheckpoints::is_empty)
     }
 }
 

@@ -19,7 +19,8 @@
 //! the coordinator tombstones each offset of a deleted group, and a classic group
 //! converted to a KIP-848 group loses its metadata record but keeps its offsets.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
 use super::consumer_offsets::OffsetsRecord;
 use super::filter::{GroupFilter, TopicFilter};
@@ -44,20 +45,53 @@ pub enum Applied {
     Other,
 }
 
+/// One group's commit for one partition; the topic name is shared with every
+/// other commit of that topic.
+#[derive(Clone, Debug)]
+struct Commit {
+    topic: Arc<str>,
+    partition: i32,
+    commit: Option<CommittedOffset>,
+}
+
+/// A group's commits, sorted by topic then partition (the order of
+/// [`GroupOffsets`]). A vector of compact entries rather than a map with a
+/// topic name per entry: the view holds one per group and partition.
+type Commits = Vec<Commit>;
+
+fn position(commits: &Commits, tp: &TopicPartition) -> Result<usize, usize> {
+    commits.binary_search_by(|c| (&*c.topic, c.partition).cmp(&(tp.topic.as_str(), tp.partition)))
+}
+
+fn to_group_offsets(commits: &Commits) -> GroupOffsets {
+    commits
+        .iter()
+        .map(|c| {
+            (
+                TopicPartition::new(&*c.topic, c.partition),
+                c.commit.clone(),
+            )
+        })
+        .collect()
+}
+
 /// The committed offsets of the groups a flow checkpoints, as followed from
 /// `__consumer_offsets`.
 #[derive(Clone, Debug)]
 pub struct FollowedOffsets {
     group_filter: GroupFilter,
     topic_filter: TopicFilter,
-    groups: BTreeMap<String, GroupOffsets>,
+    /// Each group's commits; the key is the one shared copy of the group's name.
+    groups: BTreeMap<Arc<str>, Commits>,
+    /// One shared copy of each topic name a commit holds.
+    topics: HashSet<Arc<str>>,
     /// Groups whose classic metadata names a protocol type other than `consumer`.
     not_consumer: BTreeSet<String>,
     /// Groups changed since [`FollowedOffsets::take_changed`].
-    changed: BTreeSet<String>,
+    changed: BTreeSet<Arc<str>>,
     /// The groups with a commit on each upstream partition, to find the groups an
     /// offset sync concerns.
-    by_partition: HashMap<TopicPartition, BTreeSet<String>>,
+    by_partition: HashMap<TopicPartition, BTreeSet<Arc<str>>>,
 }
 
 impl FollowedOffsets {
@@ -67,9 +101,18 @@ impl FollowedOffsets {
             group_filter,
             topic_filter,
             groups: BTreeMap::new(),
+            topics: HashSet::new(),
             not_consumer: BTreeSet::new(),
             changed: BTreeSet::new(),
             by_partition: HashMap::new(),
+        }
+    }
+
+    /// The shared copy of `group`'s name: the one the view holds, or a new one.
+    fn group_name(&self, group: &str) -> Arc<str> {
+        match self.groups.get_key_value(group) {
+            Some((name, _)) => Arc::clone(name),
+            None => Arc::from(group),
         }
     }
 
@@ -112,35 +155,59 @@ impl FollowedOffsets {
                         // Kafka's OffsetFetch answers -1 as "no offset"; the round
                         // takes that as `None` (a null offset).
                         let commit = (commit.offset >= 0).then_some(commit);
-                        let offsets = self.groups.entry(group.clone()).or_default();
-                        if offsets.get(&topic_partition) == Some(&commit) {
-                            return Applied::Unchanged;
+                        let name = self.group_name(&group);
+                        let commits = self.groups.entry(Arc::clone(&name)).or_default();
+                        match position(commits, &topic_partition) {
+                            Ok(i) if commits[i].commit == commit => return Applied::Unchanged,
+                            Ok(i) => commits[i].commit = commit,
+                            Err(i) => {
+                                let topic = match self.topics.get(topic_partition.topic.as_str()) {
+                                    Some(t) => Arc::clone(t),
+                                    None => {
+                                        let t: Arc<str> = Arc::from(topic_partition.topic.as_str());
+                                        self.topics.insert(Arc::clone(&t));
+                                        t
+                                    }
+                                };
+                                // Grow by an eighth, not double: groups stop
+                                // growing soon, and doubling leaves up to half unused.
+                                if commits.len() == commits.capacity() {
+                                    commits.reserve_exact((commits.len() / 8).max(1));
+                                }
+                                commits.insert(
+                                    i,
+                                    Commit {
+                                        topic,
+                                        partition: topic_partition.partition,
+                                        commit,
+                                    },
+                                );
+                                self.by_partition
+                                    .entry(topic_partition)
+                                    .or_default()
+                                    .insert(Arc::clone(&name));
+                            }
                         }
-                        offsets.insert(topic_partition.clone(), commit);
-                        self.by_partition
-                            .entry(topic_partition)
-                            .or_default()
-                            .insert(group.clone());
-                        self.changed.insert(group);
+                        self.changed.insert(name);
                         Applied::Committed
                     }
                     None => {
-                        let Some(offsets) = self.groups.get_mut(&group) else {
+                        let Some((name, commits)) = self.groups.get_key_value(group.as_str())
+                        else {
                             return Applied::Ignored;
                         };
-                        if offsets.remove(&topic_partition).is_none() {
+                        let Ok(i) = position(commits, &topic_partition) else {
                             return Applied::Ignored;
-                        }
-                        if offsets.is_empty() {
-                            self.groups.remove(&group);
-                        }
-                        if let Some(gs) = self.by_partition.get_mut(&topic_partition) {
-                            gs.remove(&group);
-                            if gs.is_empty() {
-                                self.by_partition.remove(&topic_partition);
+                        };
+                        let name = Arc::clone(name);
+                        if let Some(commits) = self.groups.get_mut(&*name) {
+                            commits.remove(i);
+                            if commits.is_empty() {
+                                self.groups.remove(&*name);
                             }
                         }
-                        self.changed.insert(group);
+                        self.unlink(&topic_partition, &name);
+                        self.changed.insert(name);
                         Applied::Removed
                     }
                 }
@@ -148,17 +215,25 @@ impl FollowedOffsets {
         }
     }
 
-    fn remove_group(&mut self, group: &str) {
-        if let Some(offsets) = self.groups.remove(group) {
-            for tp in offsets.keys() {
-                if let Some(gs) = self.by_partition.get_mut(tp) {
-                    gs.remove(group);
-                    if gs.is_empty() {
-                        self.by_partition.remove(tp);
-                    }
-                }
+    /// Removes `group` from the groups of `tp`; forgets the topic's name when
+    /// no commit holds it any more.
+    fn unlink(&mut self, tp: &TopicPartition, group: &str) {
+        if let Some(gs) = self.by_partition.get_mut(tp) {
+            gs.remove(group);
+            if gs.is_empty() {
+                self.by_partition.remove(tp);
+                self.topics.retain(|t| Arc::strong_count(t) > 1);
             }
-            self.changed.insert(group.to_owned());
+        }
+    }
+
+    fn remove_group(&mut self, group: &str) {
+        if let Some((name, commits)) = self.groups.remove_entry(group) {
+            for c in &commits {
+                let tp = TopicPartition::new(&*c.topic, c.partition);
+                self.unlink(&tp, group);
+            }
+            self.changed.insert(name);
         }
     }
 
@@ -178,7 +253,10 @@ impl FollowedOffsets {
     /// Marks `groups` as changed again (their checkpoints could not be
     /// produced, so the next emission tries them again).
     pub fn mark_changed<'a>(&mut self, groups: impl IntoIterator<Item = &'a String>) {
-        self.changed.extend(groups.into_iter().cloned());
+        for g in groups {
+            let name = self.group_name(g);
+            self.changed.insert(name);
+        }
     }
 
     /// Whether any group changed since the last [`take_changed`](Self::take_changed).
@@ -193,18 +271,36 @@ impl FollowedOffsets {
         let changed = std::mem::take(&mut self.changed);
         changed
             .into_iter()
-            .filter_map(|g| self.groups.get(&g).map(|o| (g, o.clone())))
+            .filter_map(|g| {
+                let commits = self.groups.get(&*g)?;
+                Some((g.to_string(), to_group_offsets(commits)))
+            })
             .collect()
     }
 
-    /// Every group kept, with its committed offsets.
-    pub fn groups(&self) -> &BTreeMap<String, GroupOffsets> {
-        &self.groups
+    /// Every group kept, with its committed offsets: a copy built on each
+    /// call (for tests and tools; the run loop asks for
+    /// [`group_names`](Self::group_names) or [`take_changed`](Self::take_changed)).
+    pub fn groups(&self) -> BTreeMap<String, GroupOffsets> {
+        self.groups
+            .iter()
+            .map(|(g, commits)| (g.to_string(), to_group_offsets(commits)))
+            .collect()
+    }
+
+    /// The names of the groups kept, sorted.
+    pub fn group_names(&self) -> impl Iterator<Item = &str> {
+        self.groups.keys().map(|g| &**g)
+    }
+
+    /// Number of groups kept.
+    pub fn group_count(&self) -> usize {
+        self.groups.len()
     }
 
     /// Number of group-partitions kept.
     pub fn partition_count(&self) -> usize {
-        self.groups.values().map(BTreeMap::len).sum()
+        self.groups.values().map(Vec::len).sum()
     }
 }
 

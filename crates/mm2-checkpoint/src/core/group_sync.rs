@@ -196,15 +196,15 @@ fn decide_group(
         return GroupSyncDecision::NothingToDo;
     };
     // Offsets we could write: every checkpoint with a valid downstream offset.
-    let wanted: BTreeMap<&TopicPartition, CommittedOffset> = checkpoints
+    let wanted: BTreeMap<TopicPartition, CommittedOffset> = checkpoints
         .iter()
-        .filter(|(_, cp)| cp.downstream_offset >= 0)
-        .map(|(tp, cp)| {
+        .filter(|(_, _, cp)| cp.downstream_offset >= 0)
+        .map(|(topic, partition, cp)| {
             let offset = CommittedOffset {
                 offset: cp.downstream_offset,
                 metadata: cp.metadata.clone(),
             };
-            (tp, offset)
+            (TopicPartition::new(topic, partition), offset)
         })
         .collect();
     if wanted.is_empty() {
@@ -218,25 +218,24 @@ fn decide_group(
 }
 
 fn decide(
-    wanted: BTreeMap<&TopicPartition, CommittedOffset>,
+    wanted: BTreeMap<TopicPartition, CommittedOffset>,
     target: Option<&TargetGroup>,
 ) -> GroupSyncDecision {
     match target {
         None | Some(TargetGroup::Unknown) => GroupSyncDecision::SkippedUnknownState,
         Some(TargetGroup::Active(state)) => GroupSyncDecision::SkippedActive(*state),
         Some(TargetGroup::Absent) => GroupSyncDecision::Commit {
-            offsets: wanted.into_iter().map(|(tp, o)| (tp.clone(), o)).collect(),
+            offsets: wanted,
             target_ahead: 0,
         },
         Some(TargetGroup::Empty(committed)) => {
             let total = wanted.len();
             let to_write: BTreeMap<TopicPartition, CommittedOffset> = wanted
                 .into_iter()
-                .filter(|(tp, o)| match committed.get(*tp) {
+                .filter(|(tp, o)| match committed.get(tp) {
                     None | Some(None) => true,
                     Some(Some(current)) => *current < o.offset,
                 })
-                .map(|(tp, o)| (tp.clone(), o))
                 .collect();
             if to_write.is_empty() {
                 return GroupSyncDecision::SkippedTargetAhead { partitions: total };

@@ -25,7 +25,9 @@ pub mod ownership;
 pub mod policy;
 pub mod round;
 
-pub use checkpoint_store::{CheckpointStore, RestoreOutcome, RestoreStats, StoredCheckpoint};
+pub use checkpoint_store::{
+    CheckpointStore, GroupCheckpoints, RestoreOutcome, RestoreStats, StoredCheckpoint,
+};
 pub use filter::{FilterError, GroupFilter, TopicFilter};
 pub use followed_offsets::{Applied, FollowedOffsets};
 pub use format::{Checkpoint, CheckpointKey, DecodeError, EncodeError};
@@ -34,4 +36,6 @@ pub use group_sync::{
     plan_group_sync, plan_group_sync_for,
 };
 pub use policy::{Flow, OffsetSyncsLocation, ReplicationPolicy};
-pub use round::{CheckpointRound, CommittedOffset, GroupOffsets, RoundPlan, SkipReason};
+pub use round::{
+    CheckpointRound, CommittedOffset, CountedPlan, GroupOffsets, RoundPlan, SkipReason,
+};

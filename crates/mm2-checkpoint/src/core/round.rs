@@ -131,18 +131,25 @@ impl RoundPlan {
     pub fn skip_counts(&self) -> SkipCounts {
         let mut c = SkipCounts::default();
         for s in &self.skipped {
-            let n = match s.reason {
-                SkipReason::Filtered => &mut c.filtered,
-                SkipReason::Conflict { .. } => &mut c.conflict,
-                SkipReason::NullOffset => &mut c.null_offset,
-                SkipReason::NotReady => &mut c.not_ready,
-                SkipReason::NoSync => &mut c.no_sync,
-                SkipReason::TooOld => &mut c.too_old,
-                SkipReason::NotMoreRecent => &mut c.not_more_recent,
-            };
-            *n += 1;
+            c.add(&s.reason);
         }
         c
+    }
+}
+
+impl SkipCounts {
+    /// Counts one partition skipped for `reason`.
+    fn add(&mut self, reason: &SkipReason) {
+        let n = match reason {
+            SkipReason::Filtered => &mut self.filtered,
+            SkipReason::Conflict { .. } => &mut self.conflict,
+            SkipReason::NullOffset => &mut self.null_offset,
+            SkipReason::NotReady => &mut self.not_ready,
+            SkipReason::NoSync => &mut self.no_sync,
+            SkipReason::TooOld => &mut self.too_old,
+            SkipReason::NotMoreRecent => &mut self.not_more_recent,
+        };
+        *n += 1;
     }
 }
 
@@ -150,12 +157,15 @@ impl RoundPlan {
 /// upstream group rewound (`cp.up < last.up`; the checkpoint may then go backwards
 /// downstream), or the downstream offset advanced (`cp.down > last.down`).
 pub fn checkpoint_is_more_recent(last: Option<&StoredCheckpoint>, cp: &Checkpoint) -> bool {
+    is_more_recent(last, cp.upstream_offset, cp.downstream_offset)
+}
+
+/// [`checkpoint_is_more_recent`] for a checkpoint of `upstream` and `downstream`
+/// offsets, without building it.
+fn is_more_recent(last: Option<&StoredCheckpoint>, upstream: i64, downstream: i64) -> bool {
     match last {
         None => true,
-        Some(last) => {
-            cp.upstream_offset < last.upstream_offset
-                || cp.downstream_offset > last.downstream_offset
-        }
+        Some(last) => upstream < last.upstream_offset || downstream > last.downstream_offset,
     }
 }
 
@@ -181,8 +191,67 @@ impl CheckpointRound<'_> {
     ) -> RoundPlan {
         let topics = self.plan_topics(groups);
         let mut plan = RoundPlan::default();
+        let mut skipped: Vec<SkippedPartition> = Vec::new();
         for (group, offsets) in groups {
-            self.plan_group(translator, store, &topics, group, offsets, &mut plan);
+            let mut skip = |upstream: &TopicPartition, reason| {
+                skipped.push(SkippedPartition {
+                    group: group.clone(),
+                    upstream: upstream.clone(),
+                    reason,
+                });
+            };
+            self.plan_group(
+                translator,
+                store,
+                &topics,
+                group,
+                offsets,
+                &mut plan.checkpoints,
+                &mut skip,
+            );
+            skipped.sort_by(|a, b| a.upstream.cmp(&b.upstream));
+            plan.skipped.append(&mut skipped);
+        }
+        plan
+    }
+
+    /// The same decisions as [`plan`](Self::plan), with the skipped partitions
+    /// counted by reason instead of listed; only conflicts are listed (the
+    /// driver logs them). A round where nothing moved skips every partition, so
+    /// this keeps the round's memory and time proportional to what it emits,
+    /// not to every group-partition.
+    pub fn plan_counted<T: OffsetTranslator + ?Sized>(
+        &self,
+        translator: &T,
+        store: &CheckpointStore,
+        groups: &BTreeMap<String, GroupOffsets>,
+    ) -> CountedPlan {
+        let topics = self.plan_topics(groups);
+        let mut plan = CountedPlan::default();
+        let mut conflicts: Vec<SkippedPartition> = Vec::new();
+        for (group, offsets) in groups {
+            let counts = &mut plan.counts;
+            let mut skip = |upstream: &TopicPartition, reason: SkipReason| {
+                counts.add(&reason);
+                if matches!(reason, SkipReason::Conflict { .. }) {
+                    conflicts.push(SkippedPartition {
+                        group: group.clone(),
+                        upstream: upstream.clone(),
+                        reason,
+                    });
+                }
+            };
+            self.plan_group(
+                translator,
+                store,
+                &topics,
+                group,
+                offsets,
+                &mut plan.checkpoints,
+                &mut skip,
+            );
+            conflicts.sort_by(|a, b| a.upstream.cmp(&b.upstream));
+            plan.conflicts.append(&mut conflicts);
         }
         plan
     }
@@ -221,6 +290,9 @@ impl CheckpointRound<'_> {
         topics
     }
 
+    /// Plans one group: its checkpoints go to `checkpoints` (by downstream
+    /// partition), every partition without one to `skip`.
+    #[allow(clippy::too_many_arguments)]
     fn plan_group<T: OffsetTranslator + ?Sized>(
         &self,
         translator: &T,
@@ -228,16 +300,9 @@ impl CheckpointRound<'_> {
         topics: &TopicPlans<'_>,
         group: &str,
         offsets: &GroupOffsets,
-        plan: &mut RoundPlan,
+        checkpoints: &mut Vec<Checkpoint>,
+        skip: &mut impl FnMut(&TopicPartition, SkipReason),
     ) {
-        let mut skipped: Vec<SkippedPartition> = Vec::new();
-        let skip = |skipped: &mut Vec<SkippedPartition>, upstream: &TopicPartition, reason| {
-            skipped.push(SkippedPartition {
-                group: group.to_owned(),
-                upstream: upstream.clone(),
-                reason,
-            });
-        };
         // (downstream rank, partition, downstream name, upstream, commit), to be
         // sorted by downstream partition.
         let mut candidates = Vec::with_capacity(offsets.len());
@@ -246,7 +311,7 @@ impl CheckpointRound<'_> {
                 Some((name, rank)) => {
                     candidates.push((*rank, upstream.partition, name, upstream, committed))
                 }
-                None => skip(&mut skipped, upstream, SkipReason::Filtered),
+                None => skip(upstream, SkipReason::Filtered),
             }
         }
         // Stable and adaptive: usually already sorted, since renaming tends to keep
@@ -261,56 +326,79 @@ impl CheckpointRound<'_> {
                 .count();
             let (run, tail) = rest.split_at(same);
             rest = tail;
-            let downstream = TopicPartition {
-                topic: first.2.clone(),
-                partition: first.1,
-            };
-            let &[(_, _, _, upstream, committed)] = run else {
+            let &[(_, partition, name, upstream, committed)] = run else {
+                let downstream = TopicPartition::new(first.2.as_str(), first.1);
                 for (_, _, _, upstream, _) in run {
                     let reason = SkipReason::Conflict {
                         downstream: downstream.clone(),
                     };
-                    skip(&mut skipped, upstream, reason);
+                    skip(upstream, reason);
                 }
                 continue;
             };
             let Some(committed) = committed else {
-                skip(&mut skipped, upstream, SkipReason::NullOffset);
+                skip(upstream, SkipReason::NullOffset);
                 continue;
             };
             let downstream_offset = match translator.translate(upstream, committed.offset) {
                 Translation::Translated(d) if d >= 0 => d,
                 Translation::Translated(_) | Translation::TooOld => {
-                    skip(&mut skipped, upstream, SkipReason::TooOld);
+                    skip(upstream, SkipReason::TooOld);
                     continue;
                 }
                 Translation::NotReady => {
-                    skip(&mut skipped, upstream, SkipReason::NotReady);
+                    skip(upstream, SkipReason::NotReady);
                     continue;
                 }
                 Translation::NoSync => {
-                    skip(&mut skipped, upstream, SkipReason::NoSync);
+                    skip(upstream, SkipReason::NoSync);
                     continue;
                 }
             };
-            let last = last_of_group.and_then(|cps| cps.get(&downstream));
-            let cp = Checkpoint {
-                key: CheckpointKey {
-                    group: group.to_owned(),
-                    topic_partition: downstream,
-                },
-                upstream_offset: committed.offset,
-                downstream_offset,
-                metadata: committed.metadata.clone(),
-            };
-            if checkpoint_is_more_recent(last, &cp) {
-                plan.checkpoints.push(cp);
+            // Compared before the checkpoint is built, so a suppressed
+            // partition (every partition of a round where nothing moved)
+            // allocates nothing.
+            let last = last_of_group.and_then(|cps| cps.get(name, partition));
+            if is_more_recent(last, committed.offset, downstream_offset) {
+                checkpoints.push(Checkpoint {
+                    key: CheckpointKey {
+                        group: group.to_owned(),
+                        topic_partition: TopicPartition::new(name.as_str(), partition),
+                    },
+                    upstream_offset: committed.offset,
+                    downstream_offset,
+                    metadata: committed.metadata.clone(),
+                });
             } else {
-                skip(&mut skipped, upstream, SkipReason::NotMoreRecent);
+                skip(upstream, SkipReason::NotMoreRecent);
             }
         }
-        skipped.sort_by(|a, b| a.upstream.cmp(&b.upstream));
-        plan.skipped.append(&mut skipped);
+    }
+}
+
+/// What [`CheckpointRound::plan_counted`] decided.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CountedPlan {
+    /// Checkpoints to produce, as [`RoundPlan::checkpoints`].
+    pub checkpoints: Vec<Checkpoint>,
+    /// Skipped partitions per reason, as [`RoundPlan::skip_counts`].
+    pub counts: SkipCounts,
+    /// The partitions skipped as [`SkipReason::Conflict`], sorted by group then
+    /// upstream partition.
+    pub conflicts: Vec<SkippedPartition>,
+}
+
+impl CountedPlan {
+    /// Number of skipped partitions, whatever the reason.
+    pub fn skipped(&self) -> u64 {
+        let c = &self.counts;
+        c.filtered
+            + c.conflict
+            + c.null_offset
+            + c.not_ready
+            + c.no_sync
+            + c.too_old
+            + c.not_more_recent
     }
 }
 
@@ -675,6 +763,39 @@ mod tests {
             prop_assert!(keys.windows(2).all(|w| w[0] < w[1]));
             let skips: Vec<_> = plan.skipped.iter().map(|s| (s.group.clone(), s.upstream.clone())).collect();
             prop_assert!(skips.windows(2).all(|w| w[0] < w[1]));
+        }
+
+        /// The counted plan the driver uses decides exactly what the listed plan
+        /// decides: the same checkpoints, the same counts per reason and the same
+        /// conflicts.
+        #[test]
+        fn the_counted_plan_matches_the_listed_plan(
+            input in proptest::collection::btree_map(
+                "g[ab]",
+                proptest::collection::btree_map(
+                    (proptest::sample::select(vec!["x", "S.x", "T.x", "T.S.x", "a", "__c", "T.a"]), 0..3i32)
+                        .prop_map(|(t, p)| TopicPartition::new(t, p)),
+                    proptest::option::of((0..50i64).prop_map(|o| CommittedOffset { offset: o, metadata: String::new() })),
+                    0..8,
+                ),
+                0..3,
+            ),
+            shift in -5..5i64,
+        ) {
+            let f = Fixture::new();
+            let store = store_with(20, 10);
+            let listed = f.round().plan(&ShiftBy(shift), &store, &input);
+            let counted = f.round().plan_counted(&ShiftBy(shift), &store, &input);
+            prop_assert_eq!(&counted.checkpoints, &listed.checkpoints);
+            prop_assert_eq!(counted.counts, listed.skip_counts());
+            prop_assert_eq!(counted.skipped(), listed.skipped.len() as u64);
+            let conflicts: Vec<_> = listed
+                .skipped
+                .iter()
+                .filter(|s| matches!(s.reason, SkipReason::Conflict { .. }))
+                .cloned()
+                .collect();
+            prop_assert_eq!(counted.conflicts, conflicts);
         }
     }
 }

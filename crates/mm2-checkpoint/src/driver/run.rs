@@ -578,7 +578,7 @@ async fn run_loop<'a>(
         if now >= next_emit {
             if let Some(f) = follower.as_ref() {
                 // The safety net: every group the follower knows, by OffsetFetch.
-                state.groups = f.view.groups().keys().cloned().collect();
+                state.groups = f.view.group_names().map(str::to_owned).collect();
             }
             // Catch up with the offset syncs before translating.
             let r = match ctx.poll_syncs(state).await {
@@ -653,7 +653,7 @@ async fn reopen_follower(
     tracing::warn!(flow = %ctx.name, "the commit follower keeps failing; reading __consumer_offsets again from its start");
     match ctx.open_follower().await {
         Ok(Some(mut f)) => {
-            let groups: Vec<String> = f.view.groups().keys().cloned().collect();
+            let groups: Vec<String> = f.view.group_names().map(str::to_owned).collect();
             f.view.mark_changed(&groups);
             state.groups = groups;
             *follower = Some(f);

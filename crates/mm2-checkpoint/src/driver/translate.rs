@@ -104,11 +104,11 @@ pub(super) async fn translate(
     let mut rows = Vec::new();
     for group in &groups {
         if let Some(cps) = store.group(group) {
-            for (tp, cp) in cps {
+            for (topic, partition, cp) in cps.iter() {
                 rows.push(Row {
                     group,
-                    topic: &tp.topic,
-                    partition: tp.partition,
+                    topic,
+                    partition,
                     upstream: cp.upstream_offset,
                     downstream: cp.downstream_offset,
                 });

@@ -4,12 +4,16 @@
 //! and its `_max`, `_min`, `_avg`), at the configured granularity
 //! (docs/operations.md, Metrics).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use prometheus_client::encoding::{EncodeLabel, EncodeLabelSet, LabelSetEncoder};
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{
+    DescriptorEncoder, EncodeLabel, EncodeLabelSet, LabelSetEncoder,
+};
+use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
@@ -155,19 +159,24 @@ impl SampledLatency {
     }
 }
 
-/// The label sets in use, kept so a whole group's series can be removed (a
-/// metric family cannot list its own label sets), and the MM2 statistics.
+/// Our series and their values, the MM2 statistics.
 ///
-/// There can be one series per (group, partition), so the flow, group and
-/// topic names are interned: every series and index entry shares one
-/// `Arc<str>` per distinct name instead of holding copies of its own.
-#[derive(Default)]
+/// There can be one series per (group, partition) (a million at 100,000
+/// groups × 10 partitions), so they are not a metric family (a hash map entry
+/// with its own label set and a shared gauge each) but plain values in
+/// sorted maps, written out by [`OursCollector`] at each scrape; and the flow,
+/// group and topic names are interned: every series shares one `Arc<str>` per
+/// distinct name instead of holding copies of its own.
+#[derive(Debug, Default)]
 pub(super) struct LatencyIndex {
     /// Every flow, group and topic name in use by a series.
     pub(super) names: HashSet<Arc<str>>,
-    /// flow → group → the series that group's checkpoints set (none at flow
-    /// granularity: that series belongs to no group).
+    /// flow → group → the series that group's checkpoints set, with their
+    /// latest value in ms.
     pub(super) series: BTreeMap<Arc<str>, GroupSeries>,
+    /// flow → the value of its series at flow granularity (it belongs to no
+    /// group).
+    flow_series: BTreeMap<Arc<str>, i64>,
     /// The MM2 statistics of each series (when MM2 names are enabled).
     stats: HashMap<LatencyKey, SampledLatency>,
     /// flow → the connector's (source, target) aliases, for MM2's tags.
@@ -175,9 +184,53 @@ pub(super) struct LatencyIndex {
 }
 
 /// group → the (topic, partition) labels of the series its checkpoints set
-/// (both `None` at group granularity); with the flow and group they make the
-/// series' [`LatencyKey`].
-pub(super) type GroupSeries = BTreeMap<Arc<str>, BTreeSet<(Option<Arc<str>>, Option<i32>)>>;
+/// (both `None` at group granularity), with the series' latest value in ms;
+/// with the flow and group the labels make the series' [`LatencyKey`].
+pub(super) type GroupSeries = BTreeMap<Arc<str>, BTreeMap<(Option<Arc<str>>, Option<i32>), i64>>;
+
+/// Writes our `checkpoint_latency_ms` series from the index at each scrape.
+#[derive(Debug)]
+struct OursCollector {
+    index: Arc<Mutex<LatencyIndex>>,
+}
+
+impl Collector for OursCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let index = self.index.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut family = encoder.encode_descriptor(
+            "checkpoint_latency_ms",
+            // A registered family's help gets a final "." from the registry;
+            // a collector writes its own, so the text stays the same.
+            "Milliseconds from a checkpoint record's timestamp to the broker's \
+             acknowledgement, for the latest checkpoint of each series.",
+            None,
+            MetricType::Gauge,
+        )?;
+        for (flow, ms) in &index.flow_series {
+            let key = LatencyKey {
+                flow: Arc::clone(flow),
+                group: None,
+                topic: None,
+                partition: None,
+            };
+            family.encode_family(&key)?.encode_gauge(ms)?;
+        }
+        for (flow, groups) in &index.series {
+            for (group, series) in groups {
+                for ((topic, partition), ms) in series {
+                    let key = LatencyKey {
+                        flow: Arc::clone(flow),
+                        group: Some(Arc::clone(group)),
+                        topic: topic.clone(),
+                        partition: *partition,
+                    };
+                    family.encode_family(&key)?.encode_gauge(ms)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
 
 impl LatencyIndex {
     /// The shared copy of `name`, added if new.
@@ -209,9 +262,8 @@ impl LatencyIndex {
 /// The latency families and their index.
 pub(super) struct LatencyMetrics {
     granularity: LatencyGranularity,
-    ours: Family<LatencyKey, Gauge>,
     mm2: Option<Mm2Families>,
-    index: Mutex<LatencyIndex>,
+    index: Arc<Mutex<LatencyIndex>>,
 }
 
 impl LatencyMetrics {
@@ -225,20 +277,16 @@ impl LatencyMetrics {
         });
         LatencyMetrics {
             granularity: settings.latency_granularity,
-            ours: Family::default(),
             mm2,
-            index: Mutex::new(LatencyIndex::default()),
+            index: Arc::new(Mutex::new(LatencyIndex::default())),
         }
     }
 
-    /// Registers our family in `prefixed` (the `mm2_checkpoint` registry).
+    /// Registers our series in `prefixed` (the `mm2_checkpoint` registry).
     pub(super) fn register(&self, prefixed: &mut Registry) {
-        prefixed.register(
-            "checkpoint_latency_ms",
-            "Milliseconds from a checkpoint record's timestamp to the broker's \
-             acknowledgement, for the latest checkpoint of each series",
-            self.ours.clone(),
-        );
+        prefixed.register_collector(Box::new(OursCollector {
+            index: Arc::clone(&self.index),
+        }));
     }
 
     /// Registers the MM2-compatible families, if enabled, in `root` (the
@@ -326,7 +374,6 @@ impl Metrics {
                 partition: None,
             },
         };
-        lat.ours.get_or_create(&key).set(ms);
         if let Some(mm2) = &lat.mm2 {
             let (max, min, avg) = index
                 .stats
@@ -344,15 +391,21 @@ impl Metrics {
             mm2.min.get_or_create(&labels).set(min);
             mm2.avg.get_or_create(&labels).set(avg);
         }
-        if key.group.is_some() {
-            index
-                .series
-                .entry(flow_name)
-                .or_default()
-                .entry(group_name)
-                .or_default()
-                .insert((key.topic, key.partition));
+        if key.group.is_none() {
+            index.flow_series.insert(flow_name, ms);
+            return;
         }
+        // Looked up before inserting, so updating an existing series
+        // allocates nothing.
+        let series = match index.series.get_mut(flow) {
+            Some(groups) => groups,
+            None => index.series.entry(flow_name).or_default(),
+        };
+        let series = match series.get_mut(group) {
+            Some(series) => series,
+            None => series.entry(group_name).or_default(),
+        };
+        series.insert((key.topic, key.partition), ms);
     }
 
     /// Removes every checkpoint-latency series of `group` in `flow` (the
@@ -381,7 +434,7 @@ impl Metrics {
         if groups.is_empty() {
             index.series.remove(flow);
         }
-        let keys = series.into_iter().map(|(topic, partition)| LatencyKey {
+        let keys = series.into_keys().map(|(topic, partition)| LatencyKey {
             flow: Arc::clone(&flow_name),
             group: Some(Arc::clone(&group_name)),
             topic,
@@ -390,7 +443,6 @@ impl Metrics {
         let lat = &self.inner.latency;
         let (source, target) = index.aliases(flow);
         for key in keys {
-            lat.ours.remove(&key);
             index.stats.remove(&key);
             if let Some(mm2) = &lat.mm2 {
                 let labels = Mm2Labels {

@@ -135,7 +135,7 @@ fn latency_series_share_one_copy_of_each_name() {
         .series
         .values()
         .flat_map(|groups| groups.values())
-        .flatten()
+        .flat_map(|series| series.keys())
         .filter_map(|(topic, _)| topic.as_ref())
         .collect();
     assert_eq!(topics.len(), 20);
@@ -523,5 +523,24 @@ fn requests_are_read_from_the_clients_at_each_scrape_and_summed_per_cluster() {
             r#"mm2_checkpoint_requests_total{cluster="A",api="OffsetFetch"} 8"#,
             r#"mm2_checkpoint_requests_total{cluster="B",api="Produce"} 4"#,
         ]
+    );
+}
+
+/// Our latency series are written by a collector, not a registered family;
+/// their help, type and samples read as the family's did.
+#[test]
+fn latency_series_keep_the_help_type_and_samples_of_a_family() {
+    let m = metrics();
+    m.set_checkpoint_latency("A->B", "g", "t", 0, Duration::from_millis(5));
+    let text = exposition(&m);
+    assert!(
+        text.contains(
+            "# HELP mm2_checkpoint_checkpoint_latency_ms Milliseconds from a checkpoint \
+             record's timestamp to the broker's acknowledgement, for the latest checkpoint \
+             of each series.\n\
+             # TYPE mm2_checkpoint_checkpoint_latency_ms gauge\n\
+             mm2_checkpoint_checkpoint_latency_ms{flow=\"A->B\",group=\"g\",topic=\"t\",partition=\"0\"} 5\n"
+        ),
+        "{text}"
     );
 }

@@ -157,13 +157,14 @@ impl Mm2Args {
             match *flag {
                 "--groups" => {
                     let v = value()?;
-                    args.groups = v
-                        .split(',')
-                        .map(|n| positive(flag, n.trim()))
-                        .collect::<Result<_>>()?;
-                    if args.groups.is_empty() {
-                        bail!("--groups wants a comma-separated list of group counts");
-                    }
+                    // `0`: no side-by-side size (ours alone, `--ours-only-groups`).
+                    args.groups = if v == "0" {
+                        Vec::new()
+                    } else {
+                        v.split(',')
+                            .map(|n| positive(flag, n.trim()))
+                            .collect::<Result<_>>()?
+                    };
                 }
                 "--ours-only-groups" => {
                     let v = value()?;

@@ -61,7 +61,7 @@ use env::ClusterEnv;
 
 const USAGE: &str = "\
 usage: cargo xtask bench [-- CRITERION ARGS]
-       cargo xtask bench mm2 [--groups 10,100,1000,5000,10000] [--partitions 10]
+       cargo xtask bench mm2 [--groups 10,100,1000,5000,10000|0] [--partitions 10]
                              [--ours-only-groups 100000] [--mm2-jvm stock,small]
                              [--build dist|release]
                              [--variants group-sync,tls-scram|none]

@@ -72,7 +72,7 @@ fn parse_reads_every_option() {
 fn parse_refuses_bad_values_naming_the_option() {
     for (args, needle) in [
         (&["--groups", "10,x"][..], "--groups"),
-        (&["--groups", "0"][..], "--groups"),
+        (&["--groups", "0,10"][..], "--groups"),
         (&["--partitions"][..], "--partitions"),
         (&["--syncs", "-1"][..], "--syncs"),
         (&["--frobnicate"][..], "--frobnicate"),
@@ -322,4 +322,11 @@ fn request_counts_are_read_per_cluster_and_api() {
             (("tgt".to_owned(), "Produce".to_owned()), 3)
         ]
     );
+}
+
+#[test]
+fn parse_takes_groups_0_as_no_side_by_side_size() {
+    let a = Mm2Args::parse(&["--groups", "0", "--ours-only-groups", "100000"]).unwrap();
+    assert!(a.groups.is_empty());
+    assert_eq!(a.ours_only, vec![100_000]);
 }

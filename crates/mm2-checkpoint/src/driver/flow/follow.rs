@@ -135,7 +135,7 @@ impl FlowContext<ClusterClient> {
         f.view.take_changed();
         tracing::info!(
             flow = %self.name, topic = CONSUMER_OFFSETS, records,
-            partitions = f.reader.partitions().count(), groups = f.view.groups().len(),
+            partitions = f.reader.partitions().count(), groups = f.view.group_count(),
             group_partitions = f.view.partition_count(),
             elapsed_ms = began.elapsed().as_millis() as u64,
             "read the {CONSUMER_OFFSETS} topic to its end; following commits"

@@ -41,7 +41,7 @@ impl<C: FlowCluster> FlowContext<C> {
                 (groups, store)
             }
             Some(view) => {
-                let groups: Vec<String> = view.groups().keys().cloned().collect();
+                let groups: Vec<String> = view.group_names().map(str::to_owned).collect();
                 let mut store = CheckpointStore::for_filter(self.group_filter.clone());
                 groups.iter().for_each(|g| store.assign(g));
                 (groups, store)
