@@ -159,6 +159,14 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
+    /// Reads the leading version byte; only [`ARCHIVE_VERSION`] is known.
+    fn version(&mut self) -> Result<(), ArchiveError> {
+        match self.take(1, "version")?[0] {
+            ARCHIVE_VERSION => Ok(()),
+            other => Err(ArchiveError::UnsupportedVersion(other)),
+        }
+    }
+
     fn take(&mut self, n: usize, field: &'static str) -> Result<&'a [u8], ArchiveError> {
         if self.bytes.len() < n {
             return Err(ArchiveError::Truncated(field));
@@ -292,10 +300,7 @@ impl Chunk {
     /// generation's (see [`Chunk::syncs`]).
     pub fn decode(bytes: &[u8]) -> Result<Self, ArchiveError> {
         let mut r = Reader { bytes };
-        let version = r.take(1, "version")?[0];
-        if version != ARCHIVE_VERSION {
-            return Err(ArchiveError::UnsupportedVersion(version));
-        }
+        r.version()?;
         let generation = r.varint("generation")?;
         let count = r.varint("count")?;
         if count == 0 || count > CHUNK_SYNCS as u64 {
@@ -342,10 +347,7 @@ impl Mark {
     /// Decodes value bytes; never panics.
     pub fn decode(bytes: &[u8]) -> Result<Self, ArchiveError> {
         let mut r = Reader { bytes };
-        let version = r.take(1, "version")?[0];
-        if version != ARCHIVE_VERSION {
-            return Err(ArchiveError::UnsupportedVersion(version));
-        }
+        r.version()?;
         let position = r.signed("position")?;
         r.end()?;
         Ok(Mark { position })
