@@ -97,6 +97,21 @@ fn bracket(history: &[i64], offset: i64) -> (i64, Option<i64>) {
     (below, history.get(next).copied())
 }
 
+/// `offset` if MM2's syncs around it are at most the spacing apart (or it
+/// is at or past the newest), else the same distance past the nearest lower
+/// sync that is (within its bracket).
+fn place(history: &[i64], offset: i64) -> i64 {
+    let (below, above) = bracket(history, offset);
+    if above.is_none_or(|a| a - below <= SPACING + 1) {
+        return offset;
+    }
+    let dense = history
+        .windows(2)
+        .rfind(|w| w[1] <= offset && w[1] - w[0] <= SPACING + 1)
+        .unwrap_or_else(|| panic!("MM2 wrote no sync at the spacing below {offset}"));
+    dense[0] + (offset - below).min(dense[1] - dense[0] - 1)
+}
+
 #[test]
 fn a_java_consumer_failing_over_from_precise_checkpoints_rereads_at_most_the_sync_spacing() {
     let started = Instant::now();
@@ -113,22 +128,6 @@ fn a_java_consumer_failing_over_from_precise_checkpoints_rereads_at_most_the_syn
         java.produce(source, &topic, 1, RECORDS),
         "producing to the source",
     );
-    // One group per lag and mode, all committed on the source before MM2 runs.
-    let group = |mode: &str, lag: i64| format!("{topic}-{mode}-{lag}");
-    let source_client = common::client(c.source());
-    for mode in ["precise", "mm2"] {
-        for lag in LAGS {
-            let offsets = BTreeMap::from([(
-                TopicPartition::new(&topic, 0),
-                CommittedOffset::new(end - lag, ""),
-            )]);
-            ok(
-                rt.block_on(source_client.commit_group_offsets(&group(mode, lag), &offsets)),
-                "committing a source group",
-            );
-        }
-    }
-
     // The real MM2 mirrors the topic and writes its offset syncs; its
     // checkpoint connector is refused, so every checkpoint below is ours.
     let mut config = Mm2Config::new(&topic, &format!("{topic}-.*")).without_checkpoints();
@@ -181,6 +180,36 @@ fn a_java_consumer_failing_over_from_precise_checkpoints_rereads_at_most_the_syn
         SPACING + 1
     );
 
+    // Where the groups commit: about `lag` behind the end, moved down into
+    // the nearest stretch where MM2 wrote its syncs at the spacing if a gap
+    // of its is there; and, if MM2 left gaps, one more group in the middle of
+    // the widest, where precise mode can only be as fine as MM2's syncs.
+    let mut placed: Vec<(String, i64)> = LAGS
+        .iter()
+        .map(|&lag| (lag.to_string(), place(&history, end - lag)))
+        .collect();
+    if let Some(w) = history
+        .windows(2)
+        .filter(|w| w[1] - w[0] > SPACING + 1)
+        .max_by_key(|w| w[1] - w[0])
+    {
+        placed.push(("gap".to_owned(), (w[0] + w[1]) / 2));
+    }
+    let group = |mode: &str, label: &str| format!("{topic}-{mode}-{label}");
+    let source_client = common::client(c.source());
+    for mode in ["precise", "mm2"] {
+        for (label, committed) in &placed {
+            let offsets = BTreeMap::from([(
+                TopicPartition::new(&topic, 0),
+                CommittedOffset::new(*committed, ""),
+            )]);
+            ok(
+                rt.block_on(source_client.commit_group_offsets(&group(mode, label), &offsets)),
+                "committing a source group",
+            );
+        }
+    }
+
     // Our checkpoints, one run per mode, each for its own groups.
     let dir = test_dir(&topic);
     for (mode, extra) in [("precise", PRECISE), ("mm2", "")] {
@@ -197,16 +226,20 @@ fn a_java_consumer_failing_over_from_precise_checkpoints_rereads_at_most_the_syn
     // Every group fails over.
     let groups: Vec<String> = ["precise", "mm2"]
         .iter()
-        .flat_map(|mode| LAGS.iter().map(|&lag| group(mode, lag)))
+        .flat_map(|mode| placed.iter().map(|(label, _)| group(mode, label)))
         .collect();
     let resumed = fail_over(target, &remote, &groups);
     eprintln!("failover: {RECORDS} records, a sync every {SPACING}; records read again per lag:");
-    eprintln!("failover: {:>7} {:>8} {:>8}", "lag", "precise", "mm2");
-    for lag in LAGS {
-        let committed = end - lag;
+    eprintln!(
+        "failover: {:>6} {:>7} {:>8} {:>8}",
+        "group", "lag", "precise", "mm2"
+    );
+    for (label, committed) in &placed {
+        let (label, committed) = (label.as_str(), *committed);
+        let lag = end - committed;
         let mut reread = Vec::new();
         for mode in ["precise", "mm2"] {
-            let g = group(mode, lag);
+            let g = group(mode, label);
             let r = resumed
                 .get(&g)
                 .unwrap_or_else(|| panic!("{g}: translateOffsets gave nothing"));
@@ -226,6 +259,7 @@ fn a_java_consumer_failing_over_from_precise_checkpoints_rereads_at_most_the_syn
             "lag {lag}: precise mode re-reads {precise}, not {expected} (MM2's syncs {below} and {above:?})"
         );
         let dense = above.is_none_or(|a| a - below <= SPACING + 1);
+        assert!(dense || label == "gap", "{label}: placed in a gap");
         if dense {
             assert!(
                 expected < SPACING,
@@ -238,7 +272,9 @@ fn a_java_consumer_failing_over_from_precise_checkpoints_rereads_at_most_the_syn
             "lag {lag}: precise re-reads {precise}, more than mm2's {mm2_mode}"
         );
         let between = above.map_or_else(|| format!("{below}.."), |a| format!("{below}..{a}"));
-        eprintln!("failover: {lag:>7} {precise:>8} {mm2_mode:>8}   (MM2's syncs {between})");
+        eprintln!(
+            "failover: {label:>6} {lag:>7} {precise:>8} {mm2_mode:>8}   (MM2's syncs {between})"
+        );
     }
     drop(mm2);
     eprintln!("failover: wall time {:?}", started.elapsed());
