@@ -205,5 +205,8 @@ fn reread_after_failover_against_lag_real_mm2_beside_ours() {
     println!("reread: wall time {:?}", started.elapsed());
     // Our default mode is MM2's store: the same answer as MM2's own
     // checkpoint connector for the same group.
-    assert!(differ.is_empty(), "ours (mm2 mode) differs from MM2: {differ:?}");
+    assert!(
+        differ.is_empty(),
+        "ours (mm2 mode) differs from MM2: {differ:?}"
+    );
 }
