@@ -7,7 +7,10 @@
 //! cargo test --release -p mm2-checkpoint --test reread_real_mm2 -- --ignored --nocapture
 //! ```
 //!
-//! (`REREAD_RECORDS=N` mirrors N records instead of 1,000,010.)
+//! (`REREAD_RECORDS=N` mirrors N records instead of 1,000,010.) By default the
+//! records are all on the source before MM2 starts, a backlog; with
+//! `REREAD_PACE=R` MM2 starts first and mirrors a live stream of R records a
+//! second (batches of 100).
 //!
 //! MM2 4.1.1 mirrors a fresh one-partition topic (an identity mirror, so a
 //! group's true downstream position is its committed offset) with
@@ -27,11 +30,13 @@ mod interop_support;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use e2e::java::helpers;
 use e2e::mm2::{CHECKPOINTS_TOPIC, Mm2Config, Mm2Process, remote_topic};
 use e2e::{Listener, clusters, unique_name};
 use interop_support::{ok, our_config, run_once, test_dir};
-use kafka_lite::{IsolationLevel, OffsetSpec};
+use kafka_lite::records::ProducerRecord;
+use kafka_lite::{IsolationLevel, OffsetSpec, ProduceOptions};
 use mm2_checkpoint::core::{CommittedOffset, TopicPartition};
 
 const SPACING: i64 = 100;
@@ -53,6 +58,9 @@ fn reread_after_failover_against_lag_real_mm2_beside_ours() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1_000_010);
+    let pace: Option<u64> = std::env::var("REREAD_PACE")
+        .ok()
+        .and_then(|v| v.parse().ok());
     let started = Instant::now();
     let c = clusters();
     let rt = common::rt();
@@ -62,18 +70,65 @@ fn reread_after_failover_against_lag_real_mm2_beside_ours() {
     let remote = remote_topic(&topic);
     let end = records;
 
-    ok(
-        helpers().produce(source, &topic, 1, u32::try_from(records).expect("records")),
-        "producing to the source",
-    );
-    let produced = started.elapsed();
     let mut config = Mm2Config::new(&topic, &format!("{topic}-ref-.*"));
     config.offset_lag_max = SPACING as u64;
-    let mut mm2 = ok(
-        Mm2Process::start_replicating(c, &config, BUDGET),
-        "starting MirrorMaker 2 and its replication task",
-    );
-    let mm2_started = Instant::now();
+    let source_client = common::client(c.source());
+    let (mut mm2, produced, mm2_started) = match pace {
+        None => {
+            // A backlog: every record is there before MM2 starts.
+            ok(
+                helpers().produce(source, &topic, 1, u32::try_from(records).expect("records")),
+                "producing to the source",
+            );
+            let produced = started.elapsed();
+            let mm2 = ok(
+                Mm2Process::start_replicating(c, &config, BUDGET),
+                "starting MirrorMaker 2 and its replication task",
+            );
+            (mm2, produced, Instant::now())
+        }
+        Some(per_second) => {
+            // A live stream: MM2 runs first, then batches of 100 records
+            // arrive at `per_second`.
+            ok(
+                rt.block_on(source_client.create_topic(&topic, 1, 1, &[])),
+                "creating the source topic",
+            );
+            let mm2 = ok(
+                Mm2Process::start_replicating(c, &config, BUDGET),
+                "starting MirrorMaker 2 and its replication task",
+            );
+            let mm2_started = Instant::now();
+            let kafka = ok(rt.block_on(source_client.kafka()), "source client");
+            let batch = 100;
+            let interval = Duration::from_secs_f64(batch as f64 / per_second as f64);
+            let t0 = Instant::now();
+            let mut next = 0;
+            while next < end {
+                let upto = (next + batch).min(end);
+                let timestamp = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis() as i64);
+                let records: Vec<ProducerRecord> = (next..upto)
+                    .map(|i| ProducerRecord {
+                        timestamp,
+                        key: Some(Bytes::from(format!("key-0-{i}"))),
+                        value: Some(Bytes::from(format!("value-0-{i}"))),
+                        headers: Vec::new(),
+                    })
+                    .collect();
+                let base = ok(
+                    rt.block_on(kafka.produce(&topic, 0, &records, &ProduceOptions::default())),
+                    "producing to the source",
+                );
+                assert_eq!(base, next, "offsets are the record numbers");
+                next = upto;
+                let due = t0 + interval * u32::try_from(next / batch).expect("batches");
+                std::thread::sleep(due.saturating_duration_since(Instant::now()));
+            }
+            (mm2, t0.elapsed(), mm2_started)
+        }
+    };
     let target_client = common::client(c.target());
     let target_kafka = ok(rt.block_on(target_client.kafka()), "target client");
     let mirrored = || {
@@ -111,7 +166,6 @@ fn reread_after_failover_against_lag_real_mm2_beside_ours() {
     // The groups, committed once everything is mirrored and synced.
     let lags: Vec<i64> = LAGS.iter().copied().filter(|&l| l < end).collect();
     let group = |side: &str, lag: i64| format!("{topic}-{side}-{lag}");
-    let source_client = common::client(c.source());
     for side in ["ref", "mm2", "precise"] {
         for &lag in &lags {
             let offsets = BTreeMap::from([(
@@ -161,8 +215,9 @@ fn reread_after_failover_against_lag_real_mm2_beside_ours() {
     drop(mm2);
 
     println!(
-        "reread: {records} records, produced in {produced:?}, mirrored by MM2 in {mirror_time:?}; \
+        "reread: {records} records ({}), produced in {produced:?}, mirrored by MM2 in {mirror_time:?}; \
          {} offset syncs, {wide} gaps wider than {} (widest {widest}); ours: mm2 mode {:?}, precise {:?}",
+        pace.map_or_else(|| "a backlog".to_owned(), |r| format!("live, {r} a second")),
         history.len(),
         SPACING + 1,
         our_time["mm2"],
