@@ -9,8 +9,9 @@
 //! - `cargo xtask dist`, `dist-test`: static musl release binaries (see [`dist`]).
 //! - `cargo xtask image`: a `FROM scratch` OCI image of them (see [`oci`]).
 //! - `cargo xtask bench [mm2]`: criterion benches, and the side-by-side
-//!   benchmark against MirrorMaker 2, and `bench latency`, commit → checkpoint
-//!   delays (see [`perf::bench`]).
+//!   benchmark against MirrorMaker 2, `bench latency`, commit → checkpoint
+//!   delays, and `bench reread`, the re-read after a failover against lag
+//!   (see [`perf::bench`]).
 //! - `cargo xtask soak`, `footprint`: the fault soak and the release
 //!   binary's memory and start-up figures (see [`perf`]).
 //! - `cargo xtask fuzz [--seconds N] [TARGET...]`: every cargo-fuzz target for
@@ -115,6 +116,11 @@ commands:
                     following __consumer_offsets, ours polling, MM2 at 1 s and
                     60 s, one after the other; replay speed, RSS and CPU of the
                     follower; raw JSON in target/bench/. See docs/benchmarks.md
+  bench reread [--records 1000010] [--pace RECORDS_PER_SECOND]
+                    the re-read after a failover against lag with the real
+                    MirrorMaker 2's own checkpoints beside ours in both modes
+                    (the ignored test tests/reread_real_mm2.rs; without --pace
+                    MM2 mirrors a backlog); table on stdout. See docs/benchmarks.md
   help              this text
 
 environment:

@@ -1,4 +1,5 @@
-//! `cargo xtask bench [-- ARGS]`, `cargo xtask bench mm2 [...]` and `cargo xtask bench latency [...]`.
+//! `cargo xtask bench [-- ARGS]`, `cargo xtask bench mm2 [...]`, `cargo xtask bench latency [...]`
+//! and `cargo xtask bench reread [...]`.
 //!
 //! The first runs the workspace's criterion benches (`cargo bench --workspace
 //! ARGS`) with the test clusters up (the OffsetFetch bench needs them).
@@ -36,6 +37,11 @@
 //! syncs and measures how long each implementation takes to read it, against
 //! a run with an empty one.
 //!
+//! The fourth, `bench reread`, runs the ignored integration test
+//! `crates/mm2-checkpoint/tests/reread_real_mm2.rs` against the bench's
+//! clusters: the real MirrorMaker 2 mirrors about a million records and
+//! checkpoints groups at lags 100 to 10^6 beside ours in both modes.
+//!
 //! Every process started here is killed when its guard drops, also on errors.
 
 mod args;
@@ -70,7 +76,8 @@ usage: cargo xtask bench [-- CRITERION ARGS]
        cargo xtask bench latency [--quick] [--groups 1000] [--partitions 10]
                              [--seconds 60] [--sides follow,poll,mm2-1s,mm2-60s]
                              [--heavy-groups 2000] [--big-groups 10000]
-                             [--big-seconds 20] [--keep-topics] [--out FILE]";
+                             [--big-seconds 20] [--keep-topics] [--out FILE]
+       cargo xtask bench reread [--records 1000010] [--pace RECORDS_PER_SECOND]";
 
 /// Entry point of `cargo xtask bench ...`.
 pub fn run(root: &Path, args: &[&str]) -> Result<ExitCode> {
@@ -85,6 +92,7 @@ pub fn run(root: &Path, args: &[&str]) -> Result<ExitCode> {
             latency::run(root, &args)?;
             Ok(ExitCode::SUCCESS)
         }
+        ["reread", rest @ ..] => reread(root, rest),
         [] => criterion(root, &[]),
         ["--", extra @ ..] => criterion(root, extra),
         _ => bail!(
@@ -118,6 +126,45 @@ fn criterion(root: &Path, extra: &[&str]) -> Result<ExitCode> {
         ExitCode::SUCCESS
     } else {
         eprintln!("bench: `cargo bench --workspace` failed ({status})");
+        ExitCode::FAILURE
+    })
+}
+
+/// `cargo xtask bench reread [--records N] [--pace R]`: the ignored test
+/// `reread_real_mm2` with `REREAD_RECORDS` and `REREAD_PACE` set from the
+/// options.
+fn reread(root: &Path, args: &[&str]) -> Result<ExitCode> {
+    let mut env_vars: Vec<(&str, String)> = Vec::new();
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        let name = match *arg {
+            "--records" => "REREAD_RECORDS",
+            "--pace" => "REREAD_PACE",
+            other => bail!("unknown argument `{other}` for `bench reread`\n\n{USAGE}"),
+        };
+        let value = rest
+            .next()
+            .with_context(|| format!("`bench reread {arg}` needs a number"))?;
+        let n: u64 = value
+            .parse()
+            .ok()
+            .filter(|&n| n > 0)
+            .with_context(|| format!("`bench reread {arg} {value}`: not a positive number"))?;
+        env_vars.push((name, n.to_string()));
+    }
+    let env = ClusterEnv::acquire(root)?;
+    let status = Command::new(cargo())
+        .args(["test", "-p", "mm2-checkpoint", "--test", "reread_real_mm2"])
+        .args(["--", "--ignored", "--nocapture"])
+        .envs(env_vars)
+        .env("MM2_CLUSTERS_FILE", &env.path)
+        .current_dir(root)
+        .status()
+        .context("running the reread_real_mm2 test")?;
+    Ok(if status.success() {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("bench: reread_real_mm2 failed ({status})");
         ExitCode::FAILURE
     })
 }
