@@ -704,3 +704,69 @@ async fn a_precise_flow_keeps_its_history_in_the_sync_history_topic_across_compa
         Some(&("lagging".to_owned(), 0, 6_150, 6_101))
     );
 }
+
+/// The gauge line of `reason` in `metrics`, as its value.
+fn untranslatable(metrics: &str, reason: &str) -> u64 {
+    let label = format!("reason=\"{reason}\"");
+    let line = metrics
+        .lines()
+        .find(|l| l.starts_with("mm2_checkpoint_untranslatable_partitions") && l.contains(&label))
+        .unwrap_or_else(|| panic!("no {reason} gauge:\n{metrics}"));
+    line.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+/// A periodic round over more groups than one window plans and produces every
+/// window (each group once, in group order), skips only the refused group, and
+/// sets the skip gauges to the sum over all windows, once.
+#[tokio::test]
+async fn a_round_over_several_windows_emits_every_group_and_sums_the_skips() {
+    use super::emit::ROUND_WINDOW_GROUPS;
+    let (ctx, source, target) = flow("");
+    source.append(&ctx.syncs_topic, vec![sync_record(0, 0)]);
+    let n = 2 * ROUND_WINDOW_GROUPS + 7;
+    let names: Vec<String> = (0..n).map(|i| format!("g{i:05}")).collect();
+    for name in &names {
+        // Partition 0 translates (a sync at 0), partition 1 has no sync.
+        let offsets = BTreeMap::from([
+            (
+                TopicPartition::new("t", 0),
+                Some(CommittedOffset::new(0, "")),
+            ),
+            (
+                TopicPartition::new("t", 1),
+                Some(CommittedOffset::new(5, "")),
+            ),
+        ]);
+        source.mem().groups.insert(name.clone(), offsets);
+    }
+    let refused = names[ROUND_WINDOW_GROUPS + 3].clone();
+    source.mem().groups.remove(&refused);
+    source.mem().denied.insert(refused.clone());
+    let mut state = ctx.start().await.unwrap_or_else(|e| panic!("{e}"));
+    state.groups = names.clone();
+    let summary = ctx.emit_round(&mut state).await.unwrap();
+    assert_eq!((summary.emitted, summary.skipped), (n - 1, n - 1));
+    let written: Vec<String> = checkpoints_written(&target, &ctx.checkpoints_topic)
+        .into_iter()
+        .map(|(group, partition, _, _)| {
+            assert_eq!(partition, 0);
+            group
+        })
+        .collect();
+    let expected: Vec<String> = names.iter().filter(|g| **g != refused).cloned().collect();
+    assert_eq!(written, expected);
+    let metrics = ctx.metrics.encode_prometheus().unwrap();
+    assert_eq!(untranslatable(&metrics, "no_sync"), (n - 1) as u64);
+    assert_eq!(untranslatable(&metrics, "suppressed"), 0);
+    // Nothing moved: the next round writes nothing, and the gauges move over
+    // to "not more recent" for every window.
+    let summary = ctx.emit_round(&mut state).await.unwrap();
+    assert_eq!((summary.emitted, summary.skipped), (0, 2 * (n - 1)));
+    let metrics = ctx.metrics.encode_prometheus().unwrap();
+    assert_eq!(untranslatable(&metrics, "no_sync"), (n - 1) as u64);
+    assert_eq!(untranslatable(&metrics, "suppressed"), (n - 1) as u64);
+    assert_eq!(
+        checkpoints_written(&target, &ctx.checkpoints_topic).len(),
+        n - 1
+    );
+}
