@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 use kafka_lite::Error;
 use kafka_protocol::error::ResponseError;
 
-use crate::core::{Checkpoint, CheckpointRound, GroupOffsets, SkipCounts, SkipReason};
+use crate::core::{
+    Checkpoint, CheckpointRound, FollowedOffsets, GroupOffsets, SkipCounts, SkipReason,
+};
 use crate::metrics::UntranslatableReason;
 
 use super::super::kafka::{OutRecord, error_label};
@@ -95,6 +97,31 @@ impl<C: FlowCluster> FlowContext<C> {
         self.write_archive(state).await;
         Ok(summary)
     }
+    /// One emission round over every group of `state.groups`, planned from
+    /// the commit follower's view instead of OffsetFetch: the first round after
+    /// the follower's initial replay (docs/commit-follower.md section 3, "The
+    /// first round"). The same windows, plan, produce, gauges and metrics as
+    /// [`emit_round`](Self::emit_round).
+    pub async fn emit_round_from_view(
+        &self,
+        state: &mut FlowState,
+        view: &FollowedOffsets,
+    ) -> Result<RoundSummary, StepError> {
+        let started = Instant::now();
+        let mut done = WindowDone::default();
+        let n = state.groups.len();
+        let mut from = 0;
+        while from < n {
+            let to = (from + ROUND_WINDOW_GROUPS).min(n);
+            let window = view.offsets_of(state.groups[from..to].iter().map(String::as_str));
+            from = to;
+            done.add(self.plan_window(state, window, true).await?);
+        }
+        let summary = self.finish_round(&done, started);
+        self.write_archive(state).await;
+        Ok(summary)
+    }
+
     /// The groups OffsetFetch answered, by name; a group it refused or failed
     /// is logged and counted, and skipped this round.
     fn answered_groups(

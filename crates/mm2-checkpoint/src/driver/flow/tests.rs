@@ -770,3 +770,58 @@ async fn a_round_over_several_windows_emits_every_group_and_sums_the_skips() {
         n - 1
     );
 }
+
+/// The first round of a following flow plans from the follower's view: over
+/// several windows it writes what a round by OffsetFetch of the same committed
+/// offsets writes, with the same summary and gauges.
+#[tokio::test]
+async fn a_round_from_the_followers_view_writes_what_offset_fetch_would() {
+    use super::emit::ROUND_WINDOW_GROUPS;
+    use crate::core::FollowedOffsets;
+    use crate::core::consumer_offsets::{OffsetCommitValue, OffsetsRecord};
+    let n = ROUND_WINDOW_GROUPS + 11;
+    let names: Vec<String> = (0..n).map(|i| format!("g{i:05}")).collect();
+    let mut outcomes = Vec::new();
+    for from_view in [false, true] {
+        let (ctx, source, target) = flow("");
+        source.append(
+            &ctx.syncs_topic,
+            vec![sync_record(0, 0), sync_record(50, 40)],
+        );
+        let mut view = FollowedOffsets::new(ctx.group_filter.clone(), ctx.topic_filter.clone());
+        for (i, name) in names.iter().enumerate() {
+            let offset = (i % 3) as i64 * 30;
+            for partition in [0, 1] {
+                view.apply(OffsetsRecord::OffsetCommit {
+                    group: name.clone(),
+                    topic_partition: TopicPartition::new("t", partition),
+                    value: Some(OffsetCommitValue {
+                        offset,
+                        leader_epoch: None,
+                        metadata: format!("m{i}"),
+                        commit_timestamp: 0,
+                        expire_timestamp: None,
+                    }),
+                });
+            }
+        }
+        view.clear_changed();
+        source.mem().groups = view.groups();
+        let mut state = ctx.start().await.unwrap_or_else(|e| panic!("{e}"));
+        state.groups = view.group_names().map(str::to_owned).collect();
+        let summary = if from_view {
+            ctx.emit_round_from_view(&mut state, &view).await.unwrap()
+        } else {
+            ctx.emit_round(&mut state).await.unwrap()
+        };
+        let metrics = ctx.metrics.encode_prometheus().unwrap();
+        outcomes.push((
+            (summary.emitted, summary.skipped),
+            checkpoints_written(&target, &ctx.checkpoints_topic),
+            untranslatable(&metrics, "no_sync"),
+        ));
+    }
+    // Partition 0 translates, partition 1 has no sync.
+    assert_eq!(outcomes[0].0, (n, n));
+    assert_eq!(outcomes[0], outcomes[1]);
+}
