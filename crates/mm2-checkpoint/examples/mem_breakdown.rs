@@ -134,13 +134,42 @@ fn main() {
             });
         }
     }
-    view.take_changed();
+    view.clear_changed();
     report("follower: groups' committed offsets (kept)", s, entries);
     let s = snap();
     let group_list: Vec<String> = view.group_names().map(str::to_owned).collect();
     report("flow: list of groups for OffsetFetch (kept)", s, entries);
 
-    // The OffsetFetch answers of one round, as the driver builds them.
+    // The OffsetFetch answers of one window of a round (the driver plans each
+    // window of 2,000 groups as its answers arrive, with the next window in
+    // flight), then, for the planning figures below, of every group at once.
+    let s = snap();
+    let window: BTreeMap<String, GroupOffsets> = group_list
+        .iter()
+        .take(2_000)
+        .map(|g| {
+            let offsets = tps
+                .iter()
+                .map(|tp| {
+                    let c = CommittedOffset {
+                        offset: 1_000,
+                        metadata: String::new(),
+                    };
+                    (tp.clone(), Some(c))
+                })
+                .collect();
+            (g.clone(), offsets)
+        })
+        .collect();
+    report(
+        "round: one window's OffsetFetch answers (transient)",
+        s,
+        entries,
+    );
+    drop(window);
+
+    // The OffsetFetch answers of every group at once (not held by the driver
+    // since the windows; kept here to plan a whole round at once).
     let s = snap();
     let fetched: BTreeMap<String, GroupOffsets> = group_list
         .iter()
@@ -158,7 +187,7 @@ fn main() {
             (g.clone(), offsets)
         })
         .collect();
-    report("round: OffsetFetch answers (transient)", s, entries);
+    report("round: all OffsetFetch answers (harness only)", s, entries);
 
     // The round's checkpoints, planned by the core on an empty store.
     let cp_flow = Flow::new("source", "target");

@@ -19,7 +19,7 @@
 //! the coordinator tombstones each offset of a deleted group, and a classic group
 //! converted to a KIP-848 group loses its metadata record but keeps its offsets.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use super::consumer_offsets::OffsetsRecord;
@@ -45,31 +45,104 @@ pub enum Applied {
     Other,
 }
 
-/// One group's commit for one partition; the topic name is shared with every
-/// other commit of that topic.
+/// A commit as the view keeps it: the metadata boxed (no capacity word, and
+/// no allocation when empty, as it nearly always is).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Stored {
+    offset: i64,
+    metadata: Box<str>,
+}
+
+/// One group's commit for one partition: 32 bytes, the topic by its id in
+/// the view's [`Topics`].
 #[derive(Clone, Debug)]
 struct Commit {
-    topic: Arc<str>,
+    topic: u32,
     partition: i32,
-    commit: Option<CommittedOffset>,
+    commit: Option<Stored>,
 }
 
-/// A group's commits, sorted by topic then partition (the order of
-/// [`GroupOffsets`]). A vector of compact entries rather than a map with a
-/// topic name per entry: the view holds one per group and partition.
+/// A group's commits, sorted by topic id then partition. A vector of compact
+/// entries rather than a map with a topic name per entry: the view holds one
+/// per group and partition.
 type Commits = Vec<Commit>;
 
-fn position(commits: &Commits, tp: &TopicPartition) -> Result<usize, usize> {
-    commits.binary_search_by(|c| (&*c.topic, c.partition).cmp(&(tp.topic.as_str(), tp.partition)))
+fn position(commits: &Commits, topic: u32, partition: i32) -> Result<usize, usize> {
+    commits.binary_search_by(|c| (c.topic, c.partition).cmp(&(topic, partition)))
 }
 
-fn to_group_offsets(commits: &Commits) -> GroupOffsets {
+/// The topic names the view's commits hold, each once, by id, with the number
+/// of commits holding it (a name no commit holds any more is forgotten and its
+/// id reused).
+#[derive(Clone, Debug, Default)]
+struct Topics {
+    names: Vec<Option<(Arc<str>, usize)>>,
+    ids: HashMap<Arc<str>, u32>,
+    free: Vec<u32>,
+}
+
+impl Topics {
+    fn id(&self, name: &str) -> Option<u32> {
+        self.ids.get(name).copied()
+    }
+
+    fn name(&self, id: u32) -> &str {
+        self.names
+            .get(id as usize)
+            .and_then(Option::as_ref)
+            .map_or("", |(name, _)| &**name)
+    }
+
+    /// The id of `name`, counting one more commit holding it.
+    fn hold(&mut self, name: &str) -> u32 {
+        if let Some(id) = self.id(name)
+            && let Some(Some((_, n))) = self.names.get_mut(id as usize)
+        {
+            *n += 1;
+            return id;
+        }
+        let shared: Arc<str> = Arc::from(name);
+        let slot = Some((Arc::clone(&shared), 1));
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.names[id as usize] = slot;
+                id
+            }
+            None => {
+                self.names.push(slot);
+                u32::try_from(self.names.len() - 1).unwrap_or(u32::MAX)
+            }
+        };
+        self.ids.insert(shared, id);
+        id
+    }
+
+    /// One commit fewer holds `id`; the name is forgotten with the last.
+    fn release(&mut self, id: u32) {
+        if let Some(slot) = self.names.get_mut(id as usize)
+            && let Some((name, n)) = slot
+        {
+            *n -= 1;
+            if *n == 0 {
+                self.ids.remove(&**name);
+                *slot = None;
+                self.free.push(id);
+            }
+        }
+    }
+}
+
+fn to_group_offsets(commits: &Commits, topics: &Topics) -> GroupOffsets {
     commits
         .iter()
         .map(|c| {
+            let commit = c.commit.as_ref().map(|s| CommittedOffset {
+                offset: s.offset,
+                metadata: s.metadata.to_string(),
+            });
             (
-                TopicPartition::new(&*c.topic, c.partition),
-                c.commit.clone(),
+                TopicPartition::new(topics.name(c.topic), c.partition),
+                commit,
             )
         })
         .collect()
@@ -83,8 +156,8 @@ pub struct FollowedOffsets {
     topic_filter: TopicFilter,
     /// Each group's commits; the key is the one shared copy of the group's name.
     groups: BTreeMap<Arc<str>, Commits>,
-    /// One shared copy of each topic name a commit holds.
-    topics: HashSet<Arc<str>>,
+    /// Each topic name a commit holds, once, by id.
+    topics: Topics,
     /// Groups whose classic metadata names a protocol type other than `consumer`.
     not_consumer: BTreeSet<String>,
     /// Groups changed since [`FollowedOffsets::take_changed`].
@@ -101,7 +174,7 @@ impl FollowedOffsets {
             group_filter,
             topic_filter,
             groups: BTreeMap::new(),
-            topics: HashSet::new(),
+            topics: Topics::default(),
             not_consumer: BTreeSet::new(),
             changed: BTreeSet::new(),
             by_partition: HashMap::new(),
@@ -148,26 +221,28 @@ impl FollowedOffsets {
                 }
                 match value {
                     Some(v) => {
-                        let commit = CommittedOffset {
-                            offset: v.offset,
-                            metadata: v.metadata,
-                        };
                         // Kafka's OffsetFetch answers -1 as "no offset"; the round
                         // takes that as `None` (a null offset).
-                        let commit = (commit.offset >= 0).then_some(commit);
+                        let commit = (v.offset >= 0).then(|| Stored {
+                            offset: v.offset,
+                            metadata: v.metadata.into_boxed_str(),
+                        });
                         let name = self.group_name(&group);
                         let commits = self.groups.entry(Arc::clone(&name)).or_default();
-                        match position(commits, &topic_partition) {
-                            Ok(i) if commits[i].commit == commit => return Applied::Unchanged,
-                            Ok(i) => commits[i].commit = commit,
-                            Err(i) => {
-                                let topic = match self.topics.get(topic_partition.topic.as_str()) {
-                                    Some(t) => Arc::clone(t),
-                                    None => {
-                                        let t: Arc<str> = Arc::from(topic_partition.topic.as_str());
-                                        self.topics.insert(Arc::clone(&t));
-                                        t
-                                    }
+                        let partition = topic_partition.partition;
+                        let found = self
+                            .topics
+                            .id(&topic_partition.topic)
+                            .map(|t| position(commits, t, partition));
+                        match found {
+                            Some(Ok(i)) if commits[i].commit == commit => {
+                                return Applied::Unchanged;
+                            }
+                            Some(Ok(i)) => commits[i].commit = commit,
+                            _ => {
+                                let topic = self.topics.hold(&topic_partition.topic);
+                                let i = match position(commits, topic, partition) {
+                                    Ok(i) | Err(i) => i,
                                 };
                                 // Grow by an eighth, not double: groups stop
                                 // growing soon, and doubling leaves up to half unused.
@@ -178,7 +253,7 @@ impl FollowedOffsets {
                                     i,
                                     Commit {
                                         topic,
-                                        partition: topic_partition.partition,
+                                        partition,
                                         commit,
                                     },
                                 );
@@ -192,11 +267,14 @@ impl FollowedOffsets {
                         Applied::Committed
                     }
                     None => {
+                        let Some(topic) = self.topics.id(&topic_partition.topic) else {
+                            return Applied::Ignored;
+                        };
                         let Some((name, commits)) = self.groups.get_key_value(group.as_str())
                         else {
                             return Applied::Ignored;
                         };
-                        let Ok(i) = position(commits, &topic_partition) else {
+                        let Ok(i) = position(commits, topic, topic_partition.partition) else {
                             return Applied::Ignored;
                         };
                         let name = Arc::clone(name);
@@ -206,6 +284,7 @@ impl FollowedOffsets {
                                 self.groups.remove(&*name);
                             }
                         }
+                        self.topics.release(topic);
                         self.unlink(&topic_partition, &name);
                         self.changed.insert(name);
                         Applied::Removed
@@ -215,14 +294,12 @@ impl FollowedOffsets {
         }
     }
 
-    /// Removes `group` from the groups of `tp`; forgets the topic's name when
-    /// no commit holds it any more.
+    /// Removes `group` from the groups of `tp`.
     fn unlink(&mut self, tp: &TopicPartition, group: &str) {
         if let Some(gs) = self.by_partition.get_mut(tp) {
             gs.remove(group);
             if gs.is_empty() {
                 self.by_partition.remove(tp);
-                self.topics.retain(|t| Arc::strong_count(t) > 1);
             }
         }
     }
@@ -230,8 +307,9 @@ impl FollowedOffsets {
     fn remove_group(&mut self, group: &str) {
         if let Some((name, commits)) = self.groups.remove_entry(group) {
             for c in &commits {
-                let tp = TopicPartition::new(&*c.topic, c.partition);
+                let tp = TopicPartition::new(self.topics.name(c.topic), c.partition);
                 self.unlink(&tp, group);
+                self.topics.release(c.topic);
             }
             self.changed.insert(name);
         }
@@ -273,7 +351,30 @@ impl FollowedOffsets {
             .into_iter()
             .filter_map(|g| {
                 let commits = self.groups.get(&*g)?;
-                Some((g.to_string(), to_group_offsets(commits)))
+                Some((g.to_string(), to_group_offsets(commits, &self.topics)))
+            })
+            .collect()
+    }
+
+    /// Forgets the changes without building their offsets (after the initial
+    /// replay every group counts as changed; copying them all to drop the copy
+    /// cost ~150 B per group-partition at the peak).
+    pub fn clear_changed(&mut self) {
+        self.changed.clear();
+    }
+
+    /// The offsets of `names` that the view keeps (a name it does not keep is
+    /// left out), in the shape an emission round takes: a window of a round
+    /// planned from the view.
+    pub fn offsets_of<'a>(
+        &self,
+        names: impl IntoIterator<Item = &'a str>,
+    ) -> BTreeMap<String, GroupOffsets> {
+        names
+            .into_iter()
+            .filter_map(|g| {
+                let commits = self.groups.get(g)?;
+                Some((g.to_owned(), to_group_offsets(commits, &self.topics)))
             })
             .collect()
     }
@@ -284,7 +385,7 @@ impl FollowedOffsets {
     pub fn groups(&self) -> BTreeMap<String, GroupOffsets> {
         self.groups
             .iter()
-            .map(|(g, commits)| (g.to_string(), to_group_offsets(commits)))
+            .map(|(g, commits)| (g.to_string(), to_group_offsets(commits, &self.topics)))
             .collect()
     }
 
@@ -360,6 +461,69 @@ mod tests {
         );
         assert!(v.groups().is_empty());
         assert_eq!(v.apply(commit("g", "t", 0, None)), Applied::Ignored);
+    }
+
+    #[test]
+    fn offsets_of_a_window_are_what_the_view_keeps_and_clearing_builds_nothing() {
+        let mut v = view();
+        v.apply(commit("a", "t", 1, Some(7)));
+        v.apply(commit("a", "t", 0, Some(5)));
+        v.apply(commit("b", "u", 0, Some(3)));
+        v.apply(commit("c", "t", 0, None));
+        assert!(v.has_changes());
+        v.clear_changed();
+        assert!(!v.has_changes());
+        assert!(v.take_changed().is_empty());
+        let all = v.groups();
+        let window = v.offsets_of(["a", "b", "c", "unknown"]);
+        assert_eq!(window, all, "a group the view does not keep is left out");
+        let one = v.offsets_of(["b"]);
+        assert_eq!(one.len(), 1);
+        assert_eq!(one["b"], all["b"]);
+    }
+
+    #[test]
+    fn topic_ids_are_shared_forgotten_with_their_last_commit_and_reused() {
+        assert_eq!(
+            std::mem::size_of::<Commit>(),
+            32,
+            "one entry per group-partition"
+        );
+        let mut v = view();
+        v.apply(commit("a", "t", 0, Some(1)));
+        v.apply(commit("b", "t", 1, Some(2)));
+        v.apply(commit("a", "u", 0, Some(3)));
+        assert_eq!(v.topics.ids.len(), 2);
+        assert_eq!(v.apply(commit("a", "t", 0, None)), Applied::Removed);
+        assert_eq!(v.topics.ids.len(), 2, "b still commits on t");
+        assert_eq!(v.apply(commit("b", "t", 1, None)), Applied::Removed);
+        assert_eq!(v.topics.id("t"), None, "no commit holds t any more");
+        assert_eq!(
+            v.apply(commit("b", "t", 1, None)),
+            Applied::Ignored,
+            "a tombstone for a forgotten topic"
+        );
+        // t's id is reused by w; u keeps its own.
+        v.apply(commit("c", "w", 4, Some(5)));
+        v.apply(commit("a", "t", 2, Some(6)));
+        assert_eq!(v.topics.names.len(), 3);
+        let groups = v.groups();
+        assert_eq!(
+            groups["a"].keys().cloned().collect::<Vec<_>>(),
+            [TopicPartition::new("t", 2), TopicPartition::new("u", 0)]
+        );
+        assert_eq!(
+            groups["c"][&TopicPartition::new("w", 4)],
+            Some(CommittedOffset::new(5, ""))
+        );
+        assert!(!groups.contains_key("b"));
+        v.apply(metadata("a", Some("connect")));
+        assert_eq!(
+            v.topics.id("u"),
+            None,
+            "a group left out releases its topics"
+        );
+        assert_eq!(v.groups().len(), 1);
     }
 
     #[test]

@@ -37,5 +37,5 @@ pub use group_sync::{
 };
 pub use policy::{Flow, OffsetSyncsLocation, ReplicationPolicy};
 pub use round::{
-    CheckpointRound, CommittedOffset, CountedPlan, GroupOffsets, RoundPlan, SkipReason,
+    CheckpointRound, CommittedOffset, CountedPlan, GroupOffsets, RoundPlan, SkipCounts, SkipReason,
 };

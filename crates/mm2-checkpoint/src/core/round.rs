@@ -138,6 +138,18 @@ impl RoundPlan {
 }
 
 impl SkipCounts {
+    /// Adds `other`'s counts to these (a round planned in windows of groups
+    /// sums its windows' counts).
+    pub fn merge(&mut self, other: &SkipCounts) {
+        self.filtered += other.filtered;
+        self.conflict += other.conflict;
+        self.null_offset += other.null_offset;
+        self.not_ready += other.not_ready;
+        self.no_sync += other.no_sync;
+        self.too_old += other.too_old;
+        self.not_more_recent += other.not_more_recent;
+    }
+
     /// Counts one partition skipped for `reason`.
     fn add(&mut self, reason: &SkipReason) {
         let n = match reason {
@@ -796,6 +808,40 @@ mod tests {
                 .cloned()
                 .collect();
             prop_assert_eq!(counted.conflicts, conflicts);
+        }
+
+        /// Planning the groups in windows (as the driver's periodic round does,
+        /// one window per few OffsetFetch answers) decides what planning them
+        /// at once does: the windows' checkpoints and conflicts in order, and
+        /// their counts summed.
+        #[test]
+        fn planning_in_windows_matches_planning_at_once(
+            input in proptest::collection::btree_map(
+                "g[a-e]",
+                proptest::collection::btree_map(
+                    (proptest::sample::select(vec!["x", "S.x", "T.x", "T.S.x", "a", "__c", "T.a"]), 0..3i32)
+                        .prop_map(|(t, p)| TopicPartition::new(t, p)),
+                    proptest::option::of((0..50i64).prop_map(|o| CommittedOffset { offset: o, metadata: String::new() })),
+                    0..8,
+                ),
+                0..6,
+            ),
+            window in 1..4usize,
+            shift in -5..5i64,
+        ) {
+            let f = Fixture::new();
+            let store = store_with(20, 10);
+            let whole = f.round().plan_counted(&ShiftBy(shift), &store, &input);
+            let entries: Vec<_> = input.into_iter().collect();
+            let mut windowed = CountedPlan::default();
+            for chunk in entries.chunks(window) {
+                let part: BTreeMap<_, _> = chunk.iter().cloned().collect();
+                let mut plan = f.round().plan_counted(&ShiftBy(shift), &store, &part);
+                windowed.checkpoints.append(&mut plan.checkpoints);
+                windowed.conflicts.append(&mut plan.conflicts);
+                windowed.counts.merge(&plan.counts);
+            }
+            prop_assert_eq!(windowed, whole);
         }
     }
 }

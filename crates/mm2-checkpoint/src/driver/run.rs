@@ -582,7 +582,13 @@ async fn run_loop<'a>(
             }
             // Catch up with the offset syncs before translating.
             let r = match ctx.poll_syncs(state).await {
-                Ok(_) => ctx.emit_round(state).await,
+                // The first round after the replay plans from the view, which
+                // holds every group's committed offsets; OffsetFetch stays the
+                // periodic safety net (docs/commit-follower.md section 3).
+                Ok(_) => match follower.as_ref() {
+                    Some(f) if first_round => ctx.emit_round_from_view(state, &f.view).await,
+                    _ => ctx.emit_round(state).await,
+                },
                 Err(e) => Err(e),
             };
             match r {

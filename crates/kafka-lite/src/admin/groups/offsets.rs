@@ -303,13 +303,19 @@ fn offsets_from_response(
     let partition =
         |group: &str, topic: &str, index, offset, epoch, metadata: &Option<StrBytes>, code| {
             let tp = TopicPartition::new(topic, index);
-            let context = format!("group {group:?}, topic-partition {tp}");
-            let result =
-                Error::check_code("OffsetFetch", code, context).map(|()| CommittedOffset {
-                    offset: (offset >= 0).then_some(offset),
-                    leader_epoch: optional(epoch),
-                    metadata: metadata.as_ref().map(|m| m.to_string()).unwrap_or_default(),
-                });
+            // The error's context only for an error: formatting it for every
+            // partition cost an allocation per group-partition of the answer.
+            let checked = if code == 0 {
+                Ok(())
+            } else {
+                let context = format!("group {group:?}, topic-partition {tp}");
+                Error::check_code("OffsetFetch", code, context)
+            };
+            let result = checked.map(|()| CommittedOffset {
+                offset: (offset >= 0).then_some(offset),
+                leader_epoch: optional(epoch),
+                metadata: metadata.as_ref().map(|m| m.to_string()).unwrap_or_default(),
+            });
             (tp, result)
         };
     let group_result = |group: &str, code: i16, offsets: GroupOffsets| {

@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 use kafka_lite::Error;
 use kafka_protocol::error::ResponseError;
 
-use crate::core::{Checkpoint, CheckpointRound, GroupOffsets, SkipReason};
+use crate::core::{
+    Checkpoint, CheckpointRound, FollowedOffsets, GroupOffsets, SkipCounts, SkipReason,
+};
 use crate::metrics::UntranslatableReason;
 
 use super::super::kafka::{OutRecord, error_label};
@@ -15,8 +17,48 @@ use super::{
     FlowCluster, FlowContext, FlowState, RoundSummary, StepError, is_group_denied, now_ms,
 };
 
+/// Groups planned together in a periodic round: the OffsetFetch answers of
+/// 10 requests of 200 groups. A round plans and produces each window as its
+/// answers arrive, while the next window's requests are in flight, so it holds
+/// two windows of answers at most instead of every group-partition of the flow
+/// (at 100,000 groups x 10 partitions, all answers at once were ~120 MB live and
+/// the allocator kept that peak; docs/benchmarks.md, issue 18).
+pub(super) const ROUND_WINDOW_GROUPS: usize = 2_000;
+
+/// What planning and producing one window of groups did.
+#[derive(Default)]
+struct WindowDone {
+    counts: SkipCounts,
+    emitted: usize,
+}
+
+impl WindowDone {
+    fn add(&mut self, other: WindowDone) {
+        self.counts.merge(&other.counts);
+        self.emitted += other.emitted;
+    }
+
+    fn skipped(&self) -> usize {
+        let c = &self.counts;
+        (c.filtered
+            + c.conflict
+            + c.null_offset
+            + c.not_ready
+            + c.no_sync
+            + c.too_old
+            + c.not_more_recent) as usize
+    }
+}
+
 impl<C: FlowCluster> FlowContext<C> {
-    /// One emission round.
+    /// One emission round over every group of `state.groups`: OffsetFetch in
+    /// windows of [`ROUND_WINDOW_GROUPS`], each window planned and produced
+    /// while the next one's answers come. Planning is per group, so windows
+    /// decide what one plan of all groups would (a core property test checks
+    /// it); the skip gauges get the sum over windows, once, at the end. A group
+    /// whose OffsetFetch failed is skipped this round; a failed request for a
+    /// whole window (no connection to the source) fails the round, as a failed
+    /// produce does, after the windows before it were produced.
     pub async fn emit_round(&self, state: &mut FlowState) -> Result<RoundSummary, StepError> {
         let started = Instant::now();
         if state.groups.is_empty() {
@@ -27,7 +69,66 @@ impl<C: FlowCluster> FlowContext<C> {
             return Ok(RoundSummary::default());
         }
         let s = &self.source;
-        let fetched = self.step(s, "OffsetFetch", s.fetch_group_offsets(&state.groups).await)?;
+        let n = state.groups.len();
+        let mut from = ROUND_WINDOW_GROUPS.min(n);
+        let first = state.groups[..from].to_vec();
+        let mut fetched = self.step(s, "OffsetFetch", s.fetch_group_offsets(&first).await)?;
+        drop(first);
+        let mut done = WindowDone::default();
+        loop {
+            let answers = self.answered_groups(fetched);
+            if from >= n {
+                done.add(self.plan_window(state, answers, true).await?);
+                break;
+            }
+            let to = (from + ROUND_WINDOW_GROUPS).min(n);
+            let next = state.groups[from..to].to_vec();
+            from = to;
+            let (next_fetched, window) = tokio::join!(
+                s.fetch_group_offsets(&next),
+                self.plan_window(state, answers, true)
+            );
+            done.add(window?);
+            fetched = self.step(s, "OffsetFetch", next_fetched)?;
+        }
+        let summary = self.finish_round(&done, started);
+        // Once per round: the precise history's new syncs (docs/translation.md,
+        // "Restarts and compaction").
+        self.write_archive(state).await;
+        Ok(summary)
+    }
+    /// One emission round over every group of `state.groups`, planned from
+    /// the commit follower's view instead of OffsetFetch: the first round after
+    /// the follower's initial replay (docs/commit-follower.md section 3, "The
+    /// first round"). The same windows, plan, produce, gauges and metrics as
+    /// [`emit_round`](Self::emit_round).
+    pub async fn emit_round_from_view(
+        &self,
+        state: &mut FlowState,
+        view: &FollowedOffsets,
+    ) -> Result<RoundSummary, StepError> {
+        let started = Instant::now();
+        let mut done = WindowDone::default();
+        let n = state.groups.len();
+        let mut from = 0;
+        while from < n {
+            let to = (from + ROUND_WINDOW_GROUPS).min(n);
+            let window = view.offsets_of(state.groups[from..to].iter().map(String::as_str));
+            from = to;
+            done.add(self.plan_window(state, window, true).await?);
+        }
+        let summary = self.finish_round(&done, started);
+        self.write_archive(state).await;
+        Ok(summary)
+    }
+
+    /// The groups OffsetFetch answered, by name; a group it refused or failed
+    /// is logged and counted, and skipped this round.
+    fn answered_groups(
+        &self,
+        fetched: BTreeMap<String, Result<GroupOffsets, Error>>,
+    ) -> BTreeMap<String, GroupOffsets> {
+        let s = &self.source;
         let mut groups: BTreeMap<String, GroupOffsets> = BTreeMap::new();
         for (group, result) in fetched {
             match result {
@@ -44,11 +145,7 @@ impl<C: FlowCluster> FlowContext<C> {
                 }
             }
         }
-        let summary = self.emit_offsets(state, groups, started, true).await?;
-        // Once per round: the precise history's new syncs (docs/translation.md,
-        // "Restarts and compaction").
-        self.write_archive(state).await;
-        Ok(summary)
+        groups
     }
 
     /// Plans checkpoints for `groups` (their committed offsets, from OffsetFetch
@@ -61,6 +158,24 @@ impl<C: FlowCluster> FlowContext<C> {
         started: Instant,
         whole: bool,
     ) -> Result<RoundSummary, StepError> {
+        let done = self.plan_window(state, groups, whole).await?;
+        if !whole {
+            return Ok(RoundSummary {
+                emitted: done.emitted,
+                skipped: done.skipped(),
+            });
+        }
+        Ok(self.finish_round(&done, started))
+    }
+
+    /// Plans `groups` and produces their checkpoints; logs conflicts if asked
+    /// (a periodic round does, the follower's windows do not).
+    async fn plan_window(
+        &self,
+        state: &mut FlowState,
+        groups: BTreeMap<String, GroupOffsets>,
+        log_conflicts: bool,
+    ) -> Result<WindowDone, StepError> {
         let round = CheckpointRound {
             flow: &self.flow,
             policy: &self.policy,
@@ -69,20 +184,29 @@ impl<C: FlowCluster> FlowContext<C> {
         // Counted, not listed: a round where nothing moved skips every
         // group-partition, and listing them cost ~200 B each.
         let plan = round.plan_counted(&state.syncs, &state.checkpoints, &groups);
-        // The plan owns what it needs; free the OffsetFetch answers (~1 MB at
-        // 10,000 group-partitions) before producing.
+        // The plan owns what it needs; free the OffsetFetch answers before
+        // producing.
         drop(groups);
-        if !whole {
-            let summary = RoundSummary {
-                emitted: plan.checkpoints.len(),
-                skipped: plan.skipped() as usize,
-            };
-            if !plan.checkpoints.is_empty() {
-                self.produce_checkpoints(state, &plan.checkpoints).await?;
+        if log_conflicts {
+            for sk in &plan.conflicts {
+                if let SkipReason::Conflict { downstream } = &sk.reason {
+                    tracing::warn!(flow = %self.name, group = sk.group, upstream = %sk.upstream, %downstream, "two upstream partitions map to one downstream partition; skipped");
+                }
             }
-            return Ok(summary);
         }
-        let counts = plan.counts;
+        if !plan.checkpoints.is_empty() {
+            self.produce_checkpoints(state, &plan.checkpoints).await?;
+        }
+        Ok(WindowDone {
+            counts: plan.counts,
+            emitted: plan.checkpoints.len(),
+        })
+    }
+
+    /// Ends a round over every group: the skip gauges (summed over its
+    /// windows), the round's duration, its success.
+    fn finish_round(&self, done: &WindowDone, started: Instant) -> RoundSummary {
+        let counts = done.counts;
         for (reason, n) in [
             (UntranslatableReason::NotReady, counts.not_ready),
             (UntranslatableReason::NoSync, counts.no_sync),
@@ -95,23 +219,15 @@ impl<C: FlowCluster> FlowContext<C> {
             self.metrics
                 .set_untranslatable_partitions(&self.name, reason, n);
         }
-        for sk in &plan.conflicts {
-            if let SkipReason::Conflict { downstream } = &sk.reason {
-                tracing::warn!(flow = %self.name, group = sk.group, upstream = %sk.upstream, %downstream, "two upstream partitions map to one downstream partition; skipped");
-            }
-        }
         let summary = RoundSummary {
-            emitted: plan.checkpoints.len(),
-            skipped: plan.skipped() as usize,
+            emitted: done.emitted,
+            skipped: done.skipped(),
         };
-        if !plan.checkpoints.is_empty() {
-            self.produce_checkpoints(state, &plan.checkpoints).await?;
-        }
         self.metrics
             .observe_round_duration(&self.name, started.elapsed());
         self.metrics.round_succeeded(&self.name);
         tracing::debug!(flow = %self.name, emitted = summary.emitted, skipped = summary.skipped, "emission round done");
-        Ok(summary)
+        summary
     }
 
     /// Produces `cps` to the checkpoints topic. If the topic is gone (deleted

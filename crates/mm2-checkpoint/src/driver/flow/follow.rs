@@ -132,7 +132,7 @@ impl FlowContext<ClusterClient> {
         }
         self.metrics
             .set_initial_read_progress(&self.name, CONSUMER_OFFSETS, 1.0);
-        f.view.take_changed();
+        f.view.clear_changed();
         tracing::info!(
             flow = %self.name, topic = CONSUMER_OFFSETS, records,
             partitions = f.reader.partitions().count(), groups = f.view.group_count(),

@@ -704,3 +704,124 @@ async fn a_precise_flow_keeps_its_history_in_the_sync_history_topic_across_compa
         Some(&("lagging".to_owned(), 0, 6_150, 6_101))
     );
 }
+
+/// The gauge line of `reason` in `metrics`, as its value.
+fn untranslatable(metrics: &str, reason: &str) -> u64 {
+    let label = format!("reason=\"{reason}\"");
+    let line = metrics
+        .lines()
+        .find(|l| l.starts_with("mm2_checkpoint_untranslatable_partitions") && l.contains(&label))
+        .unwrap_or_else(|| panic!("no {reason} gauge:\n{metrics}"));
+    line.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+/// A periodic round over more groups than one window plans and produces every
+/// window (each group once, in group order), skips only the refused group, and
+/// sets the skip gauges to the sum over all windows, once.
+#[tokio::test]
+async fn a_round_over_several_windows_emits_every_group_and_sums_the_skips() {
+    use super::emit::ROUND_WINDOW_GROUPS;
+    let (ctx, source, target) = flow("");
+    source.append(&ctx.syncs_topic, vec![sync_record(0, 0)]);
+    let n = 2 * ROUND_WINDOW_GROUPS + 7;
+    let names: Vec<String> = (0..n).map(|i| format!("g{i:05}")).collect();
+    for name in &names {
+        // Partition 0 translates (a sync at 0), partition 1 has no sync.
+        let offsets = BTreeMap::from([
+            (
+                TopicPartition::new("t", 0),
+                Some(CommittedOffset::new(0, "")),
+            ),
+            (
+                TopicPartition::new("t", 1),
+                Some(CommittedOffset::new(5, "")),
+            ),
+        ]);
+        source.mem().groups.insert(name.clone(), offsets);
+    }
+    let refused = names[ROUND_WINDOW_GROUPS + 3].clone();
+    source.mem().groups.remove(&refused);
+    source.mem().denied.insert(refused.clone());
+    let mut state = ctx.start().await.unwrap_or_else(|e| panic!("{e}"));
+    state.groups = names.clone();
+    let summary = ctx.emit_round(&mut state).await.unwrap();
+    assert_eq!((summary.emitted, summary.skipped), (n - 1, n - 1));
+    let written: Vec<String> = checkpoints_written(&target, &ctx.checkpoints_topic)
+        .into_iter()
+        .map(|(group, partition, _, _)| {
+            assert_eq!(partition, 0);
+            group
+        })
+        .collect();
+    let expected: Vec<String> = names.iter().filter(|g| **g != refused).cloned().collect();
+    assert_eq!(written, expected);
+    let metrics = ctx.metrics.encode_prometheus().unwrap();
+    assert_eq!(untranslatable(&metrics, "no_sync"), (n - 1) as u64);
+    assert_eq!(untranslatable(&metrics, "suppressed"), 0);
+    // Nothing moved: the next round writes nothing, and the gauges move over
+    // to "not more recent" for every window.
+    let summary = ctx.emit_round(&mut state).await.unwrap();
+    assert_eq!((summary.emitted, summary.skipped), (0, 2 * (n - 1)));
+    let metrics = ctx.metrics.encode_prometheus().unwrap();
+    assert_eq!(untranslatable(&metrics, "no_sync"), (n - 1) as u64);
+    assert_eq!(untranslatable(&metrics, "suppressed"), (n - 1) as u64);
+    assert_eq!(
+        checkpoints_written(&target, &ctx.checkpoints_topic).len(),
+        n - 1
+    );
+}
+
+/// The first round of a following flow plans from the follower's view: over
+/// several windows it writes what a round by OffsetFetch of the same committed
+/// offsets writes, with the same summary and gauges.
+#[tokio::test]
+async fn a_round_from_the_followers_view_writes_what_offset_fetch_would() {
+    use super::emit::ROUND_WINDOW_GROUPS;
+    use crate::core::FollowedOffsets;
+    use crate::core::consumer_offsets::{OffsetCommitValue, OffsetsRecord};
+    let n = ROUND_WINDOW_GROUPS + 11;
+    let names: Vec<String> = (0..n).map(|i| format!("g{i:05}")).collect();
+    let mut outcomes = Vec::new();
+    for from_view in [false, true] {
+        let (ctx, source, target) = flow("");
+        source.append(
+            &ctx.syncs_topic,
+            vec![sync_record(0, 0), sync_record(50, 40)],
+        );
+        let mut view = FollowedOffsets::new(ctx.group_filter.clone(), ctx.topic_filter.clone());
+        for (i, name) in names.iter().enumerate() {
+            let offset = (i % 3) as i64 * 30;
+            for partition in [0, 1] {
+                view.apply(OffsetsRecord::OffsetCommit {
+                    group: name.clone(),
+                    topic_partition: TopicPartition::new("t", partition),
+                    value: Some(OffsetCommitValue {
+                        offset,
+                        leader_epoch: None,
+                        metadata: format!("m{i}"),
+                        commit_timestamp: 0,
+                        expire_timestamp: None,
+                    }),
+                });
+            }
+        }
+        view.clear_changed();
+        source.mem().groups = view.groups();
+        let mut state = ctx.start().await.unwrap_or_else(|e| panic!("{e}"));
+        state.groups = view.group_names().map(str::to_owned).collect();
+        let summary = if from_view {
+            ctx.emit_round_from_view(&mut state, &view).await.unwrap()
+        } else {
+            ctx.emit_round(&mut state).await.unwrap()
+        };
+        let metrics = ctx.metrics.encode_prometheus().unwrap();
+        outcomes.push((
+            (summary.emitted, summary.skipped),
+            checkpoints_written(&target, &ctx.checkpoints_topic),
+            untranslatable(&metrics, "no_sync"),
+        ));
+    }
+    // Partition 0 translates, partition 1 has no sync.
+    assert_eq!(outcomes[0].0, (n, n));
+    assert_eq!(outcomes[0], outcomes[1]);
+}
