@@ -115,6 +115,13 @@ commands:
                     following __consumer_offsets, ours polling, MM2 at 1 s and
                     60 s, one after the other; replay speed, RSS and CPU of the
                     follower; raw JSON in target/bench/. See docs/benchmarks.md
+  bench precise [--sizes 1000x10000,10000x1000] [--max-syncs N] [--out FILE]
+                    the release daemon in mm2 and precise translation modes
+                    (and precise restarted, restoring its sync-history topic)
+                    over P partitions x S offset syncs each, groups lagging
+                    10^3 to 10^6 records: start-up, initial read, RSS, re-read
+                    per lag; table in target/bench/precise-*.md. See
+                    docs/benchmarks.md
   help              this text
 
 environment:
