@@ -174,7 +174,9 @@ pub(super) fn run(root: &Path, args: &PreciseArgs) -> Result<()> {
                 ))
                 .unwrap_or_default()
         );
-        let max_syncs = args.max_syncs.unwrap_or(10_000) as usize;
+        let max_syncs = args
+            .max_syncs
+            .map_or(mm2_checkpoint::config::DEFAULT_TRANSLATION_MAX_SYNCS, |n| n as usize);
         let runs: [(&str, &str, Precision, &str); 3] = [
             ("mm2", "mm2", Precision::Mm2, ""),
             (
@@ -524,7 +526,9 @@ impl Bench {
             let truth = u + moved + SHIFT;
             let answer = answers.get(g.as_str()).copied();
             for (t, p) in w.partitions_iter() {
-                let Some(&down) = latest.get(&(g.clone(), t.to_owned(), p)) else {
+                // Checkpoints name the remote topic, as MM2's do.
+                let remote = topics::remote(&flow.source_alias, t);
+                let Some(&down) = latest.get(&(g.clone(), remote, p)) else {
                     continue;
                 };
                 if answer != Some(down) {
