@@ -176,7 +176,9 @@ pub(super) fn run(root: &Path, args: &PreciseArgs) -> Result<()> {
         );
         let max_syncs = args
             .max_syncs
-            .map_or(mm2_checkpoint::config::DEFAULT_TRANSLATION_MAX_SYNCS, |n| n as usize);
+            .map_or(mm2_checkpoint::config::DEFAULT_TRANSLATION_MAX_SYNCS, |n| {
+                n as usize
+            });
         let runs: [(&str, &str, Precision, &str); 3] = [
             ("mm2", "mm2", Precision::Mm2, ""),
             (
@@ -219,6 +221,16 @@ pub(super) fn run(root: &Path, args: &PreciseArgs) -> Result<()> {
         fs::write(out, &text).with_context(|| format!("writing {}", out.display()))?;
     }
     Ok(())
+}
+
+/// `partitions` as topics `<prefix>t<i>` of at most [`TOPIC_PARTITIONS`] each.
+fn split_topics(prefix: &str, partitions: i32) -> Vec<(String, i32)> {
+    (0..(partitions + TOPIC_PARTITIONS - 1) / TOPIC_PARTITIONS)
+        .map(|i| {
+            let n = (partitions - i * TOPIC_PARTITIONS).min(TOPIC_PARTITIONS);
+            (format!("{prefix}t{i}"), n)
+        })
+        .collect()
 }
 
 impl Workload {
@@ -292,13 +304,7 @@ impl Bench {
                 (format!("{prefix}-g{lag}"), end - u, u)
             })
             .collect();
-        let topics: Vec<(String, i32)> = (0..(partitions + TOPIC_PARTITIONS - 1)
-            / TOPIC_PARTITIONS)
-            .map(|i| {
-                let n = (partitions - i * TOPIC_PARTITIONS).min(TOPIC_PARTITIONS);
-                (format!("{prefix}t{i}"), n)
-            })
-            .collect();
+        let topics = split_topics(&prefix, partitions);
         let mut base = Flow::new(&prefix, target_alias.clone(), 0, partitions);
         // The `topics` filter: every topic of the workload.
         base.topic = format!("{prefix}t[0-9]+");
@@ -595,5 +601,49 @@ impl Bench {
             last = end;
             std::thread::sleep(Duration::from_secs(2));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_budget_are_parsed_and_bad_ones_named() {
+        let a = PreciseArgs::parse(&[]).unwrap();
+        assert_eq!(a.sizes, vec![(1_000, 10_000), (10_000, 1_000)]);
+        assert_eq!(a.max_syncs, None);
+        let a = PreciseArgs::parse(&["--sizes", "10x20,3x4", "--max-syncs", "500"]).unwrap();
+        assert_eq!(a.sizes, vec![(10, 20), (3, 4)]);
+        assert_eq!(a.max_syncs, Some(500));
+        for (bad, named) in [
+            (&["--sizes", "10"][..], "PARTITIONSxSYNCS"),
+            (&["--sizes", "0x10"][..], "at least 1 partition"),
+            (&["--sizes", "ax10"][..], "\"ax10\""),
+            (&["--max-syncs", "x"][..], "--max-syncs"),
+            (&["--sizes"][..], "needs a value"),
+            (&["--what"][..], "unknown option"),
+        ] {
+            let e = format!("{:#}", PreciseArgs::parse(bad).err().unwrap());
+            assert!(e.contains(named), "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn workloads_split_partitions_into_topics_of_at_most_a_thousand() {
+        let w = |partitions: i32| {
+            let topics = split_topics("x", partitions);
+            Workload {
+                partitions,
+                topics,
+                syncs: 1,
+                groups: Vec::new(),
+                base: Flow::new("x", "y".into(), 0, partitions),
+            }
+        };
+        assert_eq!(w(10_000).topics.len(), 10);
+        assert_eq!(w(1_000).topics, vec![("xt0".to_owned(), 1_000)]);
+        assert_eq!(w(2_500).partitions_iter().count(), 2_500);
+        assert_eq!(w(2_500).topics.last().map(|t| t.1), Some(500));
     }
 }
