@@ -500,6 +500,10 @@ impl Bench {
             r.seen = latest.len();
             if r.seen >= expected {
                 r.all_s = Some(proc.spawned.elapsed().as_secs_f64());
+                // Lines written since this iteration's first look: stamped now,
+                // not after the settling below (the stamps are the times lines
+                // were first seen, polled every ~50 ms).
+                self.scan_log(&proc, &mut seen_lines, &mut r);
                 break;
             }
             if proc.spawned.elapsed() > RUN_TIMEOUT {
