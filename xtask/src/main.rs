@@ -121,6 +121,13 @@ commands:
                     MirrorMaker 2's own checkpoints beside ours in both modes
                     (the ignored test tests/reread_real_mm2.rs; without --pace
                     MM2 mirrors a backlog); table on stdout. See docs/benchmarks.md
+  bench precise [--sizes 1000x10000,10000x1000] [--max-syncs N] [--out FILE]
+                    the release daemon in mm2 and precise translation modes
+                    (and precise restarted, restoring its sync-history topic)
+                    over P partitions x S offset syncs each, groups lagging
+                    10^3 to 10^6 records: start-up, initial read, RSS, re-read
+                    per lag; table in target/bench/precise-*.md. See
+                    docs/benchmarks.md
   help              this text
 
 environment:

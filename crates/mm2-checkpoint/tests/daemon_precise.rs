@@ -22,6 +22,11 @@ const SPACING: i64 = 100;
 /// How far behind the log end each group is.
 const LAGS: [i64; 4] = [150, 1_030, 10_050, 100_070];
 const PRECISE: &str = "mm2-checkpoint.offset.translation = precise";
+/// [`PRECISE`] with a budget covering every group of the tests that use it (the
+/// default, 1,000 syncs, covers 100,000 records at this spacing; the largest of
+/// [`LAGS`] is 100,070 behind, and 400,070 once the running daemon's head moved on).
+const PRECISE_WIDE: &str = "mm2-checkpoint.offset.translation = precise\n\
+                            mm2-checkpoint.offset.translation.max.syncs.per.partition = 10000";
 
 /// The identity syncs `(0, o, o)` for `o` in `from..to`, every `SPACING`.
 fn identity_syncs(from: i64, to: i64) -> Vec<(i32, i64, i64)> {
@@ -100,7 +105,7 @@ fn assert_precise(group: &str, u: i64, (up, down): (i64, i64)) {
 fn precise_checkpoints_are_within_the_sync_spacing_at_every_lag_and_translate_shows_them() {
     let rt = rt();
     let (w, groups) = world(&rt, "precise");
-    let config = w.properties(&groups_filter(&w), PRECISE);
+    let config = w.properties(&groups_filter(&w), PRECISE_WIDE);
     run_once(&config);
     let got = checkpointed(&rt, &w);
     assert_eq!(got.len(), groups.len(), "{got:?}");
@@ -180,7 +185,7 @@ fn a_running_daemon_stays_precise_while_syncs_arrive_and_lagging_groups_move_slo
     for (g, u) in &groups {
         w.commit_source(&rt, g, &[(0, *u)]);
     }
-    let config = w.properties(&groups_filter(&w), PRECISE);
+    let config = w.properties(&groups_filter(&w), PRECISE_WIDE);
     let daemon = Daemon::start(&config, &w.dir.join("daemon.log"));
     wait_for("the first checkpoints", Duration::from_secs(60), || {
         let got = checkpointed(&rt, &w);

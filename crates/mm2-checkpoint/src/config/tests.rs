@@ -532,10 +532,11 @@ fn negative_timeout_is_an_error() {
 }
 
 #[test]
-fn offset_translation_defaults_to_mm2_with_the_provisional_budget() {
+fn offset_translation_defaults_to_mm2_with_the_measured_budget() {
     let f = only_flow(BASE);
     assert_eq!(f.offset_translation, OffsetTranslation::Mm2);
     assert_eq!(f.translation_max_syncs, DEFAULT_TRANSLATION_MAX_SYNCS);
+    assert_eq!(DEFAULT_TRANSLATION_MAX_SYNCS, 1_000);
     assert_eq!(f.sync_precision(), Precision::Mm2);
     assert_eq!(f.origins[OFFSET_TRANSLATION_KEY], "default");
 }

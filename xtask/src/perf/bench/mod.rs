@@ -33,6 +33,11 @@
 //! commit → target group offset delays for ours (following commits, and
 //! polling) and MM2, the commit follower's start-up replay, its RSS and CPU.
 //!
+//! The fourth, `bench precise` ([`precise`]), measures the daemon's start-up
+//! and memory in precise and mm2 translation modes with a long offset-sync
+//! history at 1,000 and 10,000 source partitions, and the restore of the
+//! sync-history topic (issue 21).
+//!
 //! The catch-up run fills another fresh offset-syncs topic with `--syncs`
 //! syncs and measures how long each implementation takes to read it, against
 //! a run with an empty one.
@@ -50,6 +55,7 @@ mod latency;
 mod logs;
 mod mm2;
 mod ours;
+mod precise;
 mod process;
 mod report;
 mod seed;
@@ -77,7 +83,9 @@ usage: cargo xtask bench [-- CRITERION ARGS]
                              [--seconds 60] [--sides follow,poll,mm2-1s,mm2-60s]
                              [--heavy-groups 2000] [--big-groups 10000]
                              [--big-seconds 20] [--keep-topics] [--out FILE]
-       cargo xtask bench reread [--records 1000010] [--pace RECORDS_PER_SECOND]";
+       cargo xtask bench reread [--records 1000010] [--pace RECORDS_PER_SECOND]
+       cargo xtask bench precise [--sizes 1000x10000,10000x1000] [--max-syncs N]
+                             [--out FILE]";
 
 /// Entry point of `cargo xtask bench ...`.
 pub fn run(root: &Path, args: &[&str]) -> Result<ExitCode> {
@@ -93,6 +101,11 @@ pub fn run(root: &Path, args: &[&str]) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         ["reread", rest @ ..] => reread(root, rest),
+        ["precise", rest @ ..] => {
+            let args = precise::PreciseArgs::parse(rest)?;
+            precise::run(root, &args)?;
+            Ok(ExitCode::SUCCESS)
+        }
         [] => criterion(root, &[]),
         ["--", extra @ ..] => criterion(root, extra),
         _ => bail!(
