@@ -379,7 +379,10 @@ mod tests {
             empty_batch_with(4, 0, 0x30),
             batch(5, 1, Codec::None),
         ]);
-        for isolation in [IsolationLevel::ReadUncommitted, IsolationLevel::ReadCommitted] {
+        for isolation in [
+            IsolationLevel::ReadUncommitted,
+            IsolationLevel::ReadCommitted,
+        ] {
             let fetched = read_partition(data.clone(), 0, isolation, 1 << 20).expect("read");
             assert_eq!(offsets(&fetched), [0, 1, 5]);
             assert_eq!(fetched.transactional_batches, [(2, 3), (4, 4)]);

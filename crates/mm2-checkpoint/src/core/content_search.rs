@@ -306,6 +306,9 @@ impl ContentCache {
     /// The exact answer for `upstream` of `tp`, if one was found for the sync
     /// answering it now.
     fn exact(&self, store: &OffsetSyncStore, tp: &TopicPartition, upstream: i64) -> Option<i64> {
+        if self.entries.is_empty() {
+            return None;
+        }
         let (sync, exact) = self.entries.get(&(tp.clone(), upstream))?;
         let exact = (*exact)?;
         (bracket_sync(store, tp, upstream)? == *sync).then_some(exact)

@@ -299,6 +299,34 @@ impl FlowCluster for MemCluster {
         reader.seek(log.end());
         Ok((records, log.end()))
     }
+
+    async fn fetch_side(
+        &self,
+        topic: &str,
+        _partition: i32,
+        offset: i64,
+        _max_bytes: i32,
+    ) -> Result<crate::core::content_search::SideRead, Error> {
+        let mem = self.mem();
+        let log = mem
+            .topics
+            .get(topic)
+            .ok_or_else(|| kafka("Fetch", ResponseError::UnknownTopicOrPartition))?;
+        if offset > log.end() || offset < log.start {
+            return Err(kafka("Fetch", ResponseError::OffsetOutOfRange));
+        }
+        Ok(crate::core::content_search::SideRead {
+            records: log
+                .records
+                .iter()
+                .filter(|r| r.offset >= offset)
+                .cloned()
+                .collect(),
+            read_to: log.end(),
+            high_watermark: log.end(),
+            transactional: Vec::new(),
+        })
+    }
 }
 
 /// A flow `A->B` on in-memory clusters (offset syncs on the source).
@@ -326,6 +354,7 @@ fn state(checkpoints: CheckpointStore) -> FlowState {
         synced: None,
         logged: BTreeSet::new(),
         fallback_warned: BTreeSet::new(),
+        content: Default::default(),
         archive: None,
     }
 }
