@@ -138,3 +138,50 @@ fn content_search_finds_the_true_position_where_the_records_are_mirrored_unchang
 fn without_the_key_precise_mode_keeps_its_sync_answers() {
     run("contentoff", PRECISE, false);
 }
+
+/// Cost of the searches (docs/benchmarks.md): an identity mirror of 20,000
+/// records (about 60 bytes each) with a sync every 100, and 100 groups each in
+/// its own bracket 50 records past the sync (one source and one remote Fetch
+/// each, 50 records compared, the bracket's 99 records checked). Prints the
+/// daemon's "content search round" line. `cargo test --test
+/// daemon_content_search -- --ignored --nocapture`.
+#[test]
+#[ignore = "measurement"]
+fn measure_the_cost_of_a_content_search() {
+    let rt = rt();
+    let w = World::new(&rt, "contentcost", 1);
+    let n: i64 = 20_000;
+    let records: Vec<OutRecord> = (0..n).map(record).collect();
+    rt.block_on(async {
+        for chunk in records.chunks(5_000) {
+            w.source.produce(&w.topic, 0, chunk).await.expect("source");
+            w.target.produce(&w.remote, 0, chunk).await.expect("remote");
+        }
+    });
+    let syncs: Vec<(i32, i64, i64)> = (0..n).step_by(100).map(|o| (0, o, o)).collect();
+    w.write_syncs(&rt, &w.source, &w.syncs_topic(), &syncs);
+    let groups = 100;
+    for i in 0..groups {
+        let u = i * 200 + 150;
+        w.commit_source(&rt, &format!("g{i}x-{}", w.topic), &[(0, u)]);
+    }
+    let filter = format!("g[0-9]+x-{}", w.topic);
+    for (label, extra) in [("precise", PRECISE), ("content search", SEARCH)] {
+        let start = std::time::Instant::now();
+        let out = run_once(&w.properties(&filter, extra));
+        let took = start.elapsed();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let line = stderr
+            .lines()
+            .find(|l| l.contains("content search round"))
+            .unwrap_or("(no search)");
+        println!("{label}: run --once {took:?}; {line}");
+    }
+    // What the round's budget left unsearched keeps the sync answer.
+    let got = checkpointed(&rt, &w);
+    for i in 0..groups {
+        let u = i * 200 + 150;
+        let (up, down) = got[&format!("g{i}x-{}", w.topic)];
+        assert!(up == u && (down == u || down == u - 49), "{u}: {down}");
+    }
+}

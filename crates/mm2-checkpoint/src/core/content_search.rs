@@ -57,6 +57,28 @@ impl Bracket {
         self.sync.upstream + 1
     }
 
+    /// The end (exclusive) of the source range [`decide`] needs read, for a
+    /// partition whose high watermark is `high_watermark`: the next sync's
+    /// upstream offset, or the high watermark without one (at least `u`).
+    pub fn source_end(&self, high_watermark: i64) -> i64 {
+        let end = match self.next {
+            Some(t) => t.upstream.min(high_watermark),
+            None => high_watermark,
+        };
+        end.max(self.upstream)
+    }
+
+    /// The end (exclusive) of the remote range [`decide`] compares, given the
+    /// source read: `s.down + n + 1`.
+    pub fn remote_end(&self, source: &SideRead) -> i64 {
+        let n = source
+            .records
+            .iter()
+            .filter(|r| r.offset > self.sync.upstream && r.offset < self.upstream)
+            .count();
+        self.sync.downstream + n as i64 + 1
+    }
+
     /// The first remote offset to read: `s.down + 1`.
     pub fn remote_from(&self) -> i64 {
         self.sync.downstream + 1
@@ -201,14 +223,11 @@ pub fn decide(
     let u = bracket.upstream;
     // The source window that matters: consumed records (s.up, u), and the
     // records that could land before the next sync, [u, t.up).
-    let window_end = match bracket.next {
-        Some(t) => t.upstream.min(source.high_watermark),
-        None => source.high_watermark,
-    };
-    if u > source.high_watermark || source.read_to < window_end.max(u) {
+    let window_end = bracket.source_end(source.high_watermark);
+    if u > source.high_watermark || source.read_to < window_end {
         return Err(Fallback::TooLarge);
     }
-    if source.transactional_in(s.upstream + 1, window_end.max(u)) {
+    if source.transactional_in(s.upstream + 1, window_end) {
         return Err(Fallback::Transaction);
     }
     let consumed: Vec<&ConsumerRecord> = source

@@ -10,7 +10,7 @@ use kafka_protocol::error::ResponseError;
 
 use crate::config::{CONTENT_SEARCH_MAX_BYTES, CONTENT_SEARCH_MAX_RECORDS};
 use crate::core::content_search::{
-    Bracket, ContentCache, Fallback, SearchLimits, bracket, bracket_sync, decide,
+    Bracket, ContentCache, Fallback, SearchLimits, SideRead, bracket, bracket_sync, decide,
 };
 use crate::core::{GroupOffsets, TopicPartition};
 
@@ -23,6 +23,11 @@ pub const SEARCHES_PER_ROUND: usize = 200;
 
 /// Most time one round spends searching (checked between searches).
 pub const SEARCH_TIME_PER_ROUND: Duration = Duration::from_secs(1);
+
+/// The first Fetch of a side asks for this much; a second, of
+/// [`CONTENT_SEARCH_MAX_BYTES`], only when it was not enough (a Fetch decodes
+/// what it returns, whatever the bracket needs).
+pub const FIRST_FETCH_BYTES: i32 = 16 * 1024;
 
 /// A flow's content-search state.
 #[derive(Debug, Default)]
@@ -108,6 +113,13 @@ impl<C: FlowCluster> FlowContext<C> {
             tracing::debug!(flow = %self.name, tp = %tp, upstream = u, sync = %b.sync, ?exact, "content search");
             state.content.cache.insert(tp.clone(), u, b.sync, exact);
         }
+        if summary.searched > 0 || summary.deferred > 0 {
+            tracing::info!(
+                flow = %self.name, searched = summary.searched, exact = summary.exact,
+                deferred = summary.deferred, micros = started.elapsed().as_micros() as u64,
+                "content search round"
+            );
+        }
         summary
     }
 
@@ -121,25 +133,26 @@ impl<C: FlowCluster> FlowContext<C> {
     ) -> Option<Result<i64, Fallback>> {
         let remote_topic = self.policy.checkpoint_topic(&self.flow, &tp.topic);
         let source = self
-            .source
-            .fetch_side(
+            .read_side(
+                &self.source,
                 &tp.topic,
                 tp.partition,
                 b.source_from(),
-                CONTENT_SEARCH_MAX_BYTES,
+                |r| b.source_end(r.high_watermark),
             )
             .await;
         let source = match source {
             Ok(read) => read,
             Err(e) => return self.unreadable(state, self.source.alias(), &tp.topic, &e),
         };
+        let remote_end = b.remote_end(&source);
         let remote = self
-            .target
-            .fetch_side(
+            .read_side(
+                &self.target,
                 &remote_topic,
                 tp.partition,
                 b.remote_from(),
-                CONTENT_SEARCH_MAX_BYTES,
+                |_| remote_end,
             )
             .await;
         let remote = match remote {
@@ -150,6 +163,29 @@ impl<C: FlowCluster> FlowContext<C> {
             max_records: CONTENT_SEARCH_MAX_RECORDS,
         };
         Some(decide(b, &source, &remote, limits))
+    }
+
+    /// One side from `from`, up to (not including) the offset `end` gives for
+    /// what was read: a first Fetch of [`FIRST_FETCH_BYTES`] (a bracket of a
+    /// few hundred ordinary records), and only if it stopped short of `end`
+    /// before the log end, one of [`CONTENT_SEARCH_MAX_BYTES`].
+    async fn read_side(
+        &self,
+        cluster: &C,
+        topic: &str,
+        partition: i32,
+        from: i64,
+        end: impl Fn(&SideRead) -> i64,
+    ) -> Result<SideRead, kafka_lite::Error> {
+        let first = cluster
+            .fetch_side(topic, partition, from, FIRST_FETCH_BYTES)
+            .await?;
+        if first.read_to >= end(&first) || first.read_to >= first.high_watermark {
+            return Ok(first);
+        }
+        cluster
+            .fetch_side(topic, partition, from, CONTENT_SEARCH_MAX_BYTES)
+            .await
     }
 
     /// A side could not be read: an ACL refusal is warned once per topic and
