@@ -240,10 +240,11 @@ pub fn decide(
         return Err(Fallback::TooLarge);
     }
     let n64 = n as i64;
-    if let Some(t) = bracket.next {
-        if t.downstream <= s.downstream + n64 {
-            return Err(Fallback::BracketExceeded);
-        }
+    if bracket
+        .next
+        .is_some_and(|t| t.downstream <= s.downstream + n64)
+    {
+        return Err(Fallback::BracketExceeded);
     }
     let remote_end = s.downstream + n64 + 1;
     if remote.transactional_in(s.downstream + 1, remote_end) {

@@ -545,3 +545,11 @@ fn latency_series_keep_the_help_type_and_samples_of_a_family() {
         "{text}"
     );
 }
+
+#[test]
+fn content_search_outcomes_are_exact_and_every_fallback_label() {
+    use crate::core::content_search::Fallback;
+    let labels: Vec<&str> = Fallback::ALL.iter().map(|f| f.label()).collect();
+    assert_eq!(CONTENT_SEARCH_OUTCOMES[0], "exact");
+    assert_eq!(CONTENT_SEARCH_OUTCOMES[1..], labels[..]);
+}

@@ -74,10 +74,10 @@ impl<C: FlowCluster> FlowContext<C> {
                 if !self.topic_filter.should_replicate_topic(&tp.topic) {
                     continue;
                 }
-                if let Some(s) = bracket_sync(&state.syncs, tp, u) {
-                    if !state.content.cache.is_decided(tp, u, s) {
-                        todo.insert((tp, u));
-                    }
+                if let Some(s) = bracket_sync(&state.syncs, tp, u)
+                    && !state.content.cache.is_decided(tp, u, s)
+                {
+                    todo.insert((tp, u));
                 }
             }
         }
