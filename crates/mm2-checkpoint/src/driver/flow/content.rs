@@ -94,7 +94,15 @@ impl<C: FlowCluster> FlowContext<C> {
             let Some(b) = bracket(&state.syncs, tp, u) else {
                 continue;
             };
-            let Some(outcome) = self.search_one(state, tp, &b).await else {
+            // The budget bounds the reads too (a retried Fetch waits up to
+            // the client's deadline): past it, searched again next round.
+            let left = SEARCH_TIME_PER_ROUND.saturating_sub(started.elapsed());
+            let Ok(outcome) = tokio::time::timeout(left, self.search_one(state, tp, &b)).await
+            else {
+                summary.deferred += 1;
+                continue;
+            };
+            let Some(outcome) = outcome else {
                 // A transient error: searched again next round.
                 continue;
             };
@@ -190,7 +198,8 @@ impl<C: FlowCluster> FlowContext<C> {
 
     /// A side could not be read: an ACL refusal is warned once per topic and
     /// decided (the sync answer is kept); an offset out of range (the range
-    /// deleted, or not written yet) is a gap; anything else is retried.
+    /// deleted, or not written yet) or a missing topic is a gap; anything
+    /// else is retried next round.
     fn unreadable(
         &self,
         state: &mut FlowState,
@@ -211,7 +220,11 @@ impl<C: FlowCluster> FlowContext<C> {
                 }
                 Some(Err(Fallback::Unreadable))
             }
-            Some(ResponseError::OffsetOutOfRange) => Some(Err(Fallback::Gap)),
+            // The range deleted or not written yet, or the remote topic
+            // missing: nothing to compare.
+            Some(ResponseError::OffsetOutOfRange | ResponseError::UnknownTopicOrPartition) => {
+                Some(Err(Fallback::Gap))
+            }
             _ => {
                 tracing::debug!(flow = %self.name, cluster, topic, error = %e, "content search read failed; retried next round");
                 None
