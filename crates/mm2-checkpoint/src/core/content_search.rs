@@ -282,18 +282,32 @@ pub fn decide(
 }
 
 /// The decided searches, by source partition and committed offset, each with
-/// the sync it was made for.
+/// the sync it was made for and the round that last saw its offset held.
 #[derive(Clone, Debug, Default)]
 pub struct ContentCache {
-    entries: HashMap<(TopicPartition, i64), (OffsetSync, Option<i64>)>,
+    entries: HashMap<(TopicPartition, i64), Decided>,
+    round: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Decided {
+    sync: OffsetSync,
+    exact: Option<i64>,
+    seen: u64,
 }
 
 impl ContentCache {
-    /// Whether `(tp, upstream)` was decided for `sync`.
-    pub fn is_decided(&self, tp: &TopicPartition, upstream: i64, sync: OffsetSync) -> bool {
-        self.entries
-            .get(&(tp.clone(), upstream))
-            .is_some_and(|(s, _)| *s == sync)
+    /// Whether `(tp, upstream)` was decided for `sync`; if so, marks it held
+    /// this round.
+    pub fn touch(&mut self, tp: &TopicPartition, upstream: i64, sync: OffsetSync) -> bool {
+        let round = self.round;
+        match self.entries.get_mut(&(tp.clone(), upstream)) {
+            Some(d) if d.sync == sync => {
+                d.seen = round;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Records a decision: `exact` is the search's answer, `None` a fallback.
@@ -304,13 +318,18 @@ impl ContentCache {
         sync: OffsetSync,
         exact: Option<i64>,
     ) {
-        self.entries.insert((tp, upstream), (sync, exact));
+        let seen = self.round;
+        self.entries
+            .insert((tp, upstream), Decided { sync, exact, seen });
     }
 
-    /// Keeps only the entries `keep` accepts (the committed offsets still held
-    /// by some group), so the cache stays bounded by the group-partitions.
-    pub fn retain(&mut self, mut keep: impl FnMut(&TopicPartition, i64) -> bool) {
-        self.entries.retain(|(tp, u), _| keep(tp, *u));
+    /// At the end of a round over every group: drops the decisions whose
+    /// offset no group held during the round, so the cache stays bounded by
+    /// the group-partitions.
+    pub fn end_round(&mut self) {
+        let round = self.round;
+        self.entries.retain(|_, d| d.seen == round);
+        self.round += 1;
     }
 
     /// Number of entries.
@@ -329,9 +348,9 @@ impl ContentCache {
         if self.entries.is_empty() {
             return None;
         }
-        let (sync, exact) = self.entries.get(&(tp.clone(), upstream))?;
-        let exact = (*exact)?;
-        (bracket_sync(store, tp, upstream)? == *sync).then_some(exact)
+        let d = self.entries.get(&(tp.clone(), upstream))?;
+        let exact = d.exact?;
+        (bracket_sync(store, tp, upstream)? == d.sync).then_some(exact)
     }
 }
 

@@ -247,7 +247,8 @@ fn the_translator_uses_an_exact_answer_only_for_the_sync_it_was_found_with() {
     let s = OffsetSync::new(100, 100);
     cache.insert(tp(), 150, s, Some(150));
     cache.insert(tp(), 160, s, None);
-    assert!(cache.is_decided(&tp(), 150, s));
+    assert!(cache.touch(&tp(), 150, s));
+    assert!(!cache.touch(&tp(), 150, OffsetSync::new(0, 0)));
     let t = ContentTranslator {
         store: &syncs,
         cache: &cache,
@@ -262,6 +263,11 @@ fn the_translator_uses_an_exact_answer_only_for_the_sync_it_was_found_with() {
         cache: &cache,
     };
     assert_eq!(t.translate(&tp(), 150), Translation::Translated(501));
-    cache.retain(|_, u| u != 160);
+    // Offsets no group held during a round are dropped at its end.
+    cache.end_round();
+    assert_eq!(cache.len(), 2);
+    assert!(cache.touch(&tp(), 150, s));
+    cache.end_round();
     assert_eq!(cache.len(), 1);
+    assert!(!cache.touch(&tp(), 160, s));
 }

@@ -3,7 +3,7 @@
 //! ([`crate::core::content_search`]), within a per-round budget, and keeps
 //! the decisions so a group that did not move costs nothing the next round.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use kafka_protocol::error::ResponseError;
@@ -52,37 +52,32 @@ pub struct SearchSummary {
 impl<C: FlowCluster> FlowContext<C> {
     /// With content search on, before planning: searches the brackets of
     /// `groups`' committed offsets that were not decided yet, within the
-    /// round's budget. `whole` says `groups` is every group of the flow: the
-    /// decisions for offsets no group holds any more are then dropped.
+    /// round's budget (per call: a round of several windows may search for
+    /// longer). The decisions of offsets no group held during a whole round
+    /// are dropped at its end (`ContentCache::end_round`).
     pub async fn content_search(
         &self,
         state: &mut FlowState,
         groups: &std::collections::BTreeMap<String, GroupOffsets>,
-        whole: bool,
     ) -> SearchSummary {
         let mut summary = SearchSummary::default();
         if !self.cfg.content_search {
             return summary;
         }
-        let mut held: HashSet<(&TopicPartition, i64)> = HashSet::new();
         let mut todo: BTreeSet<(&TopicPartition, i64)> = BTreeSet::new();
         for offsets in groups.values() {
             for (tp, committed) in offsets {
                 let Some(committed) = committed else { continue };
                 let u = committed.offset;
-                held.insert((tp, u));
                 if !self.topic_filter.should_replicate_topic(&tp.topic) {
                     continue;
                 }
                 if let Some(s) = bracket_sync(&state.syncs, tp, u)
-                    && !state.content.cache.is_decided(tp, u, s)
+                    && !state.content.cache.touch(tp, u, s)
                 {
                     todo.insert((tp, u));
                 }
             }
-        }
-        if whole {
-            state.content.cache.retain(|tp, u| held.contains(&(tp, u)));
         }
         let started = Instant::now();
         for (tp, u) in todo {
