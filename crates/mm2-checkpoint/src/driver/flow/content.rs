@@ -17,11 +17,12 @@ use crate::core::{GroupOffsets, TopicPartition};
 use super::super::kafka::error_label;
 use super::{FlowCluster, FlowContext, FlowState};
 
-/// Most searches in one round; the others keep the sync answer this round
-/// and are searched in a later one.
+/// Most searches in one planning step (a window of a round, or a follower
+/// emission); the others keep the sync answer this time and are searched in
+/// a later round.
 pub const SEARCHES_PER_ROUND: usize = 200;
 
-/// Most time one round spends searching (checked between searches).
+/// Most time one planning step spends searching, reads included.
 pub const SEARCH_TIME_PER_ROUND: Duration = Duration::from_secs(1);
 
 /// The first Fetch of a side asks for this much; a second, of
