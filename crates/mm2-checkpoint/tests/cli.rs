@@ -580,6 +580,12 @@ const BAD_CONFIGS: &[BadConfig] = &[
         whole: false,
     },
     BadConfig {
+        name: "content-search-without-precise",
+        lines: "mm2-checkpoint.offset.translation.content.search = true\n",
+        key: "mm2-checkpoint.offset.translation.content.search",
+        whole: false,
+    },
+    BadConfig {
         name: "zero-translation-budget",
         lines: "mm2-checkpoint.offset.translation.max.syncs.per.partition = 0\n",
         key: "mm2-checkpoint.offset.translation.max.syncs.per.partition",

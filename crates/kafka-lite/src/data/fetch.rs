@@ -60,6 +60,10 @@ pub struct FetchedPartition {
     /// even when its records were all filtered out or compacted away; the
     /// requested offset when nothing was returned.
     pub next_offset: i64,
+    /// The offset ranges (first, last, inclusive) of the transactional and
+    /// control batches returned, whatever the isolation level kept of them:
+    /// where a reader's isolation level matters.
+    pub transactional_batches: Vec<(i64, i64)>,
 }
 
 /// Fetches records of `topic`/`partition` from `offset` on the broker behind
@@ -204,6 +208,11 @@ fn read_partition(
         .last()
         .map_or(offset, |b| b.next_offset())
         .max(offset);
+    let transactional_batches = batches
+        .iter()
+        .filter(|b| b.is_transactional || b.is_control)
+        .map(|b| (b.base_offset, b.last_offset))
+        .collect();
     let batches = match isolation {
         IsolationLevel::ReadUncommitted => batches,
         IsolationLevel::ReadCommitted => {
@@ -229,6 +238,7 @@ fn read_partition(
         last_stable_offset: data.last_stable_offset,
         log_start_offset: data.log_start_offset,
         next_offset,
+        transactional_batches,
     })
 }
 
@@ -328,13 +338,18 @@ mod tests {
     /// A batch whose records compaction removed entirely (kept for its
     /// producer state): offsets `base..=base+delta`, no records.
     fn empty_batch(base_offset: i64, last_offset_delta: i32) -> Bytes {
+        empty_batch_with(base_offset, last_offset_delta, 0)
+    }
+
+    /// [`empty_batch`] with batch `attributes` (0x10 transactional, 0x20 control).
+    fn empty_batch_with(base_offset: i64, last_offset_delta: i32, attributes: i16) -> Bytes {
         let mut b = BytesMut::new();
         b.extend_from_slice(&base_offset.to_be_bytes());
         b.extend_from_slice(&49i32.to_be_bytes()); // batch length after this field
         b.extend_from_slice(&0i32.to_be_bytes()); // partition leader epoch
         b.extend_from_slice(&[2]); // magic
         b.extend_from_slice(&[0; 4]); // CRC, filled below
-        b.extend_from_slice(&0i16.to_be_bytes()); // attributes
+        b.extend_from_slice(&attributes.to_be_bytes()); // attributes
         b.extend_from_slice(&last_offset_delta.to_be_bytes());
         b.extend_from_slice(&1_700_000_000_000i64.to_be_bytes()); // base timestamp
         b.extend_from_slice(&1_700_000_000_000i64.to_be_bytes()); // max timestamp
@@ -354,6 +369,24 @@ mod tests {
             read_partition(data, 0, IsolationLevel::ReadUncommitted, 1 << 20).expect("read");
         assert_eq!(offsets(&fetched), [0, 1]);
         assert_eq!(fetched.next_offset, 7);
+    }
+
+    #[test]
+    fn transactional_and_control_batches_are_reported_with_their_ranges() {
+        let data = partition(&[
+            batch(0, 2, Codec::None),
+            empty_batch_with(2, 1, 0x10),
+            empty_batch_with(4, 0, 0x30),
+            batch(5, 1, Codec::None),
+        ]);
+        for isolation in [
+            IsolationLevel::ReadUncommitted,
+            IsolationLevel::ReadCommitted,
+        ] {
+            let fetched = read_partition(data.clone(), 0, isolation, 1 << 20).expect("read");
+            assert_eq!(offsets(&fetched), [0, 1, 5]);
+            assert_eq!(fetched.transactional_batches, [(2, 3), (4, 4)]);
+        }
     }
 
     #[test]

@@ -229,6 +229,7 @@ mod tests {
             last_stable_offset: high_watermark,
             log_start_offset: 0,
             next_offset,
+            transactional_batches: Vec::new(),
         }
     }
 

@@ -60,6 +60,7 @@ const OWN_KEYS: &[&str] = &[
     super::FOLLOW_COALESCE_KEY,
     super::OFFSET_TRANSLATION_KEY,
     super::TRANSLATION_MAX_SYNCS_KEY,
+    super::CONTENT_SEARCH_KEY,
     super::MEMBERSHIP_KEYS[0],
     super::MEMBERSHIP_KEYS[1],
     super::MEMBERSHIP_KEYS[2],

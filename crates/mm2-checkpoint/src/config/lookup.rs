@@ -265,6 +265,18 @@ impl<'a> Lookup<'a> {
                 ))),
             }),
         };
+        let content_search = match get(super::CONTENT_SEARCH_KEY) {
+            None => Ok(false),
+            Some(s) => self.parse(&s, |s| match parse_bool(s)? {
+                true if matches!(offset_translation, Ok(OffsetTranslation::Mm2)) => {
+                    Err(s.error(format!(
+                        "content search needs `{} = precise`",
+                        super::OFFSET_TRANSLATION_KEY
+                    )))
+                }
+                v => Ok(v),
+            }),
+        };
         let membership = self.membership(&get, &bool_or, &millis, source, target);
         let checkpoints_topic_replication_factor = match get("checkpoints.topic.replication.factor")
         {
@@ -375,6 +387,7 @@ impl<'a> Lookup<'a> {
             follow_coalesce: follow_coalesce?,
             offset_translation: offset_translation?,
             translation_max_syncs: translation_max_syncs?,
+            content_search: content_search?,
             membership: membership?,
             origins: origins.into_inner(),
         })

@@ -113,6 +113,17 @@ pub const OFFSET_TRANSLATION_KEY: &str = "mm2-checkpoint.offset.translation";
 pub const TRANSLATION_MAX_SYNCS_KEY: &str =
     "mm2-checkpoint.offset.translation.max.syncs.per.partition";
 
+/// The key turning on the content search inside the sync bracket (ours; only
+/// with precise translation; docs/translation.md, "Content search").
+pub const CONTENT_SEARCH_KEY: &str = "mm2-checkpoint.offset.translation.content.search";
+
+/// Most records one content search compares (the group's records since the
+/// sync; about `offset.lag.max` where MM2 wrote every sync).
+pub const CONTENT_SEARCH_MAX_RECORDS: usize = 1000;
+
+/// Most bytes one content search fetches from each side (one Fetch each).
+pub const CONTENT_SEARCH_MAX_BYTES: i32 = 1024 * 1024;
+
 /// The key turning membership on: instances sharing a flow elect one owner
 /// of it through a group on its target cluster (ours; docs/membership.md).
 pub const MEMBERSHIP_ENABLED_KEY: &str = "mm2-checkpoint.membership.enabled";
@@ -274,6 +285,9 @@ pub struct FlowConfig {
     /// `mm2-checkpoint.offset.translation.max.syncs.per.partition` (ours; default
     /// [`DEFAULT_TRANSLATION_MAX_SYNCS`]): the precise mode's budget per partition.
     pub translation_max_syncs: usize,
+    /// `mm2-checkpoint.offset.translation.content.search` (ours; default false):
+    /// find the exact position inside the sync bracket by reading records.
+    pub content_search: bool,
     /// `mm2-checkpoint.membership.*` (ours; off by default): the flow's
     /// owner election among instances; `None` when off.
     pub membership: Option<MembershipConfig>,

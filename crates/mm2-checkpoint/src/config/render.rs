@@ -384,6 +384,7 @@ fn flow_rows(flow: &FlowConfig) -> Vec<Row> {
                 ),
             },
         ),
+        line(super::CONTENT_SEARCH_KEY, flow.content_search.to_string()),
         line(
             super::MEMBERSHIP_ENABLED_KEY,
             flow.membership.is_some().to_string(),

@@ -593,6 +593,43 @@ fn an_unknown_offset_translation_is_an_error_naming_the_key_and_the_choices() {
 }
 
 #[test]
+fn content_search_is_off_by_default_and_read_with_precise_translation() {
+    assert!(!only_flow(BASE).content_search);
+    let config = load(&with(
+        "mm2-checkpoint.offset.translation = precise
+         mm2-checkpoint.offset.translation.content.search = true",
+    ));
+    assert!(config.flows[0].content_search);
+    let text = render_effective_settings(&config);
+    assert!(
+        text.contains("  mm2-checkpoint.offset.translation.content.search = true    # "),
+        "{text}"
+    );
+    let text = render_effective_settings(&load(BASE));
+    assert!(
+        text.contains("  mm2-checkpoint.offset.translation.content.search = false    # default"),
+        "{text}"
+    );
+}
+
+#[test]
+fn content_search_without_precise_translation_is_an_error_naming_the_key() {
+    assert_rejected(
+        &with("A->B.mm2-checkpoint.offset.translation.content.search = true"),
+        "A->B.mm2-checkpoint.offset.translation.content.search",
+        &["needs `mm2-checkpoint.offset.translation = precise`"],
+    );
+    assert_rejected(
+        &with(
+            "mm2-checkpoint.offset.translation = precise
+             mm2-checkpoint.offset.translation.content.search = maybe",
+        ),
+        "mm2-checkpoint.offset.translation.content.search",
+        &["maybe"],
+    );
+}
+
+#[test]
 fn a_translation_budget_below_one_or_too_large_is_an_error_naming_the_key() {
     for (value, mentions) in [
         ("0", "at least 1"),

@@ -17,6 +17,7 @@ pub use sync_store::{InitMode, OffsetSync, OffsetSyncStore, Precision, SlotLayou
 pub use types::{OffsetTranslator, TopicPartition, Translation};
 pub mod checkpoint_store;
 pub mod consumer_offsets;
+pub mod content_search;
 pub mod filter;
 pub mod followed_offsets;
 pub mod format;

@@ -409,6 +409,26 @@ impl ClusterClient {
         reader.follow_with_watermark(self.client().await?).await
     }
 
+    /// One Fetch (read_uncommitted, no wait) of `topic`-`partition` from
+    /// `offset`, of at most about `max_bytes`.
+    pub async fn fetch_once(
+        &self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        max_bytes: i32,
+    ) -> Result<kafka_lite::FetchedPartition, Error> {
+        let options = FetchOptions {
+            max_bytes,
+            fetch_wait: Duration::from_millis(1),
+            isolation: IsolationLevel::ReadUncommitted,
+        };
+        self.client()
+            .await?
+            .fetch(topic, partition, offset, &options)
+            .await
+    }
+
     /// Every record of `topic`-`partition` from its start to the end it had
     /// when the read began.
     pub async fn read_to_end(

@@ -207,6 +207,19 @@ impl RecordSkipReason {
     }
 }
 
+/// The outcomes of `content_searches_total`: `exact`, or why the sync answer
+/// was kept (docs/translation.md, "Content search").
+pub const CONTENT_SEARCH_OUTCOMES: [&str; 8] = [
+    "exact",
+    "too_large",
+    "transaction",
+    "gap",
+    "mismatch",
+    "bracket_exceeded",
+    "ambiguous",
+    "unreadable",
+];
+
 /// The names [`Metrics::register_flow`] labels a new flow's series with.
 #[derive(Clone, Copy, Debug)]
 pub struct FlowIdentity<'a> {
@@ -286,6 +299,7 @@ struct Inner {
     records_skipped: Family<SkippedLabels, Counter>,
     initial_read_progress: Family<TopicLabels, RatioGauge>,
     precise_fallback: Family<FlowLabels, Gauge>,
+    content_searches: Family<OutcomeLabels, Counter>,
     follower: follower::FollowerMetrics,
     membership: membership::MembershipMetrics,
     requests: requests::RequestCounters,
@@ -387,6 +401,12 @@ impl Metrics {
             "Source partitions whose precise-translation history reached its budget: offsets older than its oldest kept sync are translated with MirrorMaker 2's precision (0 in mm2 mode)",
             precise_fallback.clone(),
         );
+        let content_searches = Family::<OutcomeLabels, Counter>::default();
+        registry.register(
+            "content_searches",
+            "Content searches inside the sync bracket (precise translation), by outcome: `exact`, or the reason the sync answer was kept",
+            content_searches.clone(),
+        );
         let follower = follower::FollowerMetrics::register(registry);
         let membership = membership::MembershipMetrics::register(registry);
         let requests = requests::RequestCounters::default();
@@ -423,6 +443,7 @@ impl Metrics {
                 records_skipped,
                 initial_read_progress,
                 precise_fallback,
+                content_searches,
                 follower,
                 membership,
                 requests,
@@ -494,6 +515,12 @@ impl Metrics {
         }
         self.set_initial_read_progress(name, flow.offset_syncs_topic, 0.0);
         self.set_precise_fallback_partitions(name, 0);
+        for outcome in CONTENT_SEARCH_OUTCOMES {
+            let _ = i.content_searches.get_or_create(&OutcomeLabels {
+                flow: name.to_string(),
+                outcome,
+            });
+        }
         self.register_follower_flow(name);
         self.set_latency_aliases(name, flow.connector_source, flow.connector_target);
     }
@@ -604,6 +631,18 @@ impl Metrics {
             .precise_fallback
             .get_or_create(&flow_labels(flow))
             .set(i64::try_from(count).unwrap_or(i64::MAX));
+    }
+
+    /// Counts one content search of `flow` ending with `outcome` (`exact` or a
+    /// fallback reason, one of [`CONTENT_SEARCH_OUTCOMES`]).
+    pub fn content_search(&self, flow: &str, outcome: &'static str) {
+        self.inner
+            .content_searches
+            .get_or_create(&OutcomeLabels {
+                flow: flow.to_string(),
+                outcome,
+            })
+            .inc();
     }
 
     /// The Prometheus text format (version 0.0.4) of every metric.

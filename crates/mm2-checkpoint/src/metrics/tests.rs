@@ -477,6 +477,7 @@ fn a_registered_flow_has_a_zero_series_in_every_family_but_latency() {
         "mm2_checkpoint_records_skipped_total",
         "mm2_checkpoint_initial_read_progress_ratio",
         "mm2_checkpoint_precise_fallback_partitions",
+        "mm2_checkpoint_content_searches_total",
         "mm2_checkpoint_group_offsets_mode",
         "mm2_checkpoint_followed_commits_total",
         "mm2_checkpoint_follower_corrections_total",
@@ -543,4 +544,12 @@ fn latency_series_keep_the_help_type_and_samples_of_a_family() {
         ),
         "{text}"
     );
+}
+
+#[test]
+fn content_search_outcomes_are_exact_and_every_fallback_label() {
+    use crate::core::content_search::Fallback;
+    let labels: Vec<&str> = Fallback::ALL.iter().map(|f| f.label()).collect();
+    assert_eq!(CONTENT_SEARCH_OUTCOMES[0], "exact");
+    assert_eq!(CONTENT_SEARCH_OUTCOMES[1..], labels[..]);
 }

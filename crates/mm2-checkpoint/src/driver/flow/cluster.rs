@@ -8,6 +8,7 @@ use std::time::Duration;
 use kafka_lite::records::ConsumerRecord;
 use kafka_lite::{Error, PartitionReader, StartOffset};
 
+use crate::core::content_search::SideRead;
 use crate::core::{CommittedOffset, GroupOffsets, TopicPartition};
 
 use super::super::kafka::{ClusterClient, CommitOutcome, CreateOutcome, DescribedGroup, OutRecord};
@@ -93,6 +94,16 @@ pub trait FlowCluster: Clone + Send + Sync {
         &self,
         reader: &mut PartitionReader,
     ) -> impl Future<Output = Result<(Vec<ConsumerRecord>, i64), Error>> + Send;
+
+    /// One Fetch (read_uncommitted) of `topic`-`partition` from `offset`, of at
+    /// most about `max_bytes`: what a content search compares.
+    fn fetch_side(
+        &self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        max_bytes: i32,
+    ) -> impl Future<Output = Result<SideRead, Error>> + Send;
 }
 
 impl FlowCluster for ClusterClient {
@@ -185,5 +196,21 @@ impl FlowCluster for ClusterClient {
         reader: &mut PartitionReader,
     ) -> Result<(Vec<ConsumerRecord>, i64), Error> {
         ClusterClient::follow(self, reader).await
+    }
+
+    async fn fetch_side(
+        &self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        max_bytes: i32,
+    ) -> Result<SideRead, Error> {
+        let f = ClusterClient::fetch_once(self, topic, partition, offset, max_bytes).await?;
+        Ok(SideRead {
+            records: f.records,
+            read_to: f.next_offset,
+            high_watermark: f.high_watermark,
+            transactional: f.transactional_batches,
+        })
     }
 }

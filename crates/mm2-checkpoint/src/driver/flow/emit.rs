@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use kafka_lite::Error;
 use kafka_protocol::error::ResponseError;
 
+use crate::core::content_search::ContentTranslator;
 use crate::core::{
     Checkpoint, CheckpointRound, FollowedOffsets, GroupOffsets, SkipCounts, SkipReason,
 };
@@ -91,6 +92,7 @@ impl<C: FlowCluster> FlowContext<C> {
             done.add(window?);
             fetched = self.step(s, "OffsetFetch", next_fetched)?;
         }
+        state.content.cache.end_round();
         let summary = self.finish_round(&done, started);
         // Once per round: the precise history's new syncs (docs/translation.md,
         // "Restarts and compaction").
@@ -117,6 +119,7 @@ impl<C: FlowCluster> FlowContext<C> {
             from = to;
             done.add(self.plan_window(state, window, true).await?);
         }
+        state.content.cache.end_round();
         let summary = self.finish_round(&done, started);
         self.write_archive(state).await;
         Ok(summary)
@@ -183,7 +186,13 @@ impl<C: FlowCluster> FlowContext<C> {
         };
         // Counted, not listed: a round where nothing moved skips every
         // group-partition, and listing them cost ~200 B each.
-        let plan = round.plan_counted(&state.syncs, &state.checkpoints, &groups);
+        // Content search (docs/translation.md): exact answers where found.
+        self.content_search(state, &groups).await;
+        let translator = ContentTranslator {
+            store: &state.syncs,
+            cache: &state.content.cache,
+        };
+        let plan = round.plan_counted(&translator, &state.checkpoints, &groups);
         // The plan owns what it needs; free the OffsetFetch answers before
         // producing.
         drop(groups);

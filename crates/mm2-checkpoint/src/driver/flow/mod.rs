@@ -29,6 +29,7 @@ use super::kafka::{ClusterClient, error_label};
 
 pub mod archive;
 pub mod cluster;
+pub mod content;
 pub mod emit;
 pub mod follow;
 pub mod group_sync;
@@ -362,6 +363,8 @@ pub struct FlowState {
     /// With precise translation: what to write to the sync-history topic
     /// (`None` when it cannot be read, or with `mm2` translation).
     pub archive: Option<Archive>,
+    /// With content search: the decided searches and the topics warned about.
+    pub content: content::ContentState,
 }
 
 /// The sync-history topic's writer state (docs/translation.md, "Restarts

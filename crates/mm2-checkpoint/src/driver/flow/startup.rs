@@ -61,6 +61,7 @@ impl<C: FlowCluster> FlowContext<C> {
             synced: followed.map(|_| BTreeSet::new()),
             logged: BTreeSet::new(),
             fallback_warned: BTreeSet::new(),
+            content: Default::default(),
             archive: None,
         };
         let c = &self.syncs_cluster;

@@ -299,6 +299,34 @@ impl FlowCluster for MemCluster {
         reader.seek(log.end());
         Ok((records, log.end()))
     }
+
+    async fn fetch_side(
+        &self,
+        topic: &str,
+        _partition: i32,
+        offset: i64,
+        _max_bytes: i32,
+    ) -> Result<crate::core::content_search::SideRead, Error> {
+        let mem = self.mem();
+        let log = mem
+            .topics
+            .get(topic)
+            .ok_or_else(|| kafka("Fetch", ResponseError::UnknownTopicOrPartition))?;
+        if offset > log.end() || offset < log.start {
+            return Err(kafka("Fetch", ResponseError::OffsetOutOfRange));
+        }
+        Ok(crate::core::content_search::SideRead {
+            records: log
+                .records
+                .iter()
+                .filter(|r| r.offset >= offset)
+                .cloned()
+                .collect(),
+            read_to: log.end(),
+            high_watermark: log.end(),
+            transactional: Vec::new(),
+        })
+    }
 }
 
 /// A flow `A->B` on in-memory clusters (offset syncs on the source).
@@ -326,6 +354,7 @@ fn state(checkpoints: CheckpointStore) -> FlowState {
         synced: None,
         logged: BTreeSet::new(),
         fallback_warned: BTreeSet::new(),
+        content: Default::default(),
         archive: None,
     }
 }
@@ -824,4 +853,42 @@ async fn a_round_from_the_followers_view_writes_what_offset_fetch_would() {
     // Partition 0 translates, partition 1 has no sync.
     assert_eq!(outcomes[0].0, (n, n));
     assert_eq!(outcomes[0], outcomes[1]);
+}
+
+/// Content search (docs/translation.md, "Content search"): the flow reads the
+/// records since the sync on both clusters and writes the exact position; a
+/// group that did not move is not searched again.
+#[tokio::test]
+async fn content_search_writes_the_exact_position_and_searches_a_bracket_once() {
+    let (ctx, source, target) = flow(
+        "A->B.mm2-checkpoint.offset.translation = precise\n\
+         A->B.mm2-checkpoint.offset.translation.content.search = true",
+    );
+    source.append(
+        &ctx.syncs_topic,
+        (0..10).map(|n| sync_record(n * 100, n * 100)).collect(),
+    );
+    let records: Vec<(Vec<u8>, Vec<u8>)> = (0..1_000)
+        .map(|o| (format!("k{o}").into_bytes(), format!("v{o}").into_bytes()))
+        .collect();
+    source.append("t", records.clone());
+    target.append("A.t", records);
+    let offsets = BTreeMap::from([(
+        TopicPartition::new("t", 0),
+        Some(CommittedOffset::new(450, "")),
+    )]);
+    source.mem().groups.insert("g".to_owned(), offsets);
+    let mut state = ctx.start().await.unwrap_or_else(|e| panic!("{e}"));
+    ctx.emit_round(&mut state).await.unwrap();
+    ctx.emit_round(&mut state).await.unwrap();
+    assert_eq!(
+        checkpoints_written(&target, &ctx.checkpoints_topic),
+        [("g".to_owned(), 0, 450, 450)]
+    );
+    let metrics = ctx.metrics.encode_prometheus().unwrap();
+    assert!(
+        metrics
+            .contains("mm2_checkpoint_content_searches_total{flow=\"A->B\",outcome=\"exact\"} 1\n"),
+        "{metrics}"
+    );
 }
