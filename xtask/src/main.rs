@@ -126,7 +126,8 @@ commands:
                     (and precise restarted, restoring its sync-history topic)
                     over P partitions x S offset syncs each, groups lagging
                     10^3 to 10^6 records: start-up, initial read, RSS, re-read
-                    per lag; table in target/bench/precise-*.md. See
+                    per lag (budget S syncs per partition unless --max-syncs);
+                    table in target/bench/precise-*.md. See
                     docs/benchmarks.md
   help              this text
 
