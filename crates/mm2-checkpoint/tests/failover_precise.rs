@@ -21,7 +21,6 @@ use e2e::java::helpers;
 use e2e::mm2::{Mm2Config, Mm2Process, SOURCE_ALIAS, remote_topic};
 use e2e::{Listener, clusters, unique_name};
 use interop_support::{ok, our_config, run_once, test_dir};
-use kafka_lite::{IsolationLevel, OffsetSpec};
 use mm2_checkpoint::core::{CommittedOffset, TopicPartition};
 
 /// Records produced to the source topic's single partition: record `i` is at
@@ -141,21 +140,7 @@ fn a_java_consumer_failing_over_from_precise_checkpoints_rereads_at_most_the_syn
         mm2.wait_for_offset_syncs(&topic, 1, end - SPACING, STARTUP_BUDGET),
         "waiting for MM2's offset syncs up to the last records",
     );
-    let target_client = common::client(c.target());
-    let mirrored = || {
-        let client = rt.block_on(target_client.kafka()).ok()?;
-        let listed = rt.block_on(client.list_offsets(
-            &[(remote.as_str(), 0, OffsetSpec::Latest)],
-            IsolationLevel::ReadUncommitted,
-        ));
-        listed.into_iter().next()?.result.ok()?.offset
-    };
-    ok(
-        mm2.wait_until("every record on the remote topic", STARTUP_BUDGET, |_| {
-            Ok::<_, std::convert::Infallible>((mirrored() == Some(end)).then_some(()))
-        }),
-        "waiting for the remote topic",
-    );
+    common::wait_for_mirrored_end(&rt, &mut mm2, &remote, end, STARTUP_BUDGET);
     // MM2's own syncs of the topic. The mirror is an identity (a fresh remote
     // topic); a sync comes every `offset.lag.max + 1` records, except where
     // the source task's ten in-flight permits were all taken and a newer

@@ -34,8 +34,8 @@ use e2e::java::helpers;
 use e2e::mm2::{Mm2Config, Mm2Process, OFFSET_SYNCS_TOPIC, SOURCE_ALIAS, remote_topic};
 use e2e::{Listener, clusters, unique_name};
 use interop_support::{ok, our_config, run_once, test_dir};
+use kafka_lite::ProduceOptions;
 use kafka_lite::records::{Header, ProducerRecord};
-use kafka_lite::{IsolationLevel, OffsetSpec, ProduceOptions};
 use mm2_checkpoint::core::{CommittedOffset, TopicPartition};
 
 /// MM2's `offset.lag.max`: a sync at least every this many mirrored records.
@@ -264,22 +264,8 @@ fn scenario(records: i64, lags: &[i64]) {
         .filter(|&&o| FILTERED.contains(&(o % 1000)))
         .count() as i64;
     let expected_remote = source_offsets.len() as i64 - filtered_count;
-    let listed_end = |client: &kafka_lite::Client| {
-        let listed = rt.block_on(client.list_offsets(
-            &[(remote.as_str(), 0, OffsetSpec::Latest)],
-            IsolationLevel::ReadUncommitted,
-        ));
-        listed.into_iter().next()?.result.ok()?.offset
-    };
-    let target_kafka = ok(rt.block_on(target_client.kafka()), "target client");
-    let ((), mirrored_at) = ok(
-        mm2.wait_until("every record on the remote topic", STARTUP_BUDGET, |_| {
-            Ok::<_, std::convert::Infallible>(
-                (listed_end(target_kafka) == Some(expected_remote)).then_some(()),
-            )
-        }),
-        "waiting for the remote topic",
-    );
+    let mirrored_at =
+        common::wait_for_mirrored_end(&rt, &mut mm2, &remote, expected_remote, STARTUP_BUDGET);
     // MM2's last syncs (held back by its in-flight permits) come with the next
     // offset flush, every second.
     ok(

@@ -35,8 +35,8 @@ use e2e::java::helpers;
 use e2e::mm2::{CHECKPOINTS_TOPIC, Mm2Config, Mm2Process, remote_topic};
 use e2e::{Listener, clusters, unique_name};
 use interop_support::{ok, our_config, run_once, test_dir};
+use kafka_lite::ProduceOptions;
 use kafka_lite::records::ProducerRecord;
-use kafka_lite::{IsolationLevel, OffsetSpec, ProduceOptions};
 use mm2_checkpoint::core::{CommittedOffset, TopicPartition};
 
 const SPACING: i64 = 100;
@@ -129,21 +129,7 @@ fn reread_after_failover_against_lag_real_mm2_beside_ours() {
             (mm2, t0.elapsed(), mm2_started)
         }
     };
-    let target_client = common::client(c.target());
-    let target_kafka = ok(rt.block_on(target_client.kafka()), "target client");
-    let mirrored = || {
-        let listed = rt.block_on(target_kafka.list_offsets(
-            &[(remote.as_str(), 0, OffsetSpec::Latest)],
-            IsolationLevel::ReadUncommitted,
-        ));
-        listed.into_iter().next()?.result.ok()?.offset
-    };
-    ok(
-        mm2.wait_until("every record on the remote topic", BUDGET, |_| {
-            Ok::<_, std::convert::Infallible>((mirrored() == Some(end)).then_some(()))
-        }),
-        "waiting for the remote topic",
-    );
+    common::wait_for_mirrored_end(&rt, &mut mm2, &remote, end, BUDGET);
     let mirror_time = mm2_started.elapsed();
     let syncs = ok(
         mm2.wait_for_offset_syncs(&topic, 1, end - 2 * SPACING, BUDGET),

@@ -610,3 +610,32 @@ pub fn tool(program: &str, args: &[&str]) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Waits, through `mm2`'s watch of its process (so a MirrorMaker that dies
+/// fails the wait at once), until partition 0 of `remote` on the target ends
+/// at `end`: every record mirrored. Returns the time waited.
+pub fn wait_for_mirrored_end(
+    rt: &tokio::runtime::Runtime,
+    mm2: &mut e2e::mm2::Mm2Process,
+    remote: &str,
+    end: i64,
+    budget: Duration,
+) -> Duration {
+    let target = client(clusters().target());
+    let kafka = rt
+        .block_on(target.kafka())
+        .unwrap_or_else(|e| panic!("target client: {e}"));
+    let listed_end = || {
+        let listed = rt.block_on(kafka.list_offsets(
+            &[(remote, 0, kafka_lite::OffsetSpec::Latest)],
+            kafka_lite::IsolationLevel::ReadUncommitted,
+        ));
+        listed.into_iter().next()?.result.ok()?.offset
+    };
+    let ((), waited) = mm2
+        .wait_until("every record on the remote topic", budget, |_| {
+            Ok::<_, std::convert::Infallible>((listed_end() == Some(end)).then_some(()))
+        })
+        .unwrap_or_else(|e| panic!("waiting for the remote topic: {e}"));
+    waited
+}
