@@ -25,6 +25,7 @@ use std::sync::Arc;
 use super::consumer_offsets::OffsetsRecord;
 use super::filter::{GroupFilter, TopicFilter};
 use super::round::{CommittedOffset, GroupOffsets};
+use super::topic_ids::TopicIds;
 use super::types::TopicPartition;
 
 /// What [`FollowedOffsets::apply`] did with one record.
@@ -71,66 +72,8 @@ fn position(commits: &Commits, topic: u32, partition: i32) -> Result<usize, usiz
     commits.binary_search_by(|c| (c.topic, c.partition).cmp(&(topic, partition)))
 }
 
-/// The topic names the view's commits hold, each once, by id, with the number
-/// of commits holding it (a name no commit holds any more is forgotten and its
-/// id reused).
-#[derive(Clone, Debug, Default)]
-struct Topics {
-    names: Vec<Option<(Arc<str>, usize)>>,
-    ids: HashMap<Arc<str>, u32>,
-    free: Vec<u32>,
-}
-
-impl Topics {
-    fn id(&self, name: &str) -> Option<u32> {
-        self.ids.get(name).copied()
-    }
-
-    fn name(&self, id: u32) -> &str {
-        self.names
-            .get(id as usize)
-            .and_then(Option::as_ref)
-            .map_or("", |(name, _)| &**name)
-    }
-
-    /// The id of `name`, counting one more commit holding it.
-    fn hold(&mut self, name: &str) -> u32 {
-        if let Some(id) = self.id(name)
-            && let Some(Some((_, n))) = self.names.get_mut(id as usize)
-        {
-            *n += 1;
-            return id;
-        }
-        let shared: Arc<str> = Arc::from(name);
-        let slot = Some((Arc::clone(&shared), 1));
-        let id = match self.free.pop() {
-            Some(id) => {
-                self.names[id as usize] = slot;
-                id
-            }
-            None => {
-                self.names.push(slot);
-                u32::try_from(self.names.len() - 1).unwrap_or(u32::MAX)
-            }
-        };
-        self.ids.insert(shared, id);
-        id
-    }
-
-    /// One commit fewer holds `id`; the name is forgotten with the last.
-    fn release(&mut self, id: u32) {
-        if let Some(slot) = self.names.get_mut(id as usize)
-            && let Some((name, n)) = slot
-        {
-            *n -= 1;
-            if *n == 0 {
-                self.ids.remove(&**name);
-                *slot = None;
-                self.free.push(id);
-            }
-        }
-    }
-}
+/// The topic names the view's commits hold, each once, by id, counted.
+type Topics = TopicIds;
 
 fn to_group_offsets(commits: &Commits, topics: &Topics) -> GroupOffsets {
     commits
