@@ -245,7 +245,7 @@ impl FollowedOffsets {
     ) {
         // A scan of every commit rather than an index of the groups of each
         // partition: the index cost 34 bytes per group-partition at 100,000
-        // groups × 10 partitions; the scan costs about 7 ms of CPU per million
+        // groups × 10 partitions; the scan costs 7-8 ms of CPU per million
         // commits, only when new syncs arrived (docs/benchmarks.md, issue 18).
         let mut synced: Vec<(u32, i32)> = partitions
             .into_iter()

@@ -236,8 +236,14 @@ pub(super) struct SeriesEntry {
 pub(super) struct GroupSeries {
     pub(super) entries: Vec<SeriesEntry>,
     /// The values of the entries marked [`WIDE`], by (topic, partition).
-    wide: Option<Box<BTreeMap<(u32, i32), i64>>>,
+    wide: Option<Box<WideValues>>,
 }
+
+/// Values too large for a [`SeriesEntry`], by (topic, partition); boxed in
+/// [`GroupSeries`] so a group without any (every group, in practice) pays
+/// 8 bytes for the field, not a map's 24.
+#[derive(Debug, Default)]
+struct WideValues(BTreeMap<(u32, i32), i64>);
 
 impl GroupSeries {
     /// The (topic, partition) labels of `e`.
@@ -254,7 +260,7 @@ impl GroupSeries {
             WIDE => self
                 .wide
                 .as_ref()
-                .and_then(|w| w.get(&(e.topic, e.partition)))
+                .and_then(|w| w.0.get(&(e.topic, e.partition)))
                 .copied()
                 .unwrap_or(i64::from(WIDE)),
             ms => i64::from(ms),
@@ -290,15 +296,15 @@ impl GroupSeries {
             Ok(small) if small != WIDE => {
                 e.ms = small;
                 if let Some(wide) = &mut self.wide {
-                    wide.remove(&wide_key);
-                    if wide.is_empty() {
+                    wide.0.remove(&wide_key);
+                    if wide.0.is_empty() {
                         self.wide = None;
                     }
                 }
             }
             _ => {
                 e.ms = WIDE;
-                self.wide.get_or_insert_default().insert(wide_key, ms);
+                self.wide.get_or_insert_default().0.insert(wide_key, ms);
             }
         }
     }
