@@ -22,11 +22,11 @@
 //! or another tool, and keeping the last real checkpoint keeps the monotonicity
 //! guarantee.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::sync::Arc;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::filter::GroupFilter;
 use super::format::{Checkpoint, CheckpointKey, DecodeError};
+use super::topic_ids::TopicIds;
 use super::types::TopicPartition;
 
 /// Which groups a store is for.
@@ -47,8 +47,9 @@ pub struct StoredCheckpoint {
     pub upstream_offset: i64,
     /// The translated offset on the target.
     pub downstream_offset: i64,
-    /// The group's commit metadata.
-    pub metadata: String,
+    /// The group's commit metadata (boxed: no spare capacity, and an empty
+    /// one, the usual case, allocates nothing).
+    pub metadata: Box<str>,
 }
 
 impl From<&Checkpoint> for StoredCheckpoint {
@@ -56,7 +57,7 @@ impl From<&Checkpoint> for StoredCheckpoint {
         StoredCheckpoint {
             upstream_offset: cp.upstream_offset,
             downstream_offset: cp.downstream_offset,
-            metadata: cp.metadata.clone(),
+            metadata: cp.metadata.as_str().into(),
         }
     }
 }
@@ -97,65 +98,36 @@ impl RestoreStats {
     }
 }
 
-/// One stored checkpoint: its downstream partition (the topic name shared with
-/// every other entry of that topic) and the checkpoint.
+/// One stored checkpoint: its downstream partition (the topic as the store's
+/// id of its name) and the checkpoint; 40 bytes.
 #[derive(Clone, Debug)]
 struct Entry {
-    topic: Arc<str>,
+    topic: u32,
     partition: i32,
     checkpoint: StoredCheckpoint,
 }
 
-/// The last checkpoints of one group, by downstream partition.
+/// The last checkpoints of one group, sorted by downstream topic name then
+/// partition.
 ///
 /// A sorted vector rather than a map: a store holds one entry per group and
 /// partition (a million at 100,000 groups × 10 partitions), and a vector of
-/// compact entries whose topic names are shared costs a fraction of a tree
-/// of entries that each own their topic name.
+/// compact entries that name their topic by a 4-byte id costs a fraction of a
+/// tree of entries that each hold their topic name.
 #[derive(Clone, Debug, Default)]
-pub struct GroupCheckpoints {
+struct Group {
     entries: Vec<Entry>,
 }
 
-impl GroupCheckpoints {
-    fn position(&self, topic: &str, partition: i32) -> Result<usize, usize> {
+impl Group {
+    fn position(&self, topics: &TopicIds, topic: &str, partition: i32) -> Result<usize, usize> {
         self.entries
-            .binary_search_by(|e| (&*e.topic, e.partition).cmp(&(topic, partition)))
+            .binary_search_by(|e| (topics.name(e.topic), e.partition).cmp(&(topic, partition)))
     }
 
-    /// The last checkpoint of downstream `topic` `partition`.
-    pub fn get(&self, topic: &str, partition: i32) -> Option<&StoredCheckpoint> {
-        let i = self.position(topic, partition).ok()?;
-        Some(&self.entries[i].checkpoint)
-    }
-
-    /// Every checkpoint as (downstream topic, partition, checkpoint), sorted by
-    /// topic then partition.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, i32, &StoredCheckpoint)> {
-        self.entries
-            .iter()
-            .map(|e| (&*e.topic, e.partition, &e.checkpoint))
-    }
-
-    /// Number of checkpoints.
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// True if the group has no checkpoint.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
-    /// Stores `checkpoint` for `tp`; `topic` gives the shared copy of a topic
-    /// name not stored yet.
-    fn insert(
-        &mut self,
-        tp: &TopicPartition,
-        checkpoint: StoredCheckpoint,
-        topic: impl FnOnce(&str) -> Arc<str>,
-    ) {
-        match self.position(&tp.topic, tp.partition) {
+    /// Stores `checkpoint` for `tp`, holding a new entry's topic name in `topics`.
+    fn insert(&mut self, topics: &mut TopicIds, tp: &TopicPartition, checkpoint: StoredCheckpoint) {
+        match self.position(topics, &tp.topic, tp.partition) {
             Ok(i) => self.entries[i].checkpoint = checkpoint,
             Err(i) => {
                 // Grow by an eighth, not double: most groups stop growing after
@@ -164,7 +136,7 @@ impl GroupCheckpoints {
                     self.entries.reserve_exact((self.entries.len() / 8).max(1));
                 }
                 let entry = Entry {
-                    topic: topic(&tp.topic),
+                    topic: topics.hold(&tp.topic),
                     partition: tp.partition,
                     checkpoint,
                 };
@@ -174,15 +146,52 @@ impl GroupCheckpoints {
     }
 }
 
+/// The last checkpoints of one group, by downstream partition, as
+/// [`CheckpointStore::group`] shows them.
+#[derive(Clone, Copy, Debug)]
+pub struct GroupCheckpoints<'a> {
+    group: &'a Group,
+    topics: &'a TopicIds,
+}
+
+impl<'a> GroupCheckpoints<'a> {
+    /// The last checkpoint of downstream `topic` `partition`.
+    pub fn get(&self, topic: &str, partition: i32) -> Option<&'a StoredCheckpoint> {
+        let i = self.group.position(self.topics, topic, partition).ok()?;
+        Some(&self.group.entries[i].checkpoint)
+    }
+
+    /// Every checkpoint as (downstream topic, partition, checkpoint), sorted by
+    /// topic then partition.
+    pub fn iter(self) -> impl Iterator<Item = (&'a str, i32, &'a StoredCheckpoint)> + 'a {
+        let topics = self.topics;
+        self.group
+            .entries
+            .iter()
+            .map(move |e| (topics.name(e.topic), e.partition, &e.checkpoint))
+    }
+
+    /// Number of checkpoints.
+    pub fn len(&self) -> usize {
+        self.group.entries.len()
+    }
+
+    /// True if the group has no checkpoint.
+    pub fn is_empty(&self) -> bool {
+        self.group.entries.is_empty()
+    }
+}
+
 /// Last produced checkpoint per (group, downstream topic-partition) for the groups a
 /// task is assigned.
 #[derive(Clone, Debug, Default)]
 pub struct CheckpointStore {
     assignment: Assignment,
     assigned: BTreeSet<String>,
-    last: BTreeMap<String, GroupCheckpoints>,
-    /// One shared copy of each downstream topic name.
-    topics: HashSet<Arc<str>>,
+    last: BTreeMap<String, Group>,
+    /// The downstream topic names the entries hold, by id. Entries are never
+    /// removed, so no id is ever released.
+    topics: TopicIds,
     restore_stats: RestoreStats,
     produce_failures: u64,
 }
@@ -272,18 +281,10 @@ impl CheckpointStore {
             Some(group) => group,
             None => self.last.entry(cp.key.group.clone()).or_default(),
         };
-        let topics = &mut self.topics;
         group.insert(
+            &mut self.topics,
             &cp.key.topic_partition,
             StoredCheckpoint::from(cp),
-            |name| {
-                if let Some(shared) = topics.get(name) {
-                    return Arc::clone(shared);
-                }
-                let shared: Arc<str> = Arc::from(name);
-                topics.insert(Arc::clone(&shared));
-                shared
-            },
         );
     }
 
@@ -308,7 +309,7 @@ impl CheckpointStore {
 
     /// The last checkpoint of `group` for downstream partition `tp`.
     pub fn get(&self, group: &str, tp: &TopicPartition) -> Option<&StoredCheckpoint> {
-        self.last.get(group)?.get(&tp.topic, tp.partition)
+        self.group(group)?.get(&tp.topic, tp.partition)
     }
 
     /// The last checkpoint for `key`.
@@ -317,13 +318,23 @@ impl CheckpointStore {
     }
 
     /// All last checkpoints of `group`, by downstream partition.
-    pub fn group(&self, group: &str) -> Option<&GroupCheckpoints> {
-        self.last.get(group)
+    pub fn group(&self, group: &str) -> Option<GroupCheckpoints<'_>> {
+        let group = self.last.get(group)?;
+        Some(GroupCheckpoints {
+            group,
+            topics: &self.topics,
+        })
     }
 
     /// Every group with at least one checkpoint, sorted, with its checkpoints.
-    pub fn groups(&self) -> impl Iterator<Item = (&str, &GroupCheckpoints)> {
-        self.last.iter().map(|(g, cps)| (g.as_str(), cps))
+    pub fn groups(&self) -> impl Iterator<Item = (&str, GroupCheckpoints<'_>)> {
+        self.last.iter().map(|(g, group)| {
+            let cps = GroupCheckpoints {
+                group,
+                topics: &self.topics,
+            };
+            (g.as_str(), cps)
+        })
     }
 
     /// Every stored checkpoint as a record to produce again, by group then
@@ -337,19 +348,19 @@ impl CheckpointStore {
                 },
                 upstream_offset: cp.upstream_offset,
                 downstream_offset: cp.downstream_offset,
-                metadata: cp.metadata.clone(),
+                metadata: cp.metadata.to_string(),
             })
         })
     }
 
     /// Number of stored checkpoints.
     pub fn len(&self) -> usize {
-        self.last.values().map(GroupCheckpoints::len).sum()
+        self.last.values().map(|g| g.entries.len()).sum()
     }
 
     /// True if no checkpoint is stored.
     pub fn is_empty(&self) -> bool {
-        self.last.values().all(GroupCheckpoints::is_empty)
+        self.last.values().all(|g| g.entries.is_empty())
     }
 }
 
@@ -383,7 +394,7 @@ mod tests {
         restore(&mut store, &cp("g", "S.t", 0, 20, 15));
         let last = store.get("g", &TopicPartition::new("S.t", 0)).unwrap();
         assert_eq!((last.upstream_offset, last.downstream_offset), (20, 15));
-        assert_eq!(last.metadata, "m20");
+        assert_eq!(&*last.metadata, "m20");
         assert_eq!(store.len(), 2);
         assert_eq!(store.restore_stats().restored, 3);
     }
@@ -448,6 +459,47 @@ mod tests {
         assert_eq!(stats.malformed, 2);
         assert_eq!(stats.skipped(), 4);
         assert!(store.is_empty());
+    }
+
+    /// The store holds topics by id in the order it first sees them, yet
+    /// lists a group's checkpoints (and the records to produce again) by topic
+    /// name then partition, and finds each by name.
+    #[test]
+    fn d4_checkpoints_are_listed_by_topic_name_then_partition() {
+        let mut store = CheckpointStore::new(["g", "h"]);
+        store.on_produced(&[
+            cp("h", "zeta", 1, 1, 1),
+            cp("g", "zeta", 0, 2, 2),
+            cp("g", "alpha", 10, 3, 3),
+            cp("g", "alpha", 2, 4, 4),
+            cp("g", "mid", 0, 5, 5),
+        ]);
+        let listed: Vec<(String, String, i32, i64)> = store
+            .checkpoints()
+            .map(|c| {
+                let tp = c.key.topic_partition;
+                (c.key.group, tp.topic, tp.partition, c.upstream_offset)
+            })
+            .collect();
+        let expected = [
+            ("g", "alpha", 2, 4),
+            ("g", "alpha", 10, 3),
+            ("g", "mid", 0, 5),
+            ("g", "zeta", 0, 2),
+            ("h", "zeta", 1, 1),
+        ];
+        let expected: Vec<(String, String, i32, i64)> = expected
+            .iter()
+            .map(|&(g, t, p, u)| (g.to_owned(), t.to_owned(), p, u))
+            .collect();
+        assert_eq!(listed, expected);
+        for (g, t, p, u) in &expected {
+            let last = store.get(g, &TopicPartition::new(t.as_str(), *p)).unwrap();
+            assert_eq!(last.upstream_offset, *u);
+            assert_eq!(&*last.metadata, format!("m{u}"));
+        }
+        assert!(store.get("g", &TopicPartition::new("beta", 0)).is_none());
+        assert_eq!(store.group("g").map(|cps| cps.len()), Some(4));
     }
 
     /// Quirk H.3: MM2 stores a checkpoint before producing it. Here only an

@@ -19,12 +19,13 @@
 //! the coordinator tombstones each offset of a deleted group, and a classic group
 //! converted to a KIP-848 group loses its metadata record but keeps its offsets.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use super::consumer_offsets::OffsetsRecord;
 use super::filter::{GroupFilter, TopicFilter};
 use super::round::{CommittedOffset, GroupOffsets};
+use super::topic_ids::TopicIds;
 use super::types::TopicPartition;
 
 /// What [`FollowedOffsets::apply`] did with one record.
@@ -71,66 +72,8 @@ fn position(commits: &Commits, topic: u32, partition: i32) -> Result<usize, usiz
     commits.binary_search_by(|c| (c.topic, c.partition).cmp(&(topic, partition)))
 }
 
-/// The topic names the view's commits hold, each once, by id, with the number
-/// of commits holding it (a name no commit holds any more is forgotten and its
-/// id reused).
-#[derive(Clone, Debug, Default)]
-struct Topics {
-    names: Vec<Option<(Arc<str>, usize)>>,
-    ids: HashMap<Arc<str>, u32>,
-    free: Vec<u32>,
-}
-
-impl Topics {
-    fn id(&self, name: &str) -> Option<u32> {
-        self.ids.get(name).copied()
-    }
-
-    fn name(&self, id: u32) -> &str {
-        self.names
-            .get(id as usize)
-            .and_then(Option::as_ref)
-            .map_or("", |(name, _)| &**name)
-    }
-
-    /// The id of `name`, counting one more commit holding it.
-    fn hold(&mut self, name: &str) -> u32 {
-        if let Some(id) = self.id(name)
-            && let Some(Some((_, n))) = self.names.get_mut(id as usize)
-        {
-            *n += 1;
-            return id;
-        }
-        let shared: Arc<str> = Arc::from(name);
-        let slot = Some((Arc::clone(&shared), 1));
-        let id = match self.free.pop() {
-            Some(id) => {
-                self.names[id as usize] = slot;
-                id
-            }
-            None => {
-                self.names.push(slot);
-                u32::try_from(self.names.len() - 1).unwrap_or(u32::MAX)
-            }
-        };
-        self.ids.insert(shared, id);
-        id
-    }
-
-    /// One commit fewer holds `id`; the name is forgotten with the last.
-    fn release(&mut self, id: u32) {
-        if let Some(slot) = self.names.get_mut(id as usize)
-            && let Some((name, n)) = slot
-        {
-            *n -= 1;
-            if *n == 0 {
-                self.ids.remove(&**name);
-                *slot = None;
-                self.free.push(id);
-            }
-        }
-    }
-}
+/// The topic names the view's commits hold, each once, by id, counted.
+type Topics = TopicIds;
 
 fn to_group_offsets(commits: &Commits, topics: &Topics) -> GroupOffsets {
     commits
@@ -162,9 +105,6 @@ pub struct FollowedOffsets {
     not_consumer: BTreeSet<String>,
     /// Groups changed since [`FollowedOffsets::take_changed`].
     changed: BTreeSet<Arc<str>>,
-    /// The groups with a commit on each upstream partition, to find the groups an
-    /// offset sync concerns.
-    by_partition: HashMap<TopicPartition, BTreeSet<Arc<str>>>,
 }
 
 impl FollowedOffsets {
@@ -177,7 +117,6 @@ impl FollowedOffsets {
             topics: Topics::default(),
             not_consumer: BTreeSet::new(),
             changed: BTreeSet::new(),
-            by_partition: HashMap::new(),
         }
     }
 
@@ -257,10 +196,6 @@ impl FollowedOffsets {
                                         commit,
                                     },
                                 );
-                                self.by_partition
-                                    .entry(topic_partition)
-                                    .or_default()
-                                    .insert(Arc::clone(&name));
                             }
                         }
                         self.changed.insert(name);
@@ -285,7 +220,6 @@ impl FollowedOffsets {
                             }
                         }
                         self.topics.release(topic);
-                        self.unlink(&topic_partition, &name);
                         self.changed.insert(name);
                         Applied::Removed
                     }
@@ -294,21 +228,9 @@ impl FollowedOffsets {
         }
     }
 
-    /// Removes `group` from the groups of `tp`.
-    fn unlink(&mut self, tp: &TopicPartition, group: &str) {
-        if let Some(gs) = self.by_partition.get_mut(tp) {
-            gs.remove(group);
-            if gs.is_empty() {
-                self.by_partition.remove(tp);
-            }
-        }
-    }
-
     fn remove_group(&mut self, group: &str) {
         if let Some((name, commits)) = self.groups.remove_entry(group) {
             for c in &commits {
-                let tp = TopicPartition::new(self.topics.name(c.topic), c.partition);
-                self.unlink(&tp, group);
                 self.topics.release(c.topic);
             }
             self.changed.insert(name);
@@ -321,9 +243,24 @@ impl FollowedOffsets {
         &mut self,
         partitions: impl IntoIterator<Item = &'a TopicPartition>,
     ) {
-        for tp in partitions {
-            if let Some(groups) = self.by_partition.get(tp) {
-                self.changed.extend(groups.iter().cloned());
+        // A scan of every commit rather than an index of the groups of each
+        // partition: the index cost 34 bytes per group-partition at 100,000
+        // groups × 10 partitions; the scan costs 7-8 ms of CPU per million
+        // commits, only when new syncs arrived (docs/benchmarks.md, issue 18).
+        let mut synced: Vec<(u32, i32)> = partitions
+            .into_iter()
+            .filter_map(|tp| Some((self.topics.id(&tp.topic)?, tp.partition)))
+            .collect();
+        if synced.is_empty() {
+            return;
+        }
+        synced.sort_unstable();
+        for (name, commits) in &self.groups {
+            let on_synced = commits
+                .iter()
+                .any(|c| synced.binary_search(&(c.topic, c.partition)).is_ok());
+            if on_synced && !self.changed.contains(name) {
+                self.changed.insert(Arc::clone(name));
             }
         }
     }
@@ -575,6 +512,23 @@ mod tests {
         v.partitions_synced([&TopicPartition::new("t", 1), &TopicPartition::new("x", 0)]);
         let changed: Vec<String> = v.take_changed().into_keys().collect();
         assert_eq!(changed, ["b"]);
+    }
+
+    #[test]
+    fn new_syncs_do_not_mark_groups_whose_commit_there_is_gone() {
+        let mut v = view();
+        v.apply(commit("a", "t", 0, Some(1)));
+        v.apply(commit("a", "t", 1, Some(1)));
+        v.apply(commit("b", "t", 1, Some(1)));
+        v.apply(commit("c", "t", 1, Some(-1)));
+        v.apply(commit("b", "t", 1, None));
+        v.take_changed();
+        v.partitions_synced([&TopicPartition::new("t", 1)]);
+        let changed: Vec<String> = v.take_changed().into_keys().collect();
+        // c's null offset is a commit held as ever (the round skips it).
+        assert_eq!(changed, ["a", "c"], "b's commit was removed");
+        v.partitions_synced([&TopicPartition::new("t", 2), &TopicPartition::new("u", 1)]);
+        assert!(!v.has_changes());
     }
 
     #[test]

@@ -202,7 +202,7 @@ fn decide_group(
         .map(|(topic, partition, cp)| {
             let offset = CommittedOffset {
                 offset: cp.downstream_offset,
-                metadata: cp.metadata.clone(),
+                metadata: cp.metadata.to_string(),
             };
             (TopicPartition::new(topic, partition), offset)
         })

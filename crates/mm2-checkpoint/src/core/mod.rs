@@ -25,6 +25,7 @@ pub mod group_sync;
 pub mod ownership;
 pub mod policy;
 pub mod round;
+pub mod topic_ids;
 
 pub use checkpoint_store::{
     CheckpointStore, GroupCheckpoints, RestoreOutcome, RestoreStats, StoredCheckpoint,

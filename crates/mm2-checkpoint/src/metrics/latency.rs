@@ -20,6 +20,7 @@ use prometheus_client::registry::Registry;
 
 use super::Metrics;
 use crate::config::metrics::{LatencyGranularity, MetricsSettings};
+use crate::core::topic_ids::TopicIds;
 
 /// Prefix of the MM2-compatible names: what Strimzi's JMX exporter rules (and
 /// its metrics reporter) make of `kafka.connect.mirror:type=MirrorCheckpointConnector`.
@@ -50,6 +51,31 @@ impl LatencyKey {
         }
         if let Some(topic) = &self.topic {
             ("topic", &**topic).encode(encoder.encode_label())?;
+        }
+        if let Some(partition) = self.partition {
+            ("partition", partition).encode(encoder.encode_label())?;
+        }
+        Ok(())
+    }
+}
+
+/// The labels of one of our series as the collector writes them: the same as
+/// its [`LatencyKey`]'s, borrowed from the index.
+struct SeriesLabels<'a> {
+    flow: &'a str,
+    group: Option<&'a str>,
+    topic: Option<&'a str>,
+    partition: Option<i32>,
+}
+
+impl EncodeLabelSet for SeriesLabels<'_> {
+    fn encode(&self, encoder: &mut LabelSetEncoder) -> Result<(), std::fmt::Error> {
+        ("flow", self.flow).encode(encoder.encode_label())?;
+        if let Some(group) = self.group {
+            ("group", group).encode(encoder.encode_label())?;
+        }
+        if let Some(topic) = self.topic {
+            ("topic", topic).encode(encoder.encode_label())?;
         }
         if let Some(partition) = self.partition {
             ("partition", partition).encode(encoder.encode_label())?;
@@ -163,17 +189,20 @@ impl SampledLatency {
 ///
 /// There can be one series per (group, partition) (a million at 100,000
 /// groups × 10 partitions), so they are not a metric family (a hash map entry
-/// with its own label set and a shared gauge each) but plain values in
-/// sorted maps, written out by [`OursCollector`] at each scrape; and the flow,
-/// group and topic names are interned: every series shares one `Arc<str>` per
-/// distinct name instead of holding copies of its own.
+/// with its own label set and a shared gauge each) but 12-byte entries in a
+/// sorted vector per group, written out by [`OursCollector`] at each scrape;
+/// the flow and group names are interned (every series shares one `Arc<str>`
+/// per distinct name) and the topic names held as counted `u32` ids.
 #[derive(Debug, Default)]
 pub(super) struct LatencyIndex {
-    /// Every flow, group and topic name in use by a series.
+    /// Every flow and group name in use by a series (and the topic names of
+    /// the MM2 statistics' keys).
     pub(super) names: HashSet<Arc<str>>,
+    /// The topic names the series entries hold, by id.
+    pub(super) topics: TopicIds,
     /// flow → group → the series that group's checkpoints set, with their
     /// latest value in ms.
-    pub(super) series: BTreeMap<Arc<str>, GroupSeries>,
+    pub(super) series: BTreeMap<Arc<str>, BTreeMap<Arc<str>, GroupSeries>>,
     /// flow → the value of its series at flow granularity (it belongs to no
     /// group).
     flow_series: BTreeMap<Arc<str>, i64>,
@@ -183,10 +212,103 @@ pub(super) struct LatencyIndex {
     aliases: HashMap<String, (Arc<str>, Arc<str>)>,
 }
 
-/// group → the (topic, partition) labels of the series its checkpoints set
-/// (both `None` at group granularity), with the series' latest value in ms;
-/// with the flow and group the labels make the series' [`LatencyKey`].
-pub(super) type GroupSeries = BTreeMap<Arc<str>, BTreeMap<(Option<Arc<str>>, Option<i32>), i64>>;
+/// [`SeriesEntry::topic`] of the one series of a group at group granularity
+/// (no topic or partition label).
+const NO_TOPIC: u32 = u32::MAX;
+
+/// [`SeriesEntry::ms`] of a value too large for a `u32` (49.7 days), kept in
+/// [`GroupSeries::wide`] instead.
+const WIDE: u32 = u32::MAX;
+
+/// One series of a group: its topic (an id in [`LatencyIndex::topics`], or
+/// [`NO_TOPIC`]), its partition (unused without a topic) and its latest value
+/// in ms; 12 bytes.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct SeriesEntry {
+    pub(super) topic: u32,
+    partition: i32,
+    ms: u32,
+}
+
+/// The series a group's checkpoints set, sorted by their (topic, partition)
+/// labels as the exposition lists them: by topic name, then partition.
+#[derive(Debug, Default)]
+pub(super) struct GroupSeries {
+    pub(super) entries: Vec<SeriesEntry>,
+    /// The values of the entries marked [`WIDE`], by (topic, partition).
+    wide: Option<Box<WideValues>>,
+}
+
+/// Values too large for a [`SeriesEntry`], by (topic, partition); boxed in
+/// [`GroupSeries`] so a group without any (every group, in practice) pays
+/// 8 bytes for the field, not a map's 24.
+#[derive(Debug, Default)]
+struct WideValues(BTreeMap<(u32, i32), i64>);
+
+impl GroupSeries {
+    /// The (topic, partition) labels of `e`.
+    fn labels<'a>(topics: &'a TopicIds, e: &SeriesEntry) -> (Option<&'a str>, Option<i32>) {
+        match e.topic {
+            NO_TOPIC => (None, None),
+            id => (Some(topics.name(id)), Some(e.partition)),
+        }
+    }
+
+    /// The latest value of `e`, in ms.
+    fn ms(&self, e: &SeriesEntry) -> i64 {
+        match e.ms {
+            WIDE => self
+                .wide
+                .as_ref()
+                .and_then(|w| w.0.get(&(e.topic, e.partition)))
+                .copied()
+                .unwrap_or(i64::from(WIDE)),
+            ms => i64::from(ms),
+        }
+    }
+
+    /// Sets the series labelled `topic` `partition` (both `None` at group
+    /// granularity) to `ms`, holding a new series' topic in `topics`.
+    fn set(&mut self, topics: &mut TopicIds, topic: Option<&str>, partition: Option<i32>, ms: i64) {
+        let found = self
+            .entries
+            .binary_search_by(|e| Self::labels(topics, e).cmp(&(topic, partition)));
+        let i = match found {
+            Ok(i) => i,
+            Err(i) => {
+                // Grow by an eighth, not double: most groups stop growing
+                // after the first round.
+                if self.entries.len() == self.entries.capacity() {
+                    self.entries.reserve_exact((self.entries.len() / 8).max(1));
+                }
+                let entry = SeriesEntry {
+                    topic: topic.map_or(NO_TOPIC, |t| topics.hold(t)),
+                    partition: partition.unwrap_or(0),
+                    ms: 0,
+                };
+                self.entries.insert(i, entry);
+                i
+            }
+        };
+        let e = &mut self.entries[i];
+        let wide_key = (e.topic, e.partition);
+        match u32::try_from(ms) {
+            Ok(small) if small != WIDE => {
+                e.ms = small;
+                if let Some(wide) = &mut self.wide {
+                    wide.0.remove(&wide_key);
+                    if wide.0.is_empty() {
+                        self.wide = None;
+                    }
+                }
+            }
+            _ => {
+                e.ms = WIDE;
+                self.wide.get_or_insert_default().0.insert(wide_key, ms);
+            }
+        }
+    }
+}
 
 /// Writes our `checkpoint_latency_ms` series from the index at each scrape.
 #[derive(Debug)]
@@ -207,24 +329,25 @@ impl Collector for OursCollector {
             MetricType::Gauge,
         )?;
         for (flow, ms) in &index.flow_series {
-            let key = LatencyKey {
-                flow: Arc::clone(flow),
+            let labels = SeriesLabels {
+                flow,
                 group: None,
                 topic: None,
                 partition: None,
             };
-            family.encode_family(&key)?.encode_gauge(ms)?;
+            family.encode_family(&labels)?.encode_gauge(ms)?;
         }
         for (flow, groups) in &index.series {
             for (group, series) in groups {
-                for ((topic, partition), ms) in series {
-                    let key = LatencyKey {
-                        flow: Arc::clone(flow),
-                        group: Some(Arc::clone(group)),
-                        topic: topic.clone(),
-                        partition: *partition,
+                for e in &series.entries {
+                    let (topic, partition) = GroupSeries::labels(&index.topics, e);
+                    let labels = SeriesLabels {
+                        flow,
+                        group: Some(group),
+                        topic,
+                        partition,
                     };
-                    family.encode_family(&key)?.encode_gauge(ms)?;
+                    family.encode_family(&labels)?.encode_gauge(&series.ms(e))?;
                 }
             }
         }
@@ -354,27 +477,18 @@ impl Metrics {
         let mut index = self.latency_index();
         let flow_name = index.intern(flow);
         let group_name = index.intern(group);
-        let key = match lat.granularity {
-            LatencyGranularity::Partition => LatencyKey {
-                flow: Arc::clone(&flow_name),
-                group: Some(Arc::clone(&group_name)),
-                topic: Some(index.intern(topic)),
-                partition: Some(partition),
-            },
-            LatencyGranularity::Group => LatencyKey {
-                flow: Arc::clone(&flow_name),
-                group: Some(Arc::clone(&group_name)),
-                topic: None,
-                partition: None,
-            },
-            LatencyGranularity::Flow => LatencyKey {
-                flow: Arc::clone(&flow_name),
-                group: None,
-                topic: None,
-                partition: None,
-            },
+        let (series_topic, series_partition) = match lat.granularity {
+            LatencyGranularity::Partition => (Some(topic), Some(partition)),
+            LatencyGranularity::Group | LatencyGranularity::Flow => (None, None),
         };
+        let per_flow = matches!(lat.granularity, LatencyGranularity::Flow);
         if let Some(mm2) = &lat.mm2 {
+            let key = LatencyKey {
+                flow: Arc::clone(&flow_name),
+                group: (!per_flow).then(|| Arc::clone(&group_name)),
+                topic: series_topic.map(|t| index.intern(t)),
+                partition: series_partition,
+            };
             let (max, min, avg) = index
                 .stats
                 .entry(key.clone())
@@ -384,28 +498,29 @@ impl Metrics {
             let labels = Mm2Labels {
                 source,
                 target,
-                key: key.clone(),
+                key,
             };
             mm2.value.get_or_create(&labels).set(ms as f64);
             mm2.max.get_or_create(&labels).set(max);
             mm2.min.get_or_create(&labels).set(min);
             mm2.avg.get_or_create(&labels).set(avg);
         }
-        if key.group.is_none() {
+        if per_flow {
             index.flow_series.insert(flow_name, ms);
             return;
         }
         // Looked up before inserting, so updating an existing series
         // allocates nothing.
-        let series = match index.series.get_mut(flow) {
+        let LatencyIndex { series, topics, .. } = &mut *index;
+        let groups = match series.get_mut(flow) {
             Some(groups) => groups,
-            None => index.series.entry(flow_name).or_default(),
+            None => series.entry(flow_name).or_default(),
         };
-        let series = match series.get_mut(group) {
+        let group_series = match groups.get_mut(group) {
             Some(series) => series,
-            None => series.entry(group_name).or_default(),
+            None => groups.entry(group_name).or_default(),
         };
-        series.insert((key.topic, key.partition), ms);
+        group_series.set(topics, series_topic, series_partition, ms);
     }
 
     /// Removes every checkpoint-latency series of `group` in `flow` (the
@@ -434,25 +549,38 @@ impl Metrics {
         if groups.is_empty() {
             index.series.remove(flow);
         }
-        let keys = series.into_keys().map(|(topic, partition)| LatencyKey {
-            flow: Arc::clone(&flow_name),
-            group: Some(Arc::clone(&group_name)),
-            topic,
-            partition,
-        });
         let lat = &self.inner.latency;
-        let (source, target) = index.aliases(flow);
-        for key in keys {
-            index.stats.remove(&key);
-            if let Some(mm2) = &lat.mm2 {
-                let labels = Mm2Labels {
-                    source: Arc::clone(&source),
-                    target: Arc::clone(&target),
-                    key,
-                };
-                for family in mm2.each() {
-                    family.remove(&labels);
+        let Some(mm2) = &lat.mm2 else {
+            // No MM2 statistics or families to remove.
+            for e in &series.entries {
+                if e.topic != NO_TOPIC {
+                    index.topics.release(e.topic);
                 }
+            }
+            return;
+        };
+        let (source, target) = index.aliases(flow);
+        for e in &series.entries {
+            let (topic, partition) = GroupSeries::labels(&index.topics, e);
+            // The MM2 statistics' keys hold the topic names interned.
+            let topic = topic.map(|t| index.names.get(t).cloned().unwrap_or_else(|| Arc::from(t)));
+            let key = LatencyKey {
+                flow: Arc::clone(&flow_name),
+                group: Some(Arc::clone(&group_name)),
+                topic,
+                partition,
+            };
+            if e.topic != NO_TOPIC {
+                index.topics.release(e.topic);
+            }
+            index.stats.remove(&key);
+            let labels = Mm2Labels {
+                source: Arc::clone(&source),
+                target: Arc::clone(&target),
+                key,
+            };
+            for family in mm2.each() {
+                family.remove(&labels);
             }
         }
     }

@@ -108,15 +108,44 @@ fn checkpoint_latency_has_one_series_per_group_partition() {
     );
 }
 
+/// The series of a group are listed by topic name then partition, whatever
+/// order their topics were first seen in (the index holds topics by id), and
+/// a value too large for the compact entry (over 49.7 days) shows exactly.
+#[test]
+fn checkpoint_latency_series_are_listed_by_topic_name_and_show_any_value() {
+    let m = metrics();
+    let huge = Duration::from_millis(u64::from(u32::MAX) + 5);
+    m.set_checkpoint_latency("A->B", "g", "zeta", 1, Duration::from_millis(3));
+    m.set_checkpoint_latency("A->B", "g", "alpha", 2, huge);
+    m.set_checkpoint_latency(
+        "A->B",
+        "g",
+        "zeta",
+        0,
+        Duration::from_millis(u64::from(u32::MAX)),
+    );
+    m.set_checkpoint_latency("A->B", "g", "alpha", 10, Duration::from_millis(0));
+    m.set_checkpoint_latency("A->B", "g", "mid", 0, huge);
+    m.set_checkpoint_latency("A->B", "g", "mid", 0, Duration::from_millis(4));
+    assert_eq!(
+        samples(&m, "mm2_checkpoint_checkpoint_latency_ms{"),
+        [
+            "mm2_checkpoint_checkpoint_latency_ms{flow=\"A->B\",group=\"g\",topic=\"alpha\",partition=\"2\"} 4294967300",
+            "mm2_checkpoint_checkpoint_latency_ms{flow=\"A->B\",group=\"g\",topic=\"alpha\",partition=\"10\"} 0",
+            "mm2_checkpoint_checkpoint_latency_ms{flow=\"A->B\",group=\"g\",topic=\"mid\",partition=\"0\"} 4",
+            "mm2_checkpoint_checkpoint_latency_ms{flow=\"A->B\",group=\"g\",topic=\"zeta\",partition=\"0\"} 4294967295",
+            "mm2_checkpoint_checkpoint_latency_ms{flow=\"A->B\",group=\"g\",topic=\"zeta\",partition=\"1\"} 3",
+        ]
+    );
+}
+
 /// The interned names of the latency series, sorted.
 fn interned_names(m: &Metrics) -> Vec<String> {
-    let mut names: Vec<String> = m
-        .latency_index()
-        .names
-        .iter()
-        .map(|n| n.to_string())
-        .collect();
+    let index = m.latency_index();
+    let mut names: Vec<String> = index.names.iter().map(|n| n.to_string()).collect();
+    names.extend(index.topics.names().map(str::to_owned));
     names.sort();
+    names.dedup();
     names
 }
 
@@ -130,16 +159,16 @@ fn latency_series_share_one_copy_of_each_name() {
     }
     assert_eq!(interned_names(&m), ["A->B", "g1", "g2", "orders"]);
     let index = m.latency_index();
-    let orders = index.names.get("orders").expect("interned");
-    let topics: Vec<&Arc<str>> = index
+    let orders = index.topics.id("orders").expect("held");
+    let topics: Vec<u32> = index
         .series
         .values()
         .flat_map(|groups| groups.values())
-        .flat_map(|series| series.keys())
-        .filter_map(|(topic, _)| topic.as_ref())
+        .flat_map(|series| series.entries.iter().map(|e| e.topic))
         .collect();
     assert_eq!(topics.len(), 20);
-    assert!(topics.iter().all(|t| Arc::ptr_eq(t, orders)));
+    assert!(topics.iter().all(|&t| t == orders));
+    assert_eq!(index.topics.names().count(), 1);
 }
 
 #[test]
