@@ -159,24 +159,27 @@ fn main() {
     // The OffsetFetch answers of one window of a round (the driver plans each
     // window of 2,000 groups as its answers arrive, with the next window in
     // flight), then, for the planning figures below, of every group at once.
+    // What OffsetFetch answers for `groups`: every partition at offset 1,000.
+    let answers = |groups: &[String]| -> BTreeMap<String, GroupOffsets> {
+        groups
+            .iter()
+            .map(|g| {
+                let offsets = tps
+                    .iter()
+                    .map(|tp| {
+                        let c = CommittedOffset {
+                            offset: 1_000,
+                            metadata: String::new(),
+                        };
+                        (tp.clone(), Some(c))
+                    })
+                    .collect();
+                (g.clone(), offsets)
+            })
+            .collect()
+    };
     let s = snap();
-    let window: BTreeMap<String, GroupOffsets> = group_list
-        .iter()
-        .take(2_000)
-        .map(|g| {
-            let offsets = tps
-                .iter()
-                .map(|tp| {
-                    let c = CommittedOffset {
-                        offset: 1_000,
-                        metadata: String::new(),
-                    };
-                    (tp.clone(), Some(c))
-                })
-                .collect();
-            (g.clone(), offsets)
-        })
-        .collect();
+    let window = answers(&group_list[..group_list.len().min(2_000)]);
     report(
         "round: one window's OffsetFetch answers (transient)",
         s,
@@ -187,22 +190,7 @@ fn main() {
     // The OffsetFetch answers of every group at once (not held by the driver
     // since the windows; kept here to plan a whole round at once).
     let s = snap();
-    let fetched: BTreeMap<String, GroupOffsets> = group_list
-        .iter()
-        .map(|g| {
-            let offsets = tps
-                .iter()
-                .map(|tp| {
-                    let c = CommittedOffset {
-                        offset: 1_000,
-                        metadata: String::new(),
-                    };
-                    (tp.clone(), Some(c))
-                })
-                .collect();
-            (g.clone(), offsets)
-        })
-        .collect();
+    let fetched = answers(&group_list);
     report("round: all OffsetFetch answers (harness only)", s, entries);
 
     // The round's checkpoints, planned by the core on an empty store.

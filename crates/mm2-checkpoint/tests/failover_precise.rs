@@ -146,14 +146,7 @@ fn a_java_consumer_failing_over_from_precise_checkpoints_rereads_at_most_the_syn
     // the source task's ten in-flight permits were all taken and a newer
     // sync replaced a pending one (docs/behaviour.md, C.1): under a backlog
     // MM2 leaves wider gaps, and no translation can be finer than them.
-    let history: Vec<i64> = syncs
-        .iter()
-        .filter(|s| s.partition == 0)
-        .map(|s| {
-            assert_eq!(s.upstream, s.downstream, "not an identity mirror: {s:?}");
-            s.upstream
-        })
-        .collect();
+    let history = common::identity_sync_history(&syncs);
     assert_eq!(history.first(), Some(&0), "MM2's first sync: {history:?}");
     let gaps = history
         .windows(2)

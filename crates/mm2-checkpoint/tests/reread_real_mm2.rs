@@ -135,14 +135,7 @@ fn reread_after_failover_against_lag_real_mm2_beside_ours() {
         mm2.wait_for_offset_syncs(&topic, 1, end - 2 * SPACING, BUDGET),
         "waiting for MM2's offset syncs of the last records",
     );
-    let history: Vec<i64> = syncs
-        .iter()
-        .filter(|s| s.partition == 0)
-        .map(|s| {
-            assert_eq!(s.upstream, s.downstream, "not an identity mirror: {s:?}");
-            s.upstream
-        })
-        .collect();
+    let history = common::identity_sync_history(&syncs);
     let widest = history.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
     let wide = history
         .windows(2)

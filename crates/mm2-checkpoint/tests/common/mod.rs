@@ -639,3 +639,17 @@ pub fn wait_for_mirrored_end(
         .unwrap_or_else(|e| panic!("waiting for the remote topic: {e}"));
     waited
 }
+
+/// The upstream offsets of MM2's syncs of partition 0, oldest first, from an
+/// identity mirror (a fresh remote topic): each sync's downstream offset must
+/// equal its upstream one.
+pub fn identity_sync_history(syncs: &[e2e::java::OffsetSyncRecord]) -> Vec<i64> {
+    syncs
+        .iter()
+        .filter(|s| s.partition == 0)
+        .map(|s| {
+            assert_eq!(s.upstream, s.downstream, "not an identity mirror: {s:?}");
+            s.upstream
+        })
+        .collect()
+}
