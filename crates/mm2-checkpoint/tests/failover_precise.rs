@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use e2e::java::helpers;
 use e2e::mm2::{Mm2Config, Mm2Process, SOURCE_ALIAS, remote_topic};
 use e2e::{Listener, clusters, unique_name};
-use interop_support::{ok, our_config, run_once, test_dir};
+use interop_support::{ok, run_once_per_mode};
 use mm2_checkpoint::core::{CommittedOffset, TopicPartition};
 
 /// Records produced to the source topic's single partition: record `i` is at
@@ -30,7 +30,6 @@ const RECORDS: u32 = 25_000;
 const SPACING: i64 = 100;
 /// How far behind the log end each group commits.
 const LAGS: [i64; 5] = [0, 150, 1_000, 10_000, 20_000];
-const PRECISE: &str = "mm2-checkpoint.offset.translation = precise\n";
 const STARTUP_BUDGET: Duration = Duration::from_secs(120);
 
 /// What one group saw after failing over.
@@ -189,17 +188,7 @@ fn a_java_consumer_failing_over_from_precise_checkpoints_rereads_at_most_the_syn
     }
 
     // Our checkpoints, one run per mode, each for its own groups.
-    let dir = test_dir(&topic);
-    for (mode, extra) in [("precise", PRECISE), ("mm2", "")] {
-        let mode_dir = dir.join(mode);
-        std::fs::create_dir_all(&mode_dir).expect("mode dir");
-        run_once(&our_config(
-            &mode_dir,
-            &topic,
-            &format!("{topic}-{mode}-.*"),
-            extra,
-        ));
-    }
+    run_once_per_mode(&topic);
 
     // Every group fails over.
     let groups: Vec<String> = ["precise", "mm2"]

@@ -33,7 +33,7 @@ use bytes::Bytes;
 use e2e::java::helpers;
 use e2e::mm2::{Mm2Config, Mm2Process, OFFSET_SYNCS_TOPIC, SOURCE_ALIAS, remote_topic};
 use e2e::{Listener, clusters, unique_name};
-use interop_support::{ok, our_config, run_once, test_dir};
+use interop_support::{ok, run_once_per_mode};
 use kafka_lite::ProduceOptions;
 use kafka_lite::records::{Header, ProducerRecord};
 use mm2_checkpoint::core::{CommittedOffset, TopicPartition};
@@ -49,7 +49,6 @@ const FILTERED: std::ops::Range<i64> = 600..610;
 /// Where the test commits in a compacted stretch and on a filtered record.
 const IN_COMPACTED: i64 = 305;
 const IN_FILTERED: i64 = 605;
-const PRECISE: &str = "mm2-checkpoint.offset.translation = precise\n";
 const STARTUP_BUDGET: Duration = Duration::from_secs(180);
 /// Our checkpoints topic (the default name for the `source` alias).
 const CHECKPOINTS: &str = "source.checkpoints.internal";
@@ -316,17 +315,7 @@ fn scenario(records: i64, lags: &[i64]) {
     );
 
     // Our checkpoints, one run per mode, each for its own groups.
-    let dir = test_dir(&topic);
-    for (mode, extra) in [("precise", PRECISE), ("mm2", "")] {
-        let mode_dir = dir.join(mode);
-        std::fs::create_dir_all(&mode_dir).expect("mode dir");
-        run_once(&our_config(
-            &mode_dir,
-            &topic,
-            &format!("{topic}-{mode}-.*"),
-            extra,
-        ));
-    }
+    run_once_per_mode(&topic);
     assert_eq!(
         read_syncs(),
         history,

@@ -23,6 +23,26 @@ pub fn test_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// Runs ours once per translation mode (`precise`, then `mm2`) on `topic`,
+/// each checkpointing its own groups, `<topic>-<mode>-*`, with its files under
+/// `test_dir(topic)/<mode>`.
+pub fn run_once_per_mode(topic: &str) {
+    let dir = test_dir(topic);
+    for (mode, extra) in [
+        ("precise", "mm2-checkpoint.offset.translation = precise\n"),
+        ("mm2", ""),
+    ] {
+        let mode_dir = dir.join(mode);
+        std::fs::create_dir_all(&mode_dir).expect("mode dir");
+        run_once(&our_config(
+            &mode_dir,
+            topic,
+            &format!("{topic}-{mode}-.*"),
+            extra,
+        ));
+    }
+}
+
 /// Writes our `mm2.properties` for the `source->target` flow of the test
 /// clusters into `dir`, checkpointing `groups` on `topic`, with the
 /// `key = value` lines of `extra` appended; returns its path.
