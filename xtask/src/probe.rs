@@ -30,7 +30,8 @@ pub fn port_open(addr: &str) -> bool {
 const HTTP_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The whole HTTP/1.1 response to `GET path` from `addr` (status line
-/// included), or `None` on any failure.
+/// included, a chunked body decoded: the daemon streams `/metrics`), or
+/// `None` on any failure.
 pub fn http_get(addr: &str, path: &str) -> Option<String> {
     let mut s = TcpStream::connect(addr).ok()?;
     s.set_read_timeout(Some(HTTP_TIMEOUT)).ok()?;
@@ -41,7 +42,27 @@ pub fn http_get(addr: &str, path: &str) -> Option<String> {
     .ok()?;
     let mut buf = String::new();
     s.read_to_string(&mut buf).ok()?;
-    Some(buf)
+    match buf.split_once("\r\n\r\n") {
+        Some((head, body)) if head.contains("\r\nTransfer-Encoding: chunked\r\n") => {
+            Some(format!("{head}\r\n\r\n{}", dechunk(body)?))
+        }
+        _ => Some(buf),
+    }
+}
+
+/// A chunked HTTP body decoded, or `None` if it is malformed or cut before
+/// its last chunk.
+fn dechunk(mut rest: &str) -> Option<String> {
+    let mut out = String::new();
+    loop {
+        let (size, after) = rest.split_once("\r\n")?;
+        let size = usize::from_str_radix(size, 16).ok()?;
+        if size == 0 {
+            return Some(out);
+        }
+        out.push_str(after.get(..size)?);
+        rest = after.get(size..)?.strip_prefix("\r\n")?;
+    }
 }
 
 /// The HTTP status of `GET path` on `addr`, or `None` if there is no answer.
@@ -110,6 +131,16 @@ pub fn api_versions(addr: &str) -> Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_chunked_body_is_decoded_and_a_cut_one_refused() {
+        assert_eq!(
+            dechunk("3\r\nabc\r\na\r\n0123456789\r\n0\r\n\r\n").as_deref(),
+            Some("abc0123456789")
+        );
+        assert_eq!(dechunk("3\r\nabc\r\n"), None);
+        assert_eq!(dechunk("3\r\nab"), None);
+    }
 
     #[test]
     fn http_status_is_read_from_the_status_line() {

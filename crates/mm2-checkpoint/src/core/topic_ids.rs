@@ -31,6 +31,15 @@ impl TopicIds {
             .map_or("", |(name, _)| &**name)
     }
 
+    /// The shared name of `id` (`None` for an id no entry holds), to keep
+    /// beyond a borrow of the table.
+    pub fn shared_name(&self, id: u32) -> Option<&Arc<str>> {
+        self.names
+            .get(id as usize)
+            .and_then(Option::as_ref)
+            .map(|(name, _)| name)
+    }
+
     /// The id of `name`, counting one more entry holding it.
     pub fn hold(&mut self, name: &str) -> u32 {
         if let Some(id) = self.id(name)

@@ -316,9 +316,71 @@ struct OursCollector {
     index: Arc<Mutex<LatencyIndex>>,
 }
 
+/// Series the collector copies out of the index per lock: it holds the lock
+/// only while copying them (whole groups, so a batch may hold more), and
+/// writes them with the lock released, so a round that sets a latency waits at
+/// most for one batch's copy, never for a slow scraper.
+const BATCH_SERIES: usize = 256;
+
+/// One series copied out of the index: what the text of its sample needs.
+struct CopiedSeries {
+    flow: Arc<str>,
+    group: Arc<str>,
+    topic: Option<Arc<str>>,
+    partition: Option<i32>,
+    ms: i64,
+}
+
+impl LatencyIndex {
+    /// Copies the series of whole groups after `after` (flow, group), in the
+    /// exposition's order, into `batch` until it holds [`BATCH_SERIES`] or
+    /// every group was copied.
+    fn copy_batch(&self, after: Option<&(Arc<str>, Arc<str>)>, batch: &mut Vec<CopiedSeries>) {
+        use std::ops::Bound::{Excluded, Included, Unbounded};
+        let flows = match after {
+            Some((flow, _)) => self.series.range::<str, _>((Included(&**flow), Unbounded)),
+            None => self.series.range::<str, _>(..),
+        };
+        for (flow, groups) in flows {
+            let groups = match after {
+                Some((after_flow, group)) if after_flow == flow => {
+                    groups.range::<str, _>((Excluded(&**group), Unbounded))
+                }
+                _ => groups.range::<str, _>(..),
+            };
+            for (group, series) in groups {
+                for e in &series.entries {
+                    let (topic, partition) = match e.topic {
+                        NO_TOPIC => (None, None),
+                        // "" for an id no entry holds, as `GroupSeries::labels`.
+                        id => (
+                            Some(
+                                self.topics
+                                    .shared_name(id)
+                                    .map_or_else(|| Arc::from(""), Arc::clone),
+                            ),
+                            Some(e.partition),
+                        ),
+                    };
+                    batch.push(CopiedSeries {
+                        flow: Arc::clone(flow),
+                        group: Arc::clone(group),
+                        topic,
+                        partition,
+                        ms: series.ms(e),
+                    });
+                }
+                if batch.len() >= BATCH_SERIES {
+                    return;
+                }
+            }
+        }
+    }
+}
+
 impl Collector for OursCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let index = self.index.lock().unwrap_or_else(PoisonError::into_inner);
+        let lock = || self.index.lock().unwrap_or_else(PoisonError::into_inner);
         let mut family = encoder.encode_descriptor(
             "checkpoint_latency_ms",
             // A registered family's help gets a final "." from the registry;
@@ -328,7 +390,13 @@ impl Collector for OursCollector {
             None,
             MetricType::Gauge,
         )?;
-        for (flow, ms) in &index.flow_series {
+        // One series per flow at most: copied at once.
+        let flow_series: Vec<(Arc<str>, i64)> = lock()
+            .flow_series
+            .iter()
+            .map(|(flow, ms)| (Arc::clone(flow), *ms))
+            .collect();
+        for (flow, ms) in &flow_series {
             let labels = SeriesLabels {
                 flow,
                 group: None,
@@ -337,21 +405,30 @@ impl Collector for OursCollector {
             };
             family.encode_family(&labels)?.encode_gauge(ms)?;
         }
-        for (flow, groups) in &index.series {
-            for (group, series) in groups {
-                for e in &series.entries {
-                    let (topic, partition) = GroupSeries::labels(&index.topics, e);
-                    let labels = SeriesLabels {
-                        flow,
-                        group: Some(group),
-                        topic,
-                        partition,
-                    };
-                    family.encode_family(&labels)?.encode_gauge(&series.ms(e))?;
-                }
+        drop(flow_series);
+        // The groups' series, a batch per lock. A group added or removed
+        // between two batches is listed or not depending on where it sorts;
+        // every series is written at most once, in the order of one text.
+        let mut batch = Vec::with_capacity(BATCH_SERIES);
+        let mut after: Option<(Arc<str>, Arc<str>)> = None;
+        loop {
+            batch.clear();
+            lock().copy_batch(after.as_ref(), &mut batch);
+            let Some(last) = batch.last() else {
+                return Ok(());
+            };
+            after = Some((Arc::clone(&last.flow), Arc::clone(&last.group)));
+            for s in &batch {
+                let labels = SeriesLabels {
+                    flow: &s.flow,
+                    group: Some(&s.group),
+                    topic: s.topic.as_deref(),
+                    partition: s.partition,
+                };
+                family.encode_family(&labels)?.encode_gauge(&s.ms)?;
             }
+            super::stream::yield_point()?;
         }
-        Ok(())
     }
 }
 

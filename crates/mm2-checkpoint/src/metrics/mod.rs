@@ -22,6 +22,7 @@ mod membership;
 mod readiness;
 mod requests;
 mod server;
+mod stream;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -659,6 +660,27 @@ impl Metrics {
         prometheus_client::encoding::text::encode(&mut out, &self.inner.registry)?;
         self.note_exposition_len(&out);
         Ok(out)
+    }
+
+    /// Sends the exposition (OpenMetrics if `openmetrics`, else Prometheus
+    /// text 0.0.4), byte for byte the text [`Self::encode_prometheus`] or
+    /// [`Self::encode_openmetrics`] would return, to `tx` in pieces of about
+    /// 64 KB (see [`stream`]). Blocks the thread until the last piece is
+    /// taken: run it on a blocking thread. An error means the text was not
+    /// sent whole (`tx`'s receiver went away).
+    pub fn stream_exposition(
+        &self,
+        openmetrics: bool,
+        tx: tokio::sync::mpsc::Sender<String>,
+    ) -> Result<(), std::fmt::Error> {
+        let registry = &self.inner.registry;
+        stream::stream(tx, |writer| {
+            if openmetrics {
+                prometheus_client::encoding::text::encode(writer, registry)
+            } else {
+                prometheus_client::encoding::prometheus_text::encode(writer, registry)
+            }
+        })
     }
 
     /// A buffer a little larger than the last exposition. With one latency

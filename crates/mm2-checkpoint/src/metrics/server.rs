@@ -9,10 +9,22 @@
 //!
 //! | path | answer |
 //! |---|---|
-//! | `/metrics` | every metric; OpenMetrics if the `Accept` header asks for it, else Prometheus text 0.0.4 |
+//! | `/metrics` | every metric; OpenMetrics if the `Accept` header asks for it, else Prometheus text 0.0.4; streamed (below) |
 //! | `/healthz` | `200 ok` while the process runs |
 //! | `/readyz`  | `200 ready`, or `503` with the unmet readiness conditions |
 //! | other | `404`; methods other than GET and HEAD get `405` |
+//!
+//! `/metrics` is written while it is encoded, in pieces of about 64 KB
+//! ([`super::stream`]): with one latency series per group-partition the text
+//! reaches ~150 MB at 1,000,000 group-partitions, and building it whole first
+//! would cost that much memory per scrape. Its length is not known before the
+//! end, so an HTTP/1.1 answer uses chunked transfer encoding (a scraper can
+//! tell a cut answer from a whole one) and an HTTP/1.0 answer ends with the
+//! connection. The encoding runs on a blocking thread and waits for the
+//! connection to take each piece; it holds no lock a round takes while it
+//! waits. Each write to the scraper gets [`ServerLimits::write_timeout`]; a
+//! scraper that stops reading for that long loses the connection, and the
+//! encoding stops. Answers are not compressed (`Accept-Encoding` is ignored).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -20,7 +32,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, mpsc};
 
 use super::{Metrics, Readiness};
 use crate::shutdown::ShutdownSignal;
@@ -37,7 +49,8 @@ pub struct ServerLimits {
     pub max_head_bytes: usize,
     /// Time allowed to receive the whole request head.
     pub read_timeout: Duration,
-    /// Time allowed to send the answer.
+    /// Time allowed to send the answer; for a streamed `/metrics`, to send
+    /// each piece of it.
     pub write_timeout: Duration,
     /// Connections served at once; further ones are closed unanswered.
     pub max_connections: usize,
@@ -123,6 +136,8 @@ struct Request {
     path: String,
     /// The `Accept` header asks for OpenMetrics.
     wants_openmetrics: bool,
+    /// An HTTP/1.0 request: no chunked answer.
+    http10: bool,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -158,19 +173,38 @@ async fn handle(
     .await
     .unwrap_or(Err(HeadError::TimedOut));
     let request = head.and_then(|bytes| parse_head(&bytes));
+    let http10 = request.as_ref().is_ok_and(|r| r.http10);
     let response = match request {
-        Ok(request) => route(&request, metrics, readiness),
+        Ok(request) => route(&request, readiness),
         Err(HeadError::Closed) => return,
         Err(HeadError::Malformed) => Response::text(400, "bad request\n"),
         Err(HeadError::TooLarge) => Response::text(431, "request head too large\n"),
         Err(HeadError::TimedOut) => Response::text(408, "request timed out\n"),
     };
-    let written = tokio::time::timeout(limits.write_timeout, async {
-        stream.write_all(&response.bytes()).await?;
-        stream.shutdown().await
-    })
-    .await;
-    if !matches!(written, Ok(Ok(()))) {
+    let written = match response.body {
+        Body::Exposition { openmetrics } => {
+            let head = response.head(Framing::streamed(http10));
+            let body = (!response.head_only).then_some(openmetrics);
+            send_exposition(
+                &mut stream,
+                metrics,
+                &head,
+                body,
+                http10,
+                limits.write_timeout,
+            )
+            .await
+        }
+        Body::Bytes(_) => write_within(limits.write_timeout, &mut stream, &response.bytes()).await,
+    };
+    let written = match written {
+        Ok(()) => tokio::time::timeout(limits.write_timeout, stream.shutdown())
+            .await
+            .map_err(|_| ())
+            .and_then(|r| r.map_err(|_| ())),
+        Err(()) => Err(()),
+    };
+    if written.is_err() {
         tracing::debug!("metrics endpoint: could not send the answer");
         return;
     }
@@ -188,6 +222,62 @@ async fn handle(
         }
     })
     .await;
+}
+
+/// Writes `bytes` within `timeout`.
+async fn write_within(timeout: Duration, stream: &mut TcpStream, bytes: &[u8]) -> Result<(), ()> {
+    match tokio::time::timeout(timeout, stream.write_all(bytes)).await {
+        Ok(Ok(())) => Ok(()),
+        _ => Err(()),
+    }
+}
+
+/// Writes `head`, then, unless `openmetrics` is `None` (a HEAD request), the
+/// exposition piece by piece as a blocking thread encodes it: as chunks, or
+/// raw for an HTTP/1.0 request. Each write gets `timeout`. Returning early
+/// drops the receiver, which ends the encoding at its next piece.
+async fn send_exposition(
+    stream: &mut TcpStream,
+    metrics: &Metrics,
+    head: &[u8],
+    openmetrics: Option<bool>,
+    http10: bool,
+    timeout: Duration,
+) -> Result<(), ()> {
+    write_within(timeout, stream, head).await?;
+    let Some(openmetrics) = openmetrics else {
+        return Ok(());
+    };
+    // One piece in the channel, one being written, one being filled.
+    let (tx, mut rx) = mpsc::channel::<String>(1);
+    let encoder = {
+        let metrics = metrics.clone();
+        tokio::task::spawn_blocking(move || metrics.stream_exposition(openmetrics, tx))
+    };
+    while let Some(piece) = rx.recv().await {
+        if piece.is_empty() {
+            // A zero-size chunk would end the body.
+            continue;
+        }
+        if http10 {
+            write_within(timeout, stream, piece.as_bytes()).await?;
+        } else {
+            let size = format!("{:x}\r\n", piece.len());
+            write_within(timeout, stream, size.as_bytes()).await?;
+            write_within(timeout, stream, piece.as_bytes()).await?;
+            write_within(timeout, stream, b"\r\n").await?;
+        }
+    }
+    // The sender is gone: the encoding ended. If it failed, end without the
+    // last chunk, so that the scraper sees a cut answer, not a short one.
+    if !matches!(encoder.await, Ok(Ok(()))) {
+        tracing::debug!("metrics endpoint: the exposition could not be encoded");
+        return Err(());
+    }
+    if http10 {
+        return Ok(());
+    }
+    write_within(timeout, stream, b"0\r\n\r\n").await
 }
 
 /// Reads until the blank line ending the head; never buffers more than
@@ -265,10 +355,11 @@ fn parse_head(head: &[u8]) -> Result<Request, HeadError> {
         },
         path: path.to_string(),
         wants_openmetrics,
+        http10: version == "HTTP/1.0",
     })
 }
 
-fn route(request: &Request, metrics: &Metrics, readiness: &Readiness) -> Response {
+fn route(request: &Request, readiness: &Readiness) -> Response {
     let known = matches!(request.path.as_str(), "/metrics" | "/healthz" | "/readyz");
     if !known {
         return Response::text(404, "not found\n");
@@ -277,27 +368,20 @@ fn route(request: &Request, metrics: &Metrics, readiness: &Readiness) -> Respons
         return Response::text(405, "only GET and HEAD are allowed\n").allow();
     }
     let mut response = match request.path.as_str() {
-        "/metrics" => {
-            let encoded = if request.wants_openmetrics {
-                metrics
-                    .encode_openmetrics()
-                    .map(|body| (OPENMETRICS_CONTENT_TYPE, body))
+        "/metrics" => Response {
+            status: 200,
+            content_type: if request.wants_openmetrics {
+                OPENMETRICS_CONTENT_TYPE
             } else {
-                metrics
-                    .encode_prometheus()
-                    .map(|body| (PROMETHEUS_CONTENT_TYPE, body))
-            };
-            match encoded {
-                Ok((content_type, body)) => Response {
-                    status: 200,
-                    content_type,
-                    body: body.into_bytes(),
-                    allow: false,
-                    head_only: false,
-                },
-                Err(_) => Response::text(500, "could not encode the metrics\n"),
-            }
-        }
+                PROMETHEUS_CONTENT_TYPE
+            },
+            // Encoded while it is sent (`send_exposition`).
+            body: Body::Exposition {
+                openmetrics: request.wants_openmetrics,
+            },
+            allow: false,
+            head_only: false,
+        },
         "/healthz" => Response::text(200, "ok\n"),
         _ => match readiness.status() {
             Ok(()) => Response::text(200, "ready\n"),
@@ -311,9 +395,39 @@ fn route(request: &Request, metrics: &Metrics, readiness: &Readiness) -> Respons
 struct Response {
     status: u16,
     content_type: &'static str,
-    body: Vec<u8>,
+    body: Body,
     allow: bool,
     head_only: bool,
+}
+
+/// What follows the head of an answer.
+enum Body {
+    /// A small answer, sent whole with its length.
+    Bytes(Vec<u8>),
+    /// The metrics exposition, encoded while it is sent.
+    Exposition { openmetrics: bool },
+}
+
+/// How the end of the body is marked.
+#[derive(Clone, Copy)]
+enum Framing {
+    /// `Content-Length`.
+    Length(usize),
+    /// `Transfer-Encoding: chunked` (HTTP/1.1).
+    Chunked,
+    /// The connection's end (HTTP/1.0, which has no chunked encoding).
+    Close,
+}
+
+impl Framing {
+    /// The framing of a body of unknown length.
+    fn streamed(http10: bool) -> Self {
+        if http10 {
+            Framing::Close
+        } else {
+            Framing::Chunked
+        }
+    }
 }
 
 impl Response {
@@ -321,7 +435,7 @@ impl Response {
         Self {
             status,
             content_type: TEXT,
-            body: body.into().into_bytes(),
+            body: Body::Bytes(body.into().into_bytes()),
             allow: false,
             head_only: false,
         }
@@ -332,7 +446,21 @@ impl Response {
         self
     }
 
+    /// The whole answer of a [`Body::Bytes`]: head and (unless HEAD) body.
     fn bytes(&self) -> Vec<u8> {
+        let body = match &self.body {
+            Body::Bytes(body) => body.as_slice(),
+            Body::Exposition { .. } => &[],
+        };
+        let mut bytes = self.head(Framing::Length(body.len()));
+        if !self.head_only {
+            bytes.extend_from_slice(body);
+        }
+        bytes
+    }
+
+    /// The status line and headers, blank line included.
+    fn head(&self, framing: Framing) -> Vec<u8> {
         let reason = match self.status {
             200 => "OK",
             400 => "Bad Request",
@@ -343,21 +471,20 @@ impl Response {
             503 => "Service Unavailable",
             _ => "Internal Server Error",
         };
+        let framing = match framing {
+            Framing::Length(length) => format!("Content-Length: {length}\r\n"),
+            Framing::Chunked => "Transfer-Encoding: chunked\r\n".to_string(),
+            Framing::Close => String::new(),
+        };
         let mut out = format!(
-            "HTTP/1.1 {} {reason}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
-            self.status,
-            self.content_type,
-            self.body.len()
+            "HTTP/1.1 {} {reason}\r\nContent-Type: {}\r\n{framing}Connection: close\r\n",
+            self.status, self.content_type,
         );
         if self.allow {
             out.push_str("Allow: GET, HEAD\r\n");
         }
         out.push_str("\r\n");
-        let mut bytes = out.into_bytes();
-        if !self.head_only {
-            bytes.extend_from_slice(&self.body);
-        }
-        bytes
+        out.into_bytes()
     }
 }
 
