@@ -204,6 +204,14 @@ impl ClusterClient {
         *self.owner.lease.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
+    /// Whether this client writes as a flow's owner (between
+    /// [`begin_owner_writes`](Self::begin_owner_writes) and
+    /// [`end_owner_writes`](Self::end_owner_writes)): checkpoint batches in
+    /// transactions, one after the other.
+    pub fn writes_as_owner(&self) -> bool {
+        self.owner.lease().is_some()
+    }
+
     /// The writes refused so far for want of ownership, as they happen.
     pub fn refusals(&self) -> tokio::sync::watch::Receiver<Refusals> {
         self.owner.refused.subscribe()

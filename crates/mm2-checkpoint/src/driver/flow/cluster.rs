@@ -64,6 +64,15 @@ pub trait FlowCluster: Clone + Send + Sync {
         records: &[OutRecord],
     ) -> impl Future<Output = Result<i64, Error>> + Send;
 
+    /// How many [`produce`](Self::produce) requests a flow may have in flight
+    /// at once: one while this instance writes as a flow's owner under
+    /// membership (each batch is then a transaction of its own, produced and
+    /// committed in turn: docs/membership.md), otherwise no limit of the
+    /// cluster's own.
+    fn produce_in_flight(&self) -> usize {
+        usize::MAX
+    }
+
     /// Produces `records` (key, value; `None` is a tombstone) with `timestamp`
     /// to `topic`-`partition`; returns the base offset.
     fn produce_nullable(
@@ -162,6 +171,14 @@ impl FlowCluster for ClusterClient {
         records: &[OutRecord],
     ) -> Result<i64, Error> {
         ClusterClient::produce(self, topic, partition, records).await
+    }
+
+    fn produce_in_flight(&self) -> usize {
+        if ClusterClient::writes_as_owner(self) {
+            1
+        } else {
+            usize::MAX
+        }
     }
 
     async fn produce_nullable(

@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
 use kafka_lite::Error;
 use kafka_protocol::error::ResponseError;
 
@@ -283,66 +285,204 @@ impl<C: FlowCluster> FlowContext<C> {
         self.step(t, "Produce", r)
     }
 
-    /// Encodes `cps` and produces them in chunks; each acknowledged chunk is
-    /// recorded in the store and the metrics. Each chunk is encoded just before
-    /// it is produced, so at most one chunk of records is held at a time (at
-    /// 10,000 checkpoints, encoding all first held ~3 MB more at the peak).
+    /// Encodes `cps` and produces them in chunks of [`PRODUCE_LIMITS`], several
+    /// requests in flight at once; each acknowledged chunk is recorded in the
+    /// store and the metrics.
     pub(super) async fn produce_chunks(
         &self,
         state: &mut FlowState,
         cps: &[Checkpoint],
     ) -> Result<(), Error> {
-        const CHUNK: usize = 2000;
+        self.produce_chunks_with(state, cps, PRODUCE_LIMITS).await
+    }
+
+    /// [`produce_chunks`](Self::produce_chunks) with `limits`.
+    ///
+    /// The checkpoints of one call have distinct keys (one per group and
+    /// downstream partition: a plan, or the store's checkpoints), so the order
+    /// in which its chunks land does not matter and up to `limits.in_flight`
+    /// of them are sent at once (at most what the target allows:
+    /// one at a time under membership, where each batch is a transaction of
+    /// its own; `FlowCluster::produce_in_flight`). The call returns only when
+    /// none is in flight any more, so chunks of successive calls (the
+    /// follower's, which may carry the same key again) are never reordered.
+    ///
+    /// A chunk is recorded in the store only once acknowledged. After a
+    /// failed chunk no further chunk is sent; those in flight are awaited,
+    /// the acknowledged ones recorded, the failed ones counted
+    /// (`on_produce_failed`), and the call fails with the first error.
+    /// Each chunk is encoded just before it is sent, so at most
+    /// `limits.in_flight` chunks of records are held at a time.
+    pub(super) async fn produce_chunks_with(
+        &self,
+        state: &mut FlowState,
+        cps: &[Checkpoint],
+        limits: ProduceLimits,
+    ) -> Result<(), Error> {
         let ts = now_ms();
         let t = &self.target;
-        for chunk in cps.chunks(CHUNK) {
-            let mut recs = Vec::with_capacity(chunk.len());
-            let mut encodable = Vec::with_capacity(chunk.len());
-            for cp in chunk {
-                match (cp.encode_key(), cp.encode_value()) {
-                    (Ok(key), Ok(value)) => {
-                        recs.push(OutRecord {
-                            key,
-                            value,
-                            timestamp: ts,
-                        });
-                        encodable.push(cp.clone());
-                    }
-                    (Err(e), _) | (_, Err(e)) => {
-                        tracing::warn!(flow = %self.name, group = cp.key.group, tp = %cp.key.topic_partition, error = %e, "cannot encode a checkpoint; skipped");
-                    }
+        let topic = self.checkpoints_topic.as_str();
+        let in_flight = limits.in_flight.min(t.produce_in_flight()).max(1);
+        let mut pending = FuturesUnordered::new();
+        let mut next = 0;
+        let mut failed: Option<Error> = None;
+        loop {
+            while failed.is_none() && pending.len() < in_flight && next < cps.len() {
+                let chunk = self.encode_chunk(cps, next, ts, &limits);
+                next = chunk.end;
+                if chunk.records.is_empty() {
+                    continue;
                 }
+                pending.push(async move {
+                    let r = t.produce(topic, 0, &chunk.records).await;
+                    (chunk.start, chunk.end, chunk.skipped, r)
+                });
             }
-            if recs.is_empty() {
-                continue;
-            }
-            let cps = &encodable[..];
-            match t.produce(&self.checkpoints_topic, 0, &recs).await {
+            let Some((start, end, skipped, r)) = pending.next().await else {
+                break;
+            };
+            let parts = encoded_parts(&cps[start..end], start, &skipped);
+            match r {
                 Ok(_) => {
-                    state.checkpoints.on_produced(cps);
-                    self.metrics
-                        .checkpoints_emitted(&self.name, cps.len() as u64);
                     // MM2's checkpoint-latency-ms: acknowledgement time minus the
                     // record's timestamp, per group and downstream partition.
                     let elapsed = u64::try_from(now_ms().saturating_sub(ts)).unwrap_or(0);
                     let latency = Duration::from_millis(elapsed);
-                    for cp in cps {
-                        let tp = &cp.key.topic_partition;
-                        self.metrics.set_checkpoint_latency(
-                            &self.name,
-                            &cp.key.group,
-                            &tp.topic,
-                            tp.partition,
-                            latency,
-                        );
+                    for part in parts {
+                        state.checkpoints.on_produced(part);
+                        self.metrics
+                            .checkpoints_emitted(&self.name, part.len() as u64);
+                        for cp in part {
+                            let tp = &cp.key.topic_partition;
+                            self.metrics.set_checkpoint_latency(
+                                &self.name,
+                                &cp.key.group,
+                                &tp.topic,
+                                tp.partition,
+                                latency,
+                            );
+                        }
                     }
                 }
                 Err(e) => {
-                    state.checkpoints.on_produce_failed(cps);
-                    return Err(e);
+                    for part in parts {
+                        state.checkpoints.on_produce_failed(part);
+                    }
+                    failed.get_or_insert(e);
                 }
             }
         }
-        Ok(())
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
+
+    /// Encodes the next chunk of `cps` from index `from`: up to
+    /// `limits.records` records and `limits.bytes` bytes (at least one
+    /// record). A checkpoint that cannot be encoded is logged and skipped.
+    fn encode_chunk(
+        &self,
+        cps: &[Checkpoint],
+        from: usize,
+        ts: i64,
+        limits: &ProduceLimits,
+    ) -> EncodedChunk {
+        let mut records = Vec::with_capacity(limits.records.min(cps.len() - from));
+        let mut skipped = Vec::new();
+        let mut bytes = 0;
+        let mut end = from;
+        for cp in &cps[from..] {
+            if records.len() >= limits.records {
+                break;
+            }
+            match (cp.encode_key(), cp.encode_value()) {
+                (Ok(key), Ok(value)) => {
+                    let size = key.len() + value.len() + RECORD_OVERHEAD;
+                    if !records.is_empty() && bytes + size > limits.bytes {
+                        break;
+                    }
+                    bytes += size;
+                    records.push(OutRecord {
+                        key,
+                        value,
+                        timestamp: ts,
+                    });
+                }
+                (Err(e), _) | (_, Err(e)) => {
+                    tracing::warn!(flow = %self.name, group = cp.key.group, tp = %cp.key.topic_partition, error = %e, "cannot encode a checkpoint; skipped");
+                    skipped.push(end);
+                }
+            }
+            end += 1;
+        }
+        EncodedChunk {
+            start: from,
+            end,
+            skipped,
+            records,
+        }
+    }
+}
+
+/// How [`FlowContext::produce_chunks_with`] cuts checkpoints into produce
+/// requests and how many it sends at once.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ProduceLimits {
+    /// Records per produce request, at most.
+    pub records: usize,
+    /// Bytes per produce request, at most: keys, values and
+    /// [`RECORD_OVERHEAD`] per record (a single larger record is sent alone).
+    pub bytes: usize,
+    /// Produce requests in flight at once, at most.
+    pub in_flight: usize,
+}
+
+/// The driver's limits. 512 KiB stays well under the 1 MiB a broker accepts
+/// in one batch by default (`message.max.bytes` 1048588, the topic's
+/// `max.message.bytes`; the checkpoints topic is created without its own
+/// value, as MirrorMaker 2 creates it). Four requests in flight let encoding,
+/// the round trip and the broker's append of successive chunks overlap
+/// (docs/benchmarks.md, "First round (issue 18, 2026-12-05)").
+pub(super) const PRODUCE_LIMITS: ProduceLimits = ProduceLimits {
+    records: 8_000,
+    bytes: 512 * 1024,
+    in_flight: 4,
+};
+
+/// A record's bytes besides its key and value in a v2 batch, at most: length,
+/// attributes, timestamp and offset deltas, key and value lengths, header
+/// count (varints).
+const RECORD_OVERHEAD: usize = 21;
+
+/// One chunk of a produce call: `cps[start..end]` less the indexes in
+/// `skipped` (not encodable), encoded as `records`.
+struct EncodedChunk {
+    start: usize,
+    end: usize,
+    skipped: Vec<usize>,
+    records: Vec<OutRecord>,
+}
+
+/// The encodable runs of `chunk` (the checkpoints from index `start`), given
+/// the indexes `skipped` (ascending) that could not be encoded: the whole
+/// chunk when none was skipped, which is the usual case.
+pub(super) fn encoded_parts<'a>(
+    chunk: &'a [Checkpoint],
+    start: usize,
+    skipped: &[usize],
+) -> Vec<&'a [Checkpoint]> {
+    let mut parts = Vec::with_capacity(skipped.len() + 1);
+    let mut from = 0;
+    for &s in skipped {
+        let at = s - start;
+        if at > from {
+            parts.push(&chunk[from..at]);
+        }
+        from = at + 1;
+    }
+    if from < chunk.len() {
+        parts.push(&chunk[from..]);
+    }
+    parts
 }

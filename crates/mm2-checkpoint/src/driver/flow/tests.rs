@@ -9,6 +9,7 @@ use kafka_lite::records::ConsumerRecord;
 use kafka_lite::{Error, PartitionReader, StartOffset};
 use kafka_protocol::error::ResponseError;
 
+use super::emit::ProduceLimits;
 use super::startup::plain_names;
 use super::{FlowCluster, FlowContext, FlowState, StepCause};
 use crate::config::{FlowConfig, MirrorConfig, ProcessEnvironment, Properties};
@@ -48,6 +49,15 @@ struct Mem {
     /// OffsetCommits in flight now, and the most seen at once.
     commits_in_flight: usize,
     most_commits_in_flight: usize,
+    /// Produce requests in flight now, and the most seen at once.
+    produces_in_flight: usize,
+    most_produces_in_flight: usize,
+    /// The record count of every produce request, as they ended.
+    produce_sizes: Vec<usize>,
+    /// A produce request with a checkpoint of this partition fails.
+    fail_produce_of_partition: Option<i32>,
+    /// What `produce_in_flight` answers (none: no limit).
+    produce_in_flight: Option<usize>,
 }
 
 /// A cluster in memory; clones share it.
@@ -204,12 +214,33 @@ impl FlowCluster for MemCluster {
         Ok(CommitOutcome::Committed)
     }
 
+    fn produce_in_flight(&self) -> usize {
+        self.mem().produce_in_flight.unwrap_or(usize::MAX)
+    }
+
     async fn produce(
         &self,
         topic: &str,
         _partition: i32,
         records: &[OutRecord],
     ) -> Result<i64, Error> {
+        {
+            let mut mem = self.mem();
+            mem.produces_in_flight += 1;
+            mem.most_produces_in_flight = mem.most_produces_in_flight.max(mem.produces_in_flight);
+        }
+        // A request takes a while: let other produce requests start meanwhile.
+        tokio::task::yield_now().await;
+        let fail = {
+            let mut mem = self.mem();
+            mem.produces_in_flight -= 1;
+            mem.produce_sizes.push(records.len());
+            mem.fail_produce_of_partition
+                .is_some_and(|p| records.iter().any(|r| out_partition(r) == p))
+        };
+        if fail {
+            return Err(kafka("Produce", ResponseError::NotEnoughReplicas));
+        }
         let base = match self.mem().topics.get(topic) {
             Some(log) => log.end(),
             None => return Err(kafka("Produce", ResponseError::UnknownTopicOrPartition)),
@@ -891,4 +922,188 @@ async fn content_search_writes_the_exact_position_and_searches_a_bracket_once() 
             .contains("mm2_checkpoint_content_searches_total{flow=\"A->B\",outcome=\"exact\"} 1\n"),
         "{metrics}"
     );
+}
+
+fn out_partition(r: &OutRecord) -> i32 {
+    Checkpoint::decode(Some(&r.key), Some(&r.value))
+        .unwrap()
+        .key
+        .topic_partition
+        .partition
+}
+
+fn partitions(n: i32) -> Vec<Checkpoint> {
+    (0..n).map(|p| checkpoint(p, 10 + i64::from(p))).collect()
+}
+
+fn recorded(state: &FlowState) -> BTreeSet<i32> {
+    state
+        .checkpoints
+        .checkpoints()
+        .map(|cp| cp.key.topic_partition.partition)
+        .collect()
+}
+
+/// Several produce requests of one call are in flight at once, within the
+/// limits; every checkpoint lands once and is recorded.
+#[tokio::test]
+async fn chunks_of_one_call_are_produced_concurrently_within_the_limits() {
+    let (ctx, _, target) = flow("");
+    ctx.ensure_checkpoints_topic().await.unwrap();
+    let mut state = state(CheckpointStore::new(["g"]));
+    let cps = partitions(10);
+    let limits = ProduceLimits {
+        records: 3,
+        bytes: 1 << 20,
+        in_flight: 2,
+    };
+    ctx.produce_chunks_with(&mut state, &cps, limits)
+        .await
+        .unwrap();
+    let mem = target.mem();
+    assert_eq!(mem.produce_sizes.iter().sum::<usize>(), 10);
+    assert!(
+        mem.produce_sizes.iter().all(|&n| n <= 3),
+        "{:?}",
+        mem.produce_sizes
+    );
+    assert_eq!(mem.most_produces_in_flight, 2);
+    drop(mem);
+    let mut landed = checkpoint_partitions(&target, &ctx.checkpoints_topic);
+    landed.sort_unstable();
+    assert_eq!(landed, (0..10).collect::<Vec<_>>());
+    assert_eq!(recorded(&state), (0..10).collect());
+    assert_eq!(state.checkpoints.produce_failures(), 0);
+}
+
+/// A chunk holds at most `limits.bytes` (keys, values and the per-record
+/// allowance), and at least one record.
+#[tokio::test]
+async fn chunks_are_bounded_by_bytes() {
+    let (ctx, _, target) = flow("");
+    ctx.ensure_checkpoints_topic().await.unwrap();
+    let mut state = state(CheckpointStore::new(["g"]));
+    let cps = partitions(7);
+    let one = cps[0].encode_key().unwrap().len() + cps[0].encode_value().unwrap().len() + 21;
+    let limits = ProduceLimits {
+        records: 100,
+        bytes: 2 * one + 1,
+        in_flight: 4,
+    };
+    ctx.produce_chunks_with(&mut state, &cps, limits)
+        .await
+        .unwrap();
+    assert_eq!(target.mem().produce_sizes.iter().sum::<usize>(), 7);
+    assert!(target.mem().produce_sizes.iter().all(|&n| n == 2 || n == 1));
+    assert_eq!(target.mem().produce_sizes.len(), 4);
+    // Smaller than one record: one record per request.
+    target.mem().produce_sizes.clear();
+    let limits = ProduceLimits { bytes: 1, ..limits };
+    ctx.produce_chunks_with(&mut state, &cps, limits)
+        .await
+        .unwrap();
+    assert_eq!(target.mem().produce_sizes, vec![1; 7]);
+}
+
+/// One chunk fails among several in flight: the acknowledged ones are
+/// recorded, the failed one is not (counted as a produce failure), no chunk
+/// is sent after the failure, and the call fails.
+#[tokio::test]
+async fn a_failed_chunk_among_several_in_flight_fails_the_call_and_is_not_recorded() {
+    let (ctx, _, target) = flow("");
+    ctx.ensure_checkpoints_topic().await.unwrap();
+    let mut state = state(CheckpointStore::new(["g"]));
+    // Chunks [0, 1], [2, 3], ... [18, 19]; the one with partition 2 fails.
+    target.mem().fail_produce_of_partition = Some(2);
+    let cps = partitions(20);
+    let limits = ProduceLimits {
+        records: 2,
+        bytes: 1 << 20,
+        in_flight: 4,
+    };
+    let e = ctx
+        .produce_chunks_with(&mut state, &cps, limits)
+        .await
+        .unwrap_err();
+    assert_eq!(e.kafka_error(), Some(ResponseError::NotEnoughReplicas));
+    let mem = target.mem();
+    assert!(mem.most_produces_in_flight > 1);
+    // The failed chunk was sent, then at most the in-flight ones beside it.
+    let sent = mem.produce_sizes.len();
+    assert!((2..=6).contains(&sent), "{sent} requests");
+    drop(mem);
+    let landed: BTreeSet<i32> = checkpoint_partitions(&target, &ctx.checkpoints_topic)
+        .into_iter()
+        .collect();
+    assert!(!landed.contains(&2) && !landed.contains(&3));
+    assert!(landed.contains(&0) && landed.contains(&1));
+    // Recorded exactly when acknowledged.
+    assert_eq!(recorded(&state), landed);
+    assert!(landed.len() < 20 - 2, "chunks after the failure were sent");
+    assert_eq!(state.checkpoints.produce_failures(), 2);
+}
+
+/// A target that allows one produce in flight (an owner's transactions
+/// under membership) gets one at a time.
+#[tokio::test]
+async fn one_produce_at_a_time_when_the_target_allows_one() {
+    let (ctx, _, target) = flow("");
+    ctx.ensure_checkpoints_topic().await.unwrap();
+    target.mem().produce_in_flight = Some(1);
+    let mut state = state(CheckpointStore::new(["g"]));
+    let cps = partitions(10);
+    let limits = ProduceLimits {
+        records: 2,
+        bytes: 1 << 20,
+        in_flight: 4,
+    };
+    ctx.produce_chunks_with(&mut state, &cps, limits)
+        .await
+        .unwrap();
+    assert_eq!(target.mem().most_produces_in_flight, 1);
+    assert_eq!(
+        checkpoint_partitions(&target, &ctx.checkpoints_topic),
+        (0..10).collect::<Vec<_>>()
+    );
+    assert_eq!(recorded(&state), (0..10).collect());
+}
+
+/// A checkpoint that cannot be encoded (metadata over 32,767 bytes) is
+/// skipped; the others of its chunk are produced and recorded.
+#[tokio::test]
+async fn an_unencodable_checkpoint_is_skipped_and_its_neighbours_recorded() {
+    let (ctx, _, target) = flow("");
+    ctx.ensure_checkpoints_topic().await.unwrap();
+    let mut state = state(CheckpointStore::new(["g"]));
+    let mut cps = partitions(6);
+    cps[1].metadata = "m".repeat(40_000);
+    cps[4].metadata = "m".repeat(40_000);
+    let limits = ProduceLimits {
+        records: 3,
+        bytes: 1 << 20,
+        in_flight: 4,
+    };
+    ctx.produce_chunks_with(&mut state, &cps, limits)
+        .await
+        .unwrap();
+    let mut landed = checkpoint_partitions(&target, &ctx.checkpoints_topic);
+    landed.sort_unstable();
+    assert_eq!(landed, [0, 2, 3, 5]);
+    assert_eq!(recorded(&state), [0, 2, 3, 5].into_iter().collect());
+}
+
+#[test]
+fn encoded_parts_leave_out_the_skipped_indexes() {
+    let cps = partitions(6);
+    let parts = |skipped: &[usize]| -> Vec<Vec<i32>> {
+        super::emit::encoded_parts(&cps[2..6], 2, skipped)
+            .into_iter()
+            .map(|p| p.iter().map(|c| c.key.topic_partition.partition).collect())
+            .collect()
+    };
+    assert_eq!(parts(&[]), [vec![2, 3, 4, 5]]);
+    assert_eq!(parts(&[2]), [vec![3, 4, 5]]);
+    assert_eq!(parts(&[3, 4]), [vec![2], vec![5]]);
+    assert_eq!(parts(&[5]), [vec![2, 3, 4]]);
+    assert_eq!(parts(&[2, 3, 4, 5]), Vec::<Vec<i32>>::new());
 }
