@@ -234,6 +234,89 @@ async fn fetch_offsets_of_fifty_groups_in_one_call_with_few_requests() {
     assert!(fetched[&missing].as_ref().expect("no error").is_empty());
 }
 
+/// A batched OffsetFetch over several connections to the coordinator (lanes):
+/// every group's answer comes back, whichever lane carried its request, and
+/// the caller's builder sees each group's partitions as decoded.
+#[tokio::test]
+async fn fetch_offsets_over_coordinator_lanes() {
+    let bootstrap = clusters()
+        .source()
+        .bootstrap
+        .get(Listener::Plaintext)
+        .to_string();
+    let config = ConnectionConfig {
+        coordinator_connections: 4,
+        ..config(Listener::Plaintext)
+    };
+    let client = Client::connect(vec![bootstrap], config)
+        .await
+        .expect("connect");
+    let topic = topic(&client, 3).await;
+    let groups: Vec<String> = (0..40).map(|_| unique_name("lanes")).collect();
+    for (i, group) in groups.iter().enumerate() {
+        let i = i as i64;
+        client
+            .commit_group_offsets(group, &offsets(&topic, &[(0, i), (2, 1000 + i)]))
+            .await
+            .expect("commit");
+    }
+    // 40 groups, 3 per request: 14 requests, round 4 lanes, several times
+    // over; the rounds follow each other so that the lanes are reused.
+    let options = OffsetFetchOptions {
+        max_groups_per_request: 3,
+        ..OffsetFetchOptions::default()
+    };
+    for round in 0..3 {
+        let before = client.requests_sent();
+        let fetched = client
+            .fetch_group_offsets_as(&groups, &options, |partitions| {
+                partitions
+                    .map(|p| {
+                        let c = p.committed.expect("no partition error");
+                        (
+                            p.topic.to_owned(),
+                            p.partition,
+                            c.offset,
+                            c.metadata.to_owned(),
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .await;
+        let requests = client.requests_sent() - before;
+        assert_eq!(requests, 14, "round {round}: one OffsetFetch per 3 groups");
+        assert_eq!(
+            fetched.keys().cloned().collect::<Vec<_>>(),
+            groups,
+            "round {round}: one result per group, in order"
+        );
+        for (i, group) in groups.iter().enumerate() {
+            let mut got = fetched[group].as_ref().expect("group fetched").clone();
+            got.sort();
+            let i = i as i64;
+            assert_eq!(
+                got,
+                vec![
+                    (topic.clone(), 0, Some(i), String::new()),
+                    (topic.clone(), 2, Some(1000 + i), String::new()),
+                ],
+                "round {round}, group {group}"
+            );
+        }
+    }
+    // The same answers as the owned form.
+    let owned = client.fetch_group_offsets_with(&groups, &options).await;
+    for (i, group) in groups.iter().enumerate() {
+        let offsets: Vec<Option<i64>> = owned[group]
+            .as_ref()
+            .expect("group fetched")
+            .values()
+            .map(|r| r.as_ref().expect("partition").offset)
+            .collect();
+        assert_eq!(offsets, vec![Some(i as i64), Some(1000 + i as i64)]);
+    }
+}
+
 /// A Kafka console consumer in group `group`, killed on drop.
 struct ConsoleConsumer {
     child: Child,

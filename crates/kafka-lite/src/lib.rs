@@ -65,8 +65,9 @@ mod hostile_input;
 
 pub use admin::TopicPartition;
 pub use admin::groups::{
-    CommitResults, CommittedOffset, GroupDescription, GroupMember, GroupOffsets, GroupState,
-    GroupType, ListedGroup, ListedGroups, OffsetFetchOptions, OffsetToCommit,
+    CommitResults, CommittedOffset, CommittedRef, FetchedOffset, GroupDescription, GroupMember,
+    GroupOffsets, GroupState, GroupType, ListedGroup, ListedGroups, OffsetFetchOptions,
+    OffsetToCommit,
 };
 pub use admin::topics::CreateTopicOutcome;
 pub use api::ApiRequest;

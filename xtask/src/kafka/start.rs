@@ -29,15 +29,28 @@ use crate::procfs::is_running;
 
 /// How long a broker may take from launch to answering ApiVersions.
 const START_TIMEOUT: Duration = Duration::from_secs(180);
-/// Broker JVM options: small heap, serial GC; the machine has two cores.
-const BROKER_JVM_OPTS: &[&str] = &[
-    "-Xmx512m",
-    "-Xms256m",
-    "-XX:+UseSerialGC",
-    "-Djava.awt.headless=true",
-];
+/// Broker JVM options besides the heap's maximum ([`broker_heap`]): serial
+/// GC; the machine has two cores.
+const BROKER_JVM_OPTS: &[&str] = &["-Xms256m", "-XX:+UseSerialGC", "-Djava.awt.headless=true"];
 /// JVM options for the one-shot storage format tool.
 const TOOL_JVM_OPTS: &[&str] = &["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"];
+
+/// The brokers' `-Xmx`: 512 MiB, or `MM2_BROKER_HEAP` (a JVM size such as
+/// `2g`). At 100,000 groups x 10 partitions the source broker's committed
+/// offsets fill 512 MiB and it spends a quarter of its time in full GCs
+/// (docs/benchmarks.md, "Steady round"); the bench at that size asks for more.
+fn broker_heap() -> Result<String> {
+    match std::env::var("MM2_BROKER_HEAP") {
+        Err(_) => Ok("-Xmx512m".to_string()),
+        Ok(v) => {
+            let digits = v.strip_suffix(['k', 'm', 'g', 'K', 'M', 'G']).unwrap_or(&v);
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                bail!("MM2_BROKER_HEAP={v:?}: expected a JVM heap size such as 2g or 1536m");
+            }
+            Ok(format!("-Xmx{v}"))
+        }
+    }
+}
 
 pub(super) struct ClusterPlan {
     pub(super) name: &'static str,
@@ -233,6 +246,7 @@ pub(super) fn launch(
     writeln!(log, "==== xtask: starting cluster {name} ({what}) ====")?;
     let log_err = log.try_clone()?;
     let child = Command::new("java")
+        .arg(broker_heap()?)
         .args(BROKER_JVM_OPTS)
         .arg(format!(
             "-Dlog4j2.configurationFile={}",

@@ -26,7 +26,8 @@ pub use self::describe::{
     GroupDescription, GroupMember, GroupState, GroupType, ListedGroup, ListedGroups,
 };
 pub use self::offsets::{
-    CommitResults, CommittedOffset, GroupOffsets, OffsetFetchOptions, OffsetToCommit,
+    CommitResults, CommittedOffset, CommittedRef, FetchedOffset, GroupOffsets, OffsetFetchOptions,
+    OffsetToCommit,
 };
 
 pub(crate) fn group_id(name: &str) -> GroupId {

@@ -17,6 +17,7 @@ use kafka_protocol::protocol::StrBytes;
 use super::{group_id, topic_name};
 use crate::admin::{TopicPartition, is_coordinator_error};
 use crate::client::{BrokerInfo, Client};
+use crate::connection::BrokerConnection;
 use crate::error::Error;
 
 /// Most groups put in one batched (v8+) OffsetFetch request by default.
@@ -35,6 +36,30 @@ pub struct CommittedOffset {
 
 /// A group's committed offsets, one result per partition.
 pub type GroupOffsets = BTreeMap<TopicPartition, Result<CommittedOffset, Error>>;
+
+/// One partition of a group's OffsetFetch answer, borrowed from the response:
+/// what [`Client::fetch_group_offsets_as`] hands its builder.
+#[derive(Debug)]
+pub struct FetchedOffset<'a> {
+    /// The topic.
+    pub topic: &'a str,
+    /// The partition index.
+    pub partition: i32,
+    /// The committed offset, or the partition's error.
+    pub committed: Result<CommittedRef<'a>, Error>,
+}
+
+/// A committed offset borrowed from an OffsetFetch response (see
+/// [`CommittedOffset`], its owned form).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommittedRef<'a> {
+    /// The committed offset; `None` when nothing is committed (Kafka's -1).
+    pub offset: Option<i64>,
+    /// The leader epoch committed with it; `None` when unknown (-1).
+    pub leader_epoch: Option<i32>,
+    /// The commit's metadata string (`""` when null).
+    pub metadata: &'a str,
+}
 
 /// Options of [`Client::fetch_group_offsets_with`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,20 +137,56 @@ impl Client {
         groups: &[String],
         options: &OffsetFetchOptions,
     ) -> IndexMap<String, Result<GroupOffsets, Error>> {
+        self.fetch_group_offsets_as(groups, options, owned_offsets)
+            .await
+    }
+
+    /// [`fetch_group_offsets_with`](Self::fetch_group_offsets_with), each
+    /// group's answer handed to `build` as it is decoded, borrowed from the
+    /// response, so the caller builds the shape it keeps (no [`GroupOffsets`]
+    /// map in between). `build` sees the partitions of one group that
+    /// answered without a group-level error, in the response's order; a
+    /// partition's error is in its [`FetchedOffset::committed`].
+    ///
+    /// The requests to one coordinator go round its
+    /// `coordinator_connections` (lanes): a broker handles the requests of one
+    /// connection one at a time, so with several lanes it works on several
+    /// batches at once.
+    pub async fn fetch_group_offsets_as<T, F>(
+        &self,
+        groups: &[String],
+        options: &OffsetFetchOptions,
+        build: F,
+    ) -> IndexMap<String, Result<T, Error>>
+    where
+        T: Send + 'static,
+        F: Fn(&mut dyn Iterator<Item = FetchedOffset<'_>>) -> T + Send + Sync + 'static,
+    {
         let options = std::sync::Arc::new(options.clone());
+        let build = std::sync::Arc::new(build);
         self.per_coordinator("OffsetFetch", groups, move |client, broker, bucket| {
             let options = options.clone();
-            async move { client.fetch_offsets_on(&broker, bucket, &options).await }
+            let build = build.clone();
+            async move {
+                client
+                    .fetch_offsets_on(&broker, bucket, &options, build)
+                    .await
+            }
         })
         .await
     }
 
-    async fn fetch_offsets_on(
+    async fn fetch_offsets_on<T, F>(
         &self,
         broker: &BrokerInfo,
         groups: Vec<String>,
         options: &OffsetFetchOptions,
-    ) -> Result<Vec<(String, Result<GroupOffsets, Error>)>, Error> {
+        build: std::sync::Arc<F>,
+    ) -> Result<Vec<(String, Result<T, Error>)>, Error>
+    where
+        T: Send + 'static,
+        F: Fn(&mut dyn Iterator<Item = FetchedOffset<'_>>) -> T + Send + Sync + 'static,
+    {
         let connection = self.connection_to(broker).await?;
         let version = connection.version_for::<OffsetFetchRequest>()?;
         let topics = options.partitions.as_ref().map(|parts| {
@@ -141,8 +202,10 @@ impl Client {
         } else {
             1
         };
+        let requests = groups.len().div_ceil(batch);
+        let connections = self.coordinator_lanes(broker, connection, requests).await;
         let mut tasks = tokio::task::JoinSet::new();
-        for chunk in groups.chunks(batch) {
+        for (i, chunk) in groups.chunks(batch).enumerate() {
             let mut request = OffsetFetchRequest::default().with_require_stable(require_stable);
             if version >= 8 {
                 request.groups = chunk
@@ -174,25 +237,56 @@ impl Client {
                         .collect()
                 });
             }
-            let connection = connection.clone();
+            let connection = connections[i % connections.len()].clone();
             let chunk = chunk.to_vec();
+            let build = build.clone();
             tasks.spawn(async move {
-                let result = connection.send_with_version(request, version).await;
-                (chunk, result)
+                match connection.send_with_version(request, version).await {
+                    // Converted in the task: the answers of several requests
+                    // are decoded side by side.
+                    Ok(response) => offsets_from_response(&chunk, &response, version, &*build),
+                    Err(e) => chunk.into_iter().map(|g| (g, Err(e.clone()))).collect(),
+                }
             });
         }
         let mut out = Vec::with_capacity(groups.len());
         while let Some(joined) = tasks.join_next().await {
-            let Ok((chunk, result)) = joined else {
-                tracing::error!("OffsetFetch task ended unexpectedly");
-                continue;
-            };
-            match result {
-                Ok(response) => out.extend(offsets_from_response(&chunk, &response, version)),
-                Err(e) => out.extend(chunk.iter().map(|g| (g.clone(), Err(e.clone())))),
+            match joined {
+                Ok(answers) => out.extend(answers),
+                // Its groups are reported missing by per_coordinator.
+                Err(_) => tracing::error!("OffsetFetch task ended unexpectedly"),
             }
         }
         Ok(out)
+    }
+
+    /// Up to `wanted` connections to `broker` for requests about many groups:
+    /// `first` (lane 0) and the further lanes of `coordinator_connections`. A
+    /// lane that cannot connect is left out (its requests go to the others).
+    async fn coordinator_lanes(
+        &self,
+        broker: &BrokerInfo,
+        first: BrokerConnection,
+        wanted: usize,
+    ) -> Vec<BrokerConnection> {
+        let lanes = self
+            .pool()
+            .connector()
+            .config()
+            .coordinator_connections
+            .clamp(1, wanted.max(1));
+        let mut connections = Vec::with_capacity(lanes);
+        connections.push(first);
+        for lane in 1..lanes {
+            match self.pool().get_lane(&broker.address(), lane).await {
+                Ok(c) => connections.push(c),
+                Err(e) => {
+                    tracing::debug!(broker = %broker.address(), lane, error = %e, "coordinator lane unavailable; using the others");
+                    break;
+                }
+            }
+        }
+        connections
     }
 
     /// Commits offsets for `group` the way an admin does (Java's
@@ -294,101 +388,136 @@ impl Client {
     }
 }
 
-/// Turns an OffsetFetch response into one result per group of `groups`.
-fn offsets_from_response(
+/// A group's answer as [`GroupOffsets`].
+fn owned_offsets(partitions: &mut dyn Iterator<Item = FetchedOffset<'_>>) -> GroupOffsets {
+    partitions
+        .map(|p| {
+            let tp = TopicPartition::new(p.topic, p.partition);
+            let committed = p.committed.map(|c| CommittedOffset {
+                offset: c.offset,
+                leader_epoch: c.leader_epoch,
+                metadata: c.metadata.to_owned(),
+            });
+            (tp, committed)
+        })
+        .collect()
+}
+
+/// The partitions of one group's answer, as [`FetchedOffset`]s.
+fn fetched<'a>(
+    group: &'a str,
+    topic: &'a str,
+    partitions: impl Iterator<Item = (i32, i64, i32, &'a Option<StrBytes>, i16)> + 'a,
+) -> impl Iterator<Item = FetchedOffset<'a>> + 'a {
+    partitions.map(move |(index, offset, epoch, metadata, code)| {
+        // The error's context only for an error: formatting it for every
+        // partition cost an allocation per group-partition of the answer.
+        let checked = if code == 0 {
+            Ok(())
+        } else {
+            let tp = TopicPartition::new(topic, index);
+            let context = format!("group {group:?}, topic-partition {tp}");
+            Error::check_code("OffsetFetch", code, context)
+        };
+        FetchedOffset {
+            topic,
+            partition: index,
+            committed: checked.map(|()| CommittedRef {
+                offset: (offset >= 0).then_some(offset),
+                leader_epoch: optional(epoch),
+                metadata: metadata.as_deref().unwrap_or(""),
+            }),
+        }
+    })
+}
+
+/// A group's result from its error code and, when there is none, `build`'s
+/// shape of its partitions.
+fn group_result<'a, T>(
+    group: &str,
+    code: i16,
+    partitions: impl Iterator<Item = FetchedOffset<'a>>,
+    build: &impl Fn(&mut dyn Iterator<Item = FetchedOffset<'_>>) -> T,
+) -> Result<T, Error> {
+    match ResponseError::try_from_code(code) {
+        // No such group: no committed offsets.
+        Some(ResponseError::GroupIdNotFound) => {
+            Ok(build(&mut std::iter::empty::<FetchedOffset<'_>>()))
+        }
+        _ => Error::check_code("OffsetFetch", code, format!("group {group:?}"))
+            .map(|()| build(&mut partitions.into_iter())),
+    }
+}
+
+/// Turns an OffsetFetch response into one result per group of `groups`, each
+/// group's partitions shaped by `build`.
+fn offsets_from_response<T>(
     groups: &[String],
     response: &OffsetFetchResponse,
     version: i16,
-) -> Vec<(String, Result<GroupOffsets, Error>)> {
-    let partition =
-        |group: &str, topic: &str, index, offset, epoch, metadata: &Option<StrBytes>, code| {
-            let tp = TopicPartition::new(topic, index);
-            // The error's context only for an error: formatting it for every
-            // partition cost an allocation per group-partition of the answer.
-            let checked = if code == 0 {
-                Ok(())
-            } else {
-                let context = format!("group {group:?}, topic-partition {tp}");
-                Error::check_code("OffsetFetch", code, context)
-            };
-            let result = checked.map(|()| CommittedOffset {
-                offset: (offset >= 0).then_some(offset),
-                leader_epoch: optional(epoch),
-                metadata: metadata.as_ref().map(|m| m.to_string()).unwrap_or_default(),
-            });
-            (tp, result)
-        };
-    let group_result = |group: &str, code: i16, offsets: GroupOffsets| {
-        match ResponseError::try_from_code(code) {
-            // No such group: no committed offsets.
-            Some(ResponseError::GroupIdNotFound) => Ok(GroupOffsets::new()),
-            _ => {
-                Error::check_code("OffsetFetch", code, format!("group {group:?}")).map(|()| offsets)
-            }
-        }
-    };
+    build: &impl Fn(&mut dyn Iterator<Item = FetchedOffset<'_>>) -> T,
+) -> Vec<(String, Result<T, Error>)> {
     if version >= 8 {
-        let mut out: Vec<(String, Result<GroupOffsets, Error>)> = Vec::with_capacity(groups.len());
+        let mut out: Vec<(String, Result<T, Error>)> = Vec::with_capacity(groups.len());
+        // Groups asked for and not answered yet: a group the broker did not
+        // answer is an error, a group it answered twice or did not ask about
+        // is kept as the broker sent it (no quadratic search either way).
+        let mut asked: std::collections::HashSet<&str> =
+            groups.iter().map(String::as_str).collect();
         for g in &response.groups {
-            let id = g.group_id.0.to_string();
-            let offsets = g
-                .topics
-                .iter()
-                .flat_map(|t| {
-                    let id = &id;
-                    t.partitions.iter().map(move |p| {
-                        partition(
-                            id,
-                            &t.name.0,
+            let id: &str = &g.group_id.0;
+            asked.remove(id);
+            let partitions = g.topics.iter().flat_map(|t| {
+                fetched(
+                    id,
+                    &t.name.0,
+                    t.partitions.iter().map(|p| {
+                        (
                             p.partition_index,
                             p.committed_offset,
                             p.committed_leader_epoch,
                             &p.metadata,
                             p.error_code,
                         )
-                    })
-                })
-                .collect();
-            let result = group_result(&id, g.error_code, offsets);
-            out.push((id, result));
+                    }),
+                )
+            });
+            let result = group_result(id, g.error_code, partitions, build);
+            out.push((id.to_owned(), result));
         }
-        for group in groups {
-            if !out.iter().any(|(id, _)| id == group) {
-                out.push((
-                    group.clone(),
-                    Err(Error::made_up(
-                        "OffsetFetch",
-                        ResponseError::UnknownServerError,
-                        format!("group {group:?} missing from the response"),
-                    )),
-                ));
-            }
+        for group in groups.iter().filter(|g| asked.contains(g.as_str())) {
+            out.push((
+                group.clone(),
+                Err(Error::made_up(
+                    "OffsetFetch",
+                    ResponseError::UnknownServerError,
+                    format!("group {group:?} missing from the response"),
+                )),
+            ));
         }
         out
     } else {
         let Some(group) = groups.first() else {
             return Vec::new();
         };
-        let offsets = response
-            .topics
-            .iter()
-            .flat_map(|t| {
-                t.partitions.iter().map(move |p| {
-                    partition(
-                        group,
-                        &t.name.0,
+        let partitions = response.topics.iter().flat_map(|t| {
+            fetched(
+                group,
+                &t.name.0,
+                t.partitions.iter().map(|p| {
+                    (
                         p.partition_index,
                         p.committed_offset,
                         p.committed_leader_epoch,
                         &p.metadata,
                         p.error_code,
                     )
-                })
-            })
-            .collect();
+                }),
+            )
+        });
         vec![(
             group.clone(),
-            group_result(group, response.error_code, offsets),
+            group_result(group, response.error_code, partitions, build),
         )]
     }
 }
@@ -431,7 +560,7 @@ mod tests {
                 .with_error_code(69),
         ]);
         let groups = ["a", "b", "c", "d"].map(String::from);
-        let out: BTreeMap<_, _> = offsets_from_response(&groups, &response, 9)
+        let out: BTreeMap<_, _> = offsets_from_response(&groups, &response, 9, &owned_offsets)
             .into_iter()
             .collect();
         let a = out["a"].as_ref().expect("group a");

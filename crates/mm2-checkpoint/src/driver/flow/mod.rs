@@ -121,6 +121,10 @@ pub fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
+/// Connections to a source group coordinator that a periodic round's
+/// OffsetFetch requests share.
+pub const OFFSET_FETCH_CONNECTIONS: usize = 4;
+
 /// The fixed parts of one flow.
 pub struct FlowContext<C = ClusterClient> {
     /// `S->T`.
@@ -177,10 +181,16 @@ impl FlowContext<ClusterClient> {
         .map_err(SetupError::Connect)?;
         // The target groups' commits run side by side (group sync).
         target_conn.config.coordinator_connections = group_sync::GROUP_SYNC_CONNECTIONS;
+        // A periodic round's OffsetFetch requests go round this many
+        // connections to the source coordinator (kafka-lite's lanes): a broker
+        // answers one request of a connection at a time (docs/benchmarks.md,
+        // "Steady round").
+        let mut source_config = source_conn.config.clone();
+        source_config.coordinator_connections = OFFSET_FETCH_CONNECTIONS;
         let source = ClusterClient::new(
             &cfg.source.alias,
             source_conn.bootstrap.clone(),
-            source_conn.config.clone(),
+            source_config,
         )
         .map_err(|e| SetupError::Client(cfg.source.alias.clone(), e))?;
         let target = ClusterClient::new(
