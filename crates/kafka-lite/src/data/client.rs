@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use kafka_protocol::error::ResponseError;
 
 use super::IsolationLevel;
-use super::fetch::{FetchOptions, FetchedPartition, fetch_on};
+use super::fetch::{FetchOptions, FetchedPartition, RawFetch, fetch_on};
 use super::offsets::{ListedOffset, OffsetSpec, list_offsets_on};
 use super::produce::{ProduceOptions, produce_on};
 use super::reader::{PartitionReader, StartOffset};
@@ -211,6 +211,15 @@ impl PartitionReader {
         }
         let fetched = client.reader_fetch(self).await?;
         Ok(Some(self.advance_to_end(fetched)))
+    }
+
+    /// [`read_raw_on`](Self::read_raw_on) on the partition's leader through
+    /// `client` (no retry): one Fetch, its records left undecoded.
+    pub async fn read_raw(&mut self, client: &Client) -> Result<Option<RawFetch>, Error> {
+        let connection = client
+            .leader_connection(self.topic(), self.partition())
+            .await?;
+        self.read_raw_on(&connection).await
     }
 
     /// [`follow_on`](Self::follow_on) through `client`: whatever follows

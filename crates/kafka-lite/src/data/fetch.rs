@@ -117,34 +117,8 @@ pub(super) async fn fetch_partitions_on(
     options: &FetchOptions,
 ) -> Result<Vec<(i32, Result<FetchedPartition, Error>)>, Error> {
     let version = connection.version_for::<FetchRequest>()?;
-    let wait_ms = i32::try_from(options.fetch_wait.as_millis()).unwrap_or(i32::MAX);
     let max_bytes = options.max_bytes.max(1);
-    let fetch_partitions = partitions
-        .iter()
-        .map(|&(partition, offset)| {
-            FetchPartition::default()
-                .with_partition(partition)
-                .with_current_leader_epoch(-1)
-                .with_fetch_offset(offset)
-                .with_last_fetched_epoch(-1)
-                .with_log_start_offset(-1)
-                .with_partition_max_bytes(max_bytes)
-        })
-        .collect();
-    let request = FetchRequest::default()
-        .with_replica_id((-1).into())
-        .with_max_wait_ms(wait_ms)
-        .with_min_bytes(1)
-        .with_max_bytes(max_bytes)
-        .with_isolation_level(options.isolation.to_protocol())
-        // Session id 0 with epoch -1: a full fetch that opens no session.
-        .with_session_id(0)
-        .with_session_epoch(-1)
-        .with_topics(vec![
-            FetchTopic::default()
-                .with_topic(TopicName(StrBytes::from_string(topic.to_string())))
-                .with_partitions(fetch_partitions),
-        ]);
+    let request = fetch_request(topic, partitions, options);
     let response = connection.send_with_version(request, version).await?;
     let context = |partition: i32, offset: i64| {
         format!("{} at offset {offset}", partition_context(topic, partition))
@@ -183,6 +157,104 @@ pub(super) async fn fetch_partitions_on(
             (partition, answer)
         })
         .collect())
+}
+
+/// The Fetch request for `partitions` of `topic` (each from its offset), as
+/// [`fetch_partitions_on`] describes it.
+fn fetch_request(topic: &str, partitions: &[(i32, i64)], options: &FetchOptions) -> FetchRequest {
+    let wait_ms = i32::try_from(options.fetch_wait.as_millis()).unwrap_or(i32::MAX);
+    let max_bytes = options.max_bytes.max(1);
+    let fetch_partitions = partitions
+        .iter()
+        .map(|&(partition, offset)| {
+            FetchPartition::default()
+                .with_partition(partition)
+                .with_current_leader_epoch(-1)
+                .with_fetch_offset(offset)
+                .with_last_fetched_epoch(-1)
+                .with_log_start_offset(-1)
+                .with_partition_max_bytes(max_bytes)
+        })
+        .collect();
+    FetchRequest::default()
+        .with_replica_id((-1).into())
+        .with_max_wait_ms(wait_ms)
+        .with_min_bytes(1)
+        .with_max_bytes(max_bytes)
+        .with_isolation_level(options.isolation.to_protocol())
+        // Session id 0 with epoch -1: a full fetch that opens no session.
+        .with_session_id(0)
+        .with_session_epoch(-1)
+        .with_topics(vec![
+            FetchTopic::default()
+                .with_topic(TopicName(StrBytes::from_string(topic.to_string())))
+                .with_partitions(fetch_partitions),
+        ])
+}
+
+/// What one Fetch of one partition returned, its records left undecoded
+/// (read from the batch headers only; see [`crate::records::batch_spans`]).
+/// A reference for how fast the broker serves a partition: never for
+/// reading data, nothing of it is checked beyond the batch lengths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawFetch {
+    /// Bytes of whole batches returned.
+    pub bytes: usize,
+    /// Records the batch headers count (compaction may have removed some
+    /// offsets of a batch; its header still counts the records left).
+    pub records: u64,
+    /// Where the next fetch should start.
+    pub next_offset: i64,
+    /// The partition's high watermark.
+    pub high_watermark: i64,
+}
+
+/// [`fetch_on`] without decoding the records: see [`RawFetch`].
+pub(super) async fn fetch_raw_on(
+    connection: &BrokerConnection,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    options: &FetchOptions,
+) -> Result<RawFetch, Error> {
+    let version = connection.version_for::<FetchRequest>()?;
+    let request = fetch_request(topic, &[(partition, offset)], options);
+    let response = connection.send_with_version(request, version).await?;
+    let context = format!("{} at offset {offset}", partition_context(topic, partition));
+    Error::check_code(API, response.error_code, context.clone())?;
+    let malformed = |detail: String| Error::MalformedResponse {
+        broker: connection.address().to_string(),
+        api: API,
+        version,
+        detail,
+    };
+    let data = response
+        .responses
+        .into_iter()
+        .filter(|t| t.topic.0.as_str() == topic)
+        .flat_map(|t| t.partitions)
+        .find(|p| p.partition_index == partition)
+        .ok_or_else(|| {
+            malformed(format!(
+                "no answer for {}",
+                partition_context(topic, partition)
+            ))
+        })?;
+    Error::check_code(API, data.error_code, context.clone())?;
+    let bytes = data.records.unwrap_or_default();
+    let spans = records::batch_spans(&bytes).map_err(|e| malformed(format!("{context}: {e}")))?;
+    if spans.next_offset.is_none() && !bytes.is_empty() {
+        return Err(malformed(format!(
+            "{context}: the first record batch is cut short ({} bytes returned)",
+            bytes.len()
+        )));
+    }
+    Ok(RawFetch {
+        bytes: spans.bytes,
+        records: spans.records,
+        next_offset: spans.next_offset.map_or(offset, |n| n.max(offset)),
+        high_watermark: data.high_watermark,
+    })
 }
 
 /// Turns one partition of a Fetch response, fetched at `offset`, into what
@@ -225,13 +297,18 @@ fn read_partition(
             records::read_committed(batches, &aborted)
         }
     };
-    let records = batches
-        .into_iter()
-        .filter(|batch| !batch.is_control)
-        .flat_map(|batch| batch.records)
-        // A batch that starts before `offset` is returned whole.
-        .filter(|record| record.offset >= offset)
-        .collect();
+    // One vector of the right size, filled batch by batch (no regrowth of a
+    // vector of tens of thousands of records).
+    let data_batches = || batches.iter().filter(|batch| !batch.is_control);
+    let mut records = Vec::with_capacity(data_batches().map(|b| b.records.len()).sum());
+    for mut batch in batches.into_iter().filter(|batch| !batch.is_control) {
+        if batch.base_offset >= offset {
+            records.append(&mut batch.records);
+        } else {
+            // A batch that starts before `offset` is returned whole.
+            records.extend(batch.records.into_iter().filter(|r| r.offset >= offset));
+        }
+    }
     Ok(FetchedPartition {
         records,
         high_watermark: data.high_watermark,

@@ -26,7 +26,7 @@ pub(crate) mod produce;
 mod reader;
 mod topic_reader;
 
-pub use fetch::{FetchOptions, FetchedPartition};
+pub use fetch::{FetchOptions, FetchedPartition, RawFetch};
 pub use offsets::{ListedOffset, OffsetSpec, PartitionOffset};
 pub use produce::ProduceOptions;
 pub use reader::{PartitionReader, StartOffset};

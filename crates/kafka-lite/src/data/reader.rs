@@ -6,7 +6,7 @@
 //! then keep up with what is appended later.
 
 use super::IsolationLevel;
-use super::fetch::{FetchOptions, FetchedPartition, fetch_on};
+use super::fetch::{FetchOptions, FetchedPartition, RawFetch, fetch_on, fetch_raw_on};
 use super::offsets::{OffsetSpec, list_offsets_on};
 use crate::records::ConsumerRecord;
 use crate::{BrokerConnection, Error};
@@ -157,6 +157,29 @@ impl PartitionReader {
         )
         .await?;
         Ok(Some(self.advance_to_end(fetched)))
+    }
+
+    /// [`read_on`](Self::read_on)'s fetch with the records left undecoded
+    /// (see [`RawFetch`]): `Ok(None)` once the end is reached. Moves the
+    /// position past the batches returned; their records may run past the
+    /// end. For measuring the broker, not for reading data.
+    pub async fn read_raw_on(
+        &mut self,
+        connection: &BrokerConnection,
+    ) -> Result<Option<RawFetch>, Error> {
+        if self.is_caught_up() {
+            return Ok(None);
+        }
+        let raw = fetch_raw_on(
+            connection,
+            &self.topic,
+            self.partition,
+            self.position,
+            &self.options,
+        )
+        .await?;
+        self.position = self.position.max(raw.next_offset);
+        Ok(Some(raw))
     }
 
     /// Fetches whatever follows the position from the partition leader

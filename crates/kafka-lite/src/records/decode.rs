@@ -1,7 +1,7 @@
 //! Decoding the batches of a Fetch response: the header checks, bounded decompression
 //! and the record parser.
 
-use bytes::{Buf, Bytes};
+use bytes::Bytes;
 
 use super::compression::{self, DecompressError};
 use super::{
@@ -39,6 +39,42 @@ pub fn decode_batches(bytes: &mut Bytes) -> Result<Vec<DecodedBatch>, RecordsErr
     Ok(batches)
 }
 
+/// What the whole batches at the front of `bytes` hold, read from their headers
+/// alone (no CRC check, no decompression, no record parsed): the bytes they take,
+/// the records their headers count, and the offset after the last one. A partial
+/// trailing batch is left out as [`decode_batches`] leaves it; a length field that
+/// cannot be a batch is an error. For measuring what the broker serves without the
+/// cost of decoding it, never for reading data.
+pub fn batch_spans(bytes: &[u8]) -> Result<BatchSpans, RecordsError> {
+    let mut spans = BatchSpans::default();
+    let mut rest = bytes;
+    while let Some(len) = complete_batch_len(rest)? {
+        let base_offset = read_i64(rest, BASE_OFFSET_AT).unwrap_or_default();
+        let last_delta = read_i32(rest, LAST_OFFSET_DELTA_AT).unwrap_or_default();
+        let count = read_i32(rest, RECORD_COUNT_AT).unwrap_or_default();
+        spans.bytes += len;
+        spans.records += u64::try_from(count).unwrap_or(0);
+        spans.next_offset = Some(
+            base_offset
+                .saturating_add(i64::from(last_delta))
+                .saturating_add(1),
+        );
+        rest = &rest[len..];
+    }
+    Ok(spans)
+}
+
+/// What [`batch_spans`] read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BatchSpans {
+    /// Bytes of the whole batches.
+    pub bytes: usize,
+    /// Records their headers count.
+    pub records: u64,
+    /// The offset after the last whole batch, if there was one.
+    pub next_offset: Option<i64>,
+}
+
 /// The header fields of one v2 batch, read before any record.
 struct BatchHeader {
     base_offset: i64,
@@ -56,7 +92,7 @@ struct BatchHeader {
 
 /// If `bytes` starts with a whole batch, its length in bytes; `None` if the batch is cut
 /// short (or `bytes` is empty).
-fn complete_batch_len(bytes: &Bytes) -> Result<Option<usize>, RecordsError> {
+fn complete_batch_len(bytes: &[u8]) -> Result<Option<usize>, RecordsError> {
     let (Some(base_offset), Some(length)) = (
         read_i64(bytes, BASE_OFFSET_AT),
         read_i32(bytes, BATCH_LENGTH_AT),
@@ -142,7 +178,8 @@ fn decode_batch(batch: &Bytes) -> Result<DecodedBatch, RecordsError> {
 /// Decodes exactly `count` records filling all of `data` (a batch's decompressed
 /// records), with the same rules as the Java client's `DefaultRecord`: each record's
 /// fields fill its declared size, lengths are -1 (null) or non-negative, offsets stay
-/// inside the batch. Every allocation is bounded by the bytes present.
+/// inside the batch. Every allocation is bounded by the bytes present. Keys and values
+/// are slices of `data` (one reference count each, no copy).
 fn decode_records(
     header: &BatchHeader,
     count: usize,
@@ -150,19 +187,19 @@ fn decode_records(
 ) -> Result<Vec<ConsumerRecord>, String> {
     let log_append = header.attributes & ATTR_LOG_APPEND_TIME != 0;
     let last_delta = header.last_offset - header.base_offset;
-    let mut batch = Cursor(data);
+    let mut batch = Cursor::new(&data);
     let mut records = Vec::with_capacity(count);
     for index in 0..count {
         let size = batch.varint()?;
         let size =
             usize::try_from(size).map_err(|_| format!("record {index}: negative size {size}"))?;
-        let mut rec = Cursor(batch.take(size).ok_or_else(|| {
+        let mut rec = batch.sub(size).ok_or_else(|| {
             format!(
                 "record {index}: size {size} exceeds the {} bytes left",
-                batch.0.len()
+                batch.len()
             )
-        })?);
-        let _attributes = rec.take(1).ok_or("record attributes missing")?;
+        })?;
+        rec.take(1).ok_or("record attributes missing")?;
         let timestamp_delta = rec.varlong()?;
         let offset_delta = i64::from(rec.varint()?);
         if !(0..=last_delta).contains(&offset_delta) {
@@ -186,7 +223,7 @@ fn decode_records(
         // Each header takes at least two bytes (key length, value length).
         let header_count = usize::try_from(header_count)
             .ok()
-            .filter(|n| n.saturating_mul(2) <= rec.0.len())
+            .filter(|n| n.saturating_mul(2) <= rec.len())
             .ok_or_else(|| format!("record {index}: invalid header count {header_count}"))?;
         let mut headers = Vec::with_capacity(header_count);
         for _ in 0..header_count {
@@ -196,10 +233,10 @@ fn decode_records(
             let value = rec.nullable_bytes("header value")?;
             headers.push(Header { key, value });
         }
-        if !rec.0.is_empty() {
+        if !rec.is_empty() {
             return Err(format!(
                 "record {index}: {} bytes left over inside its declared size {size}",
-                rec.0.len()
+                rec.len()
             ));
         }
         records.push(ConsumerRecord {
@@ -211,30 +248,69 @@ fn decode_records(
             headers,
         });
     }
-    if !batch.0.is_empty() {
+    if !batch.is_empty() {
         return Err(format!(
             "{} bytes left over after the declared {count} records",
-            batch.0.len()
+            batch.len()
         ));
     }
     Ok(records)
 }
 
-/// Reads Kafka's record fields from the front of a buffer, slicing without copying.
-struct Cursor(Bytes);
+/// Reads Kafka's record fields from `data[pos..end]`, moving `pos`; byte fields are
+/// returned as slices of `data` without copying.
+struct Cursor<'a> {
+    data: &'a Bytes,
+    pos: usize,
+    end: usize,
+}
 
-impl Cursor {
-    fn take(&mut self, len: usize) -> Option<Bytes> {
-        (len <= self.0.len()).then(|| self.0.split_to(len))
+impl<'a> Cursor<'a> {
+    fn new(data: &'a Bytes) -> Self {
+        Cursor {
+            data,
+            pos: 0,
+            end: data.len(),
+        }
+    }
+
+    /// Bytes left.
+    fn len(&self) -> usize {
+        self.end - self.pos
+    }
+
+    fn is_empty(&self) -> bool {
+        self.pos >= self.end
+    }
+
+    /// The next `len` bytes as a range of `data`.
+    fn take(&mut self, len: usize) -> Option<std::ops::Range<usize>> {
+        (len <= self.len()).then(|| {
+            let start = self.pos;
+            self.pos += len;
+            start..self.pos
+        })
+    }
+
+    /// A cursor over the next `len` bytes.
+    fn sub(&mut self, len: usize) -> Option<Cursor<'a>> {
+        let range = self.take(len)?;
+        Some(Cursor {
+            data: self.data,
+            pos: range.start,
+            end: range.end,
+        })
     }
 
     /// An unsigned LEB128 number of at most `max_bytes` bytes.
     fn unsigned(&mut self, max_bytes: usize) -> Result<u64, String> {
         let mut value = 0u64;
         for i in 0..max_bytes {
-            let byte = *self.0.first().ok_or("varint cut short")?;
-            // `advance` only moves the start; `slice` would touch the reference count.
-            self.0.advance(1);
+            if self.pos >= self.end {
+                return Err("varint cut short".to_owned());
+            }
+            let byte = self.data[self.pos];
+            self.pos += 1;
             value |= u64::from(byte & 0x7f) << (7 * i);
             if byte & 0x80 == 0 {
                 return Ok(value);
@@ -263,12 +339,10 @@ impl Cursor {
             return Ok(None);
         }
         let len = usize::try_from(len).map_err(|_| format!("negative {what} length {len}"))?;
-        self.take(len).map(Some).ok_or_else(|| {
-            format!(
-                "{what} length {len} exceeds the {} bytes left",
-                self.0.len()
-            )
-        })
+        let left = self.len();
+        self.take(len)
+            .map(|range| Some(self.data.slice(range)))
+            .ok_or_else(|| format!("{what} length {len} exceeds the {left} bytes left"))
     }
 }
 

@@ -826,3 +826,34 @@ fn record_fields_must_fill_the_declared_record_size() {
         Err(RecordsError::InvalidRecord { .. })
     ));
 }
+
+#[test]
+fn batch_spans_reads_the_headers_of_whole_batches_only() {
+    let one = encode_batch(&sample_records(), Codec::None).expect("encode");
+    let two = encode_batch(&sample_records()[..2], Codec::Gzip).expect("encode");
+    // The second batch follows the first at offset 4.
+    let mut second = BytesMut::from(&two[..]);
+    second[..8].copy_from_slice(&4i64.to_be_bytes());
+    let mut all = BytesMut::from(&one[..]);
+    all.extend_from_slice(&second);
+    let whole = all.len();
+    // A cut-off third batch is left out, as `decode_batches` leaves it.
+    all.extend_from_slice(&one[..20]);
+    let spans = batch_spans(&all).expect("spans");
+    assert_eq!(
+        spans,
+        BatchSpans {
+            bytes: whole,
+            records: 6,
+            next_offset: Some(6),
+        }
+    );
+    assert_eq!(batch_spans(&[]).expect("empty"), BatchSpans::default());
+    // A length field that cannot be a batch is an error.
+    let mut bad = BytesMut::from(&one[..]);
+    bad[8..12].copy_from_slice(&3i32.to_be_bytes());
+    assert!(matches!(
+        batch_spans(&bad),
+        Err(RecordsError::InvalidBatchLength { length: 3, .. })
+    ));
+}

@@ -258,8 +258,33 @@ impl OffsetSync {
 
     /// Decodes a record's key and value.
     pub fn decode(key: Option<&[u8]>, value: Option<&[u8]>) -> Result<Self, DecodeError> {
+        OffsetSyncRef::decode(key, value).map(|s| s.to_owned())
+    }
+}
+
+/// An [`OffsetSync`] whose topic borrows the record's key: what the initial
+/// read of the offset-syncs topic decodes, without allocating per record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OffsetSyncRef<'a> {
+    /// The source (upstream) topic.
+    pub topic: &'a str,
+    /// The source partition.
+    pub partition: i32,
+    /// Offset on the source cluster.
+    pub upstream_offset: i64,
+    /// Offset of the same record on the target cluster.
+    pub downstream_offset: i64,
+}
+
+impl<'a> OffsetSyncRef<'a> {
+    /// Decodes a record's key and value, with the same checks and errors as
+    /// [`OffsetSync::decode`].
+    pub fn decode(key: Option<&'a [u8]>, value: Option<&[u8]>) -> Result<Self, DecodeError> {
         let kind = RecordKind::OffsetSync;
-        let topic_partition = decode_topic_partition_key(kind, key)?;
+        let mut k = Reader::new(kind, RecordPart::Key, non_null(kind, RecordPart::Key, key)?);
+        let topic = k.str("topic")?;
+        let partition = k.partition()?;
+        k.finish()?;
         let mut r = Reader::new(
             kind,
             RecordPart::Value,
@@ -268,11 +293,24 @@ impl OffsetSync {
         let upstream_offset = r.i64("upstreamOffset")?;
         let downstream_offset = r.i64("offset")?;
         r.finish()?;
-        Ok(OffsetSync {
-            topic_partition,
+        Ok(OffsetSyncRef {
+            topic,
+            partition,
             upstream_offset,
             downstream_offset,
         })
+    }
+
+    /// The owned sync.
+    pub fn to_owned(&self) -> OffsetSync {
+        OffsetSync {
+            topic_partition: TopicPartition {
+                topic: self.topic.to_owned(),
+                partition: self.partition,
+            },
+            upstream_offset: self.upstream_offset,
+            downstream_offset: self.downstream_offset,
+        }
     }
 }
 
@@ -432,17 +470,6 @@ fn non_null(
     bytes.ok_or(DecodeError::Null { kind, part })
 }
 
-fn decode_topic_partition_key(
-    kind: RecordKind,
-    key: Option<&[u8]>,
-) -> Result<TopicPartition, DecodeError> {
-    let mut r = Reader::new(kind, RecordPart::Key, non_null(kind, RecordPart::Key, key)?);
-    let topic = r.string("topic")?;
-    let partition = r.partition()?;
-    r.finish()?;
-    Ok(TopicPartition { topic, partition })
-}
-
 /// Appends protocol primitives to a buffer.
 struct Writer {
     kind: RecordKind,
@@ -546,6 +573,10 @@ impl<'a> Reader<'a> {
     }
 
     fn string(&mut self, field: &'static str) -> Result<String, DecodeError> {
+        self.str(field).map(str::to_owned)
+    }
+
+    fn str(&mut self, field: &'static str) -> Result<&'a str, DecodeError> {
         let length = self.i16(field)?;
         let n = usize::try_from(length).map_err(|_| DecodeError::NegativeStringLength {
             kind: self.kind,
@@ -563,7 +594,7 @@ impl<'a> Reader<'a> {
             field,
         })?;
         self.rest = tail;
-        Ok(s.to_owned())
+        Ok(s)
     }
 
     fn finish(self) -> Result<(), DecodeError> {
@@ -583,6 +614,24 @@ impl<'a> Reader<'a> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn the_borrowed_offset_sync_decodes_as_the_owned_one() {
+        let sync = OffsetSync {
+            topic_partition: TopicPartition::new("orders", 7),
+            upstream_offset: 100,
+            downstream_offset: 42,
+        };
+        let (key, value) = (sync.encode_key().unwrap(), sync.encode_value());
+        let borrowed = OffsetSyncRef::decode(Some(&key), Some(&value)).unwrap();
+        assert_eq!(borrowed.topic, "orders");
+        assert_eq!(borrowed.partition, 7);
+        assert_eq!(borrowed.to_owned(), sync);
+        assert_eq!(
+            OffsetSyncRef::decode(Some(&key[..key.len() - 1]), Some(&value)).unwrap_err(),
+            OffsetSync::decode(Some(&key[..key.len() - 1]), Some(&value)).unwrap_err()
+        );
+    }
 
     /// Parses the hex notation of docs/behaviour.md A.6 (`00 02 | 67 31 ...`), ignoring `|` and spaces.
     fn hex(s: &str) -> Vec<u8> {

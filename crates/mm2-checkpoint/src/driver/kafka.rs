@@ -409,6 +409,16 @@ impl ClusterClient {
         reader.read(self.client().await?).await
     }
 
+    /// The next Fetch before `reader`'s end with its records left undecoded
+    /// (a reference for the broker's rate, see [`kafka_lite::RawFetch`]);
+    /// `Ok(None)` at the end.
+    pub async fn read_raw(
+        &self,
+        reader: &mut PartitionReader,
+    ) -> Result<Option<kafka_lite::RawFetch>, Error> {
+        reader.read_raw(self.client().await?).await
+    }
+
     /// Whatever follows `reader`'s position, with the partition's high watermark.
     pub async fn follow(
         &self,

@@ -158,6 +158,10 @@ pub struct CatchUp {
     pub mm2_spawn_to_loaded_full_s: f64,
     /// Kafka's own consumer on the full topic (`ConsumerPerformance`).
     pub kafka_consumer: Option<super::side_by_side::KafkaConsumerRate>,
+    /// The same tuned for throughput (64 MiB fetches).
+    pub kafka_consumer_tuned: Option<super::side_by_side::KafkaConsumerRate>,
+    /// kafka-lite Fetches of the same topic, records not decoded.
+    pub raw_fetch: Option<super::side_by_side::RawFetchRate>,
     /// Load average before the run.
     pub loadavg: String,
 }
@@ -357,19 +361,32 @@ pub fn render_table(r: &Report) -> String {
             per_s(ours_rate),
             ratio(ours_rate, mm2_rate),
         ));
-        if let Some(k) = &c.kafka_consumer {
+        // Each side's rate as a share of a reference rate, one row each.
+        let mut share_row = |what: &str, reference: f64| {
             let share = |v: Option<f64>| {
                 v.map_or("—".to_owned(), |v| {
-                    format!("{:.0} %", 100.0 * v / k.fetch_records_per_s)
+                    format!("{:.0} %", 100.0 * v / reference)
                 })
             };
             t.push_str(&format!(
-                "| catch-up rate ÷ Kafka's own consumer ({:.2} M/s) | {} syncs | {} | {} | |\n",
-                k.fetch_records_per_s / 1e6,
+                "| catch-up rate ÷ {what} ({:.2} M/s) | {} syncs | {} | {} | |\n",
+                reference / 1e6,
                 c.syncs,
                 share(mm2_rate),
                 share(ours_rate),
             ));
+        };
+        if let Some(k) = &c.kafka_consumer {
+            share_row("Kafka's own consumer", k.fetch_records_per_s);
+        }
+        if let Some(k) = &c.kafka_consumer_tuned {
+            share_row(
+                "Kafka's own consumer, 64 MiB fetches",
+                k.fetch_records_per_s,
+            );
+        }
+        if let Some(r) = &c.raw_fetch {
+            share_row("raw Fetch, records not decoded", r.records_per_s);
         }
         t.push_str(&format!(
             "| offset-sync catch-up (full − empty) | {} syncs | {} | {} | {} |\n",
@@ -470,6 +487,20 @@ pub fn render_raw(r: &Report) -> String {
                 "- catch-up, Kafka's ConsumerPerformance on the same topic: {} records, \
                  {:.0} records/s overall, {:.0} records/s fetching (group join excluded)\n",
                 k.records, k.records_per_s, k.fetch_records_per_s
+            ));
+        }
+        if let Some(k) = &c.kafka_consumer_tuned {
+            t.push_str(&format!(
+                "- catch-up, Kafka's ConsumerPerformance tuned (64 MiB fetches): {} records, \
+                 {:.0} records/s overall, {:.0} records/s fetching (group join excluded)\n",
+                k.records, k.records_per_s, k.fetch_records_per_s
+            ));
+        }
+        if let Some(r) = &c.raw_fetch {
+            t.push_str(&format!(
+                "- catch-up, raw kafka-lite Fetch (records not decoded): {} records to offset {}, \
+                 {} bytes in {} fetches of {} bytes max, {:.3} s, {:.0} records/s\n",
+                r.records, r.end, r.bytes, r.fetches, r.max_bytes, r.secs, r.records_per_s
             ));
         }
     }

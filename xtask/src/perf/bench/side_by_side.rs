@@ -439,12 +439,20 @@ impl Bench {
             t.elapsed().as_secs_f64()
         );
         self.seed(&empty, Some(0))?;
-        let kafka_consumer = self
-            .consumer_performance(&topics::offset_syncs(&full.target_alias), syncs)
-            .unwrap_or_else(|e| {
-                eprintln!("bench: catch-up: Kafka's ConsumerPerformance failed: {e:#}");
-                None
-            });
+        let syncs_topic = topics::offset_syncs(&full.target_alias);
+        let consumer = |tuned: bool| {
+            self.consumer_performance(&syncs_topic, syncs, tuned)
+                .unwrap_or_else(|e| {
+                    eprintln!("bench: catch-up: Kafka's ConsumerPerformance failed: {e:#}");
+                    None
+                })
+        };
+        let kafka_consumer = consumer(false);
+        let kafka_consumer_tuned = consumer(true);
+        let raw_fetch = self.raw_fetch_rate(&syncs_topic).unwrap_or_else(|e| {
+            eprintln!("bench: catch-up: the raw Fetch reference failed: {e:#}");
+            None
+        });
         // (read time, whole time) for MM2 and ours, full and empty topic.
         let mut times = Vec::with_capacity(4);
         for (mm2, flow, kind) in [
@@ -482,7 +490,48 @@ impl Bench {
             ours_once_empty_s,
             mm2_spawn_to_loaded_full_s,
             kafka_consumer,
+            kafka_consumer_tuned,
+            raw_fetch,
             loadavg,
+        })
+    }
+
+    /// The broker's rate without a consumer's work: kafka-lite Fetches of
+    /// partition 0 of `topic` from its start to its end, one after the other
+    /// on one connection, of the size ours asks for (the driver's
+    /// `fetch_options`), their records left undecoded (batch headers only).
+    fn raw_fetch_rate(&self, topic: &str) -> Result<Option<RawFetchRate>> {
+        self.rt.block_on(async {
+            let wait = Duration::from_millis(500);
+            let max_bytes = mm2_checkpoint::driver::kafka::fetch_options(wait).max_bytes;
+            let mut reader = self
+                .source
+                .open_reader(topic, 0, StartOffset::Earliest, wait)
+                .await
+                .with_context(|| format!("opening {topic}"))?;
+            let end = reader.end();
+            let (mut records, mut bytes, mut fetches) = (0u64, 0u64, 0u64);
+            let t = Instant::now();
+            while let Some(raw) = self
+                .source
+                .read_raw(&mut reader)
+                .await
+                .with_context(|| format!("fetching {topic}"))?
+            {
+                records += raw.records;
+                bytes += raw.bytes as u64;
+                fetches += 1;
+            }
+            let secs = t.elapsed().as_secs_f64();
+            Ok((records > 0 && secs > 0.0).then(|| RawFetchRate {
+                records,
+                bytes,
+                fetches,
+                end,
+                max_bytes,
+                secs,
+                records_per_s: records as f64 / secs,
+            }))
         })
     }
 
@@ -490,16 +539,43 @@ impl Bench {
     /// (`org.apache.kafka.tools.ConsumerPerformance` from the clusters' Kafka
     /// jars): what the broker and Kafka's client manage, the ceiling for any
     /// reader of that topic here.
-    fn consumer_performance(&self, topic: &str, count: u64) -> Result<Option<KafkaConsumerRate>> {
-        let out = Command::new("java")
-            .arg("-cp")
+    /// With `tuned`, the consumer is set for throughput: 64 MiB per
+    /// partition and per fetch (`--fetch-size`, `fetch.max.bytes`), an 8 MiB
+    /// socket receive buffer and `max.poll.records` 100,000; otherwise
+    /// Kafka's defaults (1 MiB per partition).
+    fn consumer_performance(
+        &self,
+        topic: &str,
+        count: u64,
+        tuned: bool,
+    ) -> Result<Option<KafkaConsumerRate>> {
+        let mut cmd = Command::new("java");
+        cmd.arg("-cp")
             .arg(&self.kafka_libs)
             .arg("org.apache.kafka.tools.ConsumerPerformance")
             .args(["--bootstrap-server", &self.source_addr, "--topic", topic])
-            .args(["--messages", &count.to_string(), "--timeout", "120000"])
-            .args(["--group", &format!("bench-perf-{topic}")])
-            .output()
-            .context("running ConsumerPerformance")?;
+            .args(["--messages", &count.to_string(), "--timeout", "120000"]);
+        if tuned {
+            let config = self.dir.join("consumer-perf-tuned.properties");
+            fs::create_dir_all(&self.dir)?;
+            fs::write(
+                &config,
+                "fetch.max.bytes=67108864\nmax.poll.records=100000\n",
+            )
+            .with_context(|| format!("writing {}", config.display()))?;
+            cmd.args([
+                "--fetch-size",
+                "67108864",
+                "--socket-buffer-size",
+                "8388608",
+            ])
+            .arg("--consumer.config")
+            .arg(&config)
+            .args(["--group", &format!("bench-perf-tuned-{topic}")]);
+        } else {
+            cmd.args(["--group", &format!("bench-perf-{topic}")]);
+        }
+        let out = cmd.output().context("running ConsumerPerformance")?;
         let text = String::from_utf8_lossy(&out.stdout);
         if !out.status.success() {
             bail!(
@@ -522,6 +598,25 @@ pub(super) struct KafkaConsumerRate {
     /// Records a second over the fetch time, group join excluded
     /// (`fetch.nMsg.sec`).
     pub fetch_records_per_s: f64,
+}
+
+/// kafka-lite's Fetches of the catch-up topic with the records left undecoded.
+#[derive(Debug, Clone, serde::Serialize)]
+pub(super) struct RawFetchRate {
+    /// Records the batch headers counted.
+    pub records: u64,
+    /// Bytes of the batches.
+    pub bytes: u64,
+    /// Fetch requests.
+    pub fetches: u64,
+    /// The end offset read to.
+    pub end: i64,
+    /// `max_bytes` of each Fetch.
+    pub max_bytes: i32,
+    /// Wall time of the Fetches.
+    pub secs: f64,
+    /// Records a second.
+    pub records_per_s: f64,
 }
 
 /// The numbers of `ConsumerPerformance`'s data line (after the header

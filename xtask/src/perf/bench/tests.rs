@@ -202,6 +202,16 @@ fn table_has_a_row_per_metric_and_size_and_the_catch_up() {
                  2026-12-04 19:20:00:000, 2026-12-04 19:20:04:000, 120.0, 30.0, 1000000, \
                  250000.0, 3000, 1000, 120.0, 4000000.0\n",
             ),
+            kafka_consumer_tuned: None,
+            raw_fetch: Some(super::side_by_side::RawFetchRate {
+                records: 1_000_000,
+                bytes: 50_000_000,
+                fetches: 12,
+                end: 1_000_000,
+                max_bytes: 4 << 20,
+                secs: 0.2,
+                records_per_s: 5_000_000.0,
+            }),
             loadavg: "1 1 1".into(),
         }),
     };
@@ -230,8 +240,14 @@ fn table_has_a_row_per_metric_and_size_and_the_catch_up() {
         ),
         "{t}"
     );
-    // 7 metrics, bytes per group-partition, the three catch-up rows.
-    assert_eq!(t.lines().count(), 2 + 7 + 1 + 3);
+    assert!(
+        t.contains(
+            "| catch-up rate ÷ raw Fetch, records not decoded (5.00 M/s) | 1000000 syncs | 2 % | 20 % | |"
+        ),
+        "{t}"
+    );
+    // 7 metrics, bytes per group-partition, the four catch-up rows.
+    assert_eq!(t.lines().count(), 2 + 7 + 1 + 4);
     assert!(
         t.contains("| RSS per group-partition (ours) | 10 × 10 | | 83886 B | |"),
         "{t}"

@@ -15,7 +15,7 @@ use super::super::kafka::{ClusterClient, CommitOutcome, CreateOutcome, Described
 
 /// The operations a flow sends to one cluster, in the core's types. Every
 /// method is one of [`ClusterClient`]'s, which documents it.
-pub trait FlowCluster: Clone + Send + Sync {
+pub trait FlowCluster: Clone + Send + Sync + 'static {
     /// The cluster's alias.
     fn alias(&self) -> &str;
 

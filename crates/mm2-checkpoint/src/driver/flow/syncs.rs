@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use kafka_lite::records::ConsumerRecord;
 use kafka_lite::{PartitionReader, StartOffset};
 
-use crate::core::format::OffsetSync as OffsetSyncRecord;
+use crate::core::format::OffsetSyncRef;
 use crate::core::sync_archive::ArchiveRestore;
 use crate::core::{DecodeError, InitMode, OffsetSync, OffsetSyncStore, Precision, TopicPartition};
 use crate::metrics::{self, Metrics, TopicKind};
@@ -38,15 +38,18 @@ impl<C: FlowCluster> FlowContext<C> {
         let total = end.saturating_sub(start).max(1) as f64;
         let name = kind.log_name();
         // The reader stops at the captured end, or lower if the log was
-        // truncated below it meanwhile. The next fetch is in flight while
-        // the records of the last one are applied (its request goes out when
-        // `join!` first polls it), so the broker's and the network's time
-        // overlaps ours; records are still applied in log order.
+        // truncated below it meanwhile. The next fetch runs as a task of its
+        // own while the records of the last one are applied here, so the
+        // broker's and the network's time and the decoding of its records
+        // (on another worker thread) overlap applying them; records are
+        // still applied in log order, one fetch after the other.
         let mut fetched = self.step(cluster, "Fetch", cluster.read(&mut reader).await)?;
         while let Some(records) = fetched {
-            let (next, ()) = tokio::join!(cluster.read(&mut reader), async {
-                records.iter().for_each(&mut apply)
-            });
+            let next = NextFetch::spawn(cluster, reader.clone());
+            records.iter().for_each(&mut apply);
+            drop(records);
+            let (r, next) = next.join(cluster, &reader).await;
+            reader = r;
             fetched = self.step(cluster, "Fetch", next)?;
             let pos = reader.position();
             if kind == TopicKind::OffsetSyncs {
@@ -97,7 +100,7 @@ impl<C: FlowCluster> FlowContext<C> {
                 r => self.step(c, "Fetch", r)?,
             };
             for rec in &records {
-                if let Some((tp, _)) = self.apply_sync_record(
+                if let Some((topic, partition, _)) = self.apply_sync_record(
                     &mut state.syncs,
                     &mut state.logged,
                     &mut state.fallback_warned,
@@ -107,7 +110,7 @@ impl<C: FlowCluster> FlowContext<C> {
                 ) {
                     applied += 1;
                     if let Some(synced) = &mut state.synced {
-                        synced.insert(tp);
+                        synced.insert(TopicPartition::new(topic, partition));
                     }
                 }
             }
@@ -136,17 +139,19 @@ impl<C: FlowCluster> FlowContext<C> {
     /// upstream offset going backwards is warned about. A partition whose
     /// precise history reached its budget is warned about once (`warned`).
     /// The sync-history writer (`archive`) follows every applied sync.
-    /// Returns the partition and the sync applied, if one was.
-    fn apply_sync_record(
+    /// Returns the partition (its topic borrowed from the record) and the sync
+    /// applied, if one was. Nothing is allocated per record: the topic is
+    /// looked up by `&str` (the store allocates it once, for its first sync).
+    fn apply_sync_record<'r>(
         &self,
         syncs: &mut OffsetSyncStore,
         logged: &mut BTreeSet<&'static str>,
         warned: &mut BTreeSet<TopicPartition>,
         archive: Option<&mut Archive>,
-        rec: &ConsumerRecord,
+        rec: &'r ConsumerRecord,
         following: bool,
-    ) -> Option<(TopicPartition, OffsetSync)> {
-        let s = match OffsetSyncRecord::decode(rec.key.as_deref(), rec.value.as_deref()) {
+    ) -> Option<(&'r str, i32, OffsetSync)> {
+        let s = match OffsetSyncRef::decode(rec.key.as_deref(), rec.value.as_deref()) {
             Ok(s) => s,
             Err(e) => {
                 let kind = TopicKind::OffsetSyncs;
@@ -154,37 +159,30 @@ impl<C: FlowCluster> FlowContext<C> {
                 return None;
             }
         };
-        let tp = &s.topic_partition;
+        let (topic, partition) = (s.topic, s.partition);
         if following {
-            let newest = syncs
-                .layout(&tp.topic, tp.partition)
-                .and_then(|l| l.slot(0));
+            let newest = syncs.layout(topic, partition).and_then(|l| l.slot(0));
             if let Some(newest) = newest.filter(|n| s.upstream_offset < n.upstream) {
                 // The store discards the partition's history (as
                 // MM2 does); say so, it is rare and worth knowing.
                 tracing::warn!(
-                    flow = %self.name, topic = %tp.topic, partition = tp.partition,
+                    flow = %self.name, topic, partition,
                     from = newest.upstream, to = s.upstream_offset,
                     "an offset sync's upstream offset went backwards (source topic recreated or truncated, or MirrorMaker replaying after a restart); translating from the new syncs only"
                 );
             }
         }
-        let applied = syncs.apply(
-            &tp.topic,
-            tp.partition,
-            s.upstream_offset,
-            s.downstream_offset,
-        );
+        let applied = syncs.apply(topic, partition, s.upstream_offset, s.downstream_offset);
         let sync = OffsetSync::new(s.upstream_offset, s.downstream_offset);
         if let Some(archive) = archive {
             archive
                 .writer
-                .on_sync(&tp.topic, tp.partition, rec.offset, sync, applied.restarted);
+                .on_sync(topic, partition, rec.offset, sync, applied.restarted);
         }
-        if applied.fell_back && !warned.contains(tp) {
-            warned.insert(tp.clone());
+        if applied.fell_back && !warned.contains(&TopicPartition::new(topic, partition)) {
+            let tp = TopicPartition::new(topic, partition);
             let oldest = syncs
-                .precise_history(&tp.topic, tp.partition)
+                .precise_history(topic, partition)
                 .and_then(|h| h.oldest())
                 .map_or(s.upstream_offset, |o| o.upstream);
             let budget = match syncs.precision() {
@@ -192,14 +190,15 @@ impl<C: FlowCluster> FlowContext<C> {
                 Precision::Mm2 => 0,
             };
             tracing::warn!(
-                flow = %self.name, topic = %tp.topic, partition = tp.partition, budget, oldest_kept = oldest,
+                flow = %self.name, topic, partition, budget, oldest_kept = oldest,
                 "source partition {tp} has more offset syncs than {} = {budget}: offsets below {oldest} \
                  are now translated with MirrorMaker 2's precision (logged once per partition; see \
                  precise_fallback_partitions)",
                 crate::config::TRANSLATION_MAX_SYNCS_KEY
             );
+            warned.insert(tp);
         }
-        Some((s.topic_partition, sync))
+        Some((topic, partition, sync))
     }
 
     /// The offset-syncs topic went backwards (its end is below our position):
@@ -252,10 +251,7 @@ impl<C: FlowCluster> FlowContext<C> {
                         applied += 1;
                     }
                     if let Some(r) = restore.as_deref_mut() {
-                        let sync = got
-                            .as_ref()
-                            .map(|(tp, s)| (tp.topic.as_str(), tp.partition, *s));
-                        r.observe(rec.offset, sync);
+                        r.observe(rec.offset, got);
                     }
                 },
             )
@@ -264,6 +260,51 @@ impl<C: FlowCluster> FlowContext<C> {
         state.syncs.finish_initial_read();
         self.note_fallbacks(&state.syncs);
         Ok(applied)
+    }
+}
+
+/// The next fetch of an initial read, running as a task; aborted if dropped
+/// before it is joined (the read was given up).
+struct NextFetch(tokio::task::JoinHandle<(PartitionReader, ReadResult)>);
+
+type ReadResult = Result<Option<Vec<ConsumerRecord>>, kafka_lite::Error>;
+
+impl NextFetch {
+    fn spawn<C: FlowCluster>(cluster: &C, mut reader: PartitionReader) -> Self {
+        let cluster = cluster.clone();
+        NextFetch(tokio::spawn(async move {
+            let r = cluster.read(&mut reader).await;
+            (reader, r)
+        }))
+    }
+
+    /// The reader moved past the fetch, and what it read. A panic in the task
+    /// goes on here; a task cancelled by the runtime's shutdown is an error.
+    async fn join<C: FlowCluster>(
+        mut self,
+        cluster: &C,
+        reader: &PartitionReader,
+    ) -> (PartitionReader, ReadResult) {
+        match (&mut self.0).await {
+            Ok(done) => done,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(_) => {
+                let cancelled = std::io::Error::other(
+                    "the fetch task was cancelled (the runtime is shutting down)",
+                );
+                let error = kafka_lite::Error::Io {
+                    broker: cluster.alias().to_owned(),
+                    source: std::sync::Arc::new(cancelled),
+                };
+                (reader.clone(), Err(error))
+            }
+        }
+    }
+}
+
+impl Drop for NextFetch {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
