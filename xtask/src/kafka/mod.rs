@@ -63,6 +63,7 @@ use start::{ClusterPlan, free_ports, start_cluster, start_legacy};
 pub use faults::{kill_broker, pause_broker, restart_broker};
 pub use guard::{ClustersGuard, GuardNotes};
 pub(crate) use process::signal;
+pub use start::raise_default_broker_heap;
 
 /// Name (and directory) of the older-Kafka cluster.
 const LEGACY_NAME: &str = "legacy";

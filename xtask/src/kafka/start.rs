@@ -35,13 +35,27 @@ const BROKER_JVM_OPTS: &[&str] = &["-Xms256m", "-XX:+UseSerialGC", "-Djava.awt.h
 /// JVM options for the one-shot storage format tool.
 const TOOL_JVM_OPTS: &[&str] = &["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"];
 
-/// The brokers' `-Xmx`: 512 MiB, or `MM2_BROKER_HEAP` (a JVM size such as
+/// The brokers' `-Xmx` when `MM2_BROKER_HEAP` is not set, if not 512 MiB:
+/// see [`raise_default_broker_heap`].
+static DEFAULT_HEAP: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
+/// Makes `heap` (a JVM size such as `2g`) the brokers' maximum heap for the
+/// clusters this process starts while `MM2_BROKER_HEAP` is not set. `bench
+/// mm2` does so for its 100,000-group size. The first call wins.
+pub fn raise_default_broker_heap(heap: &'static str) {
+    let _ = DEFAULT_HEAP.set(heap);
+}
+
+/// The brokers' `-Xmx`: 512 MiB (or what [`raise_default_broker_heap`] set), or `MM2_BROKER_HEAP` (a JVM size such as
 /// `2g`). At 100,000 groups x 10 partitions the source broker's committed
 /// offsets fill 512 MiB and it spends a quarter of its time in full GCs
 /// (docs/benchmarks.md, "Steady round"); the bench at that size asks for more.
 fn broker_heap() -> Result<String> {
     match std::env::var("MM2_BROKER_HEAP") {
-        Err(_) => Ok("-Xmx512m".to_string()),
+        Err(_) => Ok(format!(
+            "-Xmx{}",
+            DEFAULT_HEAP.get().copied().unwrap_or("512m")
+        )),
         Ok(v) => {
             let digits = v.strip_suffix(['k', 'm', 'g', 'K', 'M', 'G']).unwrap_or(&v);
             if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {

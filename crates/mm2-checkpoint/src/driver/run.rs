@@ -154,7 +154,7 @@ async fn run_once(ctx: &FlowContext, shutdown: &ShutdownSignal) -> Result<(), St
         }
     };
     let summary = ctx.emit_round(&mut state).await?;
-    tracing::info!(flow = %ctx.name, groups = state.groups.len(), emitted = summary.emitted, skipped = summary.skipped, "emission round done");
+    tracing::info!(flow = %ctx.name, groups = state.groups.len(), emitted = summary.emitted, skipped = summary.skipped, elapsed_ms = summary.elapsed.as_millis() as u64, "emission round done");
     if ctx.cfg.sync_group_offsets_enabled {
         let s = ctx.sync_groups(&state.checkpoints).await?;
         tracing::info!(
@@ -602,7 +602,7 @@ async fn run_loop<'a>(
                         tracing::info!(flow = %ctx.name, emitted = summary.emitted, "the periodic round emitted checkpoints the commit follower had not (yet) emitted");
                     }
                     first_round = false;
-                    tracing::info!(flow = %ctx.name, emitted = summary.emitted, skipped = summary.skipped, "emission round done");
+                    tracing::info!(flow = %ctx.name, emitted = summary.emitted, skipped = summary.skipped, elapsed_ms = summary.elapsed.as_millis() as u64, "emission round done");
                     next_emit = after(emit_every);
                 }
                 Err(e) => {

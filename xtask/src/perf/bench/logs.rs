@@ -49,3 +49,18 @@ pub fn ours_offsets_replay(log: &str) -> Option<(u64, u64)> {
     )?;
     Some((f.get("records")?.as_u64()?, f.get("elapsed_ms")?.as_u64()?))
 }
+
+/// `elapsed_ms` of the first round that emitted checkpoints: the first line
+/// of our JSON log `emission round done` with `emitted` above 0.
+pub fn ours_first_round_ms(log: &str) -> Option<u64> {
+    log.lines().find_map(|l| {
+        let v: serde_json::Value = serde_json::from_str(l).ok()?;
+        let fields = v.get("fields")?;
+        if fields.get("message")?.as_str()? != "emission round done"
+            || fields.get("emitted")?.as_u64()? == 0
+        {
+            return None;
+        }
+        fields.get("elapsed_ms")?.as_u64()
+    })
+}

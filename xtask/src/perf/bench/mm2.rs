@@ -129,7 +129,7 @@ impl Bench {
             jvm.name(),
             proc.pid()
         );
-        let (first, all, stamps) = match self.await_checkpoints(flow, &mut proc, || {})? {
+        let (first, all, stamps) = match self.await_checkpoints(flow, &mut proc)? {
             Ok(seen) => seen,
             Err((first, incomplete)) => return Ok(RunResult::incomplete(first, incomplete)),
         };

@@ -187,12 +187,7 @@ impl Bench {
     /// seen (since spawn) and every record timestamp. If not all are there
     /// after [`FIRST_ROUND_TIMEOUT`], `Err` with when the first was seen and
     /// how far it got: a lower bound, not a failure.
-    pub(super) fn await_checkpoints(
-        &self,
-        flow: &Flow,
-        proc: &mut Guard,
-        mut on_poll: impl FnMut(),
-    ) -> Result<Awaited> {
+    pub(super) fn await_checkpoints(&self, flow: &Flow, proc: &mut Guard) -> Result<Awaited> {
         let topic = flow.checkpoints_topic();
         let want: BTreeSet<&str> = flow.groups.iter().map(String::as_str).collect();
         let total = want.len() * flow.partitions as usize;
@@ -202,7 +197,6 @@ impl Bench {
         let mut reader: Option<PartitionReader> = None;
         loop {
             proc.alive()?;
-            on_poll();
             let fetched = self
                 .rt
                 .block_on(async {
@@ -768,6 +762,26 @@ pub(super) fn mm2(root: &Path, args: &Mm2Args) -> Result<()> {
         .enable_all()
         .build()
         .context("tokio runtime")?;
+    // At 100,000 groups x 10 partitions the source broker's committed offsets
+    // fill the test clusters' 512 MiB heap and it spends its time in full GCs
+    // (docs/benchmarks.md, "Steady round"): clusters started here get 2 GiB.
+    let group_partitions = |g: &usize| g * args.partitions as usize;
+    if args
+        .ours_only
+        .iter()
+        .chain(&args.groups)
+        .map(group_partitions)
+        .max()
+        >= Some(100_000)
+    {
+        crate::kafka::raise_default_broker_heap("2g");
+        if std::env::var_os("MM2_BROKER_HEAP").is_none() {
+            eprintln!(
+                "bench: brokers started for this run get a 2 GiB heap; clusters already up keep \
+                 theirs (start them with MM2_BROKER_HEAP=2g for the largest sizes)"
+            );
+        }
+    }
     let (bench, env, started_unix) =
         Bench::start_with(root, Duration::from_secs(args.window), rt, args.build)?;
     let dir = bench.dir.clone();

@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 
 use super::args::Mm2Args;
-use super::logs::{log_span, log4j_millis, ours_offsets_replay, ours_sync_read_ms};
+use super::logs::{
+    log_span, log4j_millis, ours_first_round_ms, ours_offsets_replay, ours_sync_read_ms,
+};
 use super::mm2::{MM2_STORES_LOADED, MM2_SYNCS_READ_DONE, MM2_SYNCS_READ_START, MM2_TASK_CREATED};
 use super::process::{ProcSample, cpu_per_round, parse_round_metrics, threads_cpu_delta_ms};
 use super::report::{
@@ -150,6 +152,17 @@ fn our_offsets_replay_comes_from_the_json_log() {
         {\"level\":\"INFO\",\"fields\":{\"message\":\"read the __consumer_offsets topic to its end; following commits\",\"records\":1200000,\"partitions\":10,\"elapsed_ms\":2400}}\n";
     assert_eq!(ours_offsets_replay(log), Some((1_200_000, 2400)));
     assert_eq!(ours_offsets_replay("{}\n"), None);
+}
+
+#[test]
+fn our_first_round_is_the_first_emitting_round_of_the_json_log() {
+    let log = "{\"level\":\"INFO\",\"fields\":{\"message\":\"emission round done\",\"emitted\":0,\"skipped\":4,\"elapsed_ms\":2}}\n\
+        {\"level\":\"INFO\",\"fields\":{\"message\":\"emission round done\",\"emitted\":1000000,\"skipped\":0,\"elapsed_ms\":4321}}\n\
+        {\"level\":\"INFO\",\"fields\":{\"message\":\"emission round done\",\"emitted\":10,\"skipped\":0,\"elapsed_ms\":7}}\n";
+    assert_eq!(ours_first_round_ms(log), Some(4321));
+    // A log from before rounds carried their time: the bench falls back.
+    let old = "{\"level\":\"INFO\",\"fields\":{\"message\":\"emission round done\",\"emitted\":3,\"skipped\":0}}\n";
+    assert_eq!(ours_first_round_ms(old), None);
 }
 
 #[test]

@@ -168,6 +168,7 @@ impl<C: FlowCluster> FlowContext<C> {
             return Ok(RoundSummary {
                 emitted: done.emitted,
                 skipped: done.skipped(),
+                elapsed: started.elapsed(),
             });
         }
         Ok(self.finish_round(&done, started))
@@ -233,9 +234,10 @@ impl<C: FlowCluster> FlowContext<C> {
         let summary = RoundSummary {
             emitted: done.emitted,
             skipped: done.skipped(),
+            elapsed: started.elapsed(),
         };
         self.metrics
-            .observe_round_duration(&self.name, started.elapsed());
+            .observe_round_duration(&self.name, summary.elapsed);
         self.metrics.round_succeeded(&self.name);
         tracing::debug!(flow = %self.name, emitted = summary.emitted, skipped = summary.skipped, "emission round done");
         summary

@@ -398,6 +398,9 @@ pub struct RoundSummary {
     pub emitted: usize,
     /// Partitions skipped.
     pub skipped: usize,
+    /// From the round's start to its end (the same time
+    /// `mm2_checkpoint_round_duration_seconds` observes).
+    pub elapsed: Duration,
 }
 
 /// What a group sync did, per outcome.
