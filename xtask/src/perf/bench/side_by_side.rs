@@ -772,7 +772,7 @@ pub(super) fn mm2(root: &Path, args: &Mm2Args) -> Result<()> {
         .chain(&args.groups)
         .map(group_partitions)
         .max()
-        >= Some(100_000)
+        >= Some(500_000)
     {
         crate::kafka::raise_default_broker_heap("2g");
         if std::env::var_os("MM2_BROKER_HEAP").is_none() {
