@@ -20,6 +20,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 pub mod access;
+pub mod http;
 pub mod java;
 pub mod mm2;
 pub mod oauth;

@@ -44,24 +44,9 @@ pub fn http_get(addr: &str, path: &str) -> Option<String> {
     s.read_to_string(&mut buf).ok()?;
     match buf.split_once("\r\n\r\n") {
         Some((head, body)) if head.contains("\r\nTransfer-Encoding: chunked\r\n") => {
-            Some(format!("{head}\r\n\r\n{}", dechunk(body)?))
+            Some(format!("{head}\r\n\r\n{}", e2e::http::dechunk(body)?))
         }
         _ => Some(buf),
-    }
-}
-
-/// A chunked HTTP body decoded, or `None` if it is malformed or cut before
-/// its last chunk.
-fn dechunk(mut rest: &str) -> Option<String> {
-    let mut out = String::new();
-    loop {
-        let (size, after) = rest.split_once("\r\n")?;
-        let size = usize::from_str_radix(size, 16).ok()?;
-        if size == 0 {
-            return Some(out);
-        }
-        out.push_str(after.get(..size)?);
-        rest = after.get(size..)?.strip_prefix("\r\n")?;
     }
 }
 
@@ -131,16 +116,6 @@ pub fn api_versions(addr: &str) -> Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_chunked_body_is_decoded_and_a_cut_one_refused() {
-        assert_eq!(
-            dechunk("3\r\nabc\r\na\r\n0123456789\r\n0\r\n\r\n").as_deref(),
-            Some("abc0123456789")
-        );
-        assert_eq!(dechunk("3\r\nabc\r\n"), None);
-        assert_eq!(dechunk("3\r\nab"), None);
-    }
 
     #[test]
     fn http_status_is_read_from_the_status_line() {

@@ -161,26 +161,11 @@ pub fn get(addr: &str, path: &str) -> Option<(u16, String)> {
     let (head, body) = buf.split_once("\r\n\r\n")?;
     // `/metrics` is streamed: chunked for an HTTP/1.1 request.
     let body = if head.contains("\r\nTransfer-Encoding: chunked\r\n") {
-        dechunk(body)?
+        e2e::http::dechunk(body)?
     } else {
         body.to_string()
     };
     Some((status, body))
-}
-
-/// A chunked HTTP body decoded, or `None` if it is malformed or cut before
-/// its last chunk.
-pub fn dechunk(mut rest: &str) -> Option<String> {
-    let mut out = String::new();
-    loop {
-        let (size, after) = rest.split_once("\r\n")?;
-        let size = usize::from_str_radix(size, 16).ok()?;
-        if size == 0 {
-            return Some(out);
-        }
-        out.push_str(after.get(..size)?);
-        rest = after.get(size..)?.strip_prefix("\r\n")?;
-    }
 }
 
 /// The value of the first line of `body` starting with `prefix`.

@@ -65,28 +65,28 @@ fn body(answer: &str) -> String {
         return String::new();
     };
     if head.contains("\r\nTransfer-Encoding: chunked\r\n") {
-        dechunk(body)
+        e2e::http::dechunk(body).expect("a whole chunked body")
     } else {
         body.to_string()
     }
 }
 
-/// Decodes a chunked body; panics if it is malformed or cut.
-fn dechunk(mut rest: &str) -> String {
-    let mut out = String::new();
-    loop {
-        let (size, after) = rest.split_once("\r\n").expect("chunk size line");
-        let size = usize::from_str_radix(size, 16).expect("hex chunk size");
-        if size == 0 {
-            assert_eq!(after, "\r\n", "nothing after the last chunk");
-            return out;
-        }
-        out.push_str(after.get(..size).expect("whole chunk"));
-        rest = after
-            .get(size..)
-            .and_then(|r| r.strip_prefix("\r\n"))
-            .expect("CRLF after a chunk");
-    }
+/// A scraper with a 4 KB receive buffer that asked for `/metrics` and read
+/// its first bytes (returned with it), then reads no more while it is held.
+async fn slow_scraper(addr: SocketAddr) -> (TcpStream, Vec<u8>) {
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket
+        .set_recv_buffer_size(4096)
+        .expect("small receive buffer");
+    let mut stream = socket.connect(addr).await.expect("connect");
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\n\r\n")
+        .await
+        .expect("send");
+    let mut first = [0u8; 1024];
+    let n = stream.read(&mut first).await.expect("first bytes");
+    assert!(n > 0);
+    (stream, first[..n].to_vec())
 }
 
 #[tokio::test]
@@ -210,18 +210,7 @@ async fn a_stalled_scraper_does_not_block_latency_updates() {
         "{whole_len} bytes fit in socket buffers"
     );
 
-    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
-    socket
-        .set_recv_buffer_size(4096)
-        .expect("small receive buffer");
-    let mut stream = socket.connect(s.addr).await.expect("connect");
-    stream
-        .write_all(b"GET /metrics HTTP/1.1\r\n\r\n")
-        .await
-        .expect("send");
-    let mut first = [0u8; 1024];
-    let n = stream.read(&mut first).await.expect("first bytes");
-    assert!(n > 0);
+    let (mut stream, first) = slow_scraper(s.addr).await;
     // Not reading: the pieces pile up in the socket buffers, then the
     // encoding waits.
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -251,7 +240,7 @@ async fn a_stalled_scraper_does_not_block_latency_updates() {
         .await
         .expect("rest within the timeout")
         .expect("read");
-    let mut answer = first.get(..n).unwrap_or_default().to_vec();
+    let mut answer = first;
     answer.extend_from_slice(&rest);
     let answer = String::from_utf8(answer).expect("utf-8");
     let body = body(&answer);
@@ -267,18 +256,7 @@ async fn a_scraper_that_goes_away_mid_answer_frees_its_connection() {
     })
     .await;
     many_series(&s.metrics, 20_000, 5);
-    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
-    socket
-        .set_recv_buffer_size(4096)
-        .expect("small receive buffer");
-    let mut stream = socket.connect(s.addr).await.expect("connect");
-    stream
-        .write_all(b"GET /metrics HTTP/1.1\r\n\r\n")
-        .await
-        .expect("send");
-    let mut first = [0u8; 1024];
-    assert!(stream.read(&mut first).await.expect("first bytes") > 0);
-    drop(stream);
+    drop(slow_scraper(s.addr).await);
     // The only connection slot comes back once the answer fails.
     let started = std::time::Instant::now();
     loop {
