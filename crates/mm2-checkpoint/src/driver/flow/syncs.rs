@@ -28,9 +28,10 @@ impl<C: FlowCluster> FlowContext<C> {
         kind: TopicKind,
         mut apply: impl FnMut(&ConsumerRecord),
     ) -> Result<i64, StepError> {
-        let keep = |records: Vec<ConsumerRecord>| records;
+        let keep = |records: Vec<ConsumerRecord>, _| records;
         self.read_to_end_prepared(cluster, topic, kind, keep, |records| {
-            records.iter().for_each(&mut apply)
+            records.iter().for_each(&mut apply);
+            None
         })
         .await
     }
@@ -38,14 +39,16 @@ impl<C: FlowCluster> FlowContext<C> {
     /// [`read_to_end`](Self::read_to_end), each fetch's records first turned
     /// into a `T` by `prepare` on the fetch's own task (another worker thread,
     /// while the previous fetch is applied here), then handed to `apply` here,
-    /// one fetch after the other in log order.
+    /// one fetch after the other in log order. What `apply` gives back is
+    /// handed to a later `prepare` to fill again (its allocations reused: a
+    /// fresh multi-MB buffer per fetch costs a page fault per 4 KiB).
     pub async fn read_to_end_prepared<T: Send + 'static>(
         &self,
         cluster: &C,
         topic: &str,
         kind: TopicKind,
-        prepare: fn(Vec<ConsumerRecord>) -> T,
-        mut apply: impl FnMut(T),
+        prepare: fn(Vec<ConsumerRecord>, Option<T>) -> T,
+        mut apply: impl FnMut(T) -> Option<T>,
     ) -> Result<i64, StepError> {
         let r = cluster
             .open_reader(topic, 0, StartOffset::Earliest, READ_WAIT)
@@ -63,13 +66,14 @@ impl<C: FlowCluster> FlowContext<C> {
         // records and `prepare` (on another worker thread) overlap applying
         // them; records are still applied in log order, one fetch after the
         // other.
-        let (mut reader, first) = NextFetch::spawn(cluster, reader.clone(), prepare)
+        let (mut reader, first) = NextFetch::spawn(cluster, reader.clone(), prepare, None)
             .join(cluster, &reader)
             .await;
         let mut fetched = self.step(cluster, "Fetch", first)?;
+        let mut spare = None;
         while let Some(prepared) = fetched {
-            let next = NextFetch::spawn(cluster, reader.clone(), prepare);
-            apply(prepared);
+            let next = NextFetch::spawn(cluster, reader.clone(), prepare, spare.take());
+            spare = apply(prepared);
             let (r, next) = next.join(cluster, &reader).await;
             reader = r;
             fetched = self.step(cluster, "Fetch", next)?;
@@ -317,6 +321,7 @@ impl<C: FlowCluster> FlowContext<C> {
                             r.observe(offset, got);
                         }
                     }
+                    Some(prepared)
                 },
             )
             .await?;
@@ -353,12 +358,23 @@ enum PreparedSync {
 
 impl PreparedSyncs {
     /// Decodes every record of a fetch, with [`OffsetSyncRef::decode`]'s
-    /// checks; the records are dropped here, on the fetch's task.
-    fn decode(records: Vec<ConsumerRecord>) -> Self {
-        let mut topics: Vec<Box<str>> = Vec::new();
+    /// checks, into `spare`'s vectors if given (emptied first); the records
+    /// are dropped here, on the fetch's task.
+    fn decode(records: Vec<ConsumerRecord>, spare: Option<Self>) -> Self {
+        let (mut topics, mut prepared) = match spare {
+            Some(PreparedSyncs {
+                mut topics,
+                records,
+            }) => {
+                topics.clear();
+                (topics, records)
+            }
+            None => (Vec::new(), Vec::new()),
+        };
+        prepared.clear();
+        prepared.reserve(records.len());
         let mut ids: HashMap<&str, u32> = HashMap::new();
         let mut last: Option<(&str, u32)> = None;
-        let mut prepared = Vec::with_capacity(records.len());
         for rec in &records {
             let offset = rec.offset;
             prepared.push(
@@ -414,12 +430,13 @@ impl<T: Send + 'static> NextFetch<T> {
     fn spawn<C: FlowCluster>(
         cluster: &C,
         mut reader: PartitionReader,
-        prepare: fn(Vec<ConsumerRecord>) -> T,
+        prepare: fn(Vec<ConsumerRecord>, Option<T>) -> T,
+        spare: Option<T>,
     ) -> Self {
         let cluster = cluster.clone();
         NextFetch(tokio::spawn(async move {
             let r = cluster.read(&mut reader).await;
-            (reader, r.map(|records| records.map(prepare)))
+            (reader, r.map(|records| records.map(|r| prepare(r, spare))))
         }))
     }
 
