@@ -266,7 +266,20 @@ fn read_partition(
     max_bytes: i32,
 ) -> Result<FetchedPartition, String> {
     let mut bytes = data.records.unwrap_or_default();
-    let batches = records::decode_batches(&mut bytes).map_err(|e| e.to_string())?;
+    // Under read_uncommitted every data batch's records are kept: they are
+    // decoded straight into one vector, sized from the batch headers.
+    let mut flat = Vec::new();
+    let batches = match isolation {
+        IsolationLevel::ReadUncommitted => {
+            let counted = records::batch_spans(&bytes).map_or(0, |s| s.records);
+            // Bounded by the bytes present: a record takes at least 7 bytes.
+            let counted = usize::try_from(counted).unwrap_or(0).min(bytes.len() / 7);
+            flat.reserve(counted);
+            records::decode_batches_into(&mut bytes, &mut flat)
+        }
+        IsolationLevel::ReadCommitted => records::decode_batches(&mut bytes),
+    }
+    .map_err(|e| e.to_string())?;
     if batches.is_empty() && !bytes.is_empty() {
         // Brokers since 0.10.1 return at least one whole batch however small
         // the limit; only a cut-off first batch ends up here.
@@ -300,7 +313,8 @@ fn read_partition(
     // One vector of the right size, filled batch by batch (no regrowth of a
     // vector of tens of thousands of records).
     let data_batches = || batches.iter().filter(|batch| !batch.is_control);
-    let mut records = Vec::with_capacity(data_batches().map(|b| b.records.len()).sum());
+    let mut records = flat;
+    records.reserve(data_batches().map(|b| b.records.len()).sum());
     for mut batch in batches.into_iter().filter(|batch| !batch.is_control) {
         if batch.base_offset >= offset {
             records.append(&mut batch.records);
@@ -308,6 +322,11 @@ fn read_partition(
             // A batch that starts before `offset` is returned whole.
             records.extend(batch.records.into_iter().filter(|r| r.offset >= offset));
         }
+    }
+    // Read straight into `records`, a batch that started before `offset`
+    // brought its earlier records along; they come first.
+    if records.first().is_some_and(|r| r.offset < offset) {
+        records.retain(|r| r.offset >= offset);
     }
     Ok(FetchedPartition {
         records,

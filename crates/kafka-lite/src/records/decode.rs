@@ -32,11 +32,40 @@ use super::{
 pub fn decode_batches(bytes: &mut Bytes) -> Result<Vec<DecodedBatch>, RecordsError> {
     let mut batches = Vec::new();
     while let Some(batch_len) = complete_batch_len(bytes)? {
-        let batch = decode_batch(&bytes.slice(..batch_len))?;
+        let batch = decode_batch(&bytes.slice(..batch_len), None)?;
         let _ = bytes.split_to(batch_len);
         batches.push(batch);
     }
     Ok(batches)
+}
+
+/// [`decode_batches`], with the records of every data (non-control) batch
+/// appended to `records` instead of kept in their batch, whose `records` is then
+/// empty; a control batch keeps its own. With the same checks and errors; on
+/// error `records` is as it was before the call. For a reader that wants a
+/// fetch's records in one vector: no vector per batch, and no second copy of
+/// every record when gathering them.
+pub fn decode_batches_into(
+    bytes: &mut Bytes,
+    records: &mut Vec<ConsumerRecord>,
+) -> Result<Vec<DecodedBatch>, RecordsError> {
+    let before = records.len();
+    let mut batches = Vec::new();
+    let mut decode = || {
+        while let Some(batch_len) = complete_batch_len(bytes)? {
+            let batch = decode_batch(&bytes.slice(..batch_len), Some(&mut *records))?;
+            let _ = bytes.split_to(batch_len);
+            batches.push(batch);
+        }
+        Ok(())
+    };
+    match decode() {
+        Ok(()) => Ok(batches),
+        Err(e) => {
+            records.truncate(before);
+            Err(e)
+        }
+    }
 }
 
 /// What the whole batches at the front of `bytes` hold, read from their headers
@@ -111,8 +140,12 @@ fn complete_batch_len(bytes: &[u8]) -> Result<Option<usize>, RecordsError> {
     Ok((bytes.len() >= total).then_some(total))
 }
 
-/// Checks and decodes one whole batch (exactly its bytes).
-fn decode_batch(batch: &Bytes) -> Result<DecodedBatch, RecordsError> {
+/// Checks and decodes one whole batch (exactly its bytes). With `into`, a data
+/// batch's records are appended there (see [`decode_batches_into`]).
+fn decode_batch(
+    batch: &Bytes,
+    into: Option<&mut Vec<ConsumerRecord>>,
+) -> Result<DecodedBatch, RecordsError> {
     let header = read_header(batch)?;
     let base_offset = header.base_offset;
     let payload = batch.slice(BATCH_HEADER_LEN.min(batch.len())..);
@@ -148,11 +181,16 @@ fn decode_batch(batch: &Bytes) -> Result<DecodedBatch, RecordsError> {
             count: header.record_count,
             bytes: data.len(),
         })?;
-    let records =
-        decode_records(&header, count, data).map_err(|reason| RecordsError::InvalidRecord {
-            base_offset,
-            reason,
-        })?;
+    let is_control = header.attributes & ATTR_CONTROL != 0;
+    let mut own = Vec::new();
+    let into = match into {
+        Some(into) if !is_control => into,
+        _ => &mut own,
+    };
+    decode_records(&header, count, data, into).map_err(|reason| RecordsError::InvalidRecord {
+        base_offset,
+        reason,
+    })?;
     let timestamp_type = if header.attributes & ATTR_LOG_APPEND_TIME != 0 {
         TimestampType::LogAppendTime
     } else {
@@ -166,12 +204,12 @@ fn decode_batch(batch: &Bytes) -> Result<DecodedBatch, RecordsError> {
         producer_epoch: header.producer_epoch,
         base_sequence: header.base_sequence,
         is_transactional: header.attributes & ATTR_TRANSACTIONAL != 0,
-        is_control: header.attributes & ATTR_CONTROL != 0,
+        is_control,
         codec: header.codec,
         timestamp_type,
         first_timestamp: header.first_timestamp,
         max_timestamp: header.max_timestamp,
-        records,
+        records: own,
     })
 }
 
@@ -179,16 +217,18 @@ fn decode_batch(batch: &Bytes) -> Result<DecodedBatch, RecordsError> {
 /// records), with the same rules as the Java client's `DefaultRecord`: each record's
 /// fields fill its declared size, lengths are -1 (null) or non-negative, offsets stay
 /// inside the batch. Every allocation is bounded by the bytes present. Keys and values
-/// are slices of `data` (one reference count each, no copy).
+/// are slices of `data` (one reference count each, no copy). The records are
+/// appended to `records`; on error some may have been.
 fn decode_records(
     header: &BatchHeader,
     count: usize,
     data: Bytes,
-) -> Result<Vec<ConsumerRecord>, String> {
+    records: &mut Vec<ConsumerRecord>,
+) -> Result<(), String> {
     let log_append = header.attributes & ATTR_LOG_APPEND_TIME != 0;
     let last_delta = header.last_offset - header.base_offset;
     let mut batch = Cursor::new(&data);
-    let mut records = Vec::with_capacity(count);
+    records.reserve(count);
     for index in 0..count {
         let size = batch.varint()?;
         let size =
@@ -254,7 +294,7 @@ fn decode_records(
             batch.len()
         ));
     }
-    Ok(records)
+    Ok(())
 }
 
 /// Reads Kafka's record fields from `data[pos..end]`, moving `pos`; byte fields are

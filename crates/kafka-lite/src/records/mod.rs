@@ -39,7 +39,7 @@ use kafka_protocol::records::Compression;
 #[cfg(doc)]
 use kafka_protocol::records::RecordBatchEncoder;
 
-pub use self::decode::{BatchSpans, batch_spans, decode_batches};
+pub use self::decode::{BatchSpans, batch_spans, decode_batches, decode_batches_into};
 pub use self::encode::{BatchProducer, encode_batch, encode_batch_as};
 pub use self::error::RecordsError;
 pub use self::transactions::{AbortedTransaction, read_committed};

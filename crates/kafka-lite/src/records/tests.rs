@@ -857,3 +857,35 @@ fn batch_spans_reads_the_headers_of_whole_batches_only() {
         Err(RecordsError::InvalidBatchLength { length: 3, .. })
     ));
 }
+
+#[test]
+fn decoding_into_one_vector_gives_the_same_batches_and_records_and_nothing_on_error() {
+    let mut buf = BytesMut::new();
+    buf.extend_from_slice(&encode_batch(&sample_records(), Codec::Gzip).expect("encode"));
+    buf.extend_from_slice(&HAND_WRITTEN_BATCH);
+    buf.extend_from_slice(&encode_batch(&sample_records(), Codec::None).expect("encode"));
+    let whole = buf.freeze();
+    let per_batch = decode_all(&whole).expect("decode");
+    let mut bytes = whole.clone();
+    let mut flat = vec![];
+    let batches = decode_batches_into(&mut bytes, &mut flat).expect("decode into");
+    assert!(bytes.is_empty());
+    assert_eq!(batches.len(), per_batch.len());
+    for (into, kept) in batches.iter().zip(&per_batch) {
+        assert!(into.records.is_empty());
+        let mut without = kept.clone();
+        without.records.clear();
+        assert_eq!(*into, without);
+    }
+    let expected: Vec<ConsumerRecord> = per_batch.into_iter().flat_map(|b| b.records).collect();
+    assert_eq!(flat, expected);
+    // A corrupt last batch: the error of decode_batches, and `flat` as it was.
+    let mut bad = BytesMut::from(&whole[..]);
+    let last = bad.len() - 1;
+    bad[last] ^= 0x01;
+    let bad = bad.freeze();
+    let mut flat = vec![expected[0].clone()];
+    let err = decode_batches_into(&mut bad.clone(), &mut flat).expect_err("bad CRC");
+    assert_eq!(err, decode_all(&bad).expect_err("bad CRC"));
+    assert_eq!(flat, vec![expected[0].clone()]);
+}

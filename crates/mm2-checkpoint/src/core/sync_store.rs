@@ -102,28 +102,63 @@ impl PartitionHistory {
         }
     }
 
+    #[inline(always)]
     fn sync(&self, entry: u8) -> OffsetSync {
         self.syncs[usize::from(entry)]
     }
 
+    #[inline(always)]
     fn up(&self, entry: u8) -> i64 {
         self.sync(entry).upstream
     }
 
     /// A ring entry that no slot refers to. The slots name at most 64 of the 65
-    /// entries, so there is always one.
-    fn free_entry(&self) -> u8 {
-        let used = self
-            .slots
-            .iter()
-            .fold(0u128, |mask, &entry| mask | (1u128 << entry));
-        // At most 64 of the low 65 bits are set, so the lowest clear bit is below 65.
-        (!used).trailing_zeros() as u8
+    /// entries, so there is always one. Tried from the entry after `after` (the
+    /// newest sync's, round the ring): the entries written longest ago come first,
+    /// and they are the ones the slots have most likely let go of, so the first or
+    /// second try usually succeeds. Which free entry is taken is not observable:
+    /// slots compare entries only for equality.
+    fn free_entry(&self, after: u8) -> u8 {
+        let mut entry = after;
+        for _ in 0..RING_ENTRIES {
+            entry = if usize::from(entry) + 1 >= RING_ENTRIES {
+                0
+            } else {
+                entry + 1
+            };
+            if !self.refers_to(entry) {
+                return entry;
+            }
+        }
+        // Unreachable: 64 slots cannot name all 65 entries.
+        after
+    }
+
+    /// Whether any slot holds `entry`: the 64 slots as eight words, each tested
+    /// for a zero byte after XOR with `entry` in every byte (no branch per slot).
+    fn refers_to(&self, entry: u8) -> bool {
+        const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+        const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+        let pattern = ONES.wrapping_mul(u64::from(entry));
+        let mut found = 0u64;
+        for chunk in self.slots.chunks_exact(8) {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            let x = u64::from_ne_bytes(word) ^ pattern;
+            // Non-zero exactly when some byte of `x` is zero (exact as a whole,
+            // only the position of the flag may be off).
+            found |= x.wrapping_sub(ONES) & !x & HIGHS;
+        }
+        found != 0
     }
 
     /// MM2's invariant B between the sync in entry `a` at slot `i` and entry `b` at slot
     /// `j`: `a` is at most `2^j - 2^i` ahead of `b`, with a bound that overflows counting
     /// as satisfied. Wrapping arithmetic on purpose, as in Java.
+    // Always inlined, like `up` and `invariant_c`: at the release build's opt-level
+    // "s" they were calls in the slot update's loop, ~14 % of a catch-up's CPU
+    // (docs/benchmarks.md, "Offset-sync catch-up, second pass").
+    #[inline(always)]
     fn invariant_b(&self, a: u8, b: u8, i: usize, j: usize) -> bool {
         let bound = self
             .up(b)
@@ -134,6 +169,7 @@ impl PartitionHistory {
 
     /// MM2's invariant C between entry `a` at slot `i` and an older entry `b`: `a` is at
     /// least `2^max(i-2,0)` ahead of `b`; an overflowing bound fails.
+    #[inline(always)]
     fn invariant_c(&self, a: u8, b: u8, i: usize) -> bool {
         let bound = self
             .up(b)
@@ -146,13 +182,16 @@ impl PartitionHistory {
     /// older sync was discarded, so `sync` begins a new generation (invariant D):
     /// the one place that decides it, which the precise history follows.
     fn apply(&mut self, sync: OffsetSync, reset: bool) -> bool {
-        let fresh = self.free_entry();
-        self.syncs[usize::from(fresh)] = sync;
         if reset || sync.upstream < self.up(self.slots[0]) {
             // Upstream rewind (or load-only-last): all older history is invalid.
-            self.slots = [fresh; SLOTS_PER_PARTITION];
+            // Nothing reads the old layout, so any entry will do: no search for
+            // a free one (every slot holds the same entry, as before).
+            self.syncs[0] = sync;
+            self.slots = [0; SLOTS_PER_PARTITION];
             return true;
         }
+        let fresh = self.free_entry(self.slots[0]);
+        self.syncs[usize::from(fresh)] = sync;
 
         let old = self.slots;
         // `candidate` always satisfies the invariants at the current slot; `cursor`
@@ -397,6 +436,92 @@ impl PreciseHistories {
     }
 }
 
+/// Partitions numbered below this are found by number in a vector (Kafka numbers a
+/// topic's partitions from 0 without gaps), others in a map: at most 32 KiB of
+/// vector per topic whatever numbers a broken or hostile writer uses.
+const DENSE_PARTITIONS: usize = 4096;
+
+/// The slot histories of one source topic's partitions.
+#[derive(Debug)]
+struct TopicHistories {
+    name: Box<str>,
+    /// Partition `p` below [`DENSE_PARTITIONS`] at index `p`.
+    dense: Vec<Option<Box<PartitionHistory>>>,
+    /// Negative partitions and those from [`DENSE_PARTITIONS`] up.
+    sparse: HashMap<i32, Box<PartitionHistory>>,
+    len: usize,
+}
+
+impl TopicHistories {
+    fn new(name: &str) -> Self {
+        Self {
+            name: name.into(),
+            dense: Vec::new(),
+            sparse: HashMap::new(),
+            len: 0,
+        }
+    }
+
+    fn dense_index(partition: i32) -> Option<usize> {
+        usize::try_from(partition)
+            .ok()
+            .filter(|&i| i < DENSE_PARTITIONS)
+    }
+
+    fn get(&self, partition: i32) -> Option<&PartitionHistory> {
+        match Self::dense_index(partition) {
+            Some(i) => self.dense.get(i)?.as_deref(),
+            None => self.sparse.get(&partition).map(|h| &**h),
+        }
+    }
+
+    fn get_mut(&mut self, partition: i32) -> Option<&mut PartitionHistory> {
+        match Self::dense_index(partition) {
+            Some(i) => self.dense.get_mut(i)?.as_deref_mut(),
+            None => self.sparse.get_mut(&partition).map(|h| &mut **h),
+        }
+    }
+
+    /// Stores the first history of a partition that has none.
+    fn insert(&mut self, partition: i32, history: PartitionHistory) {
+        let history = Box::new(history);
+        match Self::dense_index(partition) {
+            Some(i) => {
+                if self.dense.len() <= i {
+                    self.dense.resize_with(i + 1, || None);
+                }
+                self.dense[i] = Some(history);
+            }
+            None => {
+                self.sparse.insert(partition, history);
+            }
+        }
+        self.len += 1;
+    }
+
+    fn remove(&mut self, partition: i32) -> bool {
+        let removed = match Self::dense_index(partition) {
+            Some(i) => self.dense.get_mut(i).and_then(Option::take).is_some(),
+            None => self.sparse.remove(&partition).is_some(),
+        };
+        if removed {
+            self.len -= 1;
+        }
+        removed
+    }
+
+    fn partitions(&self) -> impl Iterator<Item = i32> + '_ {
+        let dense = self
+            .dense
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| h.is_some())
+            // Below DENSE_PARTITIONS, so it fits.
+            .map(|(i, _)| i as i32);
+        dense.chain(self.sparse.keys().copied())
+    }
+}
+
 /// The offset syncs of every source partition seen on the offset-syncs topic, and the
 /// translation of upstream offsets through them (docs/behaviour.md C.2–C.5).
 ///
@@ -414,9 +539,16 @@ impl PreciseHistories {
 pub struct OffsetSyncStore {
     mode: InitMode,
     initial_read_done: bool,
-    /// Source topic → partition → history. Keyed by topic first so a sync for a known
-    /// partition is looked up with the borrowed `&str` and never allocates.
-    topics: HashMap<Box<str>, HashMap<i32, Box<PartitionHistory>>>,
+    /// Source topic → its index in `tables`. Looked up with the borrowed `&str`, so a
+    /// sync for a known topic never allocates.
+    topic_ids: HashMap<Box<str>, usize>,
+    /// Each topic's partitions; `None` is a removed topic's index, free for reuse.
+    tables: Vec<Option<TopicHistories>>,
+    /// Indexes of `tables` that are `None`.
+    free_tables: Vec<usize>,
+    /// The index of the topic of the last sync applied: the syncs of one topic tend
+    /// to come in runs, and a run needs no hashing.
+    last_topic: usize,
     partitions: usize,
     precise: Option<PreciseHistories>,
 }
@@ -434,7 +566,10 @@ impl OffsetSyncStore {
         Self {
             mode,
             initial_read_done: false,
-            topics: HashMap::new(),
+            topic_ids: HashMap::new(),
+            tables: Vec::new(),
+            free_tables: Vec::new(),
+            last_topic: 0,
             partitions: 0,
             precise: match precision {
                 Precision::Mm2 => None,
@@ -505,21 +640,48 @@ impl OffsetSyncStore {
     /// MM2's update of the slots; returns whether `sync` began a new generation.
     fn apply_slots(&mut self, topic: &str, partition: i32, sync: OffsetSync) -> bool {
         let reset = !self.initial_read_done && self.mode == InitMode::MustReadToEnd;
-        if let Some(partitions) = self.topics.get_mut(topic) {
-            return match partitions.entry(partition) {
-                Entry::Occupied(mut history) => history.get_mut().apply(sync, reset),
-                Entry::Vacant(slot) => {
-                    slot.insert(Box::new(PartitionHistory::new(sync)));
-                    self.partitions += 1;
-                    true
+        let table = self.table_for(topic);
+        if let Some(history) = table.get_mut(partition) {
+            return history.apply(sync, reset);
+        }
+        table.insert(partition, PartitionHistory::new(sync));
+        self.partitions += 1;
+        true
+    }
+
+    /// The partitions of `topic`, created empty for a new topic (the only time
+    /// its name is allocated). Remembers it for the next sync.
+    fn table_for(&mut self, topic: &str) -> &mut TopicHistories {
+        let cached = self
+            .tables
+            .get(self.last_topic)
+            .and_then(Option::as_ref)
+            .is_some_and(|t| *t.name == *topic);
+        if !cached {
+            self.last_topic = match self.topic_ids.get(topic) {
+                Some(&id) => id,
+                None => {
+                    let table = Some(TopicHistories::new(topic));
+                    let id = match self.free_tables.pop() {
+                        Some(id) => {
+                            self.tables[id] = table;
+                            id
+                        }
+                        None => {
+                            self.tables.push(table);
+                            self.tables.len() - 1
+                        }
+                    };
+                    self.topic_ids.insert(topic.into(), id);
+                    id
                 }
             };
         }
-        // First sync of a new topic: the only time the topic name is allocated.
-        let partitions = HashMap::from([(partition, Box::new(PartitionHistory::new(sync)))]);
-        self.topics.insert(topic.into(), partitions);
-        self.partitions += 1;
-        true
+        self.tables[self.last_topic].get_or_insert_with(|| TopicHistories::new(topic))
+    }
+
+    fn table(&self, topic: &str) -> Option<&TopicHistories> {
+        self.tables.get(*self.topic_ids.get(topic)?)?.as_ref()
     }
 
     /// [`apply`](Self::apply) for a [`TopicPartition`].
@@ -636,9 +798,10 @@ impl OffsetSyncStore {
 
     /// The source partitions that have a history, in no particular order.
     pub fn partitions(&self) -> impl Iterator<Item = (&str, i32)> + '_ {
-        self.topics
+        self.tables
             .iter()
-            .flat_map(|(topic, parts)| parts.keys().map(move |&p| (&**topic, p)))
+            .flatten()
+            .flat_map(|t| t.partitions().map(move |p| (&*t.name, p)))
     }
 
     /// A snapshot of the 64 slots of `topic`-`partition`, or `None` if it has no history.
@@ -650,15 +813,18 @@ impl OffsetSyncStore {
     /// exists upstream. Later translations give [`Translation::NoSync`] until a new
     /// sync arrives, which then starts a fresh history. Returns whether it had one.
     pub fn remove_partition(&mut self, topic: &str, partition: i32) -> bool {
-        let Some(parts) = self.topics.get_mut(topic) else {
+        let Some(&id) = self.topic_ids.get(topic) else {
             return false;
         };
-        let removed = parts.remove(&partition).is_some();
+        let Some(parts) = self.tables.get_mut(id).and_then(Option::as_mut) else {
+            return false;
+        };
+        let removed = parts.remove(partition);
         if removed {
             self.partitions -= 1;
         }
-        if parts.is_empty() {
-            self.topics.remove(topic);
+        if parts.len == 0 {
+            self.drop_table(topic);
         }
         if let Some(p) = &mut self.precise {
             p.remove_partition(topic, partition);
@@ -669,7 +835,7 @@ impl OffsetSyncStore {
     /// Forgets the history of every partition of `topic`, e.g. when the source topic
     /// was deleted. Returns how many partitions were dropped.
     pub fn remove_topic(&mut self, topic: &str) -> usize {
-        let removed = self.topics.remove(topic).map_or(0, |parts| parts.len());
+        let removed = self.drop_table(topic);
         self.partitions -= removed;
         if let Some(p) = &mut self.precise {
             p.remove_topic(topic);
@@ -691,12 +857,15 @@ impl OffsetSyncStore {
             let buckets = capacity.saturating_mul(8) / 7;
             buckets.saturating_mul(std::mem::size_of::<(K, V)>() + 1)
         }
-        let mut bytes =
-            table::<Box<str>, HashMap<i32, Box<PartitionHistory>>>(self.topics.capacity());
-        for (topic, parts) in &self.topics {
-            bytes += topic.len();
-            bytes += table::<i32, Box<PartitionHistory>>(parts.capacity());
-            bytes += parts.len() * Self::history_bytes();
+        let mut bytes = table::<Box<str>, usize>(self.topic_ids.capacity())
+            + self.tables.capacity() * std::mem::size_of::<Option<TopicHistories>>()
+            + self.free_tables.capacity() * std::mem::size_of::<usize>();
+        for parts in self.tables.iter().flatten() {
+            // The name is kept twice: as the key of `topic_ids` and in the table.
+            bytes += 2 * parts.name.len();
+            bytes += parts.dense.capacity() * std::mem::size_of::<Option<Box<PartitionHistory>>>();
+            bytes += table::<i32, Box<PartitionHistory>>(parts.sparse.capacity());
+            bytes += parts.len * Self::history_bytes();
         }
         if let Some(p) = &self.precise {
             bytes += table::<Box<str>, HashMap<i32, SyncHistory>>(p.topics.capacity());
@@ -710,7 +879,20 @@ impl OffsetSyncStore {
     }
 
     fn history(&self, topic: &str, partition: i32) -> Option<&PartitionHistory> {
-        self.topics.get(topic)?.get(&partition).map(|h| &**h)
+        self.table(topic)?.get(partition)
+    }
+
+    /// Drops `topic`'s table (its index is reused by a later topic); returns how
+    /// many partitions it had.
+    fn drop_table(&mut self, topic: &str) -> usize {
+        let Some(id) = self.topic_ids.remove(topic) else {
+            return 0;
+        };
+        self.free_tables.push(id);
+        self.tables
+            .get_mut(id)
+            .and_then(Option::take)
+            .map_or(0, |t| t.len)
     }
 }
 
@@ -1063,6 +1245,59 @@ mod tests {
             store.translate_offset("b", 0, 30),
             Translation::Translated(300)
         );
+    }
+
+    #[test]
+    fn any_partition_number_and_a_removed_topics_reused_table_keep_their_own_histories() {
+        let mut store = live_store();
+        // Dense, beyond the dense range, negative and the extremes.
+        let parts = [0, 3, 4095, 4096, 1_000_000, -1, i32::MIN, i32::MAX];
+        for (n, &p) in parts.iter().enumerate() {
+            store.apply("a", p, 10 + n as i64, 100 + n as i64);
+            store.apply("b", p, 20 + n as i64, 200 + n as i64);
+        }
+        assert_eq!(store.partition_count(), 2 * parts.len());
+        let mut listed: Vec<(String, i32)> =
+            store.partitions().map(|(t, p)| (t.to_owned(), p)).collect();
+        listed.sort();
+        let mut expected: Vec<(String, i32)> = ["a", "b"]
+            .iter()
+            .flat_map(|t| parts.iter().map(|&p| (t.to_string(), p)))
+            .collect();
+        expected.sort();
+        assert_eq!(listed, expected);
+        // "a" goes; "c" takes its table, and starts empty.
+        assert_eq!(store.remove_topic("a"), parts.len());
+        store.apply("c", 3, 5, 50);
+        assert_eq!(store.partition_count(), parts.len() + 1);
+        assert_eq!(
+            store.translate_offset("c", 3, 5),
+            Translation::Translated(50)
+        );
+        assert_eq!(store.translate_offset("c", 0, 5), Translation::NoSync);
+        assert_eq!(store.translate_offset("a", 3, 11), Translation::NoSync);
+        for (n, &p) in parts.iter().enumerate() {
+            let up = 20 + n as i64;
+            assert_eq!(
+                store.translate_offset("b", p, up),
+                Translation::Translated(200 + n as i64)
+            );
+        }
+        // Removing the last partition of a topic drops the topic; a sync brings it back.
+        assert!(store.remove_partition("c", 3));
+        assert!(!store.remove_partition("c", 3));
+        assert_eq!(store.translate_offset("c", 3, 5), Translation::NoSync);
+        store.apply("c", 3, 7, 70);
+        assert_eq!(
+            store.translate_offset("c", 3, 7),
+            Translation::Translated(70)
+        );
+        assert!(store.remove_partition("b", i32::MIN));
+        assert_eq!(
+            store.translate_offset("b", i32::MIN, 26),
+            Translation::NoSync
+        );
+        assert_eq!(store.partition_count(), parts.len());
     }
 
     #[test]

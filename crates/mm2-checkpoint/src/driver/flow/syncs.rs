@@ -1,7 +1,7 @@
 //! Reading the state topics: the initial read of the offset-syncs and
 //! checkpoints topics to their end, and following the offset-syncs topic.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 use kafka_lite::records::ConsumerRecord;
@@ -28,26 +28,52 @@ impl<C: FlowCluster> FlowContext<C> {
         kind: TopicKind,
         mut apply: impl FnMut(&ConsumerRecord),
     ) -> Result<i64, StepError> {
+        let keep = |records: Vec<ConsumerRecord>, _| records;
+        self.read_to_end_prepared(cluster, topic, kind, keep, |records| {
+            records.iter().for_each(&mut apply);
+            None
+        })
+        .await
+    }
+
+    /// [`read_to_end`](Self::read_to_end), each fetch's records first turned
+    /// into a `T` by `prepare` on the fetch's own task (another worker thread,
+    /// while the previous fetch is applied here), then handed to `apply` here,
+    /// one fetch after the other in log order. What `apply` gives back is
+    /// handed to a later `prepare` to fill again (its allocations reused: a
+    /// fresh multi-MB buffer per fetch costs a page fault per 4 KiB).
+    pub async fn read_to_end_prepared<T: Send + 'static>(
+        &self,
+        cluster: &C,
+        topic: &str,
+        kind: TopicKind,
+        prepare: fn(Vec<ConsumerRecord>, Option<T>) -> T,
+        mut apply: impl FnMut(T) -> Option<T>,
+    ) -> Result<i64, StepError> {
         let r = cluster
             .open_reader(topic, 0, StartOffset::Earliest, READ_WAIT)
             .await;
-        let mut reader = self.step(cluster, "ListOffsets", r)?;
+        let reader = self.step(cluster, "ListOffsets", r)?;
         let (start, end) = (reader.position(), reader.end());
         let mut last_log = Instant::now();
         let began = Instant::now();
         let total = end.saturating_sub(start).max(1) as f64;
         let name = kind.log_name();
         // The reader stops at the captured end, or lower if the log was
-        // truncated below it meanwhile. The next fetch runs as a task of its
-        // own while the records of the last one are applied here, so the
-        // broker's and the network's time and the decoding of its records
-        // (on another worker thread) overlap applying them; records are
-        // still applied in log order, one fetch after the other.
-        let mut fetched = self.step(cluster, "Fetch", cluster.read(&mut reader).await)?;
-        while let Some(records) = fetched {
-            let next = NextFetch::spawn(cluster, reader.clone());
-            records.iter().for_each(&mut apply);
-            drop(records);
+        // truncated below it meanwhile. Each fetch runs as a task of its own,
+        // the next one started before the last one's records are applied
+        // here, so the broker's and the network's time, the decoding of its
+        // records and `prepare` (on another worker thread) overlap applying
+        // them; records are still applied in log order, one fetch after the
+        // other.
+        let (mut reader, first) = NextFetch::spawn(cluster, reader.clone(), prepare, None)
+            .join(cluster, &reader)
+            .await;
+        let mut fetched = self.step(cluster, "Fetch", first)?;
+        let mut spare = None;
+        while let Some(prepared) = fetched {
+            let next = NextFetch::spawn(cluster, reader.clone(), prepare, spare.take());
+            spare = apply(prepared);
             let (r, next) = next.join(cluster, &reader).await;
             reader = r;
             fetched = self.step(cluster, "Fetch", next)?;
@@ -134,14 +160,9 @@ impl<C: FlowCluster> FlowContext<C> {
     }
 
     /// Decodes one record of the offset-syncs topic into `syncs`; an
-    /// undecodable one is counted and warned about once per kind. With
-    /// `following` (reading what was appended after the initial read), an
-    /// upstream offset going backwards is warned about. A partition whose
-    /// precise history reached its budget is warned about once (`warned`).
-    /// The sync-history writer (`archive`) follows every applied sync.
-    /// Returns the partition (its topic borrowed from the record) and the sync
-    /// applied, if one was. Nothing is allocated per record: the topic is
-    /// looked up by `&str` (the store allocates it once, for its first sync).
+    /// undecodable one is counted and warned about once per kind. The rest is
+    /// [`apply_sync`](Self::apply_sync)'s. Returns the partition (its topic
+    /// borrowed from the record) and the sync applied, if one was.
     fn apply_sync_record<'r>(
         &self,
         syncs: &mut OffsetSyncStore,
@@ -151,14 +172,33 @@ impl<C: FlowCluster> FlowContext<C> {
         rec: &'r ConsumerRecord,
         following: bool,
     ) -> Option<(&'r str, i32, OffsetSync)> {
-        let s = match OffsetSyncRef::decode(rec.key.as_deref(), rec.value.as_deref()) {
-            Ok(s) => s,
+        match OffsetSyncRef::decode(rec.key.as_deref(), rec.value.as_deref()) {
+            Ok(s) => Some(self.apply_sync(syncs, warned, archive, rec.offset, s, following)),
             Err(e) => {
                 let kind = TopicKind::OffsetSyncs;
                 note_skipped(&self.metrics, &self.name, kind, &e, rec.offset, logged);
-                return None;
+                None
             }
-        };
+        }
+    }
+
+    /// Applies the sync `s` decoded from the record at `offset` of the
+    /// offset-syncs topic to `syncs`. With `following` (reading what was
+    /// appended after the initial read), an upstream offset going backwards is
+    /// warned about. A partition whose precise history reached its budget is
+    /// warned about once (`warned`). The sync-history writer (`archive`)
+    /// follows every applied sync. Returns the partition and the sync applied.
+    /// Nothing is allocated per sync: the topic is looked up by `&str` (the
+    /// store allocates it once, for its first sync).
+    fn apply_sync<'r>(
+        &self,
+        syncs: &mut OffsetSyncStore,
+        warned: &mut BTreeSet<TopicPartition>,
+        archive: Option<&mut Archive>,
+        offset: i64,
+        s: OffsetSyncRef<'r>,
+        following: bool,
+    ) -> (&'r str, i32, OffsetSync) {
         let (topic, partition) = (s.topic, s.partition);
         if following {
             let newest = syncs.layout(topic, partition).and_then(|l| l.slot(0));
@@ -177,7 +217,7 @@ impl<C: FlowCluster> FlowContext<C> {
         if let Some(archive) = archive {
             archive
                 .writer
-                .on_sync(topic, partition, rec.offset, sync, applied.restarted);
+                .on_sync(topic, partition, offset, sync, applied.restarted);
         }
         if applied.fell_back && !warned.contains(&TopicPartition::new(topic, partition)) {
             let tp = TopicPartition::new(topic, partition);
@@ -198,7 +238,7 @@ impl<C: FlowCluster> FlowContext<C> {
             );
             warned.insert(tp);
         }
-        Some((topic, partition, sync))
+        (topic, partition, sync)
     }
 
     /// The offset-syncs topic went backwards (its end is below our position):
@@ -233,26 +273,55 @@ impl<C: FlowCluster> FlowContext<C> {
             archive,
             ..
         } = state;
+        // Each fetch's records are decoded into syncs on the fetch's task
+        // (another worker thread), so this one only applies them.
         let pos = self
-            .read_to_end(
+            .read_to_end_prepared(
                 &self.syncs_cluster,
                 &self.syncs_topic,
                 TopicKind::OffsetSyncs,
-                |rec| {
-                    let got = self.apply_sync_record(
-                        syncs,
-                        logged,
-                        fallback_warned,
-                        archive.as_mut(),
-                        rec,
-                        false,
-                    );
-                    if got.is_some() {
-                        applied += 1;
+                PreparedSyncs::decode,
+                |prepared| {
+                    for rec in &prepared.records {
+                        let (offset, got) = match rec {
+                            &PreparedSync::Sync {
+                                offset,
+                                topic,
+                                partition,
+                                upstream,
+                                downstream,
+                            } => {
+                                let s = OffsetSyncRef {
+                                    topic: prepared.topic(topic),
+                                    partition,
+                                    upstream_offset: upstream,
+                                    downstream_offset: downstream,
+                                };
+                                let got = self.apply_sync(
+                                    syncs,
+                                    fallback_warned,
+                                    archive.as_mut(),
+                                    offset,
+                                    s,
+                                    false,
+                                );
+                                (offset, Some(got))
+                            }
+                            PreparedSync::Skipped(skipped) => {
+                                let (offset, e) = &**skipped;
+                                let kind = TopicKind::OffsetSyncs;
+                                note_skipped(&self.metrics, &self.name, kind, e, *offset, logged);
+                                (*offset, None)
+                            }
+                        };
+                        if got.is_some() {
+                            applied += 1;
+                        }
+                        if let Some(r) = restore.as_deref_mut() {
+                            r.observe(offset, got);
+                        }
                     }
-                    if let Some(r) = restore.as_deref_mut() {
-                        r.observe(rec.offset, got);
-                    }
+                    Some(prepared)
                 },
             )
             .await?;
@@ -263,18 +332,111 @@ impl<C: FlowCluster> FlowContext<C> {
     }
 }
 
-/// The next fetch of an initial read, running as a task; aborted if dropped
-/// before it is joined (the read was given up).
-struct NextFetch(tokio::task::JoinHandle<(PartitionReader, ReadResult)>);
+/// One fetch of the offset-syncs topic decoded into syncs (on the fetch's
+/// task): each record's offset and its sync, or why it is not one. A fetch's
+/// topic names are kept once each, the syncs refer to them by index.
+struct PreparedSyncs {
+    topics: Vec<Box<str>>,
+    records: Vec<PreparedSync>,
+}
 
-type ReadResult = Result<Option<Vec<ConsumerRecord>>, kafka_lite::Error>;
+/// One record of [`PreparedSyncs`]: 40 bytes for a sync (a fetch of 4 MiB holds
+/// about 85,000), the rare record that is not one boxed.
+enum PreparedSync {
+    /// The record at `offset` is a sync: an [`OffsetSyncRef`] whose topic is an
+    /// index into [`PreparedSyncs::topics`].
+    Sync {
+        offset: i64,
+        topic: u32,
+        partition: i32,
+        upstream: i64,
+        downstream: i64,
+    },
+    /// The record at the offset cannot be decoded as a sync.
+    Skipped(Box<(i64, DecodeError)>),
+}
 
-impl NextFetch {
-    fn spawn<C: FlowCluster>(cluster: &C, mut reader: PartitionReader) -> Self {
+impl PreparedSyncs {
+    /// Decodes every record of a fetch, with [`OffsetSyncRef::decode`]'s
+    /// checks, into `spare`'s vectors if given (emptied first); the records
+    /// are dropped here, on the fetch's task.
+    fn decode(records: Vec<ConsumerRecord>, spare: Option<Self>) -> Self {
+        let (mut topics, mut prepared) = match spare {
+            Some(PreparedSyncs {
+                mut topics,
+                records,
+            }) => {
+                topics.clear();
+                (topics, records)
+            }
+            None => (Vec::new(), Vec::new()),
+        };
+        prepared.clear();
+        prepared.reserve(records.len());
+        let mut ids: HashMap<&str, u32> = HashMap::new();
+        let mut last: Option<(&str, u32)> = None;
+        for rec in &records {
+            let offset = rec.offset;
+            prepared.push(
+                match OffsetSyncRef::decode(rec.key.as_deref(), rec.value.as_deref()) {
+                    Ok(s) => {
+                        let topic = match last {
+                            // The syncs of one topic usually come in runs.
+                            Some((name, id)) if name == s.topic => id,
+                            _ => {
+                                let id = *ids.entry(s.topic).or_insert_with(|| {
+                                    topics.push(s.topic.into());
+                                    // A fetch holds far fewer than 2^32 records.
+                                    u32::try_from(topics.len() - 1).unwrap_or(u32::MAX)
+                                });
+                                last = Some((s.topic, id));
+                                id
+                            }
+                        };
+                        PreparedSync::Sync {
+                            offset,
+                            topic,
+                            partition: s.partition,
+                            upstream: s.upstream_offset,
+                            downstream: s.downstream_offset,
+                        }
+                    }
+                    Err(e) => PreparedSync::Skipped(Box::new((offset, e))),
+                },
+            );
+        }
+        PreparedSyncs {
+            topics,
+            records: prepared,
+        }
+    }
+
+    /// The name of topic `id` (of one of `self.records`).
+    fn topic(&self, id: u32) -> &str {
+        usize::try_from(id)
+            .ok()
+            .and_then(|i| self.topics.get(i))
+            .map_or("", |t| t)
+    }
+}
+
+/// The next fetch of an initial read, running as a task, its records prepared
+/// there; aborted if dropped before it is joined (the read was given up).
+struct NextFetch<T>(tokio::task::JoinHandle<(PartitionReader, ReadResult<T>)>);
+
+type ReadResult<T> = Result<Option<T>, kafka_lite::Error>;
+
+impl<T: Send + 'static> NextFetch<T> {
+    fn spawn<C: FlowCluster>(
+        cluster: &C,
+        mut reader: PartitionReader,
+        prepare: fn(Vec<ConsumerRecord>, Option<T>) -> T,
+        spare: Option<T>,
+    ) -> Self {
         let cluster = cluster.clone();
         NextFetch(tokio::spawn(async move {
             let r = cluster.read(&mut reader).await;
-            (reader, r)
+            (reader, r.map(|records| records.map(|r| prepare(r, spare))))
         }))
     }
 
@@ -284,7 +446,7 @@ impl NextFetch {
         mut self,
         cluster: &C,
         reader: &PartitionReader,
-    ) -> (PartitionReader, ReadResult) {
+    ) -> (PartitionReader, ReadResult<T>) {
         match (&mut self.0).await {
             Ok(done) => done,
             Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
@@ -302,7 +464,7 @@ impl NextFetch {
     }
 }
 
-impl Drop for NextFetch {
+impl<T> Drop for NextFetch<T> {
     fn drop(&mut self) {
         self.0.abort();
     }
