@@ -40,7 +40,7 @@ use kafka_protocol::records::Compression;
 use kafka_protocol::records::RecordBatchEncoder;
 
 pub use self::decode::{BatchSpans, batch_spans, decode_batches};
-pub use self::encode::{BatchProducer, encode_batch, encode_batch_as};
+pub use self::encode::{BatchBuilder, BatchProducer, encode_batch, encode_batch_as};
 pub use self::error::RecordsError;
 pub use self::transactions::{AbortedTransaction, read_committed};
 pub use self::types::{
