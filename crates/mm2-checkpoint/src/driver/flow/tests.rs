@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use kafka_lite::records::ConsumerRecord;
+use kafka_lite::records::{BatchBuilder, Codec, ConsumerRecord, decode_batches};
 use kafka_lite::{Error, PartitionReader, StartOffset};
 use kafka_protocol::error::ResponseError;
 
@@ -218,12 +218,25 @@ impl FlowCluster for MemCluster {
         self.mem().produce_in_flight.unwrap_or(usize::MAX)
     }
 
-    async fn produce(
+    async fn produce_batch(
         &self,
         topic: &str,
         _partition: i32,
-        records: &[OutRecord],
+        batch: BatchBuilder,
     ) -> Result<i64, Error> {
+        // The batch's bytes as a broker would read them.
+        let mut bytes = batch.finish(Codec::None, None).unwrap();
+        let batches = decode_batches(&mut bytes).unwrap();
+        assert_eq!(batches.len(), 1);
+        let records: Vec<OutRecord> = batches[0]
+            .records
+            .iter()
+            .map(|r| OutRecord {
+                key: r.key.as_deref().unwrap().to_vec(),
+                value: r.value.as_deref().unwrap().to_vec(),
+                timestamp: r.timestamp,
+            })
+            .collect();
         {
             let mut mem = self.mem();
             mem.produces_in_flight += 1;
