@@ -455,16 +455,14 @@ impl<C: FlowCluster> FlowContext<C> {
                         state.checkpoints.on_produced(part);
                         self.metrics
                             .checkpoints_emitted(&self.name, part.len() as u64);
-                        for cp in part {
-                            let tp = &cp.key.topic_partition;
-                            self.metrics.set_checkpoint_latency(
-                                &self.name,
-                                &cp.key.group,
-                                &tp.topic,
-                                tp.partition,
-                                latency,
-                            );
-                        }
+                        self.metrics.set_checkpoint_latencies(
+                            &self.name,
+                            part.iter().map(|cp| {
+                                let tp = &cp.key.topic_partition;
+                                (cp.key.group.as_str(), tp.topic.as_str(), tp.partition)
+                            }),
+                            latency,
+                        );
                     }
                 }
                 Err(e) => {
