@@ -493,14 +493,13 @@ impl<C: FlowCluster> FlowContext<C> {
         // Sized for the whole chunk at once, so the buffer does not grow as
         // it fills: the sizes of the checkpoints that fit, counted first.
         let mut capacity = 0;
-        let mut records = 0;
-        for size in cps[from..].iter().filter_map(|cp| cp.encoded_len().ok()) {
+        let sizes = cps[from..].iter().filter_map(|cp| cp.encoded_len().ok());
+        for (records, size) in sizes.enumerate() {
             let size = size + RECORD_OVERHEAD;
             if records >= limits.records || (records > 0 && capacity + size > limits.bytes) {
                 break;
             }
             capacity += size;
-            records += 1;
         }
         let mut batch = BatchBuilder::with_capacity(capacity);
         let mut skipped = Vec::new();
