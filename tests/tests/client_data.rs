@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use e2e::{clusters, unique_name};
-use kafka_lite::records::{Codec, ConsumerRecord, Header, ProducerRecord};
+use kafka_lite::records::{BatchBuilder, Codec, ConsumerRecord, Header, ProducerRecord};
 use kafka_lite::{
     Client, ConnectionConfig, CreateTopicOutcome, Error, FetchOptions, FetchedPartition,
     IsolationLevel, OffsetSpec, PartitionReader, ProduceOptions, StartOffset,
@@ -196,6 +196,51 @@ async fn produce_then_fetch_round_trips_lz4() {
 #[tokio::test]
 async fn produce_then_fetch_round_trips_zstd() {
     round_trip(Codec::Zstd).await;
+}
+
+/// `records` (no headers) written record by record into one batch.
+fn built(records: &[ProducerRecord]) -> BatchBuilder {
+    let mut batch = BatchBuilder::default();
+    for r in records {
+        batch
+            .push(r.timestamp, r.key.as_deref(), r.value.as_deref())
+            .unwrap();
+    }
+    batch
+}
+
+async fn produce_built(client: &Client, topic: &str, batch: BatchBuilder, codec: Codec) -> i64 {
+    let options = ProduceOptions {
+        codec,
+        ..ProduceOptions::default()
+    };
+    client
+        .produce_built(topic, 0, batch, &options)
+        .await
+        .unwrap_or_else(|e| panic!("produce to {topic}: {e}"))
+}
+
+#[tokio::test]
+async fn a_batch_built_record_by_record_round_trips_with_every_codec() {
+    let client = connect().await;
+    for codec in Codec::ALL {
+        let topic = create_topic(&client, &format!("data-built-{}", codec.name())).await;
+        let mut sent = numbered(0, 20);
+        sent[4].key = None;
+        sent[5].value = None;
+        let base = produce_built(&client, &topic, built(&sent[..12]), codec).await;
+        assert_eq!(base, 0, "{codec}");
+        let base = produce_built(&client, &topic, built(&sent[12..]), codec).await;
+        assert_eq!(base, 12, "{codec}");
+        let fetched = fetch(&client, &topic, 0, FetchOptions::default()).await;
+        assert_eq!(offsets(&fetched.records), (0..20).collect::<Vec<_>>());
+        for (got, want) in fetched.records.iter().zip(&sent) {
+            assert_eq!(got.key, want.key, "{codec}");
+            assert_eq!(got.value, want.value, "{codec}");
+            assert_eq!(got.timestamp, want.timestamp, "{codec}");
+        }
+        assert_eq!(stored_codecs(&client, &topic).await, vec![codec, codec]);
+    }
 }
 
 #[tokio::test]
@@ -607,8 +652,11 @@ fn run_tool(tool: &str, args: &[&str], stdin: &str) -> String {
 async fn java_consumer_reads_what_we_produce(codec: Codec) {
     let client = connect().await;
     let topic = create_topic(&client, &format!("data-j-in-{}", codec.name())).await;
-    produce(&client, &topic, &numbered(0, 10), codec).await;
-    assert_eq!(stored_codecs(&client, &topic).await, vec![codec]);
+    // The first half as encoded from `ProducerRecord`s, the second written
+    // record by record (`BatchBuilder`).
+    produce(&client, &topic, &numbered(0, 5), codec).await;
+    produce_built(&client, &topic, built(&numbered(5, 5)), codec).await;
+    assert_eq!(stored_codecs(&client, &topic).await, vec![codec, codec]);
     let topic2 = topic.clone();
     let out = tokio::task::spawn_blocking(move || {
         run_tool(

@@ -38,9 +38,9 @@ use crate::admin::groups::group_id;
 use crate::client::{BrokerInfo, Client};
 use crate::connection::BrokerConnection;
 use crate::data::ProduceOptions;
-use crate::data::produce::produce_as;
+use crate::data::produce::{encode_error, produce_as, produce_encoded, produce_version};
 use crate::error::Error;
-use crate::records::{BatchProducer, ProducerRecord};
+use crate::records::{BatchBuilder, BatchProducer, ProducerRecord};
 
 /// FindCoordinator key type for transactional ids.
 const TRANSACTION_KEY_TYPE: i8 = 1;
@@ -213,6 +213,53 @@ impl TransactionalProducer {
             })
             .await?;
         let count = i32::try_from(records.len()).unwrap_or(i32::MAX);
+        self.sequences
+            .insert(tp, base_sequence.wrapping_add(count) & i32::MAX);
+        Ok(offset)
+    }
+
+    /// [`produce`](Self::produce) of a batch written record by record
+    /// ([`BatchBuilder`]): stamped with this producer's id, epoch and the
+    /// partition's next sequence, finished once, the same bytes sent again
+    /// on a retry.
+    pub async fn produce_built(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        batch: BatchBuilder,
+        options: &ProduceOptions,
+    ) -> Result<i64, Error> {
+        let tp = TopicPartition::new(topic, partition);
+        if !self.partitions.contains(&tp) {
+            self.add_partition(&tp).await?;
+        }
+        let base_sequence = self.sequences.get(&tp).copied().unwrap_or(0);
+        let stamp = BatchProducer {
+            producer_id: self.producer_id,
+            producer_epoch: self.epoch,
+            base_sequence,
+            transactional: true,
+        };
+        let count = i32::try_from(batch.len()).unwrap_or(i32::MAX);
+        let encoded = batch.finish(options.codec, Some(stamp));
+        let encoded = &encoded;
+        let id = self.transactional_id.clone();
+        let id = id.as_str();
+        let client = self.client.clone();
+        let client = &client;
+        let offset = client
+            .retry("Produce", || async move {
+                let connection = client.leader_connection(topic, partition).await?;
+                let batch = match encoded {
+                    Ok(b) => b.clone(),
+                    Err(e) => {
+                        let version = produce_version(&connection)?;
+                        return Err(encode_error(version, topic, partition, e.clone()));
+                    }
+                };
+                produce_encoded(&connection, topic, partition, batch, options, Some(id)).await
+            })
+            .await?;
         self.sequences
             .insert(tp, base_sequence.wrapping_add(count) & i32::MAX);
         Ok(offset)

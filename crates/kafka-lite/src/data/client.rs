@@ -8,11 +8,11 @@ use kafka_protocol::error::ResponseError;
 use super::IsolationLevel;
 use super::fetch::{FetchOptions, FetchedPartition, RawFetch, fetch_on};
 use super::offsets::{ListedOffset, OffsetSpec, list_offsets_on};
-use super::produce::{ProduceOptions, produce_on};
+use super::produce::{ProduceOptions, encode_error, produce_encoded, produce_on, produce_version};
 use super::reader::{PartitionReader, StartOffset};
 use crate::Error;
 use crate::client::{BrokerInfo, Client};
-use crate::records::{ConsumerRecord, ProducerRecord};
+use crate::records::{BatchBuilder, ConsumerRecord, ProducerRecord};
 
 impl Client {
     /// Looks up offsets of many partitions: one ListOffsets request per
@@ -170,6 +170,32 @@ impl Client {
         self.retry("Produce", || async move {
             let connection = self.leader_connection(topic, partition).await?;
             produce_on(&connection, topic, partition, records, options).await
+        })
+        .await
+    }
+
+    /// [`produce`](Self::produce) of a batch written record by record
+    /// ([`BatchBuilder`]): it is finished (compressed with `options.codec`,
+    /// its CRC computed) once, and the same bytes are sent again on a retry.
+    pub async fn produce_built(
+        &self,
+        topic: &str,
+        partition: i32,
+        batch: BatchBuilder,
+        options: &ProduceOptions,
+    ) -> Result<i64, Error> {
+        let encoded = batch.finish(options.codec, None);
+        let encoded = &encoded;
+        self.retry("Produce", || async move {
+            let connection = self.leader_connection(topic, partition).await?;
+            let batch = match encoded {
+                Ok(b) => b.clone(),
+                Err(e) => {
+                    let version = produce_version(&connection)?;
+                    return Err(encode_error(version, topic, partition, e.clone()));
+                }
+            };
+            produce_encoded(&connection, topic, partition, batch, options, None).await
         })
         .await
     }

@@ -66,15 +66,53 @@ pub(crate) async fn produce_as(
 ) -> Result<i64, Error> {
     let version = connection.version_for::<ProduceRequest>()?;
     let batch = records::encode_batch_as(records, options.codec, producer.map(|(_, p)| p))
-        .map_err(|e| Error::Encode {
-            api: API,
-            version,
-            detail: format!("{}: {e}", partition_context(topic, partition)),
-        })?;
+        .map_err(|e| encode_error(version, topic, partition, e))?;
+    produce_encoded(
+        connection,
+        topic,
+        partition,
+        batch,
+        options,
+        producer.map(|(id, _)| id),
+    )
+    .await
+}
+
+/// The [`Error::Encode`] of a batch that could not be encoded for `topic`-`partition`.
+pub(crate) fn encode_error(
+    version: i16,
+    topic: &str,
+    partition: i32,
+    e: records::RecordsError,
+) -> Error {
+    Error::Encode {
+        api: API,
+        version,
+        detail: format!("{}: {e}", partition_context(topic, partition)),
+    }
+}
+
+/// The Produce request's version `connection` uses.
+pub(crate) fn produce_version(connection: &BrokerConnection) -> Result<i16, Error> {
+    connection.version_for::<ProduceRequest>()
+}
+
+/// Sends `batch`, an encoded v2 record batch (see [`records::BatchBuilder`]),
+/// as [`produce_as`] sends the batch it encodes; `transactional_id` is the
+/// transactional producer's id when the batch is stamped with its producer.
+pub(crate) async fn produce_encoded(
+    connection: &BrokerConnection,
+    topic: &str,
+    partition: i32,
+    batch: bytes::Bytes,
+    options: &ProduceOptions,
+    transactional_id: Option<&str>,
+) -> Result<i64, Error> {
+    let version = connection.version_for::<ProduceRequest>()?;
     let timeout_ms = i32::try_from(options.timeout.as_millis()).unwrap_or(i32::MAX);
     let request = ProduceRequest::default()
         .with_transactional_id(
-            producer.map(|(id, _)| TransactionalId(StrBytes::from_string(id.to_owned()))),
+            transactional_id.map(|id| TransactionalId(StrBytes::from_string(id.to_owned()))),
         )
         .with_acks(-1)
         .with_timeout_ms(timeout_ms)

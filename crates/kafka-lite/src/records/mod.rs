@@ -3,7 +3,9 @@
 //!
 //! Encoding is kafka-protocol's [`RecordBatchEncoder`], fed through its custom
 //! compression hook so that all five codecs work without C code (see the `compression`
-//! submodule). Decoding is this module's own, for robustness: kafka-protocol 0.18's
+//! submodule); [`BatchBuilder`] writes the same bytes record by record into one buffer,
+//! for producers that encode many records (no allocation per record). Decoding is this
+//! module's own, for robustness: kafka-protocol 0.18's
 //! `RecordBatchDecoder` trusts the data it reads. It reserves memory for the declared
 //! record count and for each record's declared header count (fuzzing found a 3-byte
 //! header count asking for 36 GiB), adds timestamp deltas without overflow checks, and
@@ -40,7 +42,7 @@ use kafka_protocol::records::Compression;
 use kafka_protocol::records::RecordBatchEncoder;
 
 pub use self::decode::{BatchSpans, batch_spans, decode_batches, decode_batches_into};
-pub use self::encode::{BatchProducer, encode_batch, encode_batch_as};
+pub use self::encode::{BatchBuilder, BatchProducer, encode_batch, encode_batch_as};
 pub use self::error::RecordsError;
 pub use self::transactions::{AbortedTransaction, read_committed};
 pub use self::types::{

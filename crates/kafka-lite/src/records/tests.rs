@@ -889,3 +889,147 @@ fn decoding_into_one_vector_gives_the_same_batches_and_records_and_nothing_on_er
     assert_eq!(err, decode_all(&bad).expect_err("bad CRC"));
     assert_eq!(flat, vec![expected[0].clone()]);
 }
+
+/// Records without headers, timestamps not decreasing: what `BatchBuilder`
+/// must write byte for byte as `encode_batch_as` does.
+fn builder_records() -> Vec<ProducerRecord> {
+    let mut records: Vec<ProducerRecord> = (0..300i64)
+        .map(|i| ProducerRecord {
+            timestamp: 1_700_000_000_000 + i / 7,
+            key: Some(Bytes::from(
+                format!("key-{i}").repeat(1 + (i as usize % 30)),
+            )),
+            value: Some(Bytes::from(vec![i as u8; (i as usize * 13) % 200])),
+            headers: vec![],
+        })
+        .collect();
+    records[3].key = None;
+    records[5].value = None;
+    records[8].key = Some(Bytes::new());
+    records
+}
+
+fn build(records: &[ProducerRecord]) -> BatchBuilder {
+    let mut b = BatchBuilder::with_capacity(16);
+    for r in records {
+        b.push(r.timestamp, r.key.as_deref(), r.value.as_deref())
+            .unwrap();
+    }
+    b
+}
+
+#[test]
+fn batch_builder_writes_the_bytes_encode_batch_writes() {
+    let records = builder_records();
+    for n in [1, 2, records.len()] {
+        let recs = &records[..n];
+        let ours = build(recs).finish(Codec::None, None).unwrap();
+        assert_eq!(
+            ours,
+            encode_batch(recs, Codec::None).unwrap(),
+            "{n} records"
+        );
+        let producer = BatchProducer {
+            producer_id: 4242,
+            producer_epoch: 7,
+            base_sequence: 99,
+            transactional: true,
+        };
+        let ours = build(recs).finish(Codec::None, Some(producer)).unwrap();
+        assert_eq!(
+            ours,
+            encode_batch_as(recs, Codec::None, Some(producer)).unwrap(),
+            "{n} records, transactional"
+        );
+    }
+}
+
+#[test]
+fn batch_builder_push_with_writes_what_push_writes() {
+    let records = builder_records();
+    let mut b = BatchBuilder::default();
+    for r in &records {
+        let (k, v) = (
+            r.key.clone().unwrap_or_default(),
+            r.value.clone().unwrap_or_default(),
+        );
+        b.push_with::<RecordsError>(
+            r.timestamp,
+            |buf| {
+                buf.extend_from_slice(&k);
+                Ok(())
+            },
+            |buf| {
+                buf.extend_from_slice(&v);
+                Ok(())
+            },
+        )
+        .unwrap();
+    }
+    // A failing record adds nothing.
+    let e = b.push_with(
+        1_800_000_000_000,
+        |buf| {
+            buf.extend_from_slice(b"partial");
+            Ok(())
+        },
+        |_| Err(RecordsError::EmptyBatch),
+    );
+    assert_eq!(e, Err(RecordsError::EmptyBatch));
+    assert_eq!(b.len(), records.len());
+    let same: Vec<ProducerRecord> = records
+        .iter()
+        .map(|r| ProducerRecord {
+            key: Some(r.key.clone().unwrap_or_default()),
+            value: Some(r.value.clone().unwrap_or_default()),
+            ..r.clone()
+        })
+        .collect();
+    assert_eq!(
+        b.finish(Codec::None, None).unwrap(),
+        encode_batch(&same, Codec::None).unwrap()
+    );
+}
+
+#[test]
+fn batch_builder_batches_decode_with_every_codec() {
+    let records = builder_records();
+    for codec in Codec::ALL {
+        let mut bytes = build(&records).finish(codec, None).unwrap();
+        let batches = decode_batches(&mut bytes).unwrap();
+        assert_eq!(batches.len(), 1, "{codec}");
+        let decoded = &batches[0].records;
+        assert_eq!(decoded.len(), records.len(), "{codec}");
+        for (i, (d, r)) in decoded.iter().zip(&records).enumerate() {
+            assert_eq!(d.offset, i as i64, "{codec}");
+            assert_eq!(d.timestamp, r.timestamp, "{codec}");
+            assert_eq!(d.key, r.key, "{codec}");
+            assert_eq!(d.value, r.value, "{codec}");
+        }
+    }
+}
+
+#[test]
+fn batch_builder_refuses_what_cannot_be_a_batch() {
+    assert_eq!(
+        BatchBuilder::default().finish(Codec::None, None),
+        Err(RecordsError::EmptyBatch)
+    );
+    let mut b = BatchBuilder::default();
+    assert_eq!(
+        b.push(-1, Some(b"k"), None),
+        Err(RecordsError::NegativeTimestamp {
+            index: 0,
+            timestamp: -1
+        })
+    );
+    assert!(b.is_empty());
+    // A later record may carry an earlier timestamp (a negative delta), as
+    // the Java producer writes it; the max timestamp is the largest.
+    b.push(1_000, Some(b"a"), Some(b"1")).unwrap();
+    b.push(900, Some(b"b"), Some(b"2")).unwrap();
+    let mut bytes = b.finish(Codec::None, None).unwrap();
+    let batch = &decode_batches(&mut bytes).unwrap()[0];
+    let ts: Vec<i64> = batch.records.iter().map(|r| r.timestamp).collect();
+    assert_eq!(ts, [1_000, 900]);
+}

@@ -242,18 +242,20 @@ pub struct OffsetSync {
 impl OffsetSync {
     /// Encodes the record key: `topic: STRING, partition: INT32`.
     pub fn encode_key(&self) -> Result<Vec<u8>, EncodeError> {
-        let mut w = Writer::new(RecordKind::OffsetSync);
+        let mut buf = Vec::with_capacity(32);
+        let mut w = Writer::new(RecordKind::OffsetSync, &mut buf);
         w.string("topic", &self.topic_partition.topic)?;
         w.i32(self.topic_partition.partition);
-        Ok(w.finish())
+        Ok(buf)
     }
 
     /// Encodes the record value: `upstreamOffset: INT64, offset: INT64` (16 bytes).
     pub fn encode_value(&self) -> Vec<u8> {
-        let mut w = Writer::new(RecordKind::OffsetSync);
+        let mut buf = Vec::with_capacity(32);
+        let mut w = Writer::new(RecordKind::OffsetSync, &mut buf);
         w.i64(self.upstream_offset);
         w.i64(self.downstream_offset);
-        w.finish()
+        buf
     }
 
     /// Decodes a record's key and value.
@@ -327,11 +329,29 @@ pub struct CheckpointKey {
 impl CheckpointKey {
     /// Encodes the key: `group: STRING, topic: STRING, partition: INT32`.
     pub fn encode(&self) -> Result<Vec<u8>, EncodeError> {
-        let mut w = Writer::new(RecordKind::Checkpoint);
-        w.string("group", &self.group)?;
-        w.string("topic", &self.topic_partition.topic)?;
-        w.i32(self.topic_partition.partition);
-        Ok(w.finish())
+        let mut buf = Vec::with_capacity(32);
+        self.encode_into(&mut buf)?;
+        Ok(buf)
+    }
+
+    /// Appends the encoded key ([`encode`](Self::encode)) to `buf`; on error
+    /// `buf` is left as it was.
+    pub fn encode_into(&self, buf: &mut Vec<u8>) -> Result<(), EncodeError> {
+        let at = buf.len();
+        let mut w = Writer::new(RecordKind::Checkpoint, buf);
+        let r = w
+            .string("group", &self.group)
+            .and_then(|()| w.string("topic", &self.topic_partition.topic));
+        match r {
+            Ok(()) => {
+                w.i32(self.topic_partition.partition);
+                Ok(())
+            }
+            Err(e) => {
+                buf.truncate(at);
+                Err(e)
+            }
+        }
     }
 
     /// Decodes a checkpoint key.
@@ -373,12 +393,48 @@ impl Checkpoint {
     /// Encodes the record value: `version: INT16` (always 0), `upstreamOffset: INT64`,
     /// `offset: INT64`, `metadata: STRING`.
     pub fn encode_value(&self) -> Result<Vec<u8>, EncodeError> {
-        let mut w = Writer::new(RecordKind::Checkpoint);
+        let mut buf = Vec::with_capacity(32);
+        self.encode_value_into(&mut buf)?;
+        Ok(buf)
+    }
+
+    /// Bytes of the encoded key and value together, or the error encoding
+    /// them gives, without encoding them.
+    pub fn encoded_len(&self) -> Result<usize, EncodeError> {
+        let string = |field: &'static str, s: &str| match i16::try_from(s.len()) {
+            Ok(_) => Ok(2 + s.len()),
+            Err(_) => Err(EncodeError::StringTooLong {
+                kind: RecordKind::Checkpoint,
+                field,
+                length: s.len(),
+            }),
+        };
+        let key = string("group", &self.key.group)?
+            + string("topic", &self.key.topic_partition.topic)?
+            + 4;
+        let value = 2 + 8 + 8 + string("metadata", &self.metadata)?;
+        Ok(key + value)
+    }
+
+    /// Appends the encoded key to `buf` ([`encode_key`](Self::encode_key),
+    /// without a buffer of its own); on error `buf` is left as it was.
+    pub fn encode_key_into(&self, buf: &mut Vec<u8>) -> Result<(), EncodeError> {
+        self.key.encode_into(buf)
+    }
+
+    /// Appends the encoded value to `buf` ([`encode_value`](Self::encode_value),
+    /// without a buffer of its own); on error `buf` is left as it was.
+    pub fn encode_value_into(&self, buf: &mut Vec<u8>) -> Result<(), EncodeError> {
+        let at = buf.len();
+        let mut w = Writer::new(RecordKind::Checkpoint, buf);
         w.i16(CHECKPOINT_VERSION);
         w.i64(self.upstream_offset);
         w.i64(self.downstream_offset);
-        w.string("metadata", &self.metadata)?;
-        Ok(w.finish())
+        let r = w.string("metadata", &self.metadata);
+        if r.is_err() {
+            buf.truncate(at);
+        }
+        r
     }
 
     /// Decodes a record's key and value. A version other than 0 is rejected
@@ -422,18 +478,20 @@ pub struct Heartbeat {
 impl Heartbeat {
     /// Encodes the key: `sourceClusterAlias: STRING, targetClusterAlias: STRING`.
     pub fn encode_key(&self) -> Result<Vec<u8>, EncodeError> {
-        let mut w = Writer::new(RecordKind::Heartbeat);
+        let mut buf = Vec::with_capacity(32);
+        let mut w = Writer::new(RecordKind::Heartbeat, &mut buf);
         w.string("sourceClusterAlias", &self.source_alias)?;
         w.string("targetClusterAlias", &self.target_alias)?;
-        Ok(w.finish())
+        Ok(buf)
     }
 
     /// Encodes the value: `version: INT16` (0), `timestamp: INT64`.
     pub fn encode_value(&self) -> Vec<u8> {
-        let mut w = Writer::new(RecordKind::Heartbeat);
+        let mut buf = Vec::with_capacity(32);
+        let mut w = Writer::new(RecordKind::Heartbeat, &mut buf);
         w.i16(HEARTBEAT_VERSION);
         w.i64(self.timestamp_ms);
-        w.finish()
+        buf
     }
 
     /// Decodes a heartbeat's key and value; a version other than 0 is rejected.
@@ -471,17 +529,14 @@ fn non_null(
 }
 
 /// Appends protocol primitives to a buffer.
-struct Writer {
+struct Writer<'a> {
     kind: RecordKind,
-    buf: Vec<u8>,
+    buf: &'a mut Vec<u8>,
 }
 
-impl Writer {
-    fn new(kind: RecordKind) -> Self {
-        Writer {
-            kind,
-            buf: Vec::with_capacity(32),
-        }
+impl<'a> Writer<'a> {
+    fn new(kind: RecordKind, buf: &'a mut Vec<u8>) -> Self {
+        Writer { kind, buf }
     }
 
     fn i16(&mut self, v: i16) {
@@ -506,10 +561,6 @@ impl Writer {
         self.i16(prefix);
         self.buf.extend_from_slice(s.as_bytes());
         Ok(())
-    }
-
-    fn finish(self) -> Vec<u8> {
-        self.buf
     }
 }
 
@@ -659,6 +710,12 @@ mod tests {
         assert_eq!(cp.encode_key().unwrap(), key);
         assert_eq!(cp.encode_value().unwrap(), value);
         assert_eq!(Checkpoint::decode(Some(&key), Some(&value)).unwrap(), *cp);
+        // The appending forms write the same bytes after what the buffer holds.
+        let mut buf = b"before".to_vec();
+        cp.encode_key_into(&mut buf).unwrap();
+        cp.encode_value_into(&mut buf).unwrap();
+        assert_eq!(buf, [&b"before"[..], &key, &value].concat());
+        assert_eq!(cp.encoded_len(), Ok(key.len() + value.len()));
     }
 
     #[test]
@@ -752,6 +809,24 @@ mod tests {
         );
         let ok = checkpoint("g", "t", 0, 1, 1, &"x".repeat(32_767));
         assert!(ok.encode_value().is_ok());
+        // The appending forms fail alike and leave the buffer as it was.
+        let mut buf = b"kept".to_vec();
+        assert!(cp.encode_value_into(&mut buf).is_err());
+        let long_topic = checkpoint("g", &"t".repeat(40_000), 0, 1, 1, "");
+        assert_eq!(
+            long_topic.encode_key_into(&mut buf),
+            Err(EncodeError::StringTooLong {
+                kind: RecordKind::Checkpoint,
+                field: "topic",
+                length: 40_000
+            })
+        );
+        assert_eq!(buf, b"kept");
+        assert_eq!(cp.encoded_len(), cp.encode_value().map(|v| v.len()));
+        assert_eq!(
+            long_topic.encoded_len().unwrap_err(),
+            long_topic.encode_key().unwrap_err()
+        );
     }
 
     #[test]

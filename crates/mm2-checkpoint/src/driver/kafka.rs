@@ -10,9 +10,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use bytes::Bytes;
 use kafka_lite::kafka_error_name;
-use kafka_lite::records::{Codec, ConsumerRecord, ProducerRecord};
+use kafka_lite::records::{BatchBuilder, Codec, ConsumerRecord};
 use kafka_lite::{
     Client, ConnectionConfig, CreateTopicOutcome, Error, FetchOptions, GroupState, IsolationLevel,
     OffsetFetchOptions, OffsetToCommit, PartitionReader, ProduceOptions, RetryPolicy, SendWindow,
@@ -473,16 +472,12 @@ impl ClusterClient {
         partition: i32,
         records: &[OutRecord],
     ) -> Result<i64, Error> {
-        let records: Vec<ProducerRecord> = records
-            .iter()
-            .map(|r| ProducerRecord {
-                timestamp: r.timestamp.max(0),
-                key: Some(Bytes::copy_from_slice(&r.key)),
-                value: Some(Bytes::copy_from_slice(&r.value)),
-                headers: Vec::new(),
-            })
-            .collect();
-        self.produce_batch(topic, partition, &records).await
+        let size: usize = records.iter().map(|r| r.key.len() + r.value.len()).sum();
+        let mut batch = BatchBuilder::with_capacity(size + 24 * records.len());
+        for r in records {
+            push(&mut batch, r.timestamp, &r.key, Some(&r.value))?;
+        }
+        self.produce_batch(topic, partition, batch).await
     }
 
     /// Produces `records` (key, value; `None` is a tombstone) with `timestamp`
@@ -495,23 +490,22 @@ impl ClusterClient {
         records: &[(Vec<u8>, Option<Vec<u8>>)],
         timestamp: i64,
     ) -> Result<i64, Error> {
-        let records: Vec<ProducerRecord> = records
-            .iter()
-            .map(|(k, v)| ProducerRecord {
-                timestamp: timestamp.max(0),
-                key: Some(Bytes::copy_from_slice(k)),
-                value: v.as_deref().map(Bytes::copy_from_slice),
-                headers: Vec::new(),
-            })
-            .collect();
-        self.produce_batch(topic, partition, &records).await
+        let mut batch = BatchBuilder::default();
+        for (k, v) in records {
+            push(&mut batch, timestamp, k, v.as_deref())?;
+        }
+        self.produce_batch(topic, partition, batch).await
     }
 
-    async fn produce_batch(
+    /// Produces `batch` (written record by record, no copy of each record
+    /// made here) to `topic`-`partition` with acks=all, uncompressed, as one
+    /// batch: in a transaction of its own while this instance writes as an
+    /// owner under membership. Returns the base offset.
+    pub async fn produce_batch(
         &self,
         topic: &str,
         partition: i32,
-        records: &[ProducerRecord],
+        batch: BatchBuilder,
     ) -> Result<i64, Error> {
         let options = ProduceOptions {
             codec: Codec::None,
@@ -527,7 +521,7 @@ impl ClusterClient {
             // fenced producer lands nothing.
             let r: Result<i64, Error> = async {
                 let base = producer
-                    .produce(topic, partition, records, &options)
+                    .produce_built(topic, partition, batch, &options)
                     .await?;
                 producer.commit().await?;
                 Ok(base)
@@ -544,9 +538,26 @@ impl ClusterClient {
         drop(txn);
         self.client()
             .await?
-            .produce(topic, partition, records, &options)
+            .produce_built(topic, partition, batch, &options)
             .await
     }
+}
+
+/// Adds one record to `batch`, its timestamp clamped at 0 (a clock before
+/// 1970 must not fail a produce).
+fn push(
+    batch: &mut BatchBuilder,
+    timestamp: i64,
+    key: &[u8],
+    value: Option<&[u8]>,
+) -> Result<(), Error> {
+    batch
+        .push(timestamp.max(0), Some(key), value)
+        .map_err(|e| Error::Encode {
+            api: "Produce",
+            version: -1,
+            detail: e.to_string(),
+        })
 }
 
 /// The driver's fetches: up to 4 MiB, read uncommitted, waiting up to `fetch_wait`.

@@ -540,6 +540,23 @@ impl Metrics {
         self.set_checkpoint_latency_at(Instant::now(), flow, group, topic, partition, latency);
     }
 
+    /// [`set_checkpoint_latency`](Self::set_checkpoint_latency) of every
+    /// (group, topic, partition) of `checkpoints`, all acknowledged with the
+    /// same `latency`: the series' index is locked once for them all.
+    pub fn set_checkpoint_latencies<'a>(
+        &self,
+        flow: &str,
+        checkpoints: impl IntoIterator<Item = (&'a str, &'a str, i32)>,
+        latency: Duration,
+    ) {
+        let now = Instant::now();
+        let ms = i64::try_from(latency.as_millis()).unwrap_or(i64::MAX);
+        let mut index = self.latency_index();
+        for (group, topic, partition) in checkpoints {
+            self.set_latency_in(&mut index, now, flow, group, topic, partition, ms);
+        }
+    }
+
     pub(super) fn set_checkpoint_latency_at(
         &self,
         now: Instant,
@@ -549,9 +566,24 @@ impl Metrics {
         partition: i32,
         latency: Duration,
     ) {
-        let lat = &self.inner.latency;
         let ms = i64::try_from(latency.as_millis()).unwrap_or(i64::MAX);
         let mut index = self.latency_index();
+        self.set_latency_in(&mut index, now, flow, group, topic, partition, ms);
+    }
+
+    /// Sets one checkpoint's latency (`ms`) in `index`, held locked.
+    #[allow(clippy::too_many_arguments)]
+    fn set_latency_in(
+        &self,
+        index: &mut LatencyIndex,
+        now: Instant,
+        flow: &str,
+        group: &str,
+        topic: &str,
+        partition: i32,
+        ms: i64,
+    ) {
+        let lat = &self.inner.latency;
         let flow_name = index.intern(flow);
         let group_name = index.intern(group);
         let (series_topic, series_partition) = match lat.granularity {
@@ -588,7 +620,7 @@ impl Metrics {
         }
         // Looked up before inserting, so updating an existing series
         // allocates nothing.
-        let LatencyIndex { series, topics, .. } = &mut *index;
+        let LatencyIndex { series, topics, .. } = index;
         let groups = match series.get_mut(flow) {
             Some(groups) => groups,
             None => series.entry(flow_name).or_default(),

@@ -582,3 +582,33 @@ fn content_search_outcomes_are_exact_and_every_fallback_label() {
     assert_eq!(CONTENT_SEARCH_OUTCOMES[0], "exact");
     assert_eq!(CONTENT_SEARCH_OUTCOMES[1..], labels[..]);
 }
+
+#[test]
+fn latencies_set_together_are_the_latencies_set_one_by_one() {
+    for granularity in [
+        LatencyGranularity::Partition,
+        LatencyGranularity::Group,
+        LatencyGranularity::Flow,
+    ] {
+        for mm2 in [true, false] {
+            let (one, all) = (with(granularity, mm2), with(granularity, mm2));
+            let cps = [("g1", "orders", 0), ("g1", "orders", 1), ("g2", "t", 3)];
+            for (g, t, p) in cps {
+                one.set_checkpoint_latency("A->B", g, t, p, Duration::from_millis(40));
+            }
+            all.set_checkpoint_latencies("A->B", cps, Duration::from_millis(40));
+            assert_eq!(
+                samples(&one, "checkpoint_latency_ms"),
+                samples(&all, "checkpoint_latency_ms"),
+                "{granularity:?} {mm2}"
+            );
+            // The MM2 families' order is their hash map's, so compared sorted.
+            let sorted = |m: &Metrics| {
+                let mut lines: Vec<String> = exposition(m).lines().map(str::to_owned).collect();
+                lines.sort();
+                lines
+            };
+            assert_eq!(sorted(&one), sorted(&all), "{granularity:?} {mm2}");
+        }
+    }
+}

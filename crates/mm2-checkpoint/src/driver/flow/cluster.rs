@@ -5,13 +5,13 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::Duration;
 
-use kafka_lite::records::ConsumerRecord;
+use kafka_lite::records::{BatchBuilder, ConsumerRecord};
 use kafka_lite::{Error, PartitionReader, StartOffset};
 
 use crate::core::content_search::SideRead;
 use crate::core::{CommittedOffset, GroupOffsets, TopicPartition};
 
-use super::super::kafka::{ClusterClient, CommitOutcome, CreateOutcome, DescribedGroup, OutRecord};
+use super::super::kafka::{ClusterClient, CommitOutcome, CreateOutcome, DescribedGroup};
 
 /// The operations a flow sends to one cluster, in the core's types. Every
 /// method is one of [`ClusterClient`]'s, which documents it.
@@ -56,15 +56,16 @@ pub trait FlowCluster: Clone + Send + Sync + 'static {
         offsets: &BTreeMap<TopicPartition, CommittedOffset>,
     ) -> impl Future<Output = Result<CommitOutcome, Error>> + Send;
 
-    /// Produces `records` to `topic`-`partition`; returns the base offset.
-    fn produce(
+    /// Produces `batch` to `topic`-`partition` as one batch; returns the base
+    /// offset.
+    fn produce_batch(
         &self,
         topic: &str,
         partition: i32,
-        records: &[OutRecord],
+        batch: BatchBuilder,
     ) -> impl Future<Output = Result<i64, Error>> + Send;
 
-    /// How many [`produce`](Self::produce) requests a flow may have in flight
+    /// How many [`produce_batch`](Self::produce_batch) requests a flow may have in flight
     /// at once: one while this instance writes as a flow's owner under
     /// membership (each batch is then a transaction of its own, produced and
     /// committed in turn: docs/membership.md), otherwise no limit of the
@@ -164,13 +165,13 @@ impl FlowCluster for ClusterClient {
         ClusterClient::commit_group_offsets(self, group, offsets).await
     }
 
-    async fn produce(
+    async fn produce_batch(
         &self,
         topic: &str,
         partition: i32,
-        records: &[OutRecord],
+        batch: BatchBuilder,
     ) -> Result<i64, Error> {
-        ClusterClient::produce(self, topic, partition, records).await
+        ClusterClient::produce_batch(self, topic, partition, batch).await
     }
 
     fn produce_in_flight(&self) -> usize {

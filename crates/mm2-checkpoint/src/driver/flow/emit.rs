@@ -7,15 +7,17 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use kafka_lite::Error;
+use kafka_lite::records::{BatchBuilder, RecordsError};
 use kafka_protocol::error::ResponseError;
 
 use crate::core::content_search::ContentTranslator;
+use crate::core::format::EncodeError;
 use crate::core::{
     Checkpoint, CheckpointRound, FollowedOffsets, GroupOffsets, SkipCounts, SkipReason,
 };
 use crate::metrics::UntranslatableReason;
 
-use super::super::kafka::{OutRecord, error_label};
+use super::super::kafka::error_label;
 use super::{
     FlowCluster, FlowContext, FlowState, RoundSummary, StepError, is_group_denied, now_ms,
 };
@@ -115,11 +117,36 @@ impl<C: FlowCluster> FlowContext<C> {
         let mut done = WindowDone::default();
         let n = state.groups.len();
         let mut from = 0;
-        while from < n {
-            let to = (from + ROUND_WINDOW_GROUPS).min(n);
-            let window = view.offsets_of(state.groups[from..to].iter().map(String::as_str));
-            from = to;
-            done.add(self.plan_window(state, window, true).await?);
+        // The last window planned: its checkpoints are sent while the next
+        // window is planned, and recorded in the store once acknowledged,
+        // before the window after is planned (one planned window waits at
+        // most). Windows are disjoint sets of groups, so a window's plan never
+        // reads what the one in flight will record.
+        let mut planned: Vec<Checkpoint> = Vec::new();
+        loop {
+            let next = (from < n).then(|| {
+                let to = (from + ROUND_WINDOW_GROUPS).min(n);
+                let window = view.offsets_of(state.groups[from..to].iter().map(String::as_str));
+                from = to;
+                window
+            });
+            let (sent, next) = match next {
+                Some(window) => {
+                    let (sent, (window_done, cps)) = tokio::join!(
+                        self.send_chunks(&planned, PRODUCE_LIMITS),
+                        self.plan_only(state, window, true)
+                    );
+                    done.add(window_done);
+                    (sent, Some(cps))
+                }
+                None => (self.send_chunks(&planned, PRODUCE_LIMITS).await, None),
+            };
+            let r = self.record_chunks(state, &planned, sent);
+            self.after_produce(state, &planned, r).await?;
+            match next {
+                Some(cps) => planned = cps,
+                None => break,
+            }
         }
         state.content.cache.end_round();
         let summary = self.finish_round(&done, started);
@@ -182,6 +209,21 @@ impl<C: FlowCluster> FlowContext<C> {
         groups: BTreeMap<String, GroupOffsets>,
         log_conflicts: bool,
     ) -> Result<WindowDone, StepError> {
+        let (done, checkpoints) = self.plan_only(state, groups, log_conflicts).await;
+        if !checkpoints.is_empty() {
+            self.produce_checkpoints(state, &checkpoints).await?;
+        }
+        Ok(done)
+    }
+
+    /// Plans `groups`: what [`plan_window`](Self::plan_window) counts and the
+    /// checkpoints it would produce.
+    async fn plan_only(
+        &self,
+        state: &mut FlowState,
+        groups: BTreeMap<String, GroupOffsets>,
+        log_conflicts: bool,
+    ) -> (WindowDone, Vec<Checkpoint>) {
         let round = CheckpointRound {
             flow: &self.flow,
             policy: &self.policy,
@@ -206,13 +248,11 @@ impl<C: FlowCluster> FlowContext<C> {
                 }
             }
         }
-        if !plan.checkpoints.is_empty() {
-            self.produce_checkpoints(state, &plan.checkpoints).await?;
-        }
-        Ok(WindowDone {
+        let done = WindowDone {
             counts: plan.counts,
             emitted: plan.checkpoints.len(),
-        })
+        };
+        (done, plan.checkpoints)
     }
 
     /// Ends a round over every group: the skip gauges (summed over its
@@ -251,8 +291,22 @@ impl<C: FlowCluster> FlowContext<C> {
         state: &mut FlowState,
         cps: &[Checkpoint],
     ) -> Result<(), StepError> {
+        let r = self.produce_chunks(state, cps).await;
+        self.after_produce(state, cps, r).await
+    }
+
+    /// What follows producing `cps` with outcome `r`: a missing checkpoints
+    /// topic is re-created and `cps` produced again (see
+    /// [`produce_checkpoints`](Self::produce_checkpoints)); an error is the
+    /// step's.
+    async fn after_produce(
+        &self,
+        state: &mut FlowState,
+        cps: &[Checkpoint],
+        r: Result<(), Error>,
+    ) -> Result<(), StepError> {
         let t = &self.target;
-        match self.produce_chunks(state, cps).await {
+        match r {
             Err(e) if e.kafka_error() == Some(ResponseError::UnknownTopicOrPartition) => {
                 let cause = self.step::<()>(t, "Produce", Err(e)).err();
                 self.recreate_checkpoints_topic(state, cause).await?;
@@ -298,7 +352,22 @@ impl<C: FlowCluster> FlowContext<C> {
         self.produce_chunks_with(state, cps, PRODUCE_LIMITS).await
     }
 
-    /// [`produce_chunks`](Self::produce_chunks) with `limits`.
+    /// [`produce_chunks`](Self::produce_chunks) with `limits`: the chunks are
+    /// sent ([`send_chunks`](Self::send_chunks)), then what the broker
+    /// acknowledged is recorded ([`record_chunks`](Self::record_chunks)).
+    pub(super) async fn produce_chunks_with(
+        &self,
+        state: &mut FlowState,
+        cps: &[Checkpoint],
+        limits: ProduceLimits,
+    ) -> Result<(), Error> {
+        let sent = self.send_chunks(cps, limits).await;
+        self.record_chunks(state, cps, sent)
+    }
+
+    /// Encodes `cps` into produce requests and sends them, touching nothing
+    /// of the flow's state, so the next window can be planned meanwhile
+    /// ([`emit_round_from_view`](Self::emit_round_from_view)).
     ///
     /// The checkpoints of one call have distinct keys (one per group and
     /// downstream partition: a plan, or the store's checkpoints), so the order
@@ -309,61 +378,91 @@ impl<C: FlowCluster> FlowContext<C> {
     /// none is in flight any more, so chunks of successive calls (the
     /// follower's, which may carry the same key again) are never reordered.
     ///
-    /// A chunk is recorded in the store only once acknowledged. After a
-    /// failed chunk no further chunk is sent; those in flight are awaited,
-    /// the acknowledged ones recorded, the failed ones counted
-    /// (`on_produce_failed`), and the call fails with the first error.
-    /// Each chunk is encoded just before it is sent, so at most
+    /// After a failed chunk no further chunk is sent; those in flight are
+    /// awaited. Each chunk is encoded just before it is sent, straight into
+    /// its request's record batch (one buffer per chunk), so at most
     /// `limits.in_flight` chunks of records are held at a time.
-    pub(super) async fn produce_chunks_with(
-        &self,
-        state: &mut FlowState,
-        cps: &[Checkpoint],
-        limits: ProduceLimits,
-    ) -> Result<(), Error> {
+    pub(super) async fn send_chunks(&self, cps: &[Checkpoint], limits: ProduceLimits) -> Sent {
         let ts = now_ms();
         let t = &self.target;
         let topic = self.checkpoints_topic.as_str();
         let in_flight = limits.in_flight.min(t.produce_in_flight()).max(1);
         let mut pending = FuturesUnordered::new();
         let mut next = 0;
-        let mut failed: Option<Error> = None;
+        let mut sent = Sent {
+            timestamp: ts,
+            chunks: Vec::new(),
+        };
+        let mut failed = false;
         loop {
-            while failed.is_none() && pending.len() < in_flight && next < cps.len() {
+            while !failed && pending.len() < in_flight && next < cps.len() {
                 let chunk = self.encode_chunk(cps, next, ts, &limits);
                 next = chunk.end;
-                if chunk.records.is_empty() {
+                if chunk.batch.is_empty() {
+                    // Nothing encodable: nothing to send, the rest is skipped.
+                    sent.chunks.push(SentChunk {
+                        start: chunk.start,
+                        end: chunk.end,
+                        skipped: chunk.skipped,
+                        result: Ok(ts),
+                        sent: false,
+                    });
                     continue;
                 }
                 pending.push(async move {
-                    let r = t.produce(topic, 0, &chunk.records).await;
-                    (chunk.start, chunk.end, chunk.skipped, r)
+                    let r = t.produce_batch(topic, 0, chunk.batch).await;
+                    // MM2's checkpoint-latency-ms is the acknowledgement time
+                    // minus the record's timestamp.
+                    let r = r.map(|_| now_ms());
+                    SentChunk {
+                        start: chunk.start,
+                        end: chunk.end,
+                        skipped: chunk.skipped,
+                        result: r,
+                        sent: true,
+                    }
                 });
             }
-            let Some((start, end, skipped, r)) = pending.next().await else {
+            let Some(chunk) = pending.next().await else {
                 break;
             };
-            let parts = encoded_parts(&cps[start..end], start, &skipped);
-            match r {
-                Ok(_) => {
-                    // MM2's checkpoint-latency-ms: acknowledgement time minus the
-                    // record's timestamp, per group and downstream partition.
-                    let elapsed = u64::try_from(now_ms().saturating_sub(ts)).unwrap_or(0);
+            failed |= chunk.result.is_err();
+            sent.chunks.push(chunk);
+        }
+        sent
+    }
+
+    /// Records what [`send_chunks`](Self::send_chunks) sent of `cps`: each
+    /// acknowledged chunk in the store and the metrics (emitted count, latency
+    /// series); a failed one is not recorded but counted (`on_produce_failed`),
+    /// and the call fails with the first error. A chunk is recorded only once
+    /// acknowledged.
+    pub(super) fn record_chunks(
+        &self,
+        state: &mut FlowState,
+        cps: &[Checkpoint],
+        sent: Sent,
+    ) -> Result<(), Error> {
+        let mut failed: Option<Error> = None;
+        for chunk in sent.chunks {
+            let parts = encoded_parts(&cps[chunk.start..chunk.end], chunk.start, &chunk.skipped);
+            match chunk.result {
+                Ok(_) if !chunk.sent => {}
+                Ok(acked) => {
+                    let elapsed = u64::try_from(acked.saturating_sub(sent.timestamp)).unwrap_or(0);
                     let latency = Duration::from_millis(elapsed);
                     for part in parts {
                         state.checkpoints.on_produced(part);
                         self.metrics
                             .checkpoints_emitted(&self.name, part.len() as u64);
-                        for cp in part {
-                            let tp = &cp.key.topic_partition;
-                            self.metrics.set_checkpoint_latency(
-                                &self.name,
-                                &cp.key.group,
-                                &tp.topic,
-                                tp.partition,
-                                latency,
-                            );
-                        }
+                        self.metrics.set_checkpoint_latencies(
+                            &self.name,
+                            part.iter().map(|cp| {
+                                let tp = &cp.key.topic_partition;
+                                (cp.key.group.as_str(), tp.topic.as_str(), tp.partition)
+                            }),
+                            latency,
+                        );
                     }
                 }
                 Err(e) => {
@@ -380,9 +479,10 @@ impl<C: FlowCluster> FlowContext<C> {
         }
     }
 
-    /// Encodes the next chunk of `cps` from index `from`: up to
-    /// `limits.records` records and `limits.bytes` bytes (at least one
-    /// record). A checkpoint that cannot be encoded is logged and skipped.
+    /// Encodes the next chunk of `cps` from index `from` into one record
+    /// batch: up to `limits.records` records and `limits.bytes` bytes (at
+    /// least one record). A checkpoint that cannot be encoded is logged and
+    /// skipped.
     fn encode_chunk(
         &self,
         cps: &[Checkpoint],
@@ -390,28 +490,45 @@ impl<C: FlowCluster> FlowContext<C> {
         ts: i64,
         limits: &ProduceLimits,
     ) -> EncodedChunk {
-        let mut records = Vec::with_capacity(limits.records.min(cps.len() - from));
+        // Sized for the whole chunk at once, so the buffer does not grow as
+        // it fills: the sizes of the checkpoints that fit, counted first.
+        let mut capacity = 0;
+        let sizes = cps[from..].iter().filter_map(|cp| cp.encoded_len().ok());
+        for (records, size) in sizes.enumerate() {
+            let size = size + RECORD_OVERHEAD;
+            if records >= limits.records || (records > 0 && capacity + size > limits.bytes) {
+                break;
+            }
+            capacity += size;
+        }
+        let mut batch = BatchBuilder::with_capacity(capacity);
         let mut skipped = Vec::new();
         let mut bytes = 0;
         let mut end = from;
         for cp in &cps[from..] {
-            if records.len() >= limits.records {
+            if batch.len() >= limits.records {
                 break;
             }
-            match (cp.encode_key(), cp.encode_value()) {
-                (Ok(key), Ok(value)) => {
-                    let size = key.len() + value.len() + RECORD_OVERHEAD;
-                    if !records.is_empty() && bytes + size > limits.bytes {
-                        break;
+            let encoded = cp
+                .encoded_len()
+                .map_err(EncodeFailure::Checkpoint)
+                .and_then(|len| {
+                    let size = len + RECORD_OVERHEAD;
+                    if !batch.is_empty() && bytes + size > limits.bytes {
+                        return Ok(false);
                     }
+                    batch.push_with(
+                        ts,
+                        |buf| cp.encode_key_into(buf).map_err(EncodeFailure::Checkpoint),
+                        |buf| cp.encode_value_into(buf).map_err(EncodeFailure::Checkpoint),
+                    )?;
                     bytes += size;
-                    records.push(OutRecord {
-                        key,
-                        value,
-                        timestamp: ts,
-                    });
-                }
-                (Err(e), _) | (_, Err(e)) => {
+                    Ok(true)
+                });
+            match encoded {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => {
                     tracing::warn!(flow = %self.name, group = cp.key.group, tp = %cp.key.topic_partition, error = %e, "cannot encode a checkpoint; skipped");
                     skipped.push(end);
                 }
@@ -422,9 +539,50 @@ impl<C: FlowCluster> FlowContext<C> {
             start: from,
             end,
             skipped,
-            records,
+            batch,
         }
     }
+}
+
+/// Why a checkpoint could not be encoded into a chunk's batch.
+#[derive(Debug)]
+enum EncodeFailure {
+    Checkpoint(EncodeError),
+    Batch(RecordsError),
+}
+
+impl From<RecordsError> for EncodeFailure {
+    fn from(e: RecordsError) -> Self {
+        EncodeFailure::Batch(e)
+    }
+}
+
+impl std::fmt::Display for EncodeFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EncodeFailure::Checkpoint(e) => e.fmt(f),
+            EncodeFailure::Batch(e) => e.fmt(f),
+        }
+    }
+}
+
+/// What [`FlowContext::send_chunks`] did with the chunks of one call.
+pub(super) struct Sent {
+    /// The records' timestamp (ms).
+    timestamp: i64,
+    /// The chunks sent or skipped, in the order they ended.
+    chunks: Vec<SentChunk>,
+}
+
+/// One chunk of a call: `cps[start..end]` less `skipped` (not encodable),
+/// acknowledged at `result`'s time (ms) or failed.
+struct SentChunk {
+    start: usize,
+    end: usize,
+    skipped: Vec<usize>,
+    result: Result<i64, Error>,
+    /// Whether a request was sent (a chunk of nothing encodable is not).
+    sent: bool,
 }
 
 /// How [`FlowContext::produce_chunks_with`] cuts checkpoints into produce
@@ -458,12 +616,12 @@ pub(super) const PRODUCE_LIMITS: ProduceLimits = ProduceLimits {
 const RECORD_OVERHEAD: usize = 21;
 
 /// One chunk of a produce call: `cps[start..end]` less the indexes in
-/// `skipped` (not encodable), encoded as `records`.
+/// `skipped` (not encodable), encoded as `batch`.
 struct EncodedChunk {
     start: usize,
     end: usize,
     skipped: Vec<usize>,
-    records: Vec<OutRecord>,
+    batch: BatchBuilder,
 }
 
 /// The encodable runs of `chunk` (the checkpoints from index `start`), given

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use kafka_lite::records::ConsumerRecord;
+use kafka_lite::records::{BatchBuilder, Codec, ConsumerRecord, decode_batches};
 use kafka_lite::{Error, PartitionReader, StartOffset};
 use kafka_protocol::error::ResponseError;
 
@@ -56,6 +56,8 @@ struct Mem {
     produce_sizes: Vec<usize>,
     /// A produce request with a checkpoint of this partition fails.
     fail_produce_of_partition: Option<i32>,
+    /// A produce request with a checkpoint of this group fails.
+    fail_produce_of_group: Option<String>,
     /// What `produce_in_flight` answers (none: no limit).
     produce_in_flight: Option<usize>,
 }
@@ -218,12 +220,25 @@ impl FlowCluster for MemCluster {
         self.mem().produce_in_flight.unwrap_or(usize::MAX)
     }
 
-    async fn produce(
+    async fn produce_batch(
         &self,
         topic: &str,
         _partition: i32,
-        records: &[OutRecord],
+        batch: BatchBuilder,
     ) -> Result<i64, Error> {
+        // The batch's bytes as a broker would read them.
+        let mut bytes = batch.finish(Codec::None, None).unwrap();
+        let batches = decode_batches(&mut bytes).unwrap();
+        assert_eq!(batches.len(), 1);
+        let records: Vec<OutRecord> = batches[0]
+            .records
+            .iter()
+            .map(|r| OutRecord {
+                key: r.key.as_deref().unwrap().to_vec(),
+                value: r.value.as_deref().unwrap().to_vec(),
+                timestamp: r.timestamp,
+            })
+            .collect();
         {
             let mut mem = self.mem();
             mem.produces_in_flight += 1;
@@ -237,6 +252,15 @@ impl FlowCluster for MemCluster {
             mem.produce_sizes.push(records.len());
             mem.fail_produce_of_partition
                 .is_some_and(|p| records.iter().any(|r| out_partition(r) == p))
+                || mem.fail_produce_of_group.as_ref().is_some_and(|g| {
+                    records.iter().any(|r| {
+                        Checkpoint::decode(Some(&r.key), Some(&r.value))
+                            .unwrap()
+                            .key
+                            .group
+                            == *g
+                    })
+                })
         };
         if fail {
             return Err(kafka("Produce", ResponseError::NotEnoughReplicas));
@@ -884,6 +908,78 @@ async fn a_round_from_the_followers_view_writes_what_offset_fetch_would() {
     // Partition 0 translates, partition 1 has no sync.
     assert_eq!(outcomes[0].0, (n, n));
     assert_eq!(outcomes[0], outcomes[1]);
+}
+
+/// The first round from the view plans a window while the last one's
+/// produce requests are in flight; a failed produce fails the round after
+/// the windows before it were produced and recorded, and no window after
+/// it is produced. The store records exactly what the broker acknowledged.
+#[tokio::test]
+async fn a_failed_window_of_the_round_from_the_view_stops_it_after_the_earlier_windows() {
+    use super::emit::ROUND_WINDOW_GROUPS;
+    use crate::core::FollowedOffsets;
+    use crate::core::consumer_offsets::{OffsetCommitValue, OffsetsRecord};
+    let n = 3 * ROUND_WINDOW_GROUPS + 5;
+    let names: Vec<String> = (0..n).map(|i| format!("g{i:05}")).collect();
+    let (ctx, source, target) = flow("");
+    source.append(
+        &ctx.syncs_topic,
+        vec![sync_record(0, 0), sync_record(50, 40)],
+    );
+    let mut view = FollowedOffsets::new(ctx.group_filter.clone(), ctx.topic_filter.clone());
+    for name in &names {
+        view.apply(OffsetsRecord::OffsetCommit {
+            group: name.clone(),
+            topic_partition: TopicPartition::new("t", 0),
+            value: Some(OffsetCommitValue {
+                offset: 60,
+                leader_epoch: None,
+                metadata: String::new(),
+                commit_timestamp: 0,
+                expire_timestamp: None,
+            }),
+        });
+    }
+    view.clear_changed();
+    source.mem().groups = view.groups();
+    let mut state = ctx.start().await.unwrap_or_else(|e| panic!("{e}"));
+    state.groups = view.group_names().map(str::to_owned).collect();
+    // A group of the second window.
+    let failing = names[ROUND_WINDOW_GROUPS + 7].clone();
+    target.mem().fail_produce_of_group = Some(failing.clone());
+    let e = ctx
+        .emit_round_from_view(&mut state, &view)
+        .await
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("NOT_ENOUGH_REPLICAS") || e.to_string().contains("replicas"),
+        "{e}"
+    );
+    let written: BTreeSet<String> = checkpoints_written(&target, &ctx.checkpoints_topic)
+        .into_iter()
+        .map(|(g, ..)| g)
+        .collect();
+    // Every group of the first window, none of the failing one's request,
+    // nothing of the windows after it.
+    assert!(
+        names[..ROUND_WINDOW_GROUPS]
+            .iter()
+            .all(|g| written.contains(g))
+    );
+    assert!(!written.contains(&failing));
+    assert!(
+        names[2 * ROUND_WINDOW_GROUPS..]
+            .iter()
+            .all(|g| !written.contains(g))
+    );
+    // Recorded exactly when acknowledged.
+    let recorded: BTreeSet<String> = state
+        .checkpoints
+        .checkpoints()
+        .map(|cp| cp.key.group)
+        .collect();
+    assert_eq!(recorded, written);
+    assert!(state.checkpoints.produce_failures() > 0);
 }
 
 /// Content search (docs/translation.md, "Content search"): the flow reads the
