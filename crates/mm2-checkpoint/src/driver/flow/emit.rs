@@ -11,7 +11,8 @@ use kafka_protocol::error::ResponseError;
 
 use crate::core::content_search::ContentTranslator;
 use crate::core::{
-    Checkpoint, CheckpointRound, FollowedOffsets, GroupOffsets, SkipCounts, SkipReason,
+    Checkpoint, CheckpointRound, FollowedOffsets, GroupCommits, GroupOffsets, OffsetsWindow,
+    SkipCounts, SkipReason,
 };
 use crate::metrics::UntranslatableReason;
 
@@ -75,7 +76,7 @@ impl<C: FlowCluster> FlowContext<C> {
         let n = state.groups.len();
         let mut from = ROUND_WINDOW_GROUPS.min(n);
         let first = state.groups[..from].to_vec();
-        let mut fetched = self.step(s, "OffsetFetch", s.fetch_group_offsets(&first).await)?;
+        let mut fetched = self.step(s, "OffsetFetch", s.fetch_group_commits(&first).await)?;
         drop(first);
         let mut done = WindowDone::default();
         loop {
@@ -88,7 +89,7 @@ impl<C: FlowCluster> FlowContext<C> {
             let next = state.groups[from..to].to_vec();
             from = to;
             let (next_fetched, window) = tokio::join!(
-                s.fetch_group_offsets(&next),
+                s.fetch_group_commits(&next),
                 self.plan_window(state, answers, true)
             );
             done.add(window?);
@@ -117,7 +118,7 @@ impl<C: FlowCluster> FlowContext<C> {
         let mut from = 0;
         while from < n {
             let to = (from + ROUND_WINDOW_GROUPS).min(n);
-            let window = view.offsets_of(state.groups[from..to].iter().map(String::as_str));
+            let window = view.window_of(state.groups[from..to].iter().map(String::as_str));
             from = to;
             done.add(self.plan_window(state, window, true).await?);
         }
@@ -127,19 +128,18 @@ impl<C: FlowCluster> FlowContext<C> {
         Ok(summary)
     }
 
-    /// The groups OffsetFetch answered, by name; a group it refused or failed
-    /// is logged and counted, and skipped this round.
+    /// The groups OffsetFetch answered, as the window a round plans; a
+    /// group it refused or failed is logged and counted, and skipped this
+    /// round.
     fn answered_groups(
         &self,
-        fetched: BTreeMap<String, Result<GroupOffsets, Error>>,
-    ) -> BTreeMap<String, GroupOffsets> {
+        fetched: Vec<(String, Result<GroupCommits, Error>)>,
+    ) -> OffsetsWindow {
         let s = &self.source;
-        let mut groups: BTreeMap<String, GroupOffsets> = BTreeMap::new();
+        let mut groups = OffsetsWindow::new();
         for (group, result) in fetched {
             match result {
-                Ok(offsets) => {
-                    groups.insert(group, offsets);
-                }
+                Ok(commits) => groups.push_group(group, commits),
                 Err(e) if is_group_denied(&e) => {
                     self.note_group_denied(s, "OffsetFetch", &group, &e);
                 }
@@ -163,7 +163,9 @@ impl<C: FlowCluster> FlowContext<C> {
         started: Instant,
         whole: bool,
     ) -> Result<RoundSummary, StepError> {
-        let done = self.plan_window(state, groups, whole).await?;
+        let done = self
+            .plan_window(state, OffsetsWindow::from_map(groups), whole)
+            .await?;
         if !whole {
             return Ok(RoundSummary {
                 emitted: done.emitted,
@@ -179,7 +181,7 @@ impl<C: FlowCluster> FlowContext<C> {
     async fn plan_window(
         &self,
         state: &mut FlowState,
-        groups: BTreeMap<String, GroupOffsets>,
+        groups: OffsetsWindow,
         log_conflicts: bool,
     ) -> Result<WindowDone, StepError> {
         let round = CheckpointRound {
@@ -195,7 +197,7 @@ impl<C: FlowCluster> FlowContext<C> {
             store: &state.syncs,
             cache: &state.content.cache,
         };
-        let plan = round.plan_counted(&translator, &state.checkpoints, &groups);
+        let plan = round.plan_window(&translator, &state.checkpoints, &groups);
         // The plan owns what it needs; free the OffsetFetch answers before
         // producing.
         drop(groups);
