@@ -216,6 +216,30 @@ impl<'a> GroupCheckpoints<'a> {
         Some(&self.group.entries[i].checkpoint)
     }
 
+    /// [`get`](Self::get) with the store's id of `topic`
+    /// ([`CheckpointStore::topic_id`]): entries of that topic are compared
+    /// by partition only, not by name.
+    pub fn get_with_id(
+        &self,
+        topic: &str,
+        id: u32,
+        partition: i32,
+    ) -> Option<&'a StoredCheckpoint> {
+        let topics = self.topics;
+        let i = self
+            .group
+            .entries
+            .binary_search_by(|e| {
+                if e.topic == id {
+                    e.partition.cmp(&partition)
+                } else {
+                    (topics.name(e.topic), e.partition).cmp(&(topic, partition))
+                }
+            })
+            .ok()?;
+        Some(&self.group.entries[i].checkpoint)
+    }
+
     /// Every checkpoint as (downstream topic, partition, checkpoint), sorted by
     /// topic then partition.
     pub fn iter(self) -> impl Iterator<Item = (&'a str, i32, &'a StoredCheckpoint)> + 'a {
@@ -400,6 +424,12 @@ impl CheckpointStore {
     /// The last checkpoint for `key`.
     pub fn last(&self, key: &CheckpointKey) -> Option<&StoredCheckpoint> {
         self.get(&key.group, &key.topic_partition)
+    }
+
+    /// The store's id of downstream topic `topic`, `None` if no checkpoint
+    /// of it is stored (for [`GroupCheckpoints::get_with_id`]).
+    pub fn topic_id(&self, topic: &str) -> Option<u32> {
+        self.topics.id(topic)
     }
 
     /// All last checkpoints of `group`, by downstream partition.

@@ -273,23 +273,39 @@ impl CheckpointRound<'_> {
                 .binary_search(name)
                 .map_or(u32::MAX, |i| u32::try_from(i).unwrap_or(u32::MAX));
         }
+        // The store's id of each downstream name, once per window (`None`:
+        // no checkpoint of that topic is stored).
+        let stored: Vec<Option<u32>> = topics
+            .iter()
+            .map(|d| d.as_ref().and_then(|(name, _)| store.topic_id(name)))
+            .collect();
         let mut plan = CountedPlan::default();
-        // (downstream rank, partition, downstream name, upstream, commit), to
-        // be sorted by downstream partition; one vector for every group.
-        let mut candidates: Vec<(u32, i32, &str, &TopicPartition, &Option<CommittedOffset>)> =
-            Vec::new();
+        // (downstream rank, partition, downstream name, upstream, commit,
+        // the store's topic id), to be sorted by downstream partition; one
+        // vector for every group.
+        #[allow(clippy::type_complexity)]
+        let mut candidates: Vec<(
+            u32,
+            i32,
+            &str,
+            &TopicPartition,
+            &Option<CommittedOffset>,
+            Option<u32>,
+        )> = Vec::new();
         let mut conflicts: Vec<SkippedPartition> = Vec::new();
         for (group, parts) in window.ordered() {
             candidates.clear();
             for part in parts {
                 let upstream = window.partition(part.tp);
-                match &topics[window.topic_of(part.tp)] {
+                let topic = window.topic_of(part.tp);
+                match &topics[topic] {
                     Some((name, rank)) => candidates.push((
                         *rank,
                         upstream.partition,
                         name.as_str(),
                         upstream,
                         &part.committed,
+                        stored[topic],
                     )),
                     None => plan.counts.add(&SkipReason::Filtered),
                 }
@@ -305,9 +321,9 @@ impl CheckpointRound<'_> {
                     .count();
                 let (run, tail) = rest.split_at(same);
                 rest = tail;
-                let &[(_, partition, name, upstream, committed)] = run else {
+                let &[(_, partition, name, upstream, committed, stored_id)] = run else {
                     let downstream = TopicPartition::new(first.2, first.1);
-                    for (_, _, _, upstream, _) in run {
+                    for (_, _, _, upstream, _, _) in run {
                         let reason = SkipReason::Conflict {
                             downstream: downstream.clone(),
                         };
@@ -339,7 +355,10 @@ impl CheckpointRound<'_> {
                         continue;
                     }
                 };
-                let last = last_of_group.and_then(|cps| cps.get(name, partition));
+                let last = match (last_of_group, stored_id) {
+                    (Some(cps), Some(id)) => cps.get_with_id(name, id, partition),
+                    _ => None,
+                };
                 if is_more_recent(last, committed.offset, downstream_offset) {
                     plan.checkpoints.push(Checkpoint {
                         key: CheckpointKey {
