@@ -319,7 +319,7 @@ impl ClusterClient {
     pub async fn fetch_group_commits(
         &self,
         groups: &[String],
-    ) -> Result<Vec<(String, Result<GroupCommits, Error>)>, Error> {
+    ) -> Result<super::flow::cluster::FetchedCommits, Error> {
         let fetched = self
             .client()
             .await?

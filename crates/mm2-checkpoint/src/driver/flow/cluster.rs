@@ -13,6 +13,10 @@ use crate::core::{CommittedOffset, GroupCommits, GroupOffsets, TopicPartition, g
 
 use super::super::kafka::{ClusterClient, CommitOutcome, CreateOutcome, DescribedGroup, OutRecord};
 
+/// One result per group of an OffsetFetch, in the shape a round's window is
+/// built from.
+pub type FetchedCommits = Vec<(String, Result<GroupCommits, Error>)>;
+
 /// The operations a flow sends to one cluster, in the core's types. Every
 /// method is one of [`ClusterClient`]'s, which documents it.
 pub trait FlowCluster: Clone + Send + Sync + 'static {
@@ -56,8 +60,7 @@ pub trait FlowCluster: Clone + Send + Sync + 'static {
     fn fetch_group_commits(
         &self,
         groups: &[String],
-    ) -> impl Future<Output = Result<Vec<(String, Result<GroupCommits, Error>)>, Error>> + Send
-    {
+    ) -> impl Future<Output = Result<FetchedCommits, Error>> + Send {
         async move {
             let fetched = self.fetch_group_offsets(groups).await?;
             Ok(fetched
@@ -174,10 +177,7 @@ impl FlowCluster for ClusterClient {
         ClusterClient::fetch_group_offsets(self, groups).await
     }
 
-    async fn fetch_group_commits(
-        &self,
-        groups: &[String],
-    ) -> Result<Vec<(String, Result<GroupCommits, Error>)>, Error> {
+    async fn fetch_group_commits(&self, groups: &[String]) -> Result<FetchedCommits, Error> {
         ClusterClient::fetch_group_commits(self, groups).await
     }
 

@@ -11,12 +11,13 @@ use kafka_protocol::error::ResponseError;
 
 use crate::core::content_search::ContentTranslator;
 use crate::core::{
-    Checkpoint, CheckpointRound, FollowedOffsets, GroupCommits, GroupOffsets, OffsetsWindow,
-    SkipCounts, SkipReason,
+    Checkpoint, CheckpointRound, FollowedOffsets, GroupOffsets, OffsetsWindow, SkipCounts,
+    SkipReason,
 };
 use crate::metrics::UntranslatableReason;
 
 use super::super::kafka::{OutRecord, error_label};
+use super::cluster::FetchedCommits;
 use super::{
     FlowCluster, FlowContext, FlowState, RoundSummary, StepError, is_group_denied, now_ms,
 };
@@ -131,10 +132,7 @@ impl<C: FlowCluster> FlowContext<C> {
     /// The groups OffsetFetch answered, as the window a round plans; a
     /// group it refused or failed is logged and counted, and skipped this
     /// round.
-    fn answered_groups(
-        &self,
-        fetched: Vec<(String, Result<GroupCommits, Error>)>,
-    ) -> OffsetsWindow {
+    fn answered_groups(&self, fetched: FetchedCommits) -> OffsetsWindow {
         let s = &self.source;
         let mut groups = OffsetsWindow::new();
         for (group, result) in fetched {
