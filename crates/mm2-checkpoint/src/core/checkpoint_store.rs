@@ -164,8 +164,16 @@ impl Group {
             .binary_search_by(|e| (topics.name(e.topic), e.partition).cmp(&(topic, partition)))
     }
 
-    /// Stores `checkpoint` for `tp`, holding a new entry's topic name in `topics`.
-    fn insert(&mut self, topics: &mut TopicIds, tp: &TopicPartition, checkpoint: StoredCheckpoint) {
+    /// Stores `checkpoint` for `tp`, holding a new entry's topic name in
+    /// `topics`. `held` is the id of the topic the previous call held, if
+    /// any: the same topic is then counted by id, without hashing its name.
+    fn insert(
+        &mut self,
+        topics: &mut TopicIds,
+        tp: &TopicPartition,
+        checkpoint: StoredCheckpoint,
+        held: &mut Option<u32>,
+    ) {
         match self.position(topics, &tp.topic, tp.partition) {
             Ok(i) => self.entries[i].checkpoint = checkpoint,
             Err(i) => {
@@ -174,8 +182,16 @@ impl Group {
                 if self.entries.len() == self.entries.capacity() {
                     self.entries.reserve_exact((self.entries.len() / 8).max(1));
                 }
+                let topic = match *held {
+                    Some(id) if topics.name(id) == tp.topic => {
+                        topics.hold_id(id);
+                        id
+                    }
+                    _ => topics.hold(&tp.topic),
+                };
+                *held = Some(topic);
                 let entry = Entry {
-                    topic: topics.hold(&tp.topic),
+                    topic,
                     partition: tp.partition,
                     checkpoint,
                 };
@@ -197,6 +213,30 @@ impl<'a> GroupCheckpoints<'a> {
     /// The last checkpoint of downstream `topic` `partition`.
     pub fn get(&self, topic: &str, partition: i32) -> Option<&'a StoredCheckpoint> {
         let i = self.group.position(self.topics, topic, partition).ok()?;
+        Some(&self.group.entries[i].checkpoint)
+    }
+
+    /// [`get`](Self::get) with the store's id of `topic`
+    /// ([`CheckpointStore::topic_id`]): entries of that topic are compared
+    /// by partition only, not by name.
+    pub fn get_with_id(
+        &self,
+        topic: &str,
+        id: u32,
+        partition: i32,
+    ) -> Option<&'a StoredCheckpoint> {
+        let topics = self.topics;
+        let i = self
+            .group
+            .entries
+            .binary_search_by(|e| {
+                if e.topic == id {
+                    e.partition.cmp(&partition)
+                } else {
+                    (topics.name(e.topic), e.partition).cmp(&(topic, partition))
+                }
+            })
+            .ok()?;
         Some(&self.group.entries[i].checkpoint)
     }
 
@@ -309,7 +349,7 @@ impl CheckpointStore {
         {
             self.assigned.insert(Arc::from(cp.key.group.as_str()));
         }
-        self.record(&cp);
+        self.record_run(std::slice::from_ref(&cp));
         RestoreOutcome::Restored
     }
 
@@ -318,31 +358,50 @@ impl CheckpointStore {
         &self.restore_stats
     }
 
-    fn record(&mut self, cp: &Checkpoint) {
-        let group = match self.last.get_mut(cp.key.group.as_str()) {
+    /// Records `run`, checkpoints of one group: the group is looked up once
+    /// for all of them.
+    fn record_run(&mut self, run: &[Checkpoint]) {
+        let Some(first) = run.first() else {
+            return;
+        };
+        let group = match self.last.get_mut(first.key.group.as_str()) {
             Some(group) => group,
             None => {
                 // The assigned group's name, shared; a copy for a group the
                 // store holds without being assigned it.
                 let name = self
                     .assigned
-                    .get(cp.key.group.as_str())
-                    .map_or_else(|| Arc::from(cp.key.group.as_str()), Arc::clone);
+                    .get(first.key.group.as_str())
+                    .map_or_else(|| Arc::from(first.key.group.as_str()), Arc::clone);
                 self.last.entry(name).or_default()
             }
         };
-        group.insert(
-            &mut self.topics,
-            &cp.key.topic_partition,
-            StoredCheckpoint::from(cp),
-        );
+        if group.entries.is_empty() {
+            // A group's first checkpoints (a first round): one allocation.
+            group.entries.reserve_exact(run.len());
+        }
+        let mut held = None;
+        for cp in run {
+            group.insert(
+                &mut self.topics,
+                &cp.key.topic_partition,
+                StoredCheckpoint::from(cp),
+                &mut held,
+            );
+        }
     }
 
     /// Records checkpoints the broker acknowledged. Call it in produce order: the
     /// last one reported per key becomes that key's "last" checkpoint.
     pub fn on_produced(&mut self, produced: &[Checkpoint]) {
-        for cp in produced {
-            self.record(cp);
+        // A plan lists each group's checkpoints together: one run per group.
+        let mut rest = produced;
+        while let Some(first) = rest.first() {
+            let group = first.key.group.as_str();
+            let n = rest.iter().take_while(|cp| cp.key.group == group).count();
+            let (run, tail) = rest.split_at(n);
+            self.record_run(run);
+            rest = tail;
         }
     }
 
@@ -365,6 +424,12 @@ impl CheckpointStore {
     /// The last checkpoint for `key`.
     pub fn last(&self, key: &CheckpointKey) -> Option<&StoredCheckpoint> {
         self.get(&key.group, &key.topic_partition)
+    }
+
+    /// The store's id of downstream topic `topic`, `None` if no checkpoint
+    /// of it is stored (for [`GroupCheckpoints::get_with_id`]).
+    pub fn topic_id(&self, topic: &str) -> Option<u32> {
+        self.topics.id(topic)
     }
 
     /// All last checkpoints of `group`, by downstream partition.

@@ -27,6 +27,7 @@ use super::filter::{GroupFilter, TopicFilter};
 use super::round::{CommittedOffset, GroupOffsets};
 use super::topic_ids::TopicIds;
 use super::types::TopicPartition;
+use super::window::OffsetsWindow;
 
 /// What [`FollowedOffsets::apply`] did with one record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,6 +106,30 @@ pub struct FollowedOffsets {
     not_consumer: BTreeSet<String>,
     /// Groups changed since [`FollowedOffsets::take_changed`].
     changed: BTreeSet<Arc<str>>,
+    /// The filters' last decisions, by name: `__consumer_offsets` holds a
+    /// group's commits (and a topic's partitions) one after the other, so
+    /// each filter runs about once per name instead of once per record.
+    last_group: Option<(String, bool)>,
+    last_topic: Option<(String, bool)>,
+}
+
+/// `filter`'s decision for `name`, from `last` when it was the last name
+/// asked about.
+fn memo(last: &mut Option<(String, bool)>, name: &str, filter: impl Fn(&str) -> bool) -> bool {
+    match last {
+        Some((n, keep)) if n == name => *keep,
+        Some((n, keep)) => {
+            *keep = filter(name);
+            n.clear();
+            n.push_str(name);
+            *keep
+        }
+        None => {
+            let keep = filter(name);
+            *last = Some((name.to_owned(), keep));
+            keep
+        }
+    }
 }
 
 impl FollowedOffsets {
@@ -117,6 +142,8 @@ impl FollowedOffsets {
             topics: Topics::default(),
             not_consumer: BTreeSet::new(),
             changed: BTreeSet::new(),
+            last_group: None,
+            last_topic: None,
         }
     }
 
@@ -150,11 +177,14 @@ impl FollowedOffsets {
                 topic_partition,
                 value,
             } => {
+                let (groups, topics) = (&self.group_filter, &self.topic_filter);
                 if self.not_consumer.contains(&group)
-                    || !self.group_filter.should_replicate_group(&group)
-                    || !self
-                        .topic_filter
-                        .should_replicate_topic(&topic_partition.topic)
+                    || !memo(&mut self.last_group, &group, |g| {
+                        groups.should_replicate_group(g)
+                    })
+                    || !memo(&mut self.last_topic, &topic_partition.topic, |t| {
+                        topics.should_replicate_topic(t)
+                    })
                 {
                     return Applied::Ignored;
                 }
@@ -314,6 +344,29 @@ impl FollowedOffsets {
                 Some((g.to_owned(), to_group_offsets(commits, &self.topics)))
             })
             .collect()
+    }
+
+    /// [`offsets_of`](Self::offsets_of) as the window a round plans from:
+    /// each group's commits copied as compact entries, no topic name copied
+    /// per group-partition.
+    pub fn window_of<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> OffsetsWindow {
+        let mut window = OffsetsWindow::new();
+        for g in names {
+            let Some(commits) = self.groups.get(g) else {
+                continue;
+            };
+            window.push_group(
+                g.to_owned(),
+                commits.iter().map(|c| {
+                    let commit = c.commit.as_ref().map(|s| CommittedOffset {
+                        offset: s.offset,
+                        metadata: s.metadata.to_string(),
+                    });
+                    (self.topics.name(c.topic), c.partition, commit)
+                }),
+            );
+        }
+        window
     }
 
     /// Every group kept, with its committed offsets: a copy built on each

@@ -26,6 +26,7 @@ pub mod ownership;
 pub mod policy;
 pub mod round;
 pub mod topic_ids;
+pub mod window;
 
 pub use checkpoint_store::{
     CheckpointStore, GroupCheckpoints, RestoreOutcome, RestoreStats, StoredCheckpoint,
@@ -41,3 +42,4 @@ pub use policy::{Flow, OffsetSyncsLocation, ReplicationPolicy};
 pub use round::{
     CheckpointRound, CommittedOffset, CountedPlan, GroupOffsets, RoundPlan, SkipCounts, SkipReason,
 };
+pub use window::{GroupCommits, OffsetsWindow, group_commits};

@@ -37,6 +37,7 @@ use super::filter::TopicFilter;
 use super::format::{Checkpoint, CheckpointKey};
 use super::policy::{Flow, ReplicationPolicy};
 use super::types::{OffsetTranslator, TopicPartition, Translation};
+use super::window::OffsetsWindow;
 
 /// A source group's commit for one partition.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -238,30 +239,140 @@ impl CheckpointRound<'_> {
         store: &CheckpointStore,
         groups: &BTreeMap<String, GroupOffsets>,
     ) -> CountedPlan {
-        let topics = self.plan_topics(groups);
+        self.plan_window(translator, store, &OffsetsWindow::from_map_ref(groups))
+    }
+
+    /// [`plan_counted`](Self::plan_counted) of a window of groups in the
+    /// form the driver builds from OffsetFetch's answers or the commit
+    /// follower's view ([`OffsetsWindow`]): each upstream topic's filter
+    /// decision, downstream name and rank are computed once per window, and
+    /// a group-partition costs no lookup by name and no allocation unless it
+    /// gets a checkpoint. The decisions are those of [`plan`](Self::plan)
+    /// (property tests below compare the two).
+    pub fn plan_window<T: OffsetTranslator + ?Sized>(
+        &self,
+        translator: &T,
+        store: &CheckpointStore,
+        window: &OffsetsWindow,
+    ) -> CountedPlan {
+        // Per upstream topic of the window: `None` if filtered out, else its
+        // downstream name and that name's rank in sorted order.
+        let mut topics: Vec<Option<(String, u32)>> = window
+            .topic_names()
+            .map(|t| {
+                self.topic_filter
+                    .should_replicate_topic(t)
+                    .then(|| (self.policy.checkpoint_topic(self.flow, t), 0))
+            })
+            .collect();
+        let mut names: Vec<String> = topics.iter().flatten().map(|(n, _)| n.clone()).collect();
+        names.sort_unstable();
+        names.dedup();
+        for (name, rank) in topics.iter_mut().flatten() {
+            *rank = names
+                .binary_search(name)
+                .map_or(u32::MAX, |i| u32::try_from(i).unwrap_or(u32::MAX));
+        }
+        // The store's id of each downstream name, once per window (`None`:
+        // no checkpoint of that topic is stored).
+        let stored: Vec<Option<u32>> = topics
+            .iter()
+            .map(|d| d.as_ref().and_then(|(name, _)| store.topic_id(name)))
+            .collect();
         let mut plan = CountedPlan::default();
+        // (downstream rank, partition, downstream name, upstream, commit,
+        // the store's topic id), to be sorted by downstream partition; one
+        // vector for every group.
+        #[allow(clippy::type_complexity)]
+        let mut candidates: Vec<(
+            u32,
+            i32,
+            &str,
+            &TopicPartition,
+            &Option<CommittedOffset>,
+            Option<u32>,
+        )> = Vec::new();
         let mut conflicts: Vec<SkippedPartition> = Vec::new();
-        for (group, offsets) in groups {
-            let counts = &mut plan.counts;
-            let mut skip = |upstream: &TopicPartition, reason: SkipReason| {
-                counts.add(&reason);
-                if matches!(reason, SkipReason::Conflict { .. }) {
-                    conflicts.push(SkippedPartition {
-                        group: group.clone(),
-                        upstream: upstream.clone(),
-                        reason,
-                    });
+        for (group, parts) in window.ordered() {
+            candidates.clear();
+            for part in parts {
+                let upstream = window.partition(part.tp);
+                let topic = window.topic_of(part.tp);
+                match &topics[topic] {
+                    Some((name, rank)) => candidates.push((
+                        *rank,
+                        upstream.partition,
+                        name.as_str(),
+                        upstream,
+                        &part.committed,
+                        stored[topic],
+                    )),
+                    None => plan.counts.add(&SkipReason::Filtered),
                 }
-            };
-            self.plan_group(
-                translator,
-                store,
-                &topics,
-                group,
-                offsets,
-                &mut plan.checkpoints,
-                &mut skip,
-            );
+            }
+            // Stable and adaptive, as in `plan_group`.
+            candidates.sort_by_key(|c| (c.0, c.1));
+            let last_of_group = store.group(group);
+            let mut rest = candidates.as_slice();
+            while let Some(first) = rest.first() {
+                let same = rest
+                    .iter()
+                    .take_while(|c| (c.0, c.1) == (first.0, first.1))
+                    .count();
+                let (run, tail) = rest.split_at(same);
+                rest = tail;
+                let &[(_, partition, name, upstream, committed, stored_id)] = run else {
+                    let downstream = TopicPartition::new(first.2, first.1);
+                    for (_, _, _, upstream, _, _) in run {
+                        let reason = SkipReason::Conflict {
+                            downstream: downstream.clone(),
+                        };
+                        plan.counts.add(&reason);
+                        conflicts.push(SkippedPartition {
+                            group: group.to_owned(),
+                            upstream: (*upstream).clone(),
+                            reason,
+                        });
+                    }
+                    continue;
+                };
+                let Some(committed) = committed else {
+                    plan.counts.add(&SkipReason::NullOffset);
+                    continue;
+                };
+                let downstream_offset = match translator.translate(upstream, committed.offset) {
+                    Translation::Translated(d) if d >= 0 => d,
+                    Translation::Translated(_) | Translation::TooOld => {
+                        plan.counts.add(&SkipReason::TooOld);
+                        continue;
+                    }
+                    Translation::NotReady => {
+                        plan.counts.add(&SkipReason::NotReady);
+                        continue;
+                    }
+                    Translation::NoSync => {
+                        plan.counts.add(&SkipReason::NoSync);
+                        continue;
+                    }
+                };
+                let last = match (last_of_group, stored_id) {
+                    (Some(cps), Some(id)) => cps.get_with_id(name, id, partition),
+                    _ => None,
+                };
+                if is_more_recent(last, committed.offset, downstream_offset) {
+                    plan.checkpoints.push(Checkpoint {
+                        key: CheckpointKey {
+                            group: group.to_owned(),
+                            topic_partition: TopicPartition::new(name, partition),
+                        },
+                        upstream_offset: committed.offset,
+                        downstream_offset,
+                        metadata: committed.metadata.clone(),
+                    });
+                } else {
+                    plan.counts.add(&SkipReason::NotMoreRecent);
+                }
+            }
             conflicts.sort_by(|a, b| a.upstream.cmp(&b.upstream));
             plan.conflicts.append(&mut conflicts);
         }

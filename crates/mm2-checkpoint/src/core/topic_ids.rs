@@ -64,6 +64,14 @@ impl TopicIds {
         id
     }
 
+    /// One more entry holds `id`, a name held already (an id no entry holds
+    /// is left alone).
+    pub fn hold_id(&mut self, id: u32) {
+        if let Some(Some((_, n))) = self.names.get_mut(id as usize) {
+            *n += 1;
+        }
+    }
+
     /// One entry fewer holds `id`; the name is forgotten with the last.
     pub fn release(&mut self, id: u32) {
         if let Some(slot) = self.names.get_mut(id as usize)

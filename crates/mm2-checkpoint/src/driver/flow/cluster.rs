@@ -9,9 +9,13 @@ use kafka_lite::records::{BatchBuilder, ConsumerRecord};
 use kafka_lite::{Error, PartitionReader, StartOffset};
 
 use crate::core::content_search::SideRead;
-use crate::core::{CommittedOffset, GroupOffsets, TopicPartition};
+use crate::core::{CommittedOffset, GroupCommits, GroupOffsets, TopicPartition, group_commits};
 
 use super::super::kafka::{ClusterClient, CommitOutcome, CreateOutcome, DescribedGroup};
+
+/// One result per group of an OffsetFetch, in the shape a round's window is
+/// built from.
+pub type FetchedCommits = Vec<(String, Result<GroupCommits, Error>)>;
 
 /// The operations a flow sends to one cluster, in the core's types. Every
 /// method is one of [`ClusterClient`]'s, which documents it.
@@ -48,6 +52,23 @@ pub trait FlowCluster: Clone + Send + Sync + 'static {
         &self,
         groups: &[String],
     ) -> impl Future<Output = Result<BTreeMap<String, Result<GroupOffsets, Error>>, Error>> + Send;
+
+    /// Committed offsets of `groups` in the shape a round's window is built
+    /// from, one result per group in the order of `groups`. By default
+    /// [`fetch_group_offsets`](Self::fetch_group_offsets), converted;
+    /// [`ClusterClient`] decodes the answers straight into this shape.
+    fn fetch_group_commits(
+        &self,
+        groups: &[String],
+    ) -> impl Future<Output = Result<FetchedCommits, Error>> + Send {
+        async move {
+            let fetched = self.fetch_group_offsets(groups).await?;
+            Ok(fetched
+                .into_iter()
+                .map(|(g, r)| (g, r.map(group_commits)))
+                .collect())
+        }
+    }
 
     /// Commits `offsets` to `group` as an admin client does.
     fn commit_group_offsets(
@@ -155,6 +176,10 @@ impl FlowCluster for ClusterClient {
         groups: &[String],
     ) -> Result<BTreeMap<String, Result<GroupOffsets, Error>>, Error> {
         ClusterClient::fetch_group_offsets(self, groups).await
+    }
+
+    async fn fetch_group_commits(&self, groups: &[String]) -> Result<FetchedCommits, Error> {
+        ClusterClient::fetch_group_commits(self, groups).await
     }
 
     async fn commit_group_offsets(

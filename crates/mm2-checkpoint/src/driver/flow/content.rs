@@ -12,7 +12,7 @@ use crate::config::{CONTENT_SEARCH_MAX_BYTES, CONTENT_SEARCH_MAX_RECORDS};
 use crate::core::content_search::{
     Bracket, ContentCache, Fallback, SearchLimits, SideRead, bracket, bracket_sync, decide,
 };
-use crate::core::{GroupOffsets, TopicPartition};
+use crate::core::{OffsetsWindow, TopicPartition};
 
 use super::super::kafka::error_label;
 use super::{FlowCluster, FlowContext, FlowState};
@@ -59,25 +59,28 @@ impl<C: FlowCluster> FlowContext<C> {
     pub async fn content_search(
         &self,
         state: &mut FlowState,
-        groups: &std::collections::BTreeMap<String, GroupOffsets>,
+        groups: &OffsetsWindow,
     ) -> SearchSummary {
         let mut summary = SearchSummary::default();
         if !self.cfg.content_search {
             return summary;
         }
         let mut todo: BTreeSet<(&TopicPartition, i64)> = BTreeSet::new();
-        for offsets in groups.values() {
-            for (tp, committed) in offsets {
-                let Some(committed) = committed else { continue };
-                let u = committed.offset;
-                if !self.topic_filter.should_replicate_topic(&tp.topic) {
-                    continue;
-                }
-                if let Some(s) = bracket_sync(&state.syncs, tp, u)
-                    && !state.content.cache.touch(tp, u, s)
-                {
-                    todo.insert((tp, u));
-                }
+        // The topic filter once per topic, not per group-partition.
+        let mut replicated: std::collections::HashMap<&str, bool> = Default::default();
+        for (tp, committed) in groups.commits() {
+            let Some(committed) = committed else { continue };
+            let u = committed.offset;
+            let keep = *replicated
+                .entry(tp.topic.as_str())
+                .or_insert_with(|| self.topic_filter.should_replicate_topic(&tp.topic));
+            if !keep {
+                continue;
+            }
+            if let Some(s) = bracket_sync(&state.syncs, tp, u)
+                && !state.content.cache.touch(tp, u, s)
+            {
+                todo.insert((tp, u));
             }
         }
         let started = Instant::now();

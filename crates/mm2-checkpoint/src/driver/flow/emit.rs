@@ -13,11 +13,13 @@ use kafka_protocol::error::ResponseError;
 use crate::core::content_search::ContentTranslator;
 use crate::core::format::EncodeError;
 use crate::core::{
-    Checkpoint, CheckpointRound, FollowedOffsets, GroupOffsets, SkipCounts, SkipReason,
+    Checkpoint, CheckpointRound, FollowedOffsets, GroupOffsets, OffsetsWindow, SkipCounts,
+    SkipReason,
 };
 use crate::metrics::UntranslatableReason;
 
 use super::super::kafka::error_label;
+use super::cluster::FetchedCommits;
 use super::{
     FlowCluster, FlowContext, FlowState, RoundSummary, StepError, is_group_denied, now_ms,
 };
@@ -77,7 +79,7 @@ impl<C: FlowCluster> FlowContext<C> {
         let n = state.groups.len();
         let mut from = ROUND_WINDOW_GROUPS.min(n);
         let first = state.groups[..from].to_vec();
-        let mut fetched = self.step(s, "OffsetFetch", s.fetch_group_offsets(&first).await)?;
+        let mut fetched = self.step(s, "OffsetFetch", s.fetch_group_commits(&first).await)?;
         drop(first);
         let mut done = WindowDone::default();
         loop {
@@ -90,7 +92,7 @@ impl<C: FlowCluster> FlowContext<C> {
             let next = state.groups[from..to].to_vec();
             from = to;
             let (next_fetched, window) = tokio::join!(
-                s.fetch_group_offsets(&next),
+                s.fetch_group_commits(&next),
                 self.plan_window(state, answers, true)
             );
             done.add(window?);
@@ -126,7 +128,7 @@ impl<C: FlowCluster> FlowContext<C> {
         loop {
             let next = (from < n).then(|| {
                 let to = (from + ROUND_WINDOW_GROUPS).min(n);
-                let window = view.offsets_of(state.groups[from..to].iter().map(String::as_str));
+                let window = view.window_of(state.groups[from..to].iter().map(String::as_str));
                 from = to;
                 window
             });
@@ -154,19 +156,15 @@ impl<C: FlowCluster> FlowContext<C> {
         Ok(summary)
     }
 
-    /// The groups OffsetFetch answered, by name; a group it refused or failed
-    /// is logged and counted, and skipped this round.
-    fn answered_groups(
-        &self,
-        fetched: BTreeMap<String, Result<GroupOffsets, Error>>,
-    ) -> BTreeMap<String, GroupOffsets> {
+    /// The groups OffsetFetch answered, as the window a round plans; a
+    /// group it refused or failed is logged and counted, and skipped this
+    /// round.
+    fn answered_groups(&self, fetched: FetchedCommits) -> OffsetsWindow {
         let s = &self.source;
-        let mut groups: BTreeMap<String, GroupOffsets> = BTreeMap::new();
+        let mut groups = OffsetsWindow::new();
         for (group, result) in fetched {
             match result {
-                Ok(offsets) => {
-                    groups.insert(group, offsets);
-                }
+                Ok(commits) => groups.push_group(group, commits),
                 Err(e) if is_group_denied(&e) => {
                     self.note_group_denied(s, "OffsetFetch", &group, &e);
                 }
@@ -190,7 +188,9 @@ impl<C: FlowCluster> FlowContext<C> {
         started: Instant,
         whole: bool,
     ) -> Result<RoundSummary, StepError> {
-        let done = self.plan_window(state, groups, whole).await?;
+        let done = self
+            .plan_window(state, OffsetsWindow::from_map(groups), whole)
+            .await?;
         if !whole {
             return Ok(RoundSummary {
                 emitted: done.emitted,
@@ -206,7 +206,7 @@ impl<C: FlowCluster> FlowContext<C> {
     async fn plan_window(
         &self,
         state: &mut FlowState,
-        groups: BTreeMap<String, GroupOffsets>,
+        groups: OffsetsWindow,
         log_conflicts: bool,
     ) -> Result<WindowDone, StepError> {
         let (done, checkpoints) = self.plan_only(state, groups, log_conflicts).await;
@@ -221,7 +221,7 @@ impl<C: FlowCluster> FlowContext<C> {
     async fn plan_only(
         &self,
         state: &mut FlowState,
-        groups: BTreeMap<String, GroupOffsets>,
+        groups: OffsetsWindow,
         log_conflicts: bool,
     ) -> (WindowDone, Vec<Checkpoint>) {
         let round = CheckpointRound {
@@ -237,7 +237,7 @@ impl<C: FlowCluster> FlowContext<C> {
             store: &state.syncs,
             cache: &state.content.cache,
         };
-        let plan = round.plan_counted(&translator, &state.checkpoints, &groups);
+        let plan = round.plan_window(&translator, &state.checkpoints, &groups);
         // The plan owns what it needs; free the OffsetFetch answers before
         // producing.
         drop(groups);
