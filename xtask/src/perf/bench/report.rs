@@ -125,6 +125,30 @@ pub struct SizeResult {
     pub mm2: Vec<(String, RunResult)>,
     /// mm2-checkpoint.
     pub ours: RunResult,
+    /// The target broker's produce rate for as many records of the same
+    /// size as the first round writes (Kafka's `ProducerPerformance`);
+    /// measured for the sizes run with ours alone.
+    pub kafka_producer: Option<KafkaProducerRate>,
+}
+
+/// What Kafka's `ProducerPerformance` reported for one run.
+#[derive(Debug, Clone, Serialize)]
+pub struct KafkaProducerRate {
+    /// Records sent.
+    pub records: u64,
+    /// Bytes of each record's value (the key is null).
+    pub record_size: usize,
+    /// Records a second, acknowledged (`records/sec`).
+    pub records_per_s: f64,
+    /// The producer settings given besides the bootstrap address.
+    pub settings: String,
+}
+
+impl KafkaProducerRate {
+    /// The time the run took at its rate.
+    pub fn secs(&self) -> f64 {
+        self.records as f64 / self.records_per_s
+    }
 }
 
 impl SizeResult {
@@ -340,6 +364,15 @@ pub fn render_table(r: &Report) -> String {
                 list.join(", ")
             ));
         }
+        if let (Some(k), Some(first)) = (&s.kafka_producer, o.first_round_s) {
+            t.push_str(&format!(
+                "| first round ÷ Kafka's ProducerPerformance ({} records of {} B in {:.2} s) | {size} | | {:.0} % | |\n",
+                k.records,
+                k.record_size,
+                k.secs(),
+                100.0 * first / k.secs()
+            ));
+        }
         if o.finished() && o.steady_rss_kib > 0 {
             let per = o.steady_rss_kib as f64 * 1024.0 / (s.groups as f64 * s.partitions as f64);
             t.push_str(&format!(
@@ -464,6 +497,20 @@ pub fn render_raw(r: &Report) -> String {
                     .collect::<Vec<_>>()
                     .join(" → "),
                 s.loadavg,
+            ));
+        }
+    }
+    for s in &r.sizes {
+        if let Some(k) = &s.kafka_producer {
+            t.push_str(&format!(
+                "- {} Kafka's ProducerPerformance on the target: {} records of {} B (null keys) to a \
+                 new 1-partition topic, {:.0} records/s ({:.2} s), {}\n",
+                s.label(),
+                k.records,
+                k.record_size,
+                k.records_per_s,
+                k.secs(),
+                k.settings
             ));
         }
     }

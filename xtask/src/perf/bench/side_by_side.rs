@@ -18,7 +18,9 @@ use super::args::{Mm2Jvm, OursBuild, Variant};
 use super::cargo;
 use super::env::ClusterEnv;
 use super::process::{Guard, ProcSample, clock_ticks, sample};
-use super::report::{CatchUp, Incomplete, Report, RunResult, SizeResult, render_raw, render_table};
+use super::report::{
+    CatchUp, Incomplete, KafkaProducerRate, Report, RunResult, SizeResult, render_raw, render_table,
+};
 use crate::kafka::ClusterInfo;
 use crate::{procfs, topics};
 
@@ -404,6 +406,17 @@ impl Bench {
                 eprintln!("bench: {label}: mm2-checkpoint failed: {e:#}");
                 RunResult::failed(&e)
             });
+        // The broker's own limit for the first round's writes, where ours
+        // runs alone (the largest sizes): as many records of the same size.
+        let kafka_producer = if jvms.is_empty() && variant.is_none() && ours.finished() {
+            self.producer_performance(&base.with_source_alias(&format!("bo{id}")), &id)
+                .unwrap_or_else(|e| {
+                    eprintln!("bench: {label}: Kafka's ProducerPerformance failed: {e:#}");
+                    None
+                })
+        } else {
+            None
+        };
         Ok(SizeResult {
             groups,
             partitions,
@@ -411,6 +424,7 @@ impl Bench {
             loadavg,
             mm2,
             ours,
+            kafka_producer,
         })
     }
 
@@ -529,6 +543,68 @@ impl Bench {
         })
     }
 
+    /// Kafka's own producer writing as many records as `flow`'s first round
+    /// writes checkpoints, each as large as a checkpoint's key and value on
+    /// average, to a new one-partition topic on the target
+    /// (`org.apache.kafka.tools.ProducerPerformance`, acks=all, 512 KiB
+    /// batches as ours): what the broker accepts here, the floor for the
+    /// first round's wall time. Its keys are null, so the topic is not
+    /// compacted (the checkpoints topic is).
+    fn producer_performance(&self, flow: &Flow, id: &str) -> Result<Option<KafkaProducerRate>> {
+        let remote = topics::remote(&flow.source_alias, &flow.topic);
+        let count = flow.groups.len() * flow.partitions as usize;
+        if count == 0 {
+            return Ok(None);
+        }
+        // Key: group and topic as INT16-length strings and an INT32
+        // partition; value: version, two offsets and an empty metadata string.
+        let key_bytes: usize = flow
+            .groups
+            .iter()
+            .map(|g| 2 + g.len() + 2 + remote.len() + 4)
+            .sum();
+        let record_size = key_bytes / flow.groups.len() + 2 + 8 + 8 + 2;
+        let topic = format!("bench-produce-ref-{id}");
+        self.rt.block_on(async {
+            super::seed::lite(
+                &format!("creating {topic} on the target"),
+                self.target.create_topic(&topic, 1, 1, &[]).await,
+            )
+            .map(|_| ())
+        })?;
+        let settings = "acks=all batch.size=524288 linger.ms=5 max.request.size=1048576 \
+                        buffer.memory=67108864 compression.type=none";
+        let out = Command::new("java")
+            .arg("-cp")
+            .arg(&self.kafka_libs)
+            .arg("org.apache.kafka.tools.ProducerPerformance")
+            .args(["--topic", &topic, "--num-records", &count.to_string()])
+            .args([
+                "--record-size",
+                &record_size.to_string(),
+                "--throughput",
+                "-1",
+            ])
+            .arg("--producer-props")
+            .arg(format!("bootstrap.servers={}", self.target_addr))
+            .args(settings.split_whitespace())
+            .output()
+            .context("running ProducerPerformance")?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() {
+            bail!(
+                "ProducerPerformance exited with {}: {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        Ok(parse_producer_performance(
+            &text,
+            record_size,
+            settings.to_owned(),
+        ))
+    }
+
     /// Kafka's own consumer reading `count` records of `topic` from its start
     /// (`org.apache.kafka.tools.ConsumerPerformance` from the clusters' Kafka
     /// jars): what the broker and Kafka's client manage, the ceiling for any
@@ -580,6 +656,26 @@ impl Bench {
         }
         Ok(parse_consumer_performance(&text))
     }
+}
+
+/// The last (whole-run) line of Kafka's `ProducerPerformance` output,
+/// `N records sent, R records/sec (…), … 50th, …`, as a rate of `record_size`-byte
+/// records sent with `settings`.
+pub(super) fn parse_producer_performance(
+    out: &str,
+    record_size: usize,
+    settings: String,
+) -> Option<KafkaProducerRate> {
+    let line = out.lines().rev().find(|l| l.contains("records sent"))?;
+    let mut words = line.split_whitespace();
+    let records = words.next()?.parse().ok()?;
+    let per_s = line.split(", ").nth(1)?.split_whitespace().next()?;
+    Some(KafkaProducerRate {
+        records,
+        record_size,
+        records_per_s: per_s.parse().ok().filter(|r: &f64| *r > 0.0)?,
+        settings,
+    })
 }
 
 /// What Kafka's `ConsumerPerformance` reported.

@@ -199,6 +199,13 @@ fn table_has_a_row_per_metric_and_size_and_the_catch_up() {
             loadavg: "1 1 1".into(),
             mm2: vec![("stock".into(), run(10.0, 460 * 1024))],
             ours: run(0.05, 8 * 1024),
+            kafka_producer: super::side_by_side::parse_producer_performance(
+                "5000 records sent, 1000.0 records/sec (0.09 MB/sec), 3.1 ms avg latency, 9.0 ms max latency.\n\
+                 100 records sent, 500.0 records/sec (0.04 MB/sec), 3.0 ms avg latency, 200.0 ms max latency, \
+                 2 ms 50th, 5 ms 95th, 8 ms 99th, 9 ms 99.9th.\n",
+                90,
+                "acks=all".into(),
+            ),
         }],
         catch_up: Some(CatchUp {
             syncs: 1_000_000,
@@ -259,8 +266,22 @@ fn table_has_a_row_per_metric_and_size_and_the_catch_up() {
         ),
         "{t}"
     );
-    // 7 metrics, bytes per group-partition, the four catch-up rows.
-    assert_eq!(t.lines().count(), 2 + 7 + 1 + 4);
+    // The last line of ProducerPerformance's output is the whole run's.
+    assert!(
+        t.contains(
+            "| first round ÷ Kafka's ProducerPerformance (100 records of 90 B in 0.20 s) | 10 × 10 | | 50 % | |"
+        ),
+        "{t}"
+    );
+    // 7 metrics, the produce reference, bytes per group-partition, the four
+    // catch-up rows.
+    assert_eq!(t.lines().count(), 2 + 7 + 1 + 1 + 4);
+    assert!(
+        render_raw(&report)
+            .contains("- 10 × 10 Kafka's ProducerPerformance on the target: 100 records of 90 B"),
+        "{}",
+        render_raw(&report)
+    );
     assert!(
         t.contains("| RSS per group-partition (ours) | 10 × 10 | | 83886 B | |"),
         "{t}"
@@ -293,6 +314,7 @@ fn a_side_that_did_not_finish_is_a_lower_bound_and_ours_alone_says_so() {
         loadavg: "1 1 1".into(),
         mm2,
         ours: done.clone(),
+        kafka_producer: None,
     };
     let report = Report {
         started_unix: 0,
