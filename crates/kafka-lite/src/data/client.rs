@@ -6,13 +6,13 @@ use std::collections::BTreeMap;
 use kafka_protocol::error::ResponseError;
 
 use super::IsolationLevel;
-use super::fetch::{FetchOptions, FetchedPartition, RawFetch, fetch_on};
+use super::fetch::{FetchOptions, FetchedPartition, RawFetch, fetch_bytes_on, fetch_on};
 use super::offsets::{ListedOffset, OffsetSpec, list_offsets_on};
 use super::produce::{ProduceOptions, encode_error, produce_encoded, produce_on, produce_version};
 use super::reader::{PartitionReader, StartOffset};
 use crate::Error;
 use crate::client::{BrokerInfo, Client};
-use crate::records::{BatchBuilder, ConsumerRecord, ProducerRecord};
+use crate::records::{BatchBuilder, ConsumerRecord, ProducerRecord, RecordRef};
 
 impl Client {
     /// Looks up offsets of many partitions: one ListOffsets request per
@@ -237,6 +237,28 @@ impl PartitionReader {
         }
         let fetched = client.reader_fetch(self).await?;
         Ok(Some(self.advance_to_end(fetched)))
+    }
+
+    /// [`read_visit_on`](Self::read_visit_on) through `client`, retrying as
+    /// [`read`](Self::read) does: the next records before [`end`](Self::end)
+    /// handed to `visit` borrowed, `Ok(None)` once the end is reached.
+    pub async fn read_visit(
+        &mut self,
+        client: &Client,
+        visit: impl FnMut(RecordRef<'_>),
+    ) -> Result<Option<usize>, Error> {
+        if self.is_caught_up() {
+            return Ok(None);
+        }
+        let (topic, partition, offset) = (self.topic(), self.partition(), self.position());
+        let options = self.options();
+        let fetched = client
+            .retry("Fetch", || async move {
+                let connection = client.leader_connection(topic, partition).await?;
+                fetch_bytes_on(&connection, topic, partition, offset, options).await
+            })
+            .await?;
+        self.visit_to_end(&fetched, visit).map(Some)
     }
 
     /// [`read_raw_on`](Self::read_raw_on) on the partition's leader through

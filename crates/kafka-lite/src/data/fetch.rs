@@ -8,7 +8,7 @@ use kafka_protocol::messages::{FetchRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
 use super::{IsolationLevel, partition_context};
-use crate::records::{self, AbortedTransaction, ConsumerRecord};
+use crate::records::{self, AbortedTransaction, ConsumerRecord, RecordRef};
 use crate::{BrokerConnection, Error};
 
 const API: &str = "Fetch";
@@ -257,6 +257,160 @@ pub(super) async fn fetch_raw_on(
     })
 }
 
+/// One partition of a Fetch response with its records not yet read: what
+/// [`PartitionReader::read_visit`](crate::PartitionReader::read_visit) visits
+/// without building a [`ConsumerRecord`] per record.
+#[derive(Debug, Clone)]
+pub(crate) struct FetchedBytes {
+    /// The partition's `records` field as the broker sent it.
+    records: bytes::Bytes,
+    /// The offset fetched at.
+    offset: i64,
+    isolation: IsolationLevel,
+    max_bytes: i32,
+    aborted: Vec<AbortedTransaction>,
+    pub(crate) high_watermark: i64,
+    pub(crate) last_stable_offset: i64,
+    /// For errors, as [`fetch_on`] names them.
+    broker: String,
+    version: i16,
+    context: String,
+}
+
+/// What [`FetchedBytes::visit`] went through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct VisitedFetch {
+    /// Records visited.
+    pub(crate) records: usize,
+    /// Where the next fetch starts (as [`FetchedPartition::next_offset`]).
+    pub(crate) next_offset: i64,
+}
+
+/// [`fetch_on`] with the records left in the response's bytes: the same
+/// request, the same errors for the request and the partition; the records
+/// are read (and checked) by [`FetchedBytes::visit`].
+pub(super) async fn fetch_bytes_on(
+    connection: &BrokerConnection,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    options: &FetchOptions,
+) -> Result<FetchedBytes, Error> {
+    let version = connection.version_for::<FetchRequest>()?;
+    let request = fetch_request(topic, &[(partition, offset)], options);
+    let response = connection.send_with_version(request, version).await?;
+    let context = format!("{} at offset {offset}", partition_context(topic, partition));
+    Error::check_code(API, response.error_code, context.clone())?;
+    let data = response
+        .responses
+        .into_iter()
+        .filter(|t| t.topic.0.as_str() == topic)
+        .flat_map(|t| t.partitions)
+        .find(|p| p.partition_index == partition)
+        .ok_or_else(|| Error::MalformedResponse {
+            broker: connection.address().to_string(),
+            api: API,
+            version,
+            detail: format!("no answer for {}", partition_context(topic, partition)),
+        })?;
+    Error::check_code(API, data.error_code, context.clone())?;
+    let broker = connection.address().to_string();
+    Ok(FetchedBytes::new(
+        data, offset, options, broker, version, context,
+    ))
+}
+
+impl FetchedBytes {
+    /// One partition of a Fetch response made at `offset` with `options`,
+    /// from `broker` (its Fetch `version`); `context` names the partition
+    /// and offset in errors.
+    fn new(
+        data: PartitionData,
+        offset: i64,
+        options: &FetchOptions,
+        broker: String,
+        version: i16,
+        context: String,
+    ) -> Self {
+        let aborted = match options.isolation {
+            IsolationLevel::ReadUncommitted => Vec::new(),
+            IsolationLevel::ReadCommitted => data
+                .aborted_transactions
+                .unwrap_or_default()
+                .iter()
+                .map(AbortedTransaction::from)
+                .collect(),
+        };
+        FetchedBytes {
+            records: data.records.unwrap_or_default(),
+            offset,
+            isolation: options.isolation,
+            max_bytes: options.max_bytes.max(1),
+            aborted,
+            high_watermark: data.high_watermark,
+            last_stable_offset: data.last_stable_offset,
+            broker,
+            version,
+            context,
+        }
+    }
+
+    /// Where the next fetch starts if the records are read without error
+    /// (from the batch headers alone).
+    pub(crate) fn next_offset(&self) -> i64 {
+        records::batch_spans(&self.records)
+            .ok()
+            .and_then(|s| s.next_offset)
+            .map_or(self.offset, |n| n.max(self.offset))
+    }
+
+    /// Visits the records [`fetch_on`] would return whose offsets are below
+    /// `until`, in order, borrowed from the response (see
+    /// [`records::visit_batches`]): control records never, under
+    /// read_committed not those of aborted transactions, nor records before
+    /// the offset fetched at. Undecodable record data is the
+    /// [`Error::MalformedResponse`] `fetch_on` returns for it; `visit` may
+    /// then have seen some records.
+    pub(crate) fn visit(
+        &self,
+        until: i64,
+        mut visit: impl FnMut(RecordRef<'_>),
+    ) -> Result<VisitedFetch, Error> {
+        let malformed = |detail: String| Error::MalformedResponse {
+            broker: self.broker.clone(),
+            api: API,
+            version: self.version,
+            detail: format!("{}: {detail}", self.context),
+        };
+        let (from, mut count) = (self.offset, 0usize);
+        let mut each = |r: RecordRef<'_>| {
+            if r.offset >= from && r.offset < until {
+                count += 1;
+                visit(r);
+            }
+        };
+        let visited = match self.isolation {
+            IsolationLevel::ReadUncommitted => records::visit_batches(&self.records, &mut each),
+            IsolationLevel::ReadCommitted => {
+                let mut filter = records::CommittedFilter::new(&self.aborted);
+                records::visit_batches_where(&self.records, |b| filter.keep(b), &mut each)
+            }
+        }
+        .map_err(|e| malformed(e.to_string()))?;
+        if visited.batches == 0 && !self.records.is_empty() {
+            return Err(malformed(format!(
+                "the first record batch is cut short ({} bytes returned, limit {})",
+                self.records.len(),
+                self.max_bytes
+            )));
+        }
+        Ok(VisitedFetch {
+            records: count,
+            next_offset: visited.next_offset.map_or(from, |n| n.max(from)),
+        })
+    }
+}
+
 /// Turns one partition of a Fetch response, fetched at `offset`, into what
 /// [`fetch_on`] returns; `Err` describes undecodable record data.
 fn read_partition(
@@ -482,6 +636,154 @@ mod tests {
             let fetched = read_partition(data.clone(), 0, isolation, 1 << 20).expect("read");
             assert_eq!(offsets(&fetched), [0, 1, 5]);
             assert_eq!(fetched.transactional_batches, [(2, 3), (4, 4)]);
+        }
+    }
+
+    /// What [`FetchedBytes::visit`] sees of `data` fetched at `offset`, up to
+    /// `until`: the records (as owned values) and the next offset, or the
+    /// error's detail.
+    fn visited(
+        data: &PartitionData,
+        offset: i64,
+        until: i64,
+        isolation: IsolationLevel,
+        max_bytes: i32,
+    ) -> Result<(Vec<ConsumerRecord>, i64), String> {
+        let options = FetchOptions {
+            max_bytes,
+            isolation,
+            ..FetchOptions::default()
+        };
+        let fetched = FetchedBytes::new(
+            data.clone(),
+            offset,
+            &options,
+            "b:9092".into(),
+            12,
+            "ctx".into(),
+        );
+        let mut seen = Vec::new();
+        let visited = fetched
+            .visit(until, |r| {
+                seen.push(ConsumerRecord {
+                    offset: r.offset,
+                    timestamp: r.timestamp,
+                    key: r.key.map(Bytes::copy_from_slice),
+                    value: r.value.map(Bytes::copy_from_slice),
+                    headers: r
+                        .headers
+                        .iter()
+                        .map(|(k, v)| crate::records::Header {
+                            key: k.to_owned(),
+                            value: v.map(Bytes::copy_from_slice),
+                        })
+                        .collect(),
+                })
+            })
+            .map_err(|e| match e {
+                Error::MalformedResponse { detail, .. } => detail,
+                other => panic!("not a malformed response: {other}"),
+            })?;
+        assert_eq!(visited.records, seen.len());
+        assert_eq!(fetched.next_offset(), visited.next_offset);
+        Ok((seen, visited.next_offset))
+    }
+
+    /// A transactional batch of `n` records of producer `pid` at `base_offset`.
+    fn txn_batch(base_offset: i64, n: i64, pid: i64) -> Bytes {
+        with_header(batch(base_offset, n, Codec::None), 0x10, pid)
+    }
+
+    /// A control batch (abort marker if `abort`, else commit) of producer `pid`.
+    fn marker(base_offset: i64, pid: i64, abort: bool) -> Bytes {
+        let kind: u8 = if abort { 0 } else { 1 };
+        let record = ProducerRecord {
+            timestamp: 1_700_000_000_000,
+            key: Some(Bytes::from(vec![0, 0, 0, kind])),
+            value: Some(Bytes::from_static(&[0, 0, 0, 0, 0, 0])),
+            headers: Vec::new(),
+        };
+        let encoded = encode_batch(&[record], Codec::None).expect("encode");
+        let mut bytes = BytesMut::from(&encoded[..]);
+        bytes[..8].copy_from_slice(&base_offset.to_be_bytes());
+        with_header(bytes.freeze(), 0x30, pid)
+    }
+
+    /// `batch` with its attributes and producer id set, CRC fixed up.
+    fn with_header(batch: Bytes, attributes: i16, pid: i64) -> Bytes {
+        let mut b = BytesMut::from(&batch[..]);
+        b[21..23].copy_from_slice(&attributes.to_be_bytes());
+        b[43..51].copy_from_slice(&pid.to_be_bytes());
+        let crc = crc32c::crc32c(&b[21..]);
+        b[17..21].copy_from_slice(&crc.to_be_bytes());
+        b.freeze()
+    }
+
+    #[test]
+    fn visiting_sees_what_read_partition_returns_for_both_isolation_levels() {
+        let third = batch(12, 3, Codec::None);
+        let mut aborted = partition(&[
+            batch(0, 2, Codec::Zstd),
+            txn_batch(2, 2, 7),
+            txn_batch(4, 2, 8),
+            marker(6, 7, true),
+            marker(7, 8, false),
+            batch(8, 2, Codec::Snappy),
+            empty_batch(10, 1),
+            third.slice(..third.len() - 3),
+        ]);
+        aborted.aborted_transactions = Some(vec![
+            kafka_protocol::messages::fetch_response::AbortedTransaction::default()
+                .with_producer_id(7.into())
+                .with_first_offset(2),
+        ]);
+        for isolation in [
+            IsolationLevel::ReadUncommitted,
+            IsolationLevel::ReadCommitted,
+        ] {
+            for offset in [0, 1, 3, 9, 12] {
+                let read =
+                    read_partition(aborted.clone(), offset, isolation, 1 << 20).expect("read");
+                let (seen, next) =
+                    visited(&aborted, offset, i64::MAX, isolation, 1 << 20).expect("visit");
+                assert_eq!(seen, read.records, "{isolation:?} at {offset}");
+                assert_eq!(next, read.next_offset, "{isolation:?} at {offset}");
+            }
+            // Offsets at or past `until` are not visited.
+            let (seen, _) = visited(&aborted, 0, 5, isolation, 1 << 20).expect("visit");
+            assert!(seen.iter().all(|r| r.offset < 5), "{isolation:?}");
+        }
+        let read = read_partition(aborted.clone(), 0, IsolationLevel::ReadCommitted, 1 << 20)
+            .expect("read");
+        assert_eq!(
+            offsets(&read),
+            [0, 1, 4, 5, 8, 9],
+            "the abort of producer 7 applies"
+        );
+    }
+
+    #[test]
+    fn visiting_fails_where_read_partition_does_with_the_same_detail() {
+        let good = batch(0, 2, Codec::None);
+        let mut bad = BytesMut::from(&good[..]);
+        let last = bad.len() - 1;
+        bad[last] ^= 0xff;
+        let only = batch(0, 3, Codec::Lz4);
+        for (data, max_bytes) in [
+            (
+                partition(&[batch(0, 1, Codec::None), bad.freeze()]),
+                1 << 20,
+            ),
+            (partition(&[only.slice(..only.len() - 1)]), 100),
+        ] {
+            for isolation in [
+                IsolationLevel::ReadUncommitted,
+                IsolationLevel::ReadCommitted,
+            ] {
+                let err = read_partition(data.clone(), 0, isolation, max_bytes).expect_err("bad");
+                let detail = visited(&data, 0, i64::MAX, isolation, max_bytes).expect_err("bad");
+                assert_eq!(detail, format!("ctx: {err}"));
+            }
         }
     }
 

@@ -6,9 +6,11 @@
 //! then keep up with what is appended later.
 
 use super::IsolationLevel;
-use super::fetch::{FetchOptions, FetchedPartition, RawFetch, fetch_on, fetch_raw_on};
+use super::fetch::{
+    FetchOptions, FetchedBytes, FetchedPartition, RawFetch, fetch_bytes_on, fetch_on, fetch_raw_on,
+};
 use super::offsets::{OffsetSpec, list_offsets_on};
-use crate::records::ConsumerRecord;
+use crate::records::{ConsumerRecord, RecordRef};
 use crate::{BrokerConnection, Error};
 
 /// Where a [`PartitionReader`] starts.
@@ -159,6 +161,31 @@ impl PartitionReader {
         Ok(Some(self.advance_to_end(fetched)))
     }
 
+    /// [`read_on`](Self::read_on), the records handed to `visit` one by one,
+    /// borrowed from the response (no [`ConsumerRecord`] built; see
+    /// [`crate::records::visit_batches`]): `Ok(None)` once the end is
+    /// reached, otherwise `Ok(Some(n))` after visiting the `n` records
+    /// `read_on` would have returned, in the same order. On error the
+    /// position does not move and `visit` may have seen some records.
+    pub async fn read_visit_on(
+        &mut self,
+        connection: &BrokerConnection,
+        visit: impl FnMut(RecordRef<'_>),
+    ) -> Result<Option<usize>, Error> {
+        if self.is_caught_up() {
+            return Ok(None);
+        }
+        let fetched = fetch_bytes_on(
+            connection,
+            &self.topic,
+            self.partition,
+            self.position,
+            &self.options,
+        )
+        .await?;
+        self.visit_to_end(&fetched, visit).map(Some)
+    }
+
     /// [`read_on`](Self::read_on)'s fetch with the records left undecoded
     /// (see [`RawFetch`]): `Ok(None)` once the end is reached. Moves the
     /// position past the batches returned; their records may run past the
@@ -221,6 +248,29 @@ impl PartitionReader {
             self.position = end;
         }
         records
+    }
+
+    /// [`advance_to_end`](Self::advance_to_end) for a fetch whose records
+    /// are visited rather than returned: the same end, the same records, the
+    /// same position after it; nothing moves on error.
+    pub(crate) fn visit_to_end(
+        &mut self,
+        fetched: &FetchedBytes,
+        visit: impl FnMut(RecordRef<'_>),
+    ) -> Result<usize, Error> {
+        let bound = match self.options.isolation {
+            IsolationLevel::ReadUncommitted => fetched.high_watermark,
+            IsolationLevel::ReadCommitted => fetched.last_stable_offset,
+        };
+        let mut end = self.end;
+        if bound >= 0 && bound < end && fetched.next_offset() >= bound {
+            end = bound.max(self.position);
+        }
+        // Records at or after the end belong to following; fetch them again then.
+        let visited = fetched.visit(end, visit)?;
+        self.end = end;
+        self.position = self.position.max(visited.next_offset).min(end);
+        Ok(visited.records)
     }
 
     /// Takes a fetch result made at the position: moves past it and returns

@@ -140,12 +140,35 @@ fn complete_batch_len(bytes: &[u8]) -> Result<Option<usize>, RecordsError> {
     Ok((bytes.len() >= total).then_some(total))
 }
 
-/// Checks and decodes one whole batch (exactly its bytes). With `into`, a data
-/// batch's records are appended there (see [`decode_batches_into`]).
-fn decode_batch(
-    batch: &Bytes,
-    into: Option<&mut Vec<ConsumerRecord>>,
-) -> Result<DecodedBatch, RecordsError> {
+/// A whole batch's header checked and its records decompressed: what the record
+/// parser reads. Shared by [`decode_batches`] and [`visit_batches`].
+struct OpenBatch {
+    header: BatchHeader,
+    /// The records, decompressed.
+    data: Bytes,
+    /// The record count, checked against the bytes of `data`.
+    count: usize,
+}
+
+impl OpenBatch {
+    fn is_control(&self) -> bool {
+        self.header.attributes & ATTR_CONTROL != 0
+    }
+
+    /// Runs the record parser over the batch's records, its errors named by the batch.
+    fn parse<'a>(&'a self, each: impl FnMut(RecordRef<'a>)) -> Result<(), RecordsError> {
+        parse_records(&self.header, self.count, &self.data, each).map_err(|reason| {
+            RecordsError::InvalidRecord {
+                base_offset: self.header.base_offset,
+                reason,
+            }
+        })
+    }
+}
+
+/// Checks one whole batch (exactly its bytes) and decompresses its records: the
+/// header, the codec data (bounded), and the record count against the bytes.
+fn open_batch(batch: &Bytes) -> Result<OpenBatch, RecordsError> {
     let header = read_header(batch)?;
     let base_offset = header.base_offset;
     let payload = batch.slice(BATCH_HEADER_LEN.min(batch.len())..);
@@ -181,23 +204,35 @@ fn decode_batch(
             count: header.record_count,
             bytes: data.len(),
         })?;
-    let is_control = header.attributes & ATTR_CONTROL != 0;
+    Ok(OpenBatch {
+        header,
+        data,
+        count,
+    })
+}
+
+/// Checks and decodes one whole batch (exactly its bytes). With `into`, a data
+/// batch's records are appended there (see [`decode_batches_into`]).
+fn decode_batch(
+    batch: &Bytes,
+    into: Option<&mut Vec<ConsumerRecord>>,
+) -> Result<DecodedBatch, RecordsError> {
+    let open = open_batch(batch)?;
+    let is_control = open.is_control();
     let mut own = Vec::new();
     let into = match into {
         Some(into) if !is_control => into,
         _ => &mut own,
     };
-    decode_records(&header, count, data, into).map_err(|reason| RecordsError::InvalidRecord {
-        base_offset,
-        reason,
-    })?;
+    decode_records(&open, into)?;
+    let header = &open.header;
     let timestamp_type = if header.attributes & ATTR_LOG_APPEND_TIME != 0 {
         TimestampType::LogAppendTime
     } else {
         TimestampType::CreateTime
     };
     Ok(DecodedBatch {
-        base_offset,
+        base_offset: header.base_offset,
         last_offset: header.last_offset,
         partition_leader_epoch: header.partition_leader_epoch,
         producer_id: header.producer_id,
@@ -213,22 +248,203 @@ fn decode_batch(
     })
 }
 
-/// Decodes exactly `count` records filling all of `data` (a batch's decompressed
-/// records), with the same rules as the Java client's `DefaultRecord`: each record's
-/// fields fill its declared size, lengths are -1 (null) or non-negative, offsets stay
-/// inside the batch. Every allocation is bounded by the bytes present. Keys and values
-/// are slices of `data` (one reference count each, no copy). The records are
-/// appended to `records`; on error some may have been.
-fn decode_records(
+/// The records of `open` as [`ConsumerRecord`]s appended to `records`: the
+/// record parser's records, keys, values and header values made slices of the
+/// batch's data (one reference count each, no copy). On error some may have
+/// been appended.
+fn decode_records(open: &OpenBatch, records: &mut Vec<ConsumerRecord>) -> Result<(), RecordsError> {
+    let data = &open.data;
+    records.reserve(open.count);
+    open.parse(|r| {
+        records.push(ConsumerRecord {
+            offset: r.offset,
+            timestamp: r.timestamp,
+            key: r.key.map(|k| data.slice_ref(k)),
+            value: r.value.map(|v| data.slice_ref(v)),
+            headers: r
+                .headers
+                .iter()
+                .map(|(key, value)| Header {
+                    key: key.to_owned(),
+                    value: value.map(|v| data.slice_ref(v)),
+                })
+                .collect(),
+        });
+    })
+}
+
+/// Visits the records of the whole batches at the front of `bytes` (the
+/// `records` field of a Fetch response partition) in offset order, borrowed
+/// from the fetched (or decompressed) bytes: no [`ConsumerRecord`], no
+/// reference count, no allocation per record. Control batches (transaction
+/// markers) are checked but not visited, as a reader skips them.
+///
+/// The checks and errors are [`decode_batches`]' (CRC-32C, magic, codec, bounded
+/// decompression, offsets, record count, record framing), and a partial trailing
+/// batch is left out as it leaves it ([`Visited::bytes`] says how far the whole
+/// batches went). Records are visited as they are parsed: on error `visit` may
+/// have seen records before the bad one (of the failing batch too), so a caller
+/// that must see all or nothing keeps what it gathered until the call returns `Ok`.
+pub fn visit_batches(
+    bytes: &Bytes,
+    visit: impl FnMut(RecordRef<'_>),
+) -> Result<Visited, RecordsError> {
+    visit_batches_where(bytes, |_| true, visit)
+}
+
+/// [`visit_batches`], visiting only the records of the data batches `keep`
+/// accepts; `keep` sees every whole batch, control batches included, in order
+/// (what the read_committed filter needs), after its header is checked and, for
+/// a control batch, after its records are.
+pub(crate) fn visit_batches_where(
+    bytes: &Bytes,
+    mut keep: impl FnMut(&BatchMeta) -> bool,
+    mut visit: impl FnMut(RecordRef<'_>),
+) -> Result<Visited, RecordsError> {
+    let mut visited = Visited::default();
+    while let Some(batch_len) = complete_batch_len(&bytes[visited.bytes..])? {
+        let batch = bytes.slice(visited.bytes..visited.bytes + batch_len);
+        let open = open_batch(&batch)?;
+        let header = &open.header;
+        let mut meta = BatchMeta {
+            last_offset: header.last_offset,
+            producer_id: header.producer_id,
+            is_transactional: header.attributes & ATTR_TRANSACTIONAL != 0,
+            is_control: open.is_control(),
+            control_type: None,
+        };
+        if meta.is_control {
+            // Checked whole, never visited; its marker type read from the first key.
+            let mut first_key = None;
+            open.parse(|r| {
+                first_key.get_or_insert(r.key);
+            })?;
+            meta.control_type = first_key.and_then(super::types::control_type_of);
+            keep(&meta);
+        } else if keep(&meta) {
+            open.parse(&mut visit)?;
+        } else {
+            open.parse(|_| {})?;
+        }
+        visited.bytes += batch_len;
+        visited.batches += 1;
+        visited.next_offset = Some(header.last_offset.saturating_add(1));
+    }
+    Ok(visited)
+}
+
+/// What [`visit_batches`] went through.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Visited {
+    /// Bytes of the whole batches (a partial trailing batch is not counted).
+    pub bytes: usize,
+    /// Whole batches, control batches included.
+    pub batches: usize,
+    /// The offset after the last whole batch, if there was one: where the next
+    /// fetch starts.
+    pub next_offset: Option<i64>,
+}
+
+/// What the read_committed filter needs of a batch ([`visit_batches_where`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BatchMeta {
+    pub(crate) last_offset: i64,
+    pub(crate) producer_id: i64,
+    pub(crate) is_transactional: bool,
+    pub(crate) is_control: bool,
+    /// A control batch's marker type, read from its first record's key.
+    pub(crate) control_type: Option<super::ControlRecordType>,
+}
+
+/// One record of a batch, borrowed from the batch's bytes (see [`visit_batches`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordRef<'a> {
+    /// The record's offset in its partition.
+    pub offset: i64,
+    /// The record's timestamp in milliseconds (a `LogAppendTime` batch's max
+    /// timestamp, as [`ConsumerRecord::timestamp`]).
+    pub timestamp: i64,
+    /// Key; `None` is a null key.
+    pub key: Option<&'a [u8]>,
+    /// Value; `None` is a null value.
+    pub value: Option<&'a [u8]>,
+    /// Headers, in order.
+    pub headers: RecordHeaders<'a>,
+}
+
+/// The headers of a [`RecordRef`], already checked (keys are UTF-8, the fields
+/// fill the record); iterate them with [`iter`](Self::iter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordHeaders<'a>(HeadersRepr<'a>);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HeadersRepr<'a> {
+    /// `count` headers encoded in `raw`, checked by the record parser.
+    Encoded { raw: &'a [u8], count: usize },
+    /// Headers already decoded.
+    Decoded(&'a [Header]),
+}
+
+impl<'a> RecordHeaders<'a> {
+    /// Number of headers.
+    pub fn len(&self) -> usize {
+        match self.0 {
+            HeadersRepr::Encoded { count, .. } => count,
+            HeadersRepr::Decoded(headers) => headers.len(),
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Each header's key and value (`None` is a null value), in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'a str, Option<&'a [u8]>)> + 'a {
+        let (mut raw, count, decoded) = match self.0 {
+            HeadersRepr::Encoded { raw, count } => (Cursor::new(raw), count, &[][..]),
+            HeadersRepr::Decoded(headers) => (Cursor::new(&[]), 0, headers),
+        };
+        let encoded = (0..count).map_while(move |_| {
+            // Checked by the parser: cannot fail (and stops if it ever did).
+            let key = raw.nullable_bytes("header key").ok()??;
+            let key = std::str::from_utf8(key).ok()?;
+            let value = raw.nullable_bytes("header value").ok()?;
+            Some((key, value))
+        });
+        encoded.chain(decoded.iter().map(|h| (h.key.as_str(), h.value.as_deref())))
+    }
+}
+
+impl ConsumerRecord {
+    /// The record as a [`RecordRef`] borrowing from it, as
+    /// [`visit_batches`] hands records over.
+    pub fn as_record_ref(&self) -> RecordRef<'_> {
+        RecordRef {
+            offset: self.offset,
+            timestamp: self.timestamp,
+            key: self.key.as_deref(),
+            value: self.value.as_deref(),
+            headers: RecordHeaders(HeadersRepr::Decoded(&self.headers)),
+        }
+    }
+}
+
+/// The record parser: parses exactly `count` records filling all of `data` (a
+/// batch's decompressed records) and hands each to `each`, with the same rules as
+/// the Java client's `DefaultRecord`: each record's fields fill its declared size,
+/// lengths are -1 (null) or non-negative, offsets stay inside the batch, header
+/// keys are UTF-8. Nothing is allocated; keys, values and headers are slices of
+/// `data`. On error `each` has seen the records before the bad one.
+fn parse_records<'a>(
     header: &BatchHeader,
     count: usize,
-    data: Bytes,
-    records: &mut Vec<ConsumerRecord>,
+    data: &'a [u8],
+    mut each: impl FnMut(RecordRef<'a>),
 ) -> Result<(), String> {
     let log_append = header.attributes & ATTR_LOG_APPEND_TIME != 0;
     let last_delta = header.last_offset - header.base_offset;
-    let mut batch = Cursor::new(&data);
-    records.reserve(count);
+    let mut batch = Cursor::new(data);
     for index in 0..count {
         let size = batch.varint()?;
         let size =
@@ -265,13 +481,12 @@ fn decode_records(
             .ok()
             .filter(|n| n.saturating_mul(2) <= rec.len())
             .ok_or_else(|| format!("record {index}: invalid header count {header_count}"))?;
-        let mut headers = Vec::with_capacity(header_count);
+        let headers_raw = rec.rest();
         for _ in 0..header_count {
             let key = rec.nullable_bytes("header key")?.ok_or("null header key")?;
-            let key = String::from_utf8(key.to_vec())
+            std::str::from_utf8(key)
                 .map_err(|_| format!("record {index}: header key is not UTF-8"))?;
-            let value = rec.nullable_bytes("header value")?;
-            headers.push(Header { key, value });
+            rec.nullable_bytes("header value")?;
         }
         if !rec.is_empty() {
             return Err(format!(
@@ -279,13 +494,16 @@ fn decode_records(
                 rec.len()
             ));
         }
-        records.push(ConsumerRecord {
+        each(RecordRef {
             // Cannot overflow: the header check left room for any i32 delta.
             offset: header.base_offset + offset_delta,
             timestamp,
             key,
             value,
-            headers,
+            headers: RecordHeaders(HeadersRepr::Encoded {
+                raw: headers_raw,
+                count: header_count,
+            }),
         });
     }
     if !batch.is_empty() {
@@ -300,13 +518,13 @@ fn decode_records(
 /// Reads Kafka's record fields from `data[pos..end]`, moving `pos`; byte fields are
 /// returned as slices of `data` without copying.
 struct Cursor<'a> {
-    data: &'a Bytes,
+    data: &'a [u8],
     pos: usize,
     end: usize,
 }
 
 impl<'a> Cursor<'a> {
-    fn new(data: &'a Bytes) -> Self {
+    fn new(data: &'a [u8]) -> Self {
         Cursor {
             data,
             pos: 0,
@@ -321,6 +539,11 @@ impl<'a> Cursor<'a> {
 
     fn is_empty(&self) -> bool {
         self.pos >= self.end
+    }
+
+    /// The bytes left, without moving.
+    fn rest(&self) -> &'a [u8] {
+        self.data.get(self.pos..self.end).unwrap_or_default()
     }
 
     /// The next `len` bytes as a range of `data`.
@@ -373,15 +596,16 @@ impl<'a> Cursor<'a> {
     }
 
     /// A varint length, then that many bytes; length -1 is null.
-    fn nullable_bytes(&mut self, what: &str) -> Result<Option<Bytes>, String> {
+    fn nullable_bytes(&mut self, what: &str) -> Result<Option<&'a [u8]>, String> {
         let len = self.varint()?;
         if len == -1 {
             return Ok(None);
         }
         let len = usize::try_from(len).map_err(|_| format!("negative {what} length {len}"))?;
         let left = self.len();
+        let data = self.data;
         self.take(len)
-            .map(|range| Some(self.data.slice(range)))
+            .map(|range| Some(&data[range]))
             .ok_or_else(|| format!("{what} length {len} exceeds the {left} bytes left"))
     }
 }

@@ -41,9 +41,14 @@ use kafka_protocol::records::Compression;
 #[cfg(doc)]
 use kafka_protocol::records::RecordBatchEncoder;
 
-pub use self::decode::{BatchSpans, batch_spans, decode_batches, decode_batches_into};
+pub(crate) use self::decode::visit_batches_where;
+pub use self::decode::{
+    BatchSpans, RecordHeaders, RecordRef, Visited, batch_spans, decode_batches,
+    decode_batches_into, visit_batches,
+};
 pub use self::encode::{BatchBuilder, BatchProducer, encode_batch, encode_batch_as};
 pub use self::error::RecordsError;
+pub(crate) use self::transactions::CommittedFilter;
 pub use self::transactions::{AbortedTransaction, read_committed};
 pub use self::types::{
     ConsumerRecord, ControlRecordType, DecodedBatch, Header, ProducerRecord, TimestampType,

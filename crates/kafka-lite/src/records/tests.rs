@@ -41,13 +41,62 @@ fn sample_records() -> Vec<ProducerRecord> {
 }
 
 fn decode_all(bytes: &Bytes) -> Result<Vec<DecodedBatch>, RecordsError> {
-    decode_batches(&mut bytes.clone())
+    decode_checked(&mut bytes.clone())
+}
+
+/// A record as plain values, to compare what the visitor sees with a decoded record.
+type Seen = (
+    i64,
+    i64,
+    Option<Vec<u8>>,
+    Option<Vec<u8>>,
+    Vec<(String, Option<Vec<u8>>)>,
+);
+
+fn seen(r: RecordRef<'_>) -> Seen {
+    (
+        r.offset,
+        r.timestamp,
+        r.key.map(<[u8]>::to_vec),
+        r.value.map(<[u8]>::to_vec),
+        r.headers
+            .iter()
+            .map(|(k, v)| (k.to_owned(), v.map(<[u8]>::to_vec)))
+            .collect(),
+    )
+}
+
+/// [`decode_batches`], checking on the way that [`visit_batches`] agrees with it on
+/// the same bytes: the same error, or the records of the data batches in order
+/// (control batches skipped), the same whole-batch bytes and next offset; and
+/// that a record's [`ConsumerRecord::as_record_ref`] is what the visitor saw.
+fn decode_checked(bytes: &mut Bytes) -> Result<Vec<DecodedBatch>, RecordsError> {
+    let before = bytes.clone();
+    let mut visited = Vec::new();
+    let visit = visit_batches(&before, |r| visited.push(seen(r)));
+    let decoded = decode_batches(bytes);
+    match (&decoded, visit) {
+        (Ok(batches), Ok(v)) => {
+            let expected: Vec<Seen> = batches
+                .iter()
+                .filter(|b| !b.is_control)
+                .flat_map(|b| b.records.iter().map(|r| seen(r.as_record_ref())))
+                .collect();
+            assert_eq!(visited, expected, "the visitor sees the decoded records");
+            assert_eq!(v.bytes, before.len() - bytes.len(), "whole-batch bytes");
+            assert_eq!(v.batches, batches.len());
+            assert_eq!(v.next_offset, batches.last().map(DecodedBatch::next_offset));
+        }
+        (Err(e), Err(v)) => assert_eq!(e, &v, "the visitor fails with the same error"),
+        (d, v) => panic!("decode_batches gave {d:?}, visit_batches {v:?}"),
+    }
+    decoded
 }
 
 fn assert_round_trip(codec: Codec) {
     let input = sample_records();
     let mut encoded = encode_batch(&input, codec).expect("encode");
-    let batches = decode_batches(&mut encoded).expect("decode");
+    let batches = decode_checked(&mut encoded).expect("decode");
     assert!(encoded.is_empty(), "the whole buffer is consumed");
     assert_eq!(batches.len(), 1);
     let batch = &batches[0];
@@ -320,7 +369,7 @@ fn partial_trailing_batch_is_left_in_the_buffer() {
             let mut buf = BytesMut::from(&HAND_WRITTEN_BATCH[..]);
             buf.extend_from_slice(&whole[..cut]);
             let mut buf = buf.freeze();
-            let batches = decode_batches(&mut buf).expect("partial tail is not an error");
+            let batches = decode_checked(&mut buf).expect("partial tail is not an error");
             assert_eq!(batches.len(), 1, "{codec} cut at {cut}");
             assert_eq!(batches[0].base_offset, 42);
             assert_eq!(&buf[..], &whole[..cut], "{codec}: the partial batch stays");
@@ -332,13 +381,13 @@ fn partial_trailing_batch_is_left_in_the_buffer() {
 fn lone_partial_batch_decodes_to_nothing() {
     let whole = encode_batch(&sample_records(), Codec::None).expect("encode");
     let mut buf = whole.slice(..whole.len() - 1);
-    assert_eq!(decode_batches(&mut buf), Ok(vec![]));
+    assert_eq!(decode_checked(&mut buf), Ok(vec![]));
     assert_eq!(buf.len(), whole.len() - 1);
 }
 
 #[test]
 fn empty_input_decodes_to_nothing() {
-    assert_eq!(decode_batches(&mut Bytes::new()), Ok(vec![]));
+    assert_eq!(decode_checked(&mut Bytes::new()), Ok(vec![]));
 }
 
 /// A batch whose length field is shortened, with the CRC fixed up, so that the record

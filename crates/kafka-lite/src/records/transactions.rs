@@ -1,6 +1,7 @@
 //! Transactions in fetched data: the aborted transactions a Fetch response lists, and
 //! the read_committed filter.
 
+use super::decode::BatchMeta;
 use super::{ControlRecordType, DecodedBatch};
 
 /// An aborted transaction as listed in a Fetch response partition.
@@ -33,30 +34,60 @@ pub fn read_committed(
     batches: Vec<DecodedBatch>,
     aborted_transactions: &[AbortedTransaction],
 ) -> Vec<DecodedBatch> {
-    let mut pending: Vec<AbortedTransaction> = aborted_transactions.to_vec();
-    pending.sort_by_key(|aborted| std::cmp::Reverse(aborted.first_offset));
-    let mut aborting: Vec<i64> = Vec::new();
-    let mut kept = Vec::with_capacity(batches.len());
-    for batch in batches {
+    let mut filter = CommittedFilter::new(aborted_transactions);
+    batches
+        .into_iter()
+        .filter(|batch| {
+            filter.keep(&BatchMeta {
+                last_offset: batch.last_offset,
+                producer_id: batch.producer_id,
+                is_transactional: batch.is_transactional,
+                is_control: batch.is_control,
+                control_type: batch.control_type(),
+            })
+        })
+        .collect()
+}
+
+/// [`read_committed`]'s filter, one batch at a time, in log order (also what
+/// a reader visiting records without decoding them uses).
+pub(crate) struct CommittedFilter {
+    /// Aborted transactions not yet in effect, the first offset last.
+    pending: Vec<AbortedTransaction>,
+    /// Producers whose aborted transaction is in effect.
+    aborting: Vec<i64>,
+}
+
+impl CommittedFilter {
+    pub(crate) fn new(aborted_transactions: &[AbortedTransaction]) -> Self {
+        let mut pending: Vec<AbortedTransaction> = aborted_transactions.to_vec();
+        pending.sort_by_key(|aborted| std::cmp::Reverse(aborted.first_offset));
+        CommittedFilter {
+            pending,
+            aborting: Vec::new(),
+        }
+    }
+
+    /// Whether a read_committed consumer keeps the records of `batch` (the
+    /// batch after the ones given before); never a control batch.
+    pub(crate) fn keep(&mut self, batch: &BatchMeta) -> bool {
         // Transactions that started at or before this batch's end are now in effect.
-        while pending
+        while self
+            .pending
             .last()
             .is_some_and(|aborted| aborted.first_offset <= batch.last_offset)
         {
-            if let Some(aborted) = pending.pop() {
-                aborting.push(aborted.producer_id);
+            if let Some(aborted) = self.pending.pop() {
+                self.aborting.push(aborted.producer_id);
             }
         }
         if batch.is_control {
-            if batch.control_type() == Some(ControlRecordType::Abort) {
-                aborting.retain(|producer| *producer != batch.producer_id);
+            if batch.control_type == Some(ControlRecordType::Abort) {
+                self.aborting
+                    .retain(|producer| *producer != batch.producer_id);
             }
-            continue;
+            return false;
         }
-        if batch.is_transactional && aborting.contains(&batch.producer_id) {
-            continue;
-        }
-        kept.push(batch);
+        !(batch.is_transactional && self.aborting.contains(&batch.producer_id))
     }
-    kept
 }

@@ -120,13 +120,17 @@ impl DecodedBatch {
         if !self.is_control {
             return None;
         }
-        let key = self.records.first()?.key.as_ref()?;
-        // Key layout: version (int16), then type (int16).
-        let kind = key.get(2..4)?;
-        Some(match i16::from_be_bytes([kind[0], kind[1]]) {
-            0 => ControlRecordType::Abort,
-            1 => ControlRecordType::Commit,
-            other => ControlRecordType::Unknown(other),
-        })
+        control_type_of(self.records.first()?.key.as_deref())
     }
+}
+
+/// The marker type a control record's key holds; `None` for a key too short.
+pub(super) fn control_type_of(key: Option<&[u8]>) -> Option<ControlRecordType> {
+    // Key layout: version (int16), then type (int16).
+    let kind = key?.get(2..4)?;
+    Some(match i16::from_be_bytes([kind[0], kind[1]]) {
+        0 => ControlRecordType::Abort,
+        1 => ControlRecordType::Commit,
+        other => ControlRecordType::Unknown(other),
+    })
 }

@@ -448,6 +448,17 @@ impl ClusterClient {
         reader.read(self.client().await?).await
     }
 
+    /// [`read`](Self::read), each record handed to `visit` borrowed from the
+    /// response (no [`ConsumerRecord`] built): `None` once the end is reached,
+    /// else the number of records visited.
+    pub async fn read_visit(
+        &self,
+        reader: &mut PartitionReader,
+        visit: impl FnMut(kafka_lite::records::RecordRef<'_>),
+    ) -> Result<Option<usize>, Error> {
+        reader.read_visit(self.client().await?, visit).await
+    }
+
     /// The next Fetch before `reader`'s end with its records left undecoded
     /// (a reference for the broker's rate, see [`kafka_lite::RawFetch`]);
     /// `Ok(None)` at the end.

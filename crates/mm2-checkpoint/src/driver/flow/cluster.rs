@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::Duration;
 
-use kafka_lite::records::{BatchBuilder, ConsumerRecord};
+use kafka_lite::records::{BatchBuilder, ConsumerRecord, RecordRef};
 use kafka_lite::{Error, PartitionReader, StartOffset};
 
 use crate::core::content_search::SideRead;
@@ -120,6 +120,25 @@ pub trait FlowCluster: Clone + Send + Sync + 'static {
         reader: &mut PartitionReader,
     ) -> impl Future<Output = Result<Option<Vec<ConsumerRecord>>, Error>> + Send;
 
+    /// [`read`](Self::read), each record handed to `visit` borrowed instead
+    /// of returned (a cluster that can builds no [`ConsumerRecord`]): `None`
+    /// once the end is reached, else the number of records visited, the
+    /// records `read` returns in its order. On error `visit` may have seen
+    /// some records.
+    fn read_visit<F: FnMut(RecordRef<'_>) + Send>(
+        &self,
+        reader: &mut PartitionReader,
+        mut visit: F,
+    ) -> impl Future<Output = Result<Option<usize>, Error>> + Send {
+        async move {
+            let records = self.read(reader).await?;
+            Ok(records.map(|records| {
+                records.iter().for_each(|r| visit(r.as_record_ref()));
+                records.len()
+            }))
+        }
+    }
+
     /// Whatever follows `reader`'s position, with the partition's high watermark.
     fn follow(
         &self,
@@ -232,6 +251,14 @@ impl FlowCluster for ClusterClient {
         reader: &mut PartitionReader,
     ) -> Result<Option<Vec<ConsumerRecord>>, Error> {
         ClusterClient::read(self, reader).await
+    }
+
+    async fn read_visit<F: FnMut(RecordRef<'_>) + Send>(
+        &self,
+        reader: &mut PartitionReader,
+        visit: F,
+    ) -> Result<Option<usize>, Error> {
+        ClusterClient::read_visit(self, reader, visit).await
     }
 
     async fn follow(

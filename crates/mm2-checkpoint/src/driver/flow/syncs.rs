@@ -4,7 +4,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
-use kafka_lite::records::ConsumerRecord;
+use kafka_lite::records::{ConsumerRecord, RecordRef};
 use kafka_lite::{PartitionReader, StartOffset};
 
 use crate::core::format::OffsetSyncRef;
@@ -28,7 +28,7 @@ impl<C: FlowCluster> FlowContext<C> {
         kind: TopicKind,
         mut apply: impl FnMut(&ConsumerRecord),
     ) -> Result<i64, StepError> {
-        let keep = |records: Vec<ConsumerRecord>, _| records;
+        let keep = Prepare::Records(|records, _| records);
         self.read_to_end_prepared(cluster, topic, kind, keep, |records| {
             records.iter().for_each(&mut apply);
             None
@@ -47,7 +47,7 @@ impl<C: FlowCluster> FlowContext<C> {
         cluster: &C,
         topic: &str,
         kind: TopicKind,
-        prepare: fn(Vec<ConsumerRecord>, Option<T>) -> T,
+        prepare: Prepare<T>,
         mut apply: impl FnMut(T) -> Option<T>,
     ) -> Result<i64, StepError> {
         let r = cluster
@@ -274,13 +274,17 @@ impl<C: FlowCluster> FlowContext<C> {
             ..
         } = state;
         // Each fetch's records are decoded into syncs on the fetch's task
-        // (another worker thread), so this one only applies them.
+        // (another worker thread), straight from the response's bytes (no
+        // ConsumerRecord built), so this one only applies them.
         let pos = self
             .read_to_end_prepared(
                 &self.syncs_cluster,
                 &self.syncs_topic,
                 TopicKind::OffsetSyncs,
-                PreparedSyncs::decode,
+                Prepare::Visit {
+                    begin: PreparedSyncs::begin,
+                    record: PreparedSyncs::push,
+                },
                 |prepared| {
                     for rec in &prepared.records {
                         let (offset, got) = match rec {
@@ -332,11 +336,39 @@ impl<C: FlowCluster> FlowContext<C> {
     }
 }
 
+/// How the fetch task of an initial read turns a fetch's records into what
+/// is applied.
+pub enum Prepare<T> {
+    /// The records as [`ConsumerRecord`]s, turned into a `T` (given the spare
+    /// `T` handed back by an earlier apply).
+    Records(fn(Vec<ConsumerRecord>, Option<T>) -> T),
+    /// A `T` begun (from the spare, if any), then each record visited into it
+    /// borrowed from the fetch response (see [`FlowCluster::read_visit`]).
+    Visit {
+        /// Starts a fetch's `T` (from the spare, if any).
+        begin: fn(Option<T>) -> T,
+        /// Adds one record to it.
+        record: fn(&mut T, RecordRef<'_>),
+    },
+}
+
+impl<T> Clone for Prepare<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Prepare<T> {}
+
 /// One fetch of the offset-syncs topic decoded into syncs (on the fetch's
 /// task): each record's offset and its sync, or why it is not one. A fetch's
 /// topic names are kept once each, the syncs refer to them by index.
 struct PreparedSyncs {
     topics: Vec<Box<str>>,
+    /// The index of each name of `topics`.
+    ids: HashMap<Box<str>, u32>,
+    /// The topic of the last sync (the syncs of one topic usually come in runs).
+    last: Option<u32>,
     records: Vec<PreparedSync>,
 }
 
@@ -357,58 +389,59 @@ enum PreparedSync {
 }
 
 impl PreparedSyncs {
-    /// Decodes every record of a fetch, with [`OffsetSyncRef::decode`]'s
-    /// checks, into `spare`'s vectors if given (emptied first); the records
-    /// are dropped here, on the fetch's task.
-    fn decode(records: Vec<ConsumerRecord>, spare: Option<Self>) -> Self {
-        let (mut topics, mut prepared) = match spare {
-            Some(PreparedSyncs {
-                mut topics,
-                records,
-            }) => {
-                topics.clear();
-                (topics, records)
+    /// An empty fetch's worth, reusing `spare`'s allocations if given.
+    fn begin(spare: Option<Self>) -> Self {
+        match spare {
+            Some(mut spare) => {
+                spare.topics.clear();
+                spare.ids.clear();
+                spare.last = None;
+                spare.records.clear();
+                spare
             }
-            None => (Vec::new(), Vec::new()),
+            None => PreparedSyncs {
+                topics: Vec::new(),
+                ids: HashMap::new(),
+                last: None,
+                records: Vec::new(),
+            },
+        }
+    }
+
+    /// Decodes the next record of the fetch, with [`OffsetSyncRef::decode`]'s
+    /// checks, borrowed from the fetch response.
+    fn push(&mut self, rec: RecordRef<'_>) {
+        let offset = rec.offset;
+        let prepared = match OffsetSyncRef::decode(rec.key, rec.value) {
+            Ok(s) => PreparedSync::Sync {
+                offset,
+                topic: self.topic_id(s.topic),
+                partition: s.partition,
+                upstream: s.upstream_offset,
+                downstream: s.downstream_offset,
+            },
+            Err(e) => PreparedSync::Skipped(Box::new((offset, e))),
         };
-        prepared.clear();
-        prepared.reserve(records.len());
-        let mut ids: HashMap<&str, u32> = HashMap::new();
-        let mut last: Option<(&str, u32)> = None;
-        for rec in &records {
-            let offset = rec.offset;
-            prepared.push(
-                match OffsetSyncRef::decode(rec.key.as_deref(), rec.value.as_deref()) {
-                    Ok(s) => {
-                        let topic = match last {
-                            // The syncs of one topic usually come in runs.
-                            Some((name, id)) if name == s.topic => id,
-                            _ => {
-                                let id = *ids.entry(s.topic).or_insert_with(|| {
-                                    topics.push(s.topic.into());
-                                    // A fetch holds far fewer than 2^32 records.
-                                    u32::try_from(topics.len() - 1).unwrap_or(u32::MAX)
-                                });
-                                last = Some((s.topic, id));
-                                id
-                            }
-                        };
-                        PreparedSync::Sync {
-                            offset,
-                            topic,
-                            partition: s.partition,
-                            upstream: s.upstream_offset,
-                            downstream: s.downstream_offset,
-                        }
-                    }
-                    Err(e) => PreparedSync::Skipped(Box::new((offset, e))),
-                },
-            );
+        self.records.push(prepared);
+    }
+
+    /// The index of `topic` in `self.topics`, added if new.
+    fn topic_id(&mut self, topic: &str) -> u32 {
+        if let Some(id) = self.last.filter(|&id| self.topic(id) == topic) {
+            return id;
         }
-        PreparedSyncs {
-            topics,
-            records: prepared,
-        }
+        let id = match self.ids.get(topic) {
+            Some(&id) => id,
+            None => {
+                // A fetch holds far fewer than 2^32 records.
+                let id = u32::try_from(self.topics.len()).unwrap_or(u32::MAX);
+                self.topics.push(topic.into());
+                self.ids.insert(topic.into(), id);
+                id
+            }
+        };
+        self.last = Some(id);
+        id
     }
 
     /// The name of topic `id` (of one of `self.records`).
@@ -430,13 +463,25 @@ impl<T: Send + 'static> NextFetch<T> {
     fn spawn<C: FlowCluster>(
         cluster: &C,
         mut reader: PartitionReader,
-        prepare: fn(Vec<ConsumerRecord>, Option<T>) -> T,
+        prepare: Prepare<T>,
         spare: Option<T>,
     ) -> Self {
         let cluster = cluster.clone();
         NextFetch(tokio::spawn(async move {
-            let r = cluster.read(&mut reader).await;
-            (reader, r.map(|records| records.map(|r| prepare(r, spare))))
+            let r = match prepare {
+                Prepare::Records(prepare) => {
+                    let r = cluster.read(&mut reader).await;
+                    r.map(|records| records.map(|r| prepare(r, spare)))
+                }
+                Prepare::Visit { begin, record } => {
+                    let mut prepared = begin(spare);
+                    let r = cluster
+                        .read_visit(&mut reader, |rec| record(&mut prepared, rec))
+                        .await;
+                    r.map(|read| read.map(|_| prepared))
+                }
+            };
+            (reader, r)
         }))
     }
 
