@@ -185,17 +185,7 @@ impl TransactionalProducer {
         records: &[ProducerRecord],
         options: &ProduceOptions,
     ) -> Result<i64, Error> {
-        let tp = TopicPartition::new(topic, partition);
-        if !self.partitions.contains(&tp) {
-            self.add_partition(&tp).await?;
-        }
-        let base_sequence = self.sequences.get(&tp).copied().unwrap_or(0);
-        let stamp = BatchProducer {
-            producer_id: self.producer_id,
-            producer_epoch: self.epoch,
-            base_sequence,
-            transactional: true,
-        };
+        let (tp, stamp) = self.stamp_for(topic, partition).await?;
         let id = self.transactional_id.clone();
         let client = self.client.clone();
         let offset = client
@@ -214,7 +204,7 @@ impl TransactionalProducer {
             .await?;
         let count = i32::try_from(records.len()).unwrap_or(i32::MAX);
         self.sequences
-            .insert(tp, base_sequence.wrapping_add(count) & i32::MAX);
+            .insert(tp, stamp.base_sequence.wrapping_add(count) & i32::MAX);
         Ok(offset)
     }
 
@@ -229,17 +219,7 @@ impl TransactionalProducer {
         batch: BatchBuilder,
         options: &ProduceOptions,
     ) -> Result<i64, Error> {
-        let tp = TopicPartition::new(topic, partition);
-        if !self.partitions.contains(&tp) {
-            self.add_partition(&tp).await?;
-        }
-        let base_sequence = self.sequences.get(&tp).copied().unwrap_or(0);
-        let stamp = BatchProducer {
-            producer_id: self.producer_id,
-            producer_epoch: self.epoch,
-            base_sequence,
-            transactional: true,
-        };
+        let (tp, stamp) = self.stamp_for(topic, partition).await?;
         let count = i32::try_from(batch.len()).unwrap_or(i32::MAX);
         let encoded = batch.finish(options.codec, Some(stamp));
         let encoded = &encoded;
@@ -261,8 +241,29 @@ impl TransactionalProducer {
             })
             .await?;
         self.sequences
-            .insert(tp, base_sequence.wrapping_add(count) & i32::MAX);
+            .insert(tp, stamp.base_sequence.wrapping_add(count) & i32::MAX);
         Ok(offset)
+    }
+
+    /// The stamp of the next batch for `topic`/`partition`: this producer's
+    /// id and epoch and the partition's next sequence, the partition added to
+    /// the transaction first if it is not in it yet.
+    async fn stamp_for(
+        &mut self,
+        topic: &str,
+        partition: i32,
+    ) -> Result<(TopicPartition, BatchProducer), Error> {
+        let tp = TopicPartition::new(topic, partition);
+        if !self.partitions.contains(&tp) {
+            self.add_partition(&tp).await?;
+        }
+        let stamp = BatchProducer {
+            producer_id: self.producer_id,
+            producer_epoch: self.epoch,
+            base_sequence: self.sequences.get(&tp).copied().unwrap_or(0),
+            transactional: true,
+        };
+        Ok((tp, stamp))
     }
 
     async fn add_partition(&mut self, tp: &TopicPartition) -> Result<(), Error> {

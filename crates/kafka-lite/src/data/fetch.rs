@@ -209,6 +209,49 @@ pub struct RawFetch {
     pub high_watermark: i64,
 }
 
+/// One partition's answer to a Fetch of that partition alone, its error
+/// codes checked (the response's and the partition's).
+struct OneFetched {
+    data: PartitionData,
+    version: i16,
+    /// `topic-partition at offset N`, for errors about the answer.
+    context: String,
+}
+
+/// Sends the Fetch of `partition` from `offset` and takes its answer out of
+/// the response: what [`fetch_raw_on`] and [`fetch_bytes_on`] share.
+async fn fetch_one_on(
+    connection: &BrokerConnection,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    options: &FetchOptions,
+) -> Result<OneFetched, Error> {
+    let version = connection.version_for::<FetchRequest>()?;
+    let request = fetch_request(topic, &[(partition, offset)], options);
+    let response = connection.send_with_version(request, version).await?;
+    let context = format!("{} at offset {offset}", partition_context(topic, partition));
+    Error::check_code(API, response.error_code, context.clone())?;
+    let data = response
+        .responses
+        .into_iter()
+        .filter(|t| t.topic.0.as_str() == topic)
+        .flat_map(|t| t.partitions)
+        .find(|p| p.partition_index == partition)
+        .ok_or_else(|| Error::MalformedResponse {
+            broker: connection.address().to_string(),
+            api: API,
+            version,
+            detail: format!("no answer for {}", partition_context(topic, partition)),
+        })?;
+    Error::check_code(API, data.error_code, context.clone())?;
+    Ok(OneFetched {
+        data,
+        version,
+        context,
+    })
+}
+
 /// [`fetch_on`] without decoding the records: see [`RawFetch`].
 pub(super) async fn fetch_raw_on(
     connection: &BrokerConnection,
@@ -217,30 +260,14 @@ pub(super) async fn fetch_raw_on(
     offset: i64,
     options: &FetchOptions,
 ) -> Result<RawFetch, Error> {
-    let version = connection.version_for::<FetchRequest>()?;
-    let request = fetch_request(topic, &[(partition, offset)], options);
-    let response = connection.send_with_version(request, version).await?;
-    let context = format!("{} at offset {offset}", partition_context(topic, partition));
-    Error::check_code(API, response.error_code, context.clone())?;
+    let one = fetch_one_on(connection, topic, partition, offset, options).await?;
+    let (data, context) = (one.data, one.context);
     let malformed = |detail: String| Error::MalformedResponse {
         broker: connection.address().to_string(),
         api: API,
-        version,
+        version: one.version,
         detail,
     };
-    let data = response
-        .responses
-        .into_iter()
-        .filter(|t| t.topic.0.as_str() == topic)
-        .flat_map(|t| t.partitions)
-        .find(|p| p.partition_index == partition)
-        .ok_or_else(|| {
-            malformed(format!(
-                "no answer for {}",
-                partition_context(topic, partition)
-            ))
-        })?;
-    Error::check_code(API, data.error_code, context.clone())?;
     let bytes = data.records.unwrap_or_default();
     let spans = records::batch_spans(&bytes).map_err(|e| malformed(format!("{context}: {e}")))?;
     if spans.next_offset.is_none() && !bytes.is_empty() {
@@ -296,24 +323,8 @@ pub(super) async fn fetch_bytes_on(
     offset: i64,
     options: &FetchOptions,
 ) -> Result<FetchedBytes, Error> {
-    let version = connection.version_for::<FetchRequest>()?;
-    let request = fetch_request(topic, &[(partition, offset)], options);
-    let response = connection.send_with_version(request, version).await?;
-    let context = format!("{} at offset {offset}", partition_context(topic, partition));
-    Error::check_code(API, response.error_code, context.clone())?;
-    let data = response
-        .responses
-        .into_iter()
-        .filter(|t| t.topic.0.as_str() == topic)
-        .flat_map(|t| t.partitions)
-        .find(|p| p.partition_index == partition)
-        .ok_or_else(|| Error::MalformedResponse {
-            broker: connection.address().to_string(),
-            api: API,
-            version,
-            detail: format!("no answer for {}", partition_context(topic, partition)),
-        })?;
-    Error::check_code(API, data.error_code, context.clone())?;
+    let one = fetch_one_on(connection, topic, partition, offset, options).await?;
+    let (data, version, context) = (one.data, one.version, one.context);
     let broker = connection.address().to_string();
     Ok(FetchedBytes::new(
         data, offset, options, broker, version, context,

@@ -173,6 +173,32 @@ pub fn checkpoint_is_more_recent(last: Option<&StoredCheckpoint>, cp: &Checkpoin
     is_more_recent(last, cp.upstream_offset, cp.downstream_offset)
 }
 
+/// What one group-partition with a downstream partition of its own gets
+/// (docs/behaviour.md D.2, D.3): its commit and the offset to
+/// checkpoint it at, or why it gets no checkpoint. `last` (the stored
+/// checkpoint of that downstream partition) is asked only once the commit
+/// translates. Both plans ([`CheckpointRound::plan`] and the window plan)
+/// decide through it.
+fn decide<'c, 's, T: OffsetTranslator + ?Sized>(
+    translator: &T,
+    upstream: &TopicPartition,
+    committed: Option<&'c CommittedOffset>,
+    last: impl FnOnce() -> Option<&'s StoredCheckpoint>,
+) -> Result<(&'c CommittedOffset, i64), SkipReason> {
+    let committed = committed.ok_or(SkipReason::NullOffset)?;
+    let downstream = match translator.translate(upstream, committed.offset) {
+        Translation::Translated(d) if d >= 0 => d,
+        Translation::Translated(_) | Translation::TooOld => return Err(SkipReason::TooOld),
+        Translation::NotReady => return Err(SkipReason::NotReady),
+        Translation::NoSync => return Err(SkipReason::NoSync),
+    };
+    if is_more_recent(last(), committed.offset, downstream) {
+        Ok((committed, downstream))
+    } else {
+        Err(SkipReason::NotMoreRecent)
+    }
+}
+
 /// [`checkpoint_is_more_recent`] for a checkpoint of `upstream` and `downstream`
 /// offsets, without building it.
 fn is_more_recent(last: Option<&StoredCheckpoint>, upstream: i64, downstream: i64) -> bool {
@@ -336,31 +362,12 @@ impl CheckpointRound<'_> {
                     }
                     continue;
                 };
-                let Some(committed) = committed else {
-                    plan.counts.add(&SkipReason::NullOffset);
-                    continue;
-                };
-                let downstream_offset = match translator.translate(upstream, committed.offset) {
-                    Translation::Translated(d) if d >= 0 => d,
-                    Translation::Translated(_) | Translation::TooOld => {
-                        plan.counts.add(&SkipReason::TooOld);
-                        continue;
-                    }
-                    Translation::NotReady => {
-                        plan.counts.add(&SkipReason::NotReady);
-                        continue;
-                    }
-                    Translation::NoSync => {
-                        plan.counts.add(&SkipReason::NoSync);
-                        continue;
-                    }
-                };
-                let last = match (last_of_group, stored_id) {
+                let last = || match (last_of_group, stored_id) {
                     (Some(cps), Some(id)) => cps.get_with_id(name, id, partition),
                     _ => None,
                 };
-                if is_more_recent(last, committed.offset, downstream_offset) {
-                    plan.checkpoints.push(Checkpoint {
+                match decide(translator, upstream, committed.as_ref(), last) {
+                    Ok((committed, downstream_offset)) => plan.checkpoints.push(Checkpoint {
                         key: CheckpointKey {
                             group: group.to_owned(),
                             topic_partition: TopicPartition::new(name, partition),
@@ -368,9 +375,8 @@ impl CheckpointRound<'_> {
                         upstream_offset: committed.offset,
                         downstream_offset,
                         metadata: committed.metadata.clone(),
-                    });
-                } else {
-                    plan.counts.add(&SkipReason::NotMoreRecent);
+                    }),
+                    Err(reason) => plan.counts.add(&reason),
                 }
             }
             conflicts.sort_by(|a, b| a.upstream.cmp(&b.upstream));
@@ -459,31 +465,12 @@ impl CheckpointRound<'_> {
                 }
                 continue;
             };
-            let Some(committed) = committed else {
-                skip(upstream, SkipReason::NullOffset);
-                continue;
-            };
-            let downstream_offset = match translator.translate(upstream, committed.offset) {
-                Translation::Translated(d) if d >= 0 => d,
-                Translation::Translated(_) | Translation::TooOld => {
-                    skip(upstream, SkipReason::TooOld);
-                    continue;
-                }
-                Translation::NotReady => {
-                    skip(upstream, SkipReason::NotReady);
-                    continue;
-                }
-                Translation::NoSync => {
-                    skip(upstream, SkipReason::NoSync);
-                    continue;
-                }
-            };
-            // Compared before the checkpoint is built, so a suppressed
-            // partition (every partition of a round where nothing moved)
-            // allocates nothing.
-            let last = last_of_group.and_then(|cps| cps.get(name, partition));
-            if is_more_recent(last, committed.offset, downstream_offset) {
-                checkpoints.push(Checkpoint {
+            // The last checkpoint is looked up only for a partition that
+            // translates: a suppressed one (every partition of a round where
+            // nothing moved) allocates nothing.
+            let last = || last_of_group.and_then(|cps| cps.get(name, partition));
+            match decide(translator, upstream, committed.as_ref(), last) {
+                Ok((committed, downstream_offset)) => checkpoints.push(Checkpoint {
                     key: CheckpointKey {
                         group: group.to_owned(),
                         topic_partition: TopicPartition::new(name.as_str(), partition),
@@ -491,9 +478,8 @@ impl CheckpointRound<'_> {
                     upstream_offset: committed.offset,
                     downstream_offset,
                     metadata: committed.metadata.clone(),
-                });
-            } else {
-                skip(upstream, SkipReason::NotMoreRecent);
+                }),
+                Err(reason) => skip(upstream, reason),
             }
         }
     }
