@@ -489,8 +489,9 @@ fn read_partition(
         }
     }
     // Read straight into `records`, a batch that started before `offset`
-    // brought its earlier records along; they come first.
-    if records.first().is_some_and(|r| r.offset < offset) {
+    // brought its earlier records along. A broker puts only the first batch
+    // there, but any batch may claim lower offsets: every record is checked.
+    if records.iter().any(|r| r.offset < offset) {
         records.retain(|r| r.offset >= offset);
     }
     Ok(FetchedPartition {
@@ -585,6 +586,21 @@ mod tests {
             read_partition(data, 12, IsolationLevel::ReadUncommitted, 1 << 20).expect("read");
         assert_eq!(offsets(&fetched), [12, 13, 14]);
         assert_eq!(fetched.next_offset, 15);
+    }
+
+    #[test]
+    fn records_before_the_fetch_offset_are_dropped_from_every_batch() {
+        // A later batch claiming lower offsets (a broken or hostile broker):
+        // its records below the fetch offset are dropped too, under both
+        // isolation levels, as the visiting reader drops them.
+        for isolation in [
+            IsolationLevel::ReadUncommitted,
+            IsolationLevel::ReadCommitted,
+        ] {
+            let data = partition(&[batch(10, 2, Codec::None), batch(3, 2, Codec::None)]);
+            let fetched = read_partition(data, 10, isolation, 1 << 20).expect("read");
+            assert_eq!(offsets(&fetched), [10, 11], "{isolation:?}");
+        }
     }
 
     #[test]

@@ -19,8 +19,8 @@
 //! publishing has no counterpart here. It is pure: the driver decodes offset-sync
 //! records and feeds the values in with [`OffsetSyncStore::apply`].
 
-use std::collections::HashMap;
 use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use super::sync_history::{Pushed, SyncHistory};
@@ -436,19 +436,26 @@ impl PreciseHistories {
     }
 }
 
-/// Partitions numbered below this are found by number in a vector (Kafka numbers a
-/// topic's partitions from 0 without gaps), others in a map: at most 32 KiB of
-/// vector per topic whatever numbers a broken or hostile writer uses.
+/// Partitions numbered below this may be found by number in a vector (Kafka numbers a
+/// topic's partitions from 0 without gaps), others in a map.
 const DENSE_PARTITIONS: usize = 4096;
+
+/// How far past the vector's end a new partition may be and still extend it. The
+/// vector grows by at most this many entries per partition stored, so it costs at most
+/// 512 B more per history (of ~1.1 KiB) whatever numbers a broken or hostile writer
+/// uses; a partition further out goes to the map, and moves into the vector once the
+/// vector reaches it.
+const DENSE_GAP: usize = 64;
 
 /// The slot histories of one source topic's partitions.
 #[derive(Debug)]
 struct TopicHistories {
     name: Box<str>,
-    /// Partition `p` below [`DENSE_PARTITIONS`] at index `p`.
+    /// Partition `p` at index `p`, for `0 <= p < dense.len()`.
     dense: Vec<Option<Box<PartitionHistory>>>,
-    /// Negative partitions and those from [`DENSE_PARTITIONS`] up.
-    sparse: HashMap<i32, Box<PartitionHistory>>,
+    /// Every other partition: negative ones, those past the vector's end. Ordered,
+    /// so those the vector reaches when it grows are found by range.
+    sparse: BTreeMap<i32, Box<PartitionHistory>>,
     len: usize,
 }
 
@@ -457,27 +464,28 @@ impl TopicHistories {
         Self {
             name: name.into(),
             dense: Vec::new(),
-            sparse: HashMap::new(),
+            sparse: BTreeMap::new(),
             len: 0,
         }
     }
 
-    fn dense_index(partition: i32) -> Option<usize> {
+    /// `partition`'s index in `dense`, if it is kept there.
+    fn dense_index(&self, partition: i32) -> Option<usize> {
         usize::try_from(partition)
             .ok()
-            .filter(|&i| i < DENSE_PARTITIONS)
+            .filter(|&i| i < self.dense.len())
     }
 
     fn get(&self, partition: i32) -> Option<&PartitionHistory> {
-        match Self::dense_index(partition) {
-            Some(i) => self.dense.get(i)?.as_deref(),
+        match self.dense_index(partition) {
+            Some(i) => self.dense[i].as_deref(),
             None => self.sparse.get(&partition).map(|h| &**h),
         }
     }
 
     fn get_mut(&mut self, partition: i32) -> Option<&mut PartitionHistory> {
-        match Self::dense_index(partition) {
-            Some(i) => self.dense.get_mut(i)?.as_deref_mut(),
+        match self.dense_index(partition) {
+            Some(i) => self.dense[i].as_deref_mut(),
             None => self.sparse.get_mut(&partition).map(|h| &mut **h),
         }
     }
@@ -485,23 +493,36 @@ impl TopicHistories {
     /// Stores the first history of a partition that has none.
     fn insert(&mut self, partition: i32, history: PartitionHistory) {
         let history = Box::new(history);
-        match Self::dense_index(partition) {
-            Some(i) => {
-                if self.dense.len() <= i {
-                    self.dense.resize_with(i + 1, || None);
-                }
-                self.dense[i] = Some(history);
-            }
-            None => {
-                self.sparse.insert(partition, history);
-            }
-        }
         self.len += 1;
+        if let Some(i) = self.dense_index(partition) {
+            self.dense[i] = Some(history);
+            return;
+        }
+        let old_len = self.dense.len();
+        let extends = usize::try_from(partition)
+            .ok()
+            .filter(|&i| i < DENSE_PARTITIONS && i < old_len + DENSE_GAP);
+        let Some(i) = extends else {
+            self.sparse.insert(partition, history);
+            return;
+        };
+        self.dense.resize_with(i + 1, || None);
+        // Partitions kept in the map that the vector now reaches move into it
+        // (`old_len..=i` fits in i32: `i` is below DENSE_PARTITIONS).
+        let reached: Vec<i32> = self
+            .sparse
+            .range(old_len as i32..=i as i32)
+            .map(|(&p, _)| p)
+            .collect();
+        for p in reached {
+            self.dense[p as usize] = self.sparse.remove(&p);
+        }
+        self.dense[i] = Some(history);
     }
 
     fn remove(&mut self, partition: i32) -> bool {
-        let removed = match Self::dense_index(partition) {
-            Some(i) => self.dense.get_mut(i).and_then(Option::take).is_some(),
+        let removed = match self.dense_index(partition) {
+            Some(i) => self.dense[i].take().is_some(),
             None => self.sparse.remove(&partition).is_some(),
         };
         if removed {
@@ -864,7 +885,8 @@ impl OffsetSyncStore {
             // The name is kept twice: as the key of `topic_ids` and in the table.
             bytes += 2 * parts.name.len();
             bytes += parts.dense.capacity() * std::mem::size_of::<Option<Box<PartitionHistory>>>();
-            bytes += table::<i32, Box<PartitionHistory>>(parts.sparse.capacity());
+            // The B-tree's entries (its nodes' overhead is not counted).
+            bytes += parts.sparse.len() * std::mem::size_of::<(i32, Box<PartitionHistory>)>();
             bytes += parts.len * Self::history_bytes();
         }
         if let Some(p) = &self.precise {
@@ -1245,6 +1267,50 @@ mod tests {
             store.translate_offset("b", 0, 30),
             Translation::Translated(300)
         );
+    }
+
+    #[test]
+    fn partitions_far_apart_or_out_of_order_are_found_and_cost_no_large_vector() {
+        // One sync each for partition 4095 of 1,000 topics (a broken or hostile
+        // writer): no 32 KiB vector per topic.
+        let mut store = live_store();
+        for t in 0..1_000 {
+            store.apply(&format!("t{t}"), 4095, 5, 50);
+        }
+        let per_topic = store.approx_heap_bytes() / 1_000;
+        assert!(
+            per_topic < OffsetSyncStore::history_bytes() + 1_024,
+            "{per_topic} B per topic"
+        );
+        assert_eq!(
+            store.translate_offset("t999", 4095, 5),
+            Translation::Translated(50)
+        );
+        // Partitions arriving from the top down, with gaps: each keeps its own
+        // history, wherever it is kept, as the vector grows past those kept
+        // in the map.
+        let order: Vec<i32> = (0..300).rev().step_by(3).chain(0..300).collect();
+        let mut store = live_store();
+        for &p in &order {
+            if store.translate_offset("x", p, 0) == Translation::NoSync {
+                store.apply("x", p, i64::from(p), 1_000 + i64::from(p));
+            }
+        }
+        assert_eq!(store.partition_count(), 300);
+        for p in 0..300 {
+            assert_eq!(
+                store.translate_offset("x", p, i64::from(p)),
+                Translation::Translated(1_000 + i64::from(p)),
+                "partition {p}"
+            );
+        }
+        for p in (0..300).step_by(7) {
+            assert!(store.remove_partition("x", p));
+            assert_eq!(
+                store.translate_offset("x", p, i64::from(p)),
+                Translation::NoSync
+            );
+        }
     }
 
     #[test]

@@ -46,8 +46,13 @@ pub fn group_commits(offsets: GroupOffsets) -> GroupCommits {
     out
 }
 
-/// Partitions below this index are found by a vector index, others by a map.
-const DENSE_PARTITIONS: i32 = 4_096;
+/// Partitions below this index may be found by a vector index, others by a map.
+const DENSE_PARTITIONS: usize = 4_096;
+
+/// How far past the vector's end a new partition may be and still extend it
+/// (at most 256 B more per partition named, whatever numbers the answers
+/// carry); one further out goes to the map until the vector reaches it.
+const DENSE_GAP: usize = 64;
 
 /// One group-partition's commit; the upstream partition by its index in
 /// [`OffsetsWindow::partitions`].
@@ -123,25 +128,40 @@ impl OffsetsWindow {
     fn tp_id(&mut self, topic: u32, partition: i32) -> u32 {
         let next = u32::try_from(self.tps.len()).unwrap_or(u32::MAX);
         let slot = &mut self.topics[topic as usize];
-        let found = if (0..DENSE_PARTITIONS).contains(&partition) {
-            let p = partition as usize;
-            if slot.dense.len() <= p {
-                slot.dense.resize(p + 1, u32::MAX);
+        let in_dense = usize::try_from(partition).ok().filter(|&p| {
+            p < slot.dense.len() || (p < DENSE_PARTITIONS && p < slot.dense.len() + DENSE_GAP)
+        });
+        let found = match in_dense {
+            Some(p) => {
+                if slot.dense.len() <= p {
+                    let old_len = slot.dense.len();
+                    slot.dense.resize(p + 1, u32::MAX);
+                    // Partitions kept in the map that the vector now reaches
+                    // move into it (`p` is below DENSE_PARTITIONS: fits i32).
+                    let reached: Vec<(i32, u32)> = slot
+                        .sparse
+                        .range(old_len as i32..=p as i32)
+                        .map(|(&q, &id)| (q, id))
+                        .collect();
+                    for (q, id) in reached {
+                        slot.sparse.remove(&q);
+                        slot.dense[q as usize] = id;
+                    }
+                }
+                if slot.dense[p] == u32::MAX {
+                    slot.dense[p] = next;
+                    None
+                } else {
+                    Some(slot.dense[p])
+                }
             }
-            if slot.dense[p] == u32::MAX {
-                slot.dense[p] = next;
-                None
-            } else {
-                Some(slot.dense[p])
-            }
-        } else {
-            match slot.sparse.get(&partition) {
+            None => match slot.sparse.get(&partition) {
                 Some(&id) => Some(id),
                 None => {
                     slot.sparse.insert(partition, next);
                     None
                 }
-            }
+            },
         };
         match found {
             Some(id) => id,
@@ -351,6 +371,31 @@ mod tests {
             .map(|(tp, c)| (tp.to_string(), c.clone()))
             .collect();
         assert_eq!(order, [("s-0".to_owned(), c(2)), ("t-1".to_owned(), c(3))]);
+    }
+
+    #[test]
+    fn partitions_far_apart_or_out_of_order_are_kept_once_with_no_large_vector() {
+        let c = |o: i64| Some(CommittedOffset::new(o, String::new()));
+        // From the top down with gaps, then all: the vector grows past
+        // partitions first kept in the map, which move into it.
+        let order: Vec<i32> = (0..300).rev().step_by(3).chain(0..300).collect();
+        let mut w = OffsetsWindow::new();
+        for g in ["a", "b"] {
+            w.push_group(g.into(), order.iter().map(|&p| ("t", p, c(i64::from(p)))));
+        }
+        w.push_group("c".into(), [("far", 4095, c(1)), ("far", -1, c(2))]);
+        let map = as_map(&w);
+        for g in ["a", "b"] {
+            let expected: GroupOffsets = (0..300)
+                .map(|p| (TopicPartition::new("t", p), c(i64::from(p))))
+                .collect();
+            assert_eq!(map[g], expected, "group {g}");
+        }
+        assert_eq!(w.tps.len(), 302, "each partition once");
+        // A partition far out does not extend the vector to it.
+        let far = &w.topics[w.topic_ids["far"] as usize];
+        assert!(far.dense.is_empty() && far.sparse.len() == 2);
+        assert_eq!(map["c"].len(), 2);
     }
 
     proptest! {
