@@ -339,14 +339,10 @@ impl CheckpointRound<'_> {
             // Stable and adaptive, as in `plan_group`.
             candidates.sort_by_key(|c| (c.0, c.1));
             let last_of_group = store.group(group);
-            let mut rest = candidates.as_slice();
-            while let Some(first) = rest.first() {
-                let same = rest
-                    .iter()
-                    .take_while(|c| (c.0, c.1) == (first.0, first.1))
-                    .count();
-                let (run, tail) = rest.split_at(same);
-                rest = tail;
+            // Runs of candidates for one downstream partition: more than one
+            // is a conflict.
+            for run in candidates.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
+                let first = &run[0];
                 let &[(_, partition, name, upstream, committed, stored_id)] = run else {
                     let downstream = TopicPartition::new(first.2, first.1);
                     for (_, _, _, upstream, _, _) in run {
@@ -447,14 +443,10 @@ impl CheckpointRound<'_> {
         // the order.
         candidates.sort_by_key(|c| (c.0, c.1));
         let last_of_group = store.group(group);
-        let mut rest = candidates.as_slice();
-        while let Some(first) = rest.first() {
-            let same = rest
-                .iter()
-                .take_while(|c| (c.0, c.1) == (first.0, first.1))
-                .count();
-            let (run, tail) = rest.split_at(same);
-            rest = tail;
+        // Runs of candidates for one downstream partition: more than one
+        // is a conflict.
+        for run in candidates.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
+            let first = &run[0];
             let &[(_, partition, name, upstream, committed)] = run else {
                 let downstream = TopicPartition::new(first.2.as_str(), first.1);
                 for (_, _, _, upstream, _) in run {
