@@ -443,8 +443,9 @@ impl BrokerConnection {
         let reader_shared = shared.clone();
         let max_frame_bytes = config.max_frame_bytes;
         let reader = tokio::spawn(async move {
+            let mut frames = frame::FrameReader::new(max_frame_bytes);
             loop {
-                match frame::read_frame(&mut read_half, max_frame_bytes).await {
+                match frames.read(&mut read_half).await {
                     Ok(Some(frame)) => reader_shared.deliver(frame),
                     Ok(None) => {
                         reader_shared.poison("broker closed the connection".to_string());

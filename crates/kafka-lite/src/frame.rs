@@ -38,26 +38,99 @@ pub async fn read_frame<S: AsyncRead + Unpin>(
     stream: &mut S,
     max_frame_bytes: usize,
 ) -> Result<Option<Bytes>, FrameError> {
-    let mut len = [0u8; 4];
-    // Distinguish a clean EOF (no byte of a new frame) from a truncated one.
-    let first = stream.read(&mut len[..]).await?;
-    if first == 0 {
-        return Ok(None);
+    FrameReader::new(max_frame_bytes).read(stream).await
+}
+
+/// Frames from this size up are read into the buffer of an earlier large
+/// frame when nothing refers to that one any more (see [`FrameReader`]).
+const REUSE_FROM: usize = 256 * 1024;
+
+/// How many recent large frames a [`FrameReader`] keeps for reuse.
+const KEEP_RECENT: usize = 2;
+
+/// Reads a connection's frames one after the other, reusing the buffers of
+/// large frames.
+///
+/// A run of large responses (a catch-up's Fetch responses of several MiB
+/// each) would otherwise get a fresh buffer each; with an allocator that maps
+/// every large buffer from the kernel and unmaps it when freed (musl's), that
+/// costs a page fault per 4 KiB of every response. The reader keeps a handle
+/// on its last [`KEEP_RECENT`] large frames; when the next large frame comes
+/// and one of them is no longer referenced by anyone else (its response was
+/// decoded and dropped), its allocation is zeroed and read into again. A
+/// frame still in use is never touched: reuse is decided by the buffer's
+/// reference count. The first small frame lets the kept buffers go, so a
+/// connection holds at most [`KEEP_RECENT`] large buffers beyond those in use,
+/// and only while its responses stay large (or until its next response after
+/// them).
+#[derive(Debug)]
+pub struct FrameReader {
+    max_frame_bytes: usize,
+    recent: Vec<Bytes>,
+}
+
+impl FrameReader {
+    /// A reader of frames of at most `max_frame_bytes`.
+    pub fn new(max_frame_bytes: usize) -> Self {
+        FrameReader {
+            max_frame_bytes,
+            recent: Vec::new(),
+        }
     }
-    if first < 4 {
-        stream.read_exact(&mut len[first..]).await?;
+
+    /// Reads the next frame (without its length prefix); `Ok(None)` on a
+    /// clean end of stream before a new frame starts.
+    pub async fn read<S: AsyncRead + Unpin>(
+        &mut self,
+        stream: &mut S,
+    ) -> Result<Option<Bytes>, FrameError> {
+        let mut len = [0u8; 4];
+        // Distinguish a clean EOF (no byte of a new frame) from a truncated one.
+        let first = stream.read(&mut len[..]).await?;
+        if first == 0 {
+            return Ok(None);
+        }
+        if first < 4 {
+            stream.read_exact(&mut len[first..]).await?;
+        }
+        let size = i32::from_be_bytes(len);
+        let size = usize::try_from(size)
+            .ok()
+            .filter(|s| *s <= self.max_frame_bytes)
+            .ok_or(FrameError::TooLarge {
+                size: i64::from(size),
+                max: self.max_frame_bytes,
+            })?;
+        if size < REUSE_FROM {
+            self.recent.clear();
+            let mut frame = BytesMut::zeroed(size);
+            stream.read_exact(&mut frame).await?;
+            return Ok(Some(frame.freeze()));
+        }
+        let mut frame = match self.reusable(size) {
+            Some(mut reused) => {
+                reused.resize(size, 0);
+                reused
+            }
+            None => BytesMut::zeroed(size),
+        };
+        stream.read_exact(&mut frame).await?;
+        let frame = frame.freeze();
+        if self.recent.len() >= KEEP_RECENT {
+            self.recent.remove(0);
+        }
+        self.recent.push(frame.clone());
+        Ok(Some(frame))
     }
-    let size = i32::from_be_bytes(len);
-    let size = usize::try_from(size)
-        .ok()
-        .filter(|s| *s <= max_frame_bytes)
-        .ok_or(FrameError::TooLarge {
-            size: i64::from(size),
-            max: max_frame_bytes,
-        })?;
-    let mut frame = BytesMut::zeroed(size);
-    stream.read_exact(&mut frame).await?;
-    Ok(Some(frame.freeze()))
+
+    /// An emptied buffer of `size` bytes' capacity or more from a recent
+    /// large frame nobody else refers to, if there is one.
+    fn reusable(&mut self, size: usize) -> Option<BytesMut> {
+        let i = self.recent.iter().position(Bytes::is_unique)?;
+        let mut buf = self.recent.remove(i).try_into_mut().ok()?;
+        buf.clear();
+        (buf.capacity() >= size).then_some(buf)
+    }
 }
 
 /// Encodes a complete request frame: length, header (at the header version
@@ -168,6 +241,75 @@ mod tests {
             read_frame(&mut input, 1024).await.unwrap().unwrap(),
             Bytes::from_static(&[7, 8, 9])
         );
+    }
+
+    /// `frames` as one stream: each with its length prefix.
+    fn stream_of(frames: &[Vec<u8>]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for f in frames {
+            out.extend_from_slice(&(f.len() as i32).to_be_bytes());
+            out.extend_from_slice(f);
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn large_frames_reuse_a_released_buffer_and_never_one_in_use() {
+        let big = |b: u8, n: usize| vec![b; n];
+        let input = stream_of(&[
+            big(1, REUSE_FROM + 10),
+            big(2, REUSE_FROM + 5),
+            big(3, REUSE_FROM + 10),
+            big(4, REUSE_FROM),
+            vec![5; 3],
+            big(6, REUSE_FROM),
+        ]);
+        let mut input = &input[..];
+        let mut reader = FrameReader::new(1 << 24);
+        let first = reader.read(&mut input).await.unwrap().unwrap();
+        let first_at = first.as_ptr();
+        // The first frame is still held: the second gets a buffer of its own.
+        let second = reader.read(&mut input).await.unwrap().unwrap();
+        assert_ne!(second.as_ptr(), first_at);
+        assert!(
+            first.iter().all(|&b| b == 1),
+            "a frame in use is never overwritten"
+        );
+        assert!(second.iter().all(|&b| b == 2));
+        let second_at = second.as_ptr();
+        // Released, the first frame's buffer is read into again (emptied first:
+        // nothing of the earlier frame shows through).
+        drop(first);
+        let third = reader.read(&mut input).await.unwrap().unwrap();
+        assert_eq!(third.as_ptr(), first_at);
+        assert_eq!(third.len(), REUSE_FROM + 10);
+        assert!(third.iter().all(|&b| b == 3));
+        drop(second);
+        let fourth = reader.read(&mut input).await.unwrap().unwrap();
+        assert_eq!(fourth.as_ptr(), second_at);
+        assert_eq!(&fourth[..], &big(4, REUSE_FROM)[..]);
+        // A small frame lets the kept buffers go: the next large one is fresh.
+        drop((third, fourth));
+        assert_eq!(
+            &reader.read(&mut input).await.unwrap().unwrap()[..],
+            &[5, 5, 5]
+        );
+        assert!(reader.recent.is_empty());
+        let sixth = reader.read(&mut input).await.unwrap().unwrap();
+        assert!(sixth.iter().all(|&b| b == 6));
+        assert!(reader.read(&mut input).await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_kept_buffer_too_small_for_the_next_frame_is_not_used() {
+        let input = stream_of(&[vec![1; REUSE_FROM], vec![2; REUSE_FROM * 2]]);
+        let mut input = &input[..];
+        let mut reader = FrameReader::new(1 << 24);
+        drop(reader.read(&mut input).await.unwrap().unwrap());
+        let next = reader.read(&mut input).await.unwrap().unwrap();
+        assert_eq!(next.len(), REUSE_FROM * 2);
+        assert!(next.iter().all(|&b| b == 2));
+        assert_eq!(reader.recent.len(), 1, "only the new frame is kept");
     }
 
     #[test]
