@@ -212,6 +212,16 @@ pub(super) struct LatencyIndex {
     aliases: HashMap<String, (Arc<str>, Arc<str>)>,
 }
 
+/// The shared copy of `name` in `names`, added if new.
+fn intern_in(names: &mut HashSet<Arc<str>>, name: &str) -> Arc<str> {
+    if let Some(shared) = names.get(name) {
+        return Arc::clone(shared);
+    }
+    let shared: Arc<str> = Arc::from(name);
+    names.insert(Arc::clone(&shared));
+    shared
+}
+
 /// [`SeriesEntry::topic`] of the one series of a group at group granularity
 /// (no topic or partition label).
 const NO_TOPIC: u32 = u32::MAX;
@@ -270,17 +280,67 @@ impl GroupSeries {
     /// Sets the series labelled `topic` `partition` (both `None` at group
     /// granularity) to `ms`, holding a new series' topic in `topics`.
     fn set(&mut self, topics: &mut TopicIds, topic: Option<&str>, partition: Option<i32>, ms: i64) {
+        let i = self.find_or_insert(topics, topic, partition);
+        self.write(i, ms);
+    }
+
+    /// [`set`](Self::set) for the next checkpoint of a run of the group's
+    /// checkpoints, `run` saying where the last one's series was. A plan
+    /// lists a group's checkpoints in the order the series are sorted in, so
+    /// this one's series is usually the entry after the last one (a round
+    /// that updates them) or a new entry after the last (the first round):
+    /// both are recognised by topic id and partition, without comparing topic
+    /// names. Anything else takes the search of [`set`](Self::set).
+    fn set_next<'a>(
+        &mut self,
+        topics: &mut TopicIds,
+        (topic, partition): (Option<&'a str>, Option<i32>),
+        ms: i64,
+        run: &mut RunHint<'a>,
+    ) {
+        let id = match (topic, run.topic) {
+            (None, _) => Some(NO_TOPIC),
+            (Some(t), Some((last, id))) if last == t => Some(id),
+            (Some(t), _) => topics.id(t),
+        };
+        let p = partition.unwrap_or(0);
+        let at_hint = self.entries.get(run.next);
+        let i = match (id, at_hint, self.entries.last()) {
+            (Some(id), Some(e), _) if e.topic == id && e.partition == p => run.next,
+            (Some(id), None, Some(last))
+                if id != NO_TOPIC && last.topic == id && last.partition < p =>
+            {
+                // After the last series of the same topic: appended, the
+                // entries stay sorted.
+                topics.hold_id(id);
+                self.push_entry(SeriesEntry {
+                    topic: id,
+                    partition: p,
+                    ms: 0,
+                })
+            }
+            _ => self.find_or_insert(topics, topic, partition),
+        };
+        self.write(i, ms);
+        run.next = i + 1;
+        run.topic = topic.map(|t| (t, self.entries[i].topic));
+    }
+
+    /// The index of the series labelled `topic` `partition`, inserted (its
+    /// topic held in `topics`) where the order wants it if there is none.
+    fn find_or_insert(
+        &mut self,
+        topics: &mut TopicIds,
+        topic: Option<&str>,
+        partition: Option<i32>,
+    ) -> usize {
         let found = self
             .entries
             .binary_search_by(|e| Self::labels(topics, e).cmp(&(topic, partition)));
-        let i = match found {
+        match found {
             Ok(i) => i,
             Err(i) => {
-                // Grow by an eighth, not double: most groups stop growing
-                // after the first round.
-                if self.entries.len() == self.entries.capacity() {
-                    self.entries.reserve_exact((self.entries.len() / 8).max(1));
-                }
+                self.reserve_one();
                 let entry = SeriesEntry {
                     topic: topic.map_or(NO_TOPIC, |t| topics.hold(t)),
                     partition: partition.unwrap_or(0),
@@ -289,7 +349,26 @@ impl GroupSeries {
                 self.entries.insert(i, entry);
                 i
             }
-        };
+        }
+    }
+
+    /// Appends `entry`; its index.
+    fn push_entry(&mut self, entry: SeriesEntry) -> usize {
+        self.reserve_one();
+        self.entries.push(entry);
+        self.entries.len() - 1
+    }
+
+    /// Room for one more entry. Grows by an eighth, not double: most groups
+    /// stop growing after the first round.
+    fn reserve_one(&mut self) {
+        if self.entries.len() == self.entries.capacity() {
+            self.entries.reserve_exact((self.entries.len() / 8).max(1));
+        }
+    }
+
+    /// Sets entry `i`'s value to `ms`.
+    fn write(&mut self, i: usize, ms: i64) {
         let e = &mut self.entries[i];
         let wide_key = (e.topic, e.partition);
         match u32::try_from(ms) {
@@ -308,6 +387,15 @@ impl GroupSeries {
             }
         }
     }
+}
+
+/// Where the last checkpoint of a run of one group's checkpoints found its
+/// series ([`GroupSeries::set_next`]): the index after its entry, and its
+/// topic's name and id.
+#[derive(Default)]
+struct RunHint<'a> {
+    next: usize,
+    topic: Option<(&'a str, u32)>,
 }
 
 /// Writes our `checkpoint_latency_ms` series from the index at each scrape.
@@ -433,14 +521,25 @@ impl Collector for OursCollector {
 }
 
 impl LatencyIndex {
+    /// The series of `group` in `flow` (created, their names interned, if
+    /// new) and the topic ids their entries hold.
+    fn group_series(&mut self, flow: &str, group: &str) -> (&mut GroupSeries, &mut TopicIds) {
+        let LatencyIndex {
+            names,
+            series,
+            topics,
+            ..
+        } = self;
+        // The names are interned first (a hash lookup) so one search of each
+        // map finds or creates the entry.
+        let groups = series.entry(intern_in(names, flow)).or_default();
+        let group_series = groups.entry(intern_in(names, group)).or_default();
+        (group_series, topics)
+    }
+
     /// The shared copy of `name`, added if new.
     fn intern(&mut self, name: &str) -> Arc<str> {
-        if let Some(shared) = self.names.get(name) {
-            return Arc::clone(shared);
-        }
-        let shared: Arc<str> = Arc::from(name);
-        self.names.insert(Arc::clone(&shared));
-        shared
+        intern_in(&mut self.names, name)
     }
 
     /// Drops the names no series uses any more.
@@ -552,8 +651,40 @@ impl Metrics {
         let now = Instant::now();
         let ms = i64::try_from(latency.as_millis()).unwrap_or(i64::MAX);
         let mut index = self.latency_index();
-        for (group, topic, partition) in checkpoints {
-            self.set_latency_in(&mut index, now, flow, group, topic, partition, ms);
+        let lat = &self.inner.latency;
+        let by_partition = match lat.granularity {
+            _ if lat.mm2.is_some() => None,
+            LatencyGranularity::Flow => None,
+            LatencyGranularity::Partition => Some(true),
+            LatencyGranularity::Group => Some(false),
+        };
+        let Some(by_partition) = by_partition else {
+            for (group, topic, partition) in checkpoints {
+                self.set_latency_in(&mut index, now, flow, group, topic, partition, ms);
+            }
+            return;
+        };
+        // Our series only: a group's checkpoints come one after the other (a
+        // plan lists them by group), so the group's series are looked up once
+        // per run of its checkpoints, and within it each series is found by
+        // its topic id and partition where it can be ([`GroupSeries::set_next`]).
+        // A million checkpoints cost ~0.7 s one lookup of names each
+        // (docs/benchmarks.md, issue 18).
+        let mut checkpoints = checkpoints.into_iter().peekable();
+        while let Some((group, topic, partition)) = checkpoints.next() {
+            let (series, topics) = index.group_series(flow, group);
+            let mut run = RunHint::default();
+            let mut next = Some((topic, partition));
+            while let Some((topic, partition)) = next {
+                let labels = match by_partition {
+                    true => (Some(topic), Some(partition)),
+                    false => (None, None),
+                };
+                series.set_next(topics, labels, ms, &mut run);
+                next = checkpoints
+                    .next_if(|(g, _, _)| *g == group)
+                    .map(|(_, t, p)| (t, p));
+            }
         }
     }
 

@@ -598,8 +598,8 @@ fn latencies_set_together_are_the_latencies_set_one_by_one() {
             }
             all.set_checkpoint_latencies("A->B", cps, Duration::from_millis(40));
             assert_eq!(
-                samples(&one, "checkpoint_latency_ms"),
-                samples(&all, "checkpoint_latency_ms"),
+                samples(&one, "mm2_checkpoint_checkpoint_latency_ms"),
+                samples(&all, "mm2_checkpoint_checkpoint_latency_ms"),
                 "{granularity:?} {mm2}"
             );
             // The MM2 families' order is their hash map's, so compared sorted.
@@ -609,6 +609,49 @@ fn latencies_set_together_are_the_latencies_set_one_by_one() {
                 lines
             };
             assert_eq!(sorted(&one), sorted(&all), "{granularity:?} {mm2}");
+        }
+    }
+}
+
+proptest::proptest! {
+    /// Several calls of [`Metrics::set_checkpoint_latencies`] (its runs of a
+    /// group found by topic id and partition) leave the series one call per
+    /// checkpoint of the plain search leaves: in order or not, groups
+    /// interleaved, series updated, topics new and old, huge values.
+    #[test]
+    fn latencies_set_in_runs_match_the_plain_search(
+        calls in proptest::collection::vec(
+            (
+                proptest::collection::vec(
+                    (0..3usize, proptest::collection::vec((0..3usize, -1..6i32), 0..8)),
+                    0..5,
+                ),
+                proptest::prop_oneof![0..50u64, proptest::strategy::Just(u64::from(u32::MAX) + 7)],
+            ),
+            1..6,
+        ),
+        by_group in proptest::bool::ANY,
+    ) {
+        let granularity = if by_group {
+            LatencyGranularity::Group
+        } else {
+            LatencyGranularity::Partition
+        };
+        let (one, all) = (with(granularity, false), with(granularity, false));
+        let groups = ["g-a", "g-b", "g-c"];
+        let topics = ["src.orders", "src.orders-x", "other"];
+        for (cps, ms) in &calls {
+            let cps: Vec<(&str, &str, i32)> = cps
+                .iter()
+                .flat_map(|(g, run)| run.iter().map(|&(t, p)| (groups[*g], topics[t], p)))
+                .collect();
+            let latency = Duration::from_millis(*ms);
+            for &(g, t, p) in &cps {
+                one.set_checkpoint_latency("A->B", g, t, p, latency);
+            }
+            all.set_checkpoint_latencies("A->B", cps.iter().copied(), latency);
+            let series = |m: &Metrics| samples(m, "mm2_checkpoint_checkpoint_latency_ms{");
+            proptest::prop_assert_eq!(series(&one), series(&all));
         }
     }
 }
