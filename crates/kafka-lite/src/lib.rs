@@ -81,9 +81,9 @@ pub use config::{
 pub use connection::{BrokerConnection, Connector, SendWindow};
 pub use counts::RequestCounts;
 pub use data::{
-    FetchOptions, FetchedPartition, IsolationLevel, ListedOffset, OffsetSpec, PartitionOffset,
-    PartitionReader, PartitionRecords, ProduceOptions, RawFetch, StartOffset, TopicPoll,
-    TopicReader,
+    AheadFetch, FetchOptions, FetchedPartition, IsolationLevel, ListedOffset, OffsetSpec,
+    PartitionOffset, PartitionReader, PartitionRecords, ProduceOptions, RawFetch, StartOffset,
+    TopicPoll, TopicReader,
 };
 pub use error::{Error, TlsFailure, kafka_error_name};
 pub use http::{HttpClient, HttpClientConfig, HttpError, HttpRequest, HttpResponse, HttpUrl};

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use kafka_protocol::error::ResponseError;
 
 use super::IsolationLevel;
-use super::fetch::{FetchOptions, FetchedPartition, RawFetch, fetch_bytes_on, fetch_on};
+use super::fetch::{
+    FetchOptions, FetchedBytes, FetchedPartition, RawFetch, fetch_bytes_on, fetch_on,
+};
 use super::offsets::{ListedOffset, OffsetSpec, list_offsets_on};
 use super::produce::{ProduceOptions, encode_error, produce_encoded, produce_on, produce_version};
 use super::reader::{PartitionReader, StartOffset};
@@ -247,20 +249,58 @@ impl PartitionReader {
         client: &Client,
         visit: impl FnMut(RecordRef<'_>),
     ) -> Result<Option<usize>, Error> {
+        let fetched = self.fetch_ahead(client).await?;
+        self.read_visit_fetched(client, fetched, visit).await
+    }
+
+    /// The Fetch [`read_visit`](Self::read_visit) would make next, made now
+    /// and its records left unread, `Ok(None)` once the end is reached. With
+    /// [`after`](Self::after) it lets a reader start the fetch after this one
+    /// while this one's records are visited
+    /// ([`read_visit_fetched`](Self::read_visit_fetched)).
+    pub async fn fetch_ahead(&self, client: &Client) -> Result<Option<AheadFetch>, Error> {
         if self.is_caught_up() {
             return Ok(None);
         }
         let (topic, partition, offset) = (self.topic(), self.partition(), self.position());
         let options = self.options();
-        let fetched = client
+        let bytes = client
             .retry("Fetch", || async move {
                 let connection = client.leader_connection(topic, partition).await?;
                 fetch_bytes_on(&connection, topic, partition, offset, options).await
             })
             .await?;
-        self.visit_to_end(&fetched, visit).map(Some)
+        Ok(Some(AheadFetch { offset, bytes }))
     }
 
+    /// This reader as [`read_visit_fetched`](Self::read_visit_fetched) of
+    /// `fetched` will leave it if its records are read whole: where the fetch
+    /// after it starts. Worked out from the batch headers alone, so the next
+    /// fetch can be sent before this one's records are visited.
+    pub fn after(&self, fetched: &AheadFetch) -> PartitionReader {
+        let mut next = self.clone();
+        next.skip_to_end(&fetched.bytes);
+        next
+    }
+
+    /// [`read_visit`](Self::read_visit) with its Fetch made beforehand by
+    /// [`fetch_ahead`](Self::fetch_ahead): used if it was made at this
+    /// reader's position, else (or if there is none) made again now.
+    pub async fn read_visit_fetched(
+        &mut self,
+        client: &Client,
+        fetched: Option<AheadFetch>,
+        visit: impl FnMut(RecordRef<'_>),
+    ) -> Result<Option<usize>, Error> {
+        let fetched = match fetched {
+            Some(f) if f.offset == self.position() && !self.is_caught_up() => Some(f),
+            _ => self.fetch_ahead(client).await?,
+        };
+        match fetched {
+            Some(f) => self.visit_to_end(&f.bytes, visit).map(Some),
+            None => Ok(None),
+        }
+    }
     /// [`read_raw_on`](Self::read_raw_on) on the partition's leader through
     /// `client` (no retry): one Fetch, its records left undecoded.
     pub async fn read_raw(&mut self, client: &Client) -> Result<Option<RawFetch>, Error> {
@@ -305,5 +345,21 @@ fn set_answer(
             spec,
             result,
         });
+    }
+}
+
+/// One Fetch of a [`PartitionReader`] made ahead of reading it
+/// ([`PartitionReader::fetch_ahead`]): the response's bytes, its records not
+/// read yet, and the offset it was made at.
+#[derive(Debug)]
+pub struct AheadFetch {
+    offset: i64,
+    bytes: FetchedBytes,
+}
+
+impl AheadFetch {
+    /// The offset the Fetch was made at.
+    pub fn offset(&self) -> i64 {
+        self.offset
     }
 }

@@ -747,6 +747,51 @@ mod tests {
     }
 
     #[test]
+    fn a_reader_moved_from_the_batch_headers_ends_where_visiting_leaves_it() {
+        use crate::data::reader::PartitionReader;
+        let third = batch(12, 3, Codec::None);
+        let whole = partition(&[
+            batch(0, 2, Codec::Zstd),
+            txn_batch(2, 2, 7),
+            marker(4, 7, true),
+            batch(5, 5, Codec::None),
+            empty_batch(10, 1),
+            third.slice(..third.len() - 3),
+        ]);
+        // The readable end below the reader's end (a truncated log), and a
+        // high watermark inside the fetched batches.
+        let truncated = whole.clone().with_high_watermark(7).with_last_stable_offset(7);
+        for isolation in [
+            IsolationLevel::ReadUncommitted,
+            IsolationLevel::ReadCommitted,
+        ] {
+            let options = FetchOptions {
+                isolation,
+                ..FetchOptions::default()
+            };
+            for data in [&whole, &truncated] {
+                for (position, end) in [(0, 100), (0, 6), (3, 100), (6, 8), (11, 100)] {
+                    let fetched = FetchedBytes::new(
+                        data.clone(),
+                        position,
+                        &options,
+                        "b:9092".into(),
+                        12,
+                        "ctx".into(),
+                    );
+                    let reader = PartitionReader::new("t", 0, position, end, options);
+                    let mut skipped = reader.clone();
+                    skipped.skip_to_end(&fetched);
+                    let mut visited = reader.clone();
+                    visited.visit_to_end(&fetched, |_| {}).expect("visit");
+                    let at = |r: &PartitionReader| (r.position(), r.end());
+                    assert_eq!(at(&skipped), at(&visited), "{isolation:?} {position} {end}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn visiting_sees_what_read_partition_returns_for_both_isolation_levels() {
         let third = batch(12, 3, Codec::None);
         let mut aborted = partition(&[

@@ -20,6 +20,7 @@
 //! [`Client`]: crate::Client
 
 mod client;
+pub use client::AheadFetch;
 mod fetch;
 mod offsets;
 pub(crate) mod produce;

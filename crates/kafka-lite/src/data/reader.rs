@@ -258,19 +258,35 @@ impl PartitionReader {
         fetched: &FetchedBytes,
         visit: impl FnMut(RecordRef<'_>),
     ) -> Result<usize, Error> {
-        let bound = match self.options.isolation {
-            IsolationLevel::ReadUncommitted => fetched.high_watermark,
-            IsolationLevel::ReadCommitted => fetched.last_stable_offset,
-        };
-        let mut end = self.end;
-        if bound >= 0 && bound < end && fetched.next_offset() >= bound {
-            end = bound.max(self.position);
-        }
+        let end = self.end_after(fetched);
         // Records at or after the end belong to following; fetch them again then.
         let visited = fetched.visit(end, visit)?;
         self.end = end;
         self.position = self.position.max(visited.next_offset).min(end);
         Ok(visited.records)
+    }
+
+    /// Moves the reader as [`visit_to_end`](Self::visit_to_end) of `fetched`
+    /// would, from its batch headers, without reading its records.
+    pub(crate) fn skip_to_end(&mut self, fetched: &FetchedBytes) {
+        let end = self.end_after(fetched);
+        self.end = end;
+        self.position = self.position.max(fetched.next_offset()).min(end);
+    }
+
+    /// The reader's end after `fetched`: lower than the captured one if the
+    /// readable end moved back below it (log truncation), so the reader never
+    /// waits for offsets that will not come.
+    fn end_after(&self, fetched: &FetchedBytes) -> i64 {
+        let bound = match self.options.isolation {
+            IsolationLevel::ReadUncommitted => fetched.high_watermark,
+            IsolationLevel::ReadCommitted => fetched.last_stable_offset,
+        };
+        if bound >= 0 && bound < self.end && fetched.next_offset() >= bound {
+            bound.max(self.position)
+        } else {
+            self.end
+        }
     }
 
     /// Takes a fetch result made at the position: moves past it and returns

@@ -459,6 +459,27 @@ impl ClusterClient {
         reader.read_visit(self.client().await?, visit).await
     }
 
+    /// The Fetch [`read_visit`](Self::read_visit) would make next, made now
+    /// (kafka-lite's `PartitionReader::fetch_ahead`).
+    pub async fn fetch_ahead(
+        &self,
+        reader: &PartitionReader,
+    ) -> Result<Option<kafka_lite::AheadFetch>, Error> {
+        reader.fetch_ahead(self.client().await?).await
+    }
+
+    /// [`read_visit`](Self::read_visit) with its Fetch made beforehand by
+    /// [`fetch_ahead`](Self::fetch_ahead).
+    pub async fn read_visit_fetched(
+        &self,
+        reader: &mut PartitionReader,
+        fetched: Option<kafka_lite::AheadFetch>,
+        visit: impl FnMut(kafka_lite::records::RecordRef<'_>),
+    ) -> Result<Option<usize>, Error> {
+        let client = self.client().await?;
+        reader.read_visit_fetched(client, fetched, visit).await
+    }
+
     /// The next Fetch before `reader`'s end with its records left undecoded
     /// (a reference for the broker's rate, see [`kafka_lite::RawFetch`]);
     /// `Ok(None)` at the end.

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use kafka_lite::records::{BatchBuilder, ConsumerRecord, RecordRef};
-use kafka_lite::{Error, PartitionReader, StartOffset};
+use kafka_lite::{AheadFetch, Error, PartitionReader, StartOffset};
 
 use crate::core::content_search::SideRead;
 use crate::core::{CommittedOffset, GroupCommits, GroupOffsets, TopicPartition, group_commits};
@@ -139,6 +139,31 @@ pub trait FlowCluster: Clone + Send + Sync + 'static {
         }
     }
 
+    /// The Fetch [`read_visit`](Self::read_visit) of `reader` would make next,
+    /// made now, its records left unread (kafka-lite's
+    /// `PartitionReader::fetch_ahead`): `None` once the end is reached, or
+    /// always for a cluster that makes no fetch ahead (the default).
+    fn fetch_ahead(
+        &self,
+        reader: &PartitionReader,
+    ) -> impl Future<Output = Result<Option<AheadFetch>, Error>> + Send {
+        let _ = reader;
+        async { Ok(None) }
+    }
+
+    /// [`read_visit`](Self::read_visit) with its Fetch made beforehand by
+    /// [`fetch_ahead`](Self::fetch_ahead) (made again if it was made at
+    /// another position). The default ignores `fetched`.
+    fn read_visit_fetched<F: FnMut(RecordRef<'_>) + Send>(
+        &self,
+        reader: &mut PartitionReader,
+        fetched: Option<AheadFetch>,
+        visit: F,
+    ) -> impl Future<Output = Result<Option<usize>, Error>> + Send {
+        drop(fetched);
+        self.read_visit(reader, visit)
+    }
+
     /// Whatever follows `reader`'s position, with the partition's high watermark.
     fn follow(
         &self,
@@ -259,6 +284,19 @@ impl FlowCluster for ClusterClient {
         visit: F,
     ) -> Result<Option<usize>, Error> {
         ClusterClient::read_visit(self, reader, visit).await
+    }
+
+    async fn fetch_ahead(&self, reader: &PartitionReader) -> Result<Option<AheadFetch>, Error> {
+        ClusterClient::fetch_ahead(self, reader).await
+    }
+
+    async fn read_visit_fetched<F: FnMut(RecordRef<'_>) + Send>(
+        &self,
+        reader: &mut PartitionReader,
+        fetched: Option<AheadFetch>,
+        visit: F,
+    ) -> Result<Option<usize>, Error> {
+        ClusterClient::read_visit_fetched(self, reader, fetched, visit).await
     }
 
     async fn follow(

@@ -5,7 +5,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 use kafka_lite::records::{ConsumerRecord, RecordRef};
-use kafka_lite::{PartitionReader, StartOffset};
+use kafka_lite::{AheadFetch, PartitionReader, StartOffset};
 
 use crate::core::format::OffsetSyncRef;
 use crate::core::sync_archive::ArchiveRestore;
@@ -66,16 +66,23 @@ impl<C: FlowCluster> FlowContext<C> {
         // records and `prepare` (on another worker thread) overlap applying
         // them; records are still applied in log order, one fetch after the
         // other.
-        let (mut reader, first) = NextFetch::spawn(cluster, reader.clone(), prepare, None)
-            .join(cluster, &reader)
-            .await;
+        // Under `Prepare::Visit` each fetch task also starts the Fetch after
+        // its own (where it will end is in its batch headers) before visiting
+        // its records, so the broker's time for the next fetch overlaps the
+        // decoding of this one; the next task uses it if the reader did end
+        // there, else fetches again.
+        let (mut reader, first, mut ahead) =
+            NextFetch::spawn(cluster, reader.clone(), prepare, None, None)
+                .join(cluster, &reader)
+                .await;
         let mut fetched = self.step(cluster, "Fetch", first)?;
         let mut spare = None;
         while let Some(prepared) = fetched {
-            let next = NextFetch::spawn(cluster, reader.clone(), prepare, spare.take());
+            let next = NextFetch::spawn(cluster, reader.clone(), prepare, spare.take(), ahead);
             spare = apply(prepared);
-            let (r, next) = next.join(cluster, &reader).await;
+            let (r, next, next_ahead) = next.join(cluster, &reader).await;
             reader = r;
+            ahead = next_ahead;
             fetched = self.step(cluster, "Fetch", next)?;
             let pos = reader.position();
             if kind == TopicKind::OffsetSyncs {
@@ -455,43 +462,63 @@ impl PreparedSyncs {
 
 /// The next fetch of an initial read, running as a task, its records prepared
 /// there; aborted if dropped before it is joined (the read was given up).
-struct NextFetch<T>(tokio::task::JoinHandle<(PartitionReader, ReadResult<T>)>);
+struct NextFetch<T>(tokio::task::JoinHandle<(PartitionReader, ReadResult<T>, Option<Ahead>)>);
 
 type ReadResult<T> = Result<Option<T>, kafka_lite::Error>;
 
 impl<T: Send + 'static> NextFetch<T> {
+    /// `ahead`: the Fetch after the last one, started by its task.
     fn spawn<C: FlowCluster>(
         cluster: &C,
         mut reader: PartitionReader,
         prepare: Prepare<T>,
         spare: Option<T>,
+        ahead: Option<Ahead>,
     ) -> Self {
         let cluster = cluster.clone();
         NextFetch(tokio::spawn(async move {
-            let r = match prepare {
+            match prepare {
                 Prepare::Records(prepare) => {
+                    drop(ahead);
                     let r = cluster.read(&mut reader).await;
-                    r.map(|records| records.map(|r| prepare(r, spare)))
+                    let r = r.map(|records| records.map(|r| prepare(r, spare)));
+                    (reader, r, None)
                 }
                 Prepare::Visit { begin, record } => {
+                    let made = match ahead {
+                        Some(ahead) => ahead.take().await,
+                        None => None,
+                    };
+                    let this = match made {
+                        Some(f) if f.offset() == reader.position() => Some(f),
+                        _ => match cluster.fetch_ahead(&reader).await {
+                            Ok(f) => f,
+                            Err(e) => return (reader, Err(e), None),
+                        },
+                    };
+                    let next = this
+                        .as_ref()
+                        .map(|f| reader.after(f))
+                        .filter(|next| !next.is_caught_up())
+                        .map(|next| Ahead::spawn(&cluster, next));
                     let mut prepared = begin(spare);
                     let r = cluster
-                        .read_visit(&mut reader, |rec| record(&mut prepared, rec))
+                        .read_visit_fetched(&mut reader, this, |rec| record(&mut prepared, rec))
                         .await;
-                    r.map(|read| read.map(|_| prepared))
+                    (reader, r.map(|read| read.map(|_| prepared)), next)
                 }
-            };
-            (reader, r)
+            }
         }))
     }
 
-    /// The reader moved past the fetch, and what it read. A panic in the task
-    /// goes on here; a task cancelled by the runtime's shutdown is an error.
+    /// The reader moved past the fetch, what it read, and the Fetch after it
+    /// if one was started. A panic in the task goes on here; a task cancelled
+    /// by the runtime's shutdown is an error.
     async fn join<C: FlowCluster>(
         mut self,
         cluster: &C,
         reader: &PartitionReader,
-    ) -> (PartitionReader, ReadResult<T>) {
+    ) -> (PartitionReader, ReadResult<T>, Option<Ahead>) {
         match (&mut self.0).await {
             Ok(done) => done,
             Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
@@ -503,9 +530,39 @@ impl<T: Send + 'static> NextFetch<T> {
                     broker: cluster.alias().to_owned(),
                     source: std::sync::Arc::new(cancelled),
                 };
-                (reader.clone(), Err(error))
+                (reader.clone(), Err(error), None)
             }
         }
+    }
+}
+
+/// A Fetch made ahead of its turn, running as a task; aborted if dropped.
+struct Ahead(tokio::task::JoinHandle<Result<Option<AheadFetch>, kafka_lite::Error>>);
+
+impl Ahead {
+    /// Starts the Fetch `reader` would make next.
+    fn spawn<C: FlowCluster>(cluster: &C, reader: PartitionReader) -> Self {
+        let cluster = cluster.clone();
+        Ahead(tokio::spawn(
+            async move { cluster.fetch_ahead(&reader).await },
+        ))
+    }
+
+    /// What the Fetch got; `None` if it failed (the reader's own fetch then
+    /// makes it again, and reports the error if it persists) or made none.
+    async fn take(mut self) -> Option<AheadFetch> {
+        match (&mut self.0).await {
+            Ok(Ok(fetched)) => fetched,
+            Ok(Err(_)) => None,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(_) => None,
+        }
+    }
+}
+
+impl Drop for Ahead {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
