@@ -57,12 +57,13 @@ const KEEP_RECENT: usize = 2;
 /// costs a page fault per 4 KiB of every response. The reader keeps a handle
 /// on its last [`KEEP_RECENT`] large frames; when the next large frame comes
 /// and one of them is no longer referenced by anyone else (its response was
-/// decoded and dropped), its allocation is zeroed and read into again. A
-/// frame still in use is never touched: reuse is decided by the buffer's
-/// reference count. The first small frame lets the kept buffers go, so a
-/// connection holds at most [`KEEP_RECENT`] large buffers beyond those in use,
-/// and only while its responses stay large (or until its next response after
-/// them).
+/// decoded and dropped) and its size fits (at least the new frame's, at most
+/// twice it), its allocation is zeroed and read into again. A frame still in
+/// use is never touched: reuse is decided by the buffer's reference count.
+/// The first small frame lets the kept buffers go. So a connection holds at
+/// most [`KEEP_RECENT`] buffers of its recent large responses beyond those in
+/// use: while its responses stay large, and after the last one until its next
+/// response (an idle connection keeps them until then).
 #[derive(Debug)]
 pub struct FrameReader {
     max_frame_bytes: usize,
@@ -112,7 +113,7 @@ impl FrameReader {
                 reused.resize(size, 0);
                 reused
             }
-            None => BytesMut::zeroed(size),
+            None => large_buffer(size),
         };
         stream.read_exact(&mut frame).await?;
         let frame = frame.freeze();
@@ -123,14 +124,42 @@ impl FrameReader {
         Ok(Some(frame))
     }
 
-    /// An emptied buffer of `size` bytes' capacity or more from a recent
-    /// large frame nobody else refers to, if there is one.
+    /// An emptied buffer from a recent large frame nobody else refers to
+    /// whose capacity fits `size`: at least `size`, and at most twice it, so a
+    /// small response never pins the allocation of a much larger one.
     fn reusable(&mut self, size: usize) -> Option<BytesMut> {
-        let i = self.recent.iter().position(Bytes::is_unique)?;
-        let mut buf = self.recent.remove(i).try_into_mut().ok()?;
-        buf.clear();
-        (buf.capacity() >= size).then_some(buf)
+        let fits = size..=size.saturating_mul(2);
+        for i in 0..self.recent.len() {
+            if !self.recent[i].is_unique() {
+                continue;
+            }
+            match self.recent.remove(i).try_into_mut() {
+                Ok(mut buf) if fits.contains(&buf.capacity()) => {
+                    buf.clear();
+                    return Some(buf);
+                }
+                Ok(buf) => self.recent.insert(i, buf.freeze()),
+                Err(kept) => self.recent.insert(i, kept),
+            }
+        }
+        None
     }
+}
+
+/// A fresh zeroed buffer for a large frame of `size` bytes, its capacity
+/// rounded up to a multiple of [`REUSE_FROM`] so that the following responses,
+/// which vary in size a little (a 4 MiB Fetch ends where a record batch ends),
+/// fit in it. The reader writes no page past the frame; an allocator that maps
+/// large buffers fresh from the kernel (musl's) gives them no memory until a
+/// later frame is read into them.
+fn large_buffer(size: usize) -> BytesMut {
+    let capacity = size
+        .div_ceil(REUSE_FROM)
+        .saturating_mul(REUSE_FROM)
+        .max(size);
+    let mut buf = BytesMut::zeroed(capacity);
+    buf.truncate(size);
+    buf
 }
 
 /// Encodes a complete request frame: length, header (at the header version
@@ -301,6 +330,37 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_slightly_larger_next_frame_reuses_the_buffer() {
+        let input = stream_of(&[vec![1; REUSE_FROM * 4 - 100], vec![2; REUSE_FROM * 4]]);
+        let mut input = &input[..];
+        let mut reader = FrameReader::new(1 << 24);
+        let first = reader.read(&mut input).await.unwrap().unwrap();
+        let first_at = first.as_ptr();
+        drop(first);
+        let next = reader.read(&mut input).await.unwrap().unwrap();
+        assert_eq!(next.as_ptr(), first_at);
+        assert_eq!(next.len(), REUSE_FROM * 4);
+        assert!(next.iter().all(|&b| b == 2));
+    }
+
+    #[tokio::test]
+    async fn a_kept_buffer_far_larger_than_the_next_frame_is_not_used() {
+        let input = stream_of(&[vec![1; REUSE_FROM * 3], vec![2; REUSE_FROM]]);
+        let mut input = &input[..];
+        let mut reader = FrameReader::new(1 << 24);
+        let first = reader.read(&mut input).await.unwrap().unwrap();
+        let first_at = first.as_ptr();
+        drop(first);
+        let next = reader.read(&mut input).await.unwrap().unwrap();
+        assert_ne!(
+            next.as_ptr(),
+            first_at,
+            "a 768 KiB buffer would hold a 256 KiB frame"
+        );
+        assert!(next.iter().all(|&b| b == 2));
+    }
+
+    #[tokio::test]
     async fn a_kept_buffer_too_small_for_the_next_frame_is_not_used() {
         let input = stream_of(&[vec![1; REUSE_FROM], vec![2; REUSE_FROM * 2]]);
         let mut input = &input[..];
@@ -309,7 +369,9 @@ mod tests {
         let next = reader.read(&mut input).await.unwrap().unwrap();
         assert_eq!(next.len(), REUSE_FROM * 2);
         assert!(next.iter().all(|&b| b == 2));
-        assert_eq!(reader.recent.len(), 1, "only the new frame is kept");
+        // The smaller buffer stays kept (a later frame may fit it), beside the new one.
+        assert_eq!(reader.recent.len(), 2);
+        assert_eq!(reader.recent[0].len(), REUSE_FROM);
     }
 
     #[test]

@@ -270,7 +270,13 @@ impl PartitionReader {
                 fetch_bytes_on(&connection, topic, partition, offset, options).await
             })
             .await?;
-        Ok(Some(AheadFetch { offset, bytes }))
+        Ok(Some(AheadFetch {
+            topic: topic.to_owned(),
+            partition,
+            offset,
+            isolation: options.isolation,
+            bytes,
+        }))
     }
 
     /// This reader as [`read_visit_fetched`](Self::read_visit_fetched) of
@@ -293,7 +299,7 @@ impl PartitionReader {
         visit: impl FnMut(RecordRef<'_>),
     ) -> Result<Option<usize>, Error> {
         let fetched = match fetched {
-            Some(f) if f.offset == self.position() && !self.is_caught_up() => Some(f),
+            Some(f) if f.made_for(self) => Some(f),
             _ => self.fetch_ahead(client).await?,
         };
         match fetched {
@@ -353,7 +359,10 @@ fn set_answer(
 /// read yet, and the offset it was made at.
 #[derive(Debug)]
 pub struct AheadFetch {
+    topic: String,
+    partition: i32,
     offset: i64,
+    isolation: IsolationLevel,
     bytes: FetchedBytes,
 }
 
@@ -361,5 +370,15 @@ impl AheadFetch {
     /// The offset the Fetch was made at.
     pub fn offset(&self) -> i64 {
         self.offset
+    }
+
+    /// Whether this is the Fetch `reader` would make now: the same partition,
+    /// isolation level and position, and the reader not at its end.
+    pub fn made_for(&self, reader: &PartitionReader) -> bool {
+        self.topic == reader.topic()
+            && self.partition == reader.partition()
+            && self.isolation == reader.options().isolation
+            && self.offset == reader.position()
+            && !reader.is_caught_up()
     }
 }

@@ -760,7 +760,10 @@ mod tests {
         ]);
         // The readable end below the reader's end (a truncated log), and a
         // high watermark inside the fetched batches.
-        let truncated = whole.clone().with_high_watermark(7).with_last_stable_offset(7);
+        let truncated = whole
+            .clone()
+            .with_high_watermark(7)
+            .with_last_stable_offset(7);
         for isolation in [
             IsolationLevel::ReadUncommitted,
             IsolationLevel::ReadCommitted,

@@ -1,7 +1,7 @@
 //! What the exposition says after the driver records through [`Metrics`].
 
 use super::*;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 fn metrics() -> Metrics {
     Metrics::new("1.2.3", "rustls+test")
@@ -617,7 +617,8 @@ proptest::proptest! {
     /// Several calls of [`Metrics::set_checkpoint_latencies`] (its runs of a
     /// group found by topic id and partition) leave the series one call per
     /// checkpoint of the plain search leaves: in order or not, groups
-    /// interleaved, series updated, topics new and old, huge values.
+    /// interleaved, series updated, topics new and old, huge values, groups
+    /// removed between calls (and the topic names held, counted, the same).
     #[test]
     fn latencies_set_in_runs_match_the_plain_search(
         calls in proptest::collection::vec(
@@ -627,6 +628,7 @@ proptest::proptest! {
                     0..5,
                 ),
                 proptest::prop_oneof![0..50u64, proptest::strategy::Just(u64::from(u32::MAX) + 7)],
+                proptest::option::of(0..3usize),
             ),
             1..6,
         ),
@@ -640,7 +642,12 @@ proptest::proptest! {
         let (one, all) = (with(granularity, false), with(granularity, false));
         let groups = ["g-a", "g-b", "g-c"];
         let topics = ["src.orders", "src.orders-x", "other"];
-        for (cps, ms) in &calls {
+        // The topic names the series hold, with how many series hold each.
+        let held = |m: &Metrics| -> BTreeMap<String, usize> {
+            let index = m.latency_index();
+            index.topics.names.iter().flatten().map(|(n, c)| (n.to_string(), *c)).collect()
+        };
+        for (cps, ms, removed) in &calls {
             let cps: Vec<(&str, &str, i32)> = cps
                 .iter()
                 .flat_map(|(g, run)| run.iter().map(|&(t, p)| (groups[*g], topics[t], p)))
@@ -650,8 +657,13 @@ proptest::proptest! {
                 one.set_checkpoint_latency("A->B", g, t, p, latency);
             }
             all.set_checkpoint_latencies("A->B", cps.iter().copied(), latency);
+            if let Some(g) = removed {
+                one.remove_checkpoint_latency_group("A->B", groups[*g]);
+                all.remove_checkpoint_latency_group("A->B", groups[*g]);
+            }
             let series = |m: &Metrics| samples(m, "mm2_checkpoint_checkpoint_latency_ms{");
             proptest::prop_assert_eq!(series(&one), series(&all));
+            proptest::prop_assert_eq!(held(&one), held(&all));
         }
     }
 }

@@ -485,16 +485,21 @@ impl<T: Send + 'static> NextFetch<T> {
                     (reader, r, None)
                 }
                 Prepare::Visit { begin, record } => {
+                    // The Fetch made ahead, if it was made at the position
+                    // the reader did reach (else it is dropped, and so
+                    // aborted); its failure is this fetch's.
                     let made = match ahead {
-                        Some(ahead) => ahead.take().await,
-                        None => None,
+                        Some(ahead) if ahead.at == reader.position() => ahead.take().await,
+                        _ => Ok(None),
                     };
                     let this = match made {
-                        Some(f) if f.offset() == reader.position() => Some(f),
-                        _ => match cluster.fetch_ahead(&reader).await {
-                            Ok(f) => f,
-                            Err(e) => return (reader, Err(e), None),
-                        },
+                        Ok(Some(f)) if f.made_for(&reader) => Ok(Some(f)),
+                        Ok(_) => cluster.fetch_ahead(&reader).await,
+                        Err(e) => Err(e),
+                    };
+                    let this = match this {
+                        Ok(this) => this,
+                        Err(e) => return (reader, Err(e), None),
                     };
                     let next = this
                         .as_ref()
@@ -536,33 +541,37 @@ impl<T: Send + 'static> NextFetch<T> {
     }
 }
 
-/// A Fetch made ahead of its turn, running as a task; aborted if dropped.
-struct Ahead(tokio::task::JoinHandle<Result<Option<AheadFetch>, kafka_lite::Error>>);
+/// A Fetch made ahead of its turn at offset `at`, running as a task; aborted
+/// if dropped.
+struct Ahead {
+    at: i64,
+    task: tokio::task::JoinHandle<Result<Option<AheadFetch>, kafka_lite::Error>>,
+}
 
 impl Ahead {
     /// Starts the Fetch `reader` would make next.
     fn spawn<C: FlowCluster>(cluster: &C, reader: PartitionReader) -> Self {
         let cluster = cluster.clone();
-        Ahead(tokio::spawn(
-            async move { cluster.fetch_ahead(&reader).await },
-        ))
+        Ahead {
+            at: reader.position(),
+            task: tokio::spawn(async move { cluster.fetch_ahead(&reader).await }),
+        }
     }
 
-    /// What the Fetch got; `None` if it failed (the reader's own fetch then
-    /// makes it again, and reports the error if it persists) or made none.
-    async fn take(mut self) -> Option<AheadFetch> {
-        match (&mut self.0).await {
-            Ok(Ok(fetched)) => fetched,
-            Ok(Err(_)) => None,
+    /// What the Fetch got (its retries are over: its error is final); `None`
+    /// if it made none or was cancelled by the runtime's shutdown.
+    async fn take(mut self) -> Result<Option<AheadFetch>, kafka_lite::Error> {
+        match (&mut self.task).await {
+            Ok(fetched) => fetched,
             Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-            Err(_) => None,
+            Err(_) => Ok(None),
         }
     }
 }
 
 impl Drop for Ahead {
     fn drop(&mut self) {
-        self.0.abort();
+        self.task.abort();
     }
 }
 
