@@ -55,13 +55,13 @@ const KEEP_RECENT: usize = 2;
 /// each) would otherwise get a fresh buffer each; with an allocator that maps
 /// every large buffer from the kernel and unmaps it when freed (musl's), that
 /// costs a page fault per 4 KiB of every response. The reader keeps a handle
-/// on its last [`KEEP_RECENT`] large frames; when the next large frame comes
+/// on its last two large frames; when the next large frame comes
 /// and one of them is no longer referenced by anyone else (its response was
 /// decoded and dropped) and its size fits (at least the new frame's, at most
 /// twice it), its allocation is zeroed and read into again. A frame still in
 /// use is never touched: reuse is decided by the buffer's reference count.
 /// The first small frame lets the kept buffers go. So a connection holds at
-/// most [`KEEP_RECENT`] buffers of its recent large responses beyond those in
+/// most two buffers of its recent large responses beyond those in
 /// use: while its responses stay large, and after the last one until its next
 /// response (an idle connection keeps them until then).
 #[derive(Debug)]

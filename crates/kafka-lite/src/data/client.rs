@@ -290,8 +290,9 @@ impl PartitionReader {
     }
 
     /// [`read_visit`](Self::read_visit) with its Fetch made beforehand by
-    /// [`fetch_ahead`](Self::fetch_ahead): used if it was made at this
-    /// reader's position, else (or if there is none) made again now.
+    /// [`fetch_ahead`](Self::fetch_ahead): used if it was made for this
+    /// reader as it is now ([`AheadFetch::made_for`]), else (or if there is
+    /// none) made again now.
     pub async fn read_visit_fetched(
         &mut self,
         client: &Client,
@@ -356,7 +357,7 @@ fn set_answer(
 
 /// One Fetch of a [`PartitionReader`] made ahead of reading it
 /// ([`PartitionReader::fetch_ahead`]): the response's bytes, its records not
-/// read yet, and the offset it was made at.
+/// read yet, and the partition, isolation level and offset it was made for.
 #[derive(Debug)]
 pub struct AheadFetch {
     topic: String,
@@ -367,11 +368,6 @@ pub struct AheadFetch {
 }
 
 impl AheadFetch {
-    /// The offset the Fetch was made at.
-    pub fn offset(&self) -> i64 {
-        self.offset
-    }
-
     /// Whether this is the Fetch `reader` would make now: the same partition,
     /// isolation level and position, and the reader not at its end.
     pub fn made_for(&self, reader: &PartitionReader) -> bool {
