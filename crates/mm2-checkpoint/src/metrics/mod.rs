@@ -9,7 +9,7 @@
 //!
 //! The checkpoint latency is also exported under MirrorMaker 2's names as
 //! Strimzi's metrics rules produce them, and its labels follow the configured
-//! granularity ([`latency`]). [`Metrics::register_flow`] gives every family its
+//! granularity (the `latency` module). [`Metrics::register_flow`] gives every family its
 //! zero-valued series when a flow starts (docs/operations.md, Metrics).
 //!
 //! Exposition uses the `prometheus-client` crate (the Prometheus project's own
@@ -665,7 +665,7 @@ impl Metrics {
     /// Sends the exposition (OpenMetrics if `openmetrics`, else Prometheus
     /// text 0.0.4), byte for byte the text [`Self::encode_prometheus`] or
     /// [`Self::encode_openmetrics`] would return, to `tx` in pieces of about
-    /// 64 KB (see [`stream`]). Blocks the thread until the last piece is
+    /// 64 KB (see the `stream` module). Blocks the thread until the last piece is
     /// taken: run it on a blocking thread. An error means the text was not
     /// sent whole (`tx`'s receiver went away).
     pub fn stream_exposition(

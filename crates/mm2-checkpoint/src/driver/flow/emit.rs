@@ -59,7 +59,7 @@ impl WindowDone {
 
 impl<C: FlowCluster> FlowContext<C> {
     /// One emission round over every group of `state.groups`: OffsetFetch in
-    /// windows of [`ROUND_WINDOW_GROUPS`], each window planned and produced
+    /// windows of `ROUND_WINDOW_GROUPS` (2,000 groups), each window planned and produced
     /// while the next one's answers come. Planning is per group, so windows
     /// decide what one plan of all groups would (a core property test checks
     /// it); the skip gauges get the sum over windows, once, at the end. A group
