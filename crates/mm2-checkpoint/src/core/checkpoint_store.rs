@@ -22,8 +22,8 @@
 //! or another tool, and keeping the last real checkpoint keeps the monotonicity
 //! guarantee.
 
+use super::name::{Name, by_name};
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 use super::filter::GroupFilter;
 use super::format::{Checkpoint, CheckpointKey, DecodeError};
@@ -267,8 +267,8 @@ impl<'a> GroupCheckpoints<'a> {
 pub struct CheckpointStore {
     assignment: Assignment,
     /// The assigned groups' names; `last` shares them (one copy per group).
-    assigned: BTreeSet<Arc<str>>,
-    last: BTreeMap<Arc<str>, Group>,
+    assigned: BTreeSet<Name>,
+    last: BTreeMap<Name, Group>,
     /// The downstream topic names the entries hold, by id. Entries are never
     /// removed, so no id is ever released.
     topics: TopicIds,
@@ -280,7 +280,7 @@ impl CheckpointStore {
     /// An empty store for a task assigned `groups` (`task.assigned.groups`).
     pub fn new<G: Into<String>>(groups: impl IntoIterator<Item = G>) -> Self {
         CheckpointStore {
-            assigned: groups.into_iter().map(|g| Arc::from(g.into())).collect(),
+            assigned: groups.into_iter().map(|g| Name::new(&g.into())).collect(),
             ..CheckpointStore::default()
         }
     }
@@ -301,16 +301,16 @@ impl CheckpointStore {
     pub fn assign(&mut self, group: &str) {
         if let Assignment::Filter(f) = &self.assignment
             && f.should_replicate_group(group)
-            && !self.assigned.contains(group)
+            && !self.assigned.contains(by_name(&group))
         {
-            self.assigned.insert(Arc::from(group));
+            self.assigned.insert(Name::new(group));
         }
     }
 
     /// Whether `group` is assigned to this task.
     pub fn is_assigned(&self, group: &str) -> bool {
         match &self.assignment {
-            Assignment::Listed => self.assigned.contains(group),
+            Assignment::Listed => self.assigned.contains(by_name(&group)),
             Assignment::Filter(f) => f.should_replicate_group(group),
         }
     }
@@ -345,9 +345,9 @@ impl CheckpointStore {
         }
         self.restore_stats.restored += 1;
         if matches!(self.assignment, Assignment::Filter(_))
-            && !self.assigned.contains(cp.key.group.as_str())
+            && !self.assigned.contains(by_name(&cp.key.group.as_str()))
         {
-            self.assigned.insert(Arc::from(cp.key.group.as_str()));
+            self.assigned.insert(Name::new(&cp.key.group));
         }
         self.record_run(std::slice::from_ref(&cp));
         RestoreOutcome::Restored
@@ -364,15 +364,16 @@ impl CheckpointStore {
         let Some(first) = run.first() else {
             return;
         };
-        let group = match self.last.get_mut(first.key.group.as_str()) {
+        let group_name = first.key.group.as_str();
+        let group = match self.last.get_mut(by_name(&group_name)) {
             Some(group) => group,
             None => {
                 // The assigned group's name, shared; a copy for a group the
                 // store holds without being assigned it.
                 let name = self
                     .assigned
-                    .get(first.key.group.as_str())
-                    .map_or_else(|| Arc::from(first.key.group.as_str()), Arc::clone);
+                    .get(by_name(&group_name))
+                    .map_or_else(|| Name::new(group_name), Name::clone);
                 self.last.entry(name).or_default()
             }
         };
@@ -434,7 +435,7 @@ impl CheckpointStore {
 
     /// All last checkpoints of `group`, by downstream partition.
     pub fn group(&self, group: &str) -> Option<GroupCheckpoints<'_>> {
-        let group = self.last.get(group)?;
+        let group = self.last.get(by_name(&group))?;
         Some(GroupCheckpoints {
             group,
             topics: &self.topics,

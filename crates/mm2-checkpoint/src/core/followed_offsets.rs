@@ -20,10 +20,10 @@
 //! converted to a KIP-848 group loses its metadata record but keeps its offsets.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 use super::consumer_offsets::OffsetsRecord;
 use super::filter::{GroupFilter, TopicFilter};
+use super::name::{Name, by_name};
 use super::round::{CommittedOffset, GroupOffsets};
 use super::topic_ids::TopicIds;
 use super::types::TopicPartition;
@@ -99,13 +99,13 @@ pub struct FollowedOffsets {
     group_filter: GroupFilter,
     topic_filter: TopicFilter,
     /// Each group's commits; the key is the one shared copy of the group's name.
-    groups: BTreeMap<Arc<str>, Commits>,
+    groups: BTreeMap<Name, Commits>,
     /// Each topic name a commit holds, once, by id.
     topics: Topics,
     /// Groups whose classic metadata names a protocol type other than `consumer`.
     not_consumer: BTreeSet<String>,
     /// Groups changed since [`FollowedOffsets::take_changed`].
-    changed: BTreeSet<Arc<str>>,
+    changed: BTreeSet<Name>,
     /// The filters' last decisions, by name: `__consumer_offsets` holds a
     /// group's commits (and a topic's partitions) one after the other, so
     /// each filter runs about once per name instead of once per record.
@@ -148,10 +148,10 @@ impl FollowedOffsets {
     }
 
     /// The shared copy of `group`'s name: the one the view holds, or a new one.
-    fn group_name(&self, group: &str) -> Arc<str> {
-        match self.groups.get_key_value(group) {
-            Some((name, _)) => Arc::clone(name),
-            None => Arc::from(group),
+    fn group_name(&self, group: &str) -> Name {
+        match self.groups.get_key_value(by_name(&group)) {
+            Some((name, _)) => name.clone(),
+            None => Name::new(group),
         }
     }
 
@@ -197,7 +197,7 @@ impl FollowedOffsets {
                             metadata: v.metadata.into_boxed_str(),
                         });
                         let name = self.group_name(&group);
-                        let commits = self.groups.entry(Arc::clone(&name)).or_default();
+                        let commits = self.groups.entry(name.clone()).or_default();
                         let partition = topic_partition.partition;
                         let found = self
                             .topics
@@ -235,18 +235,19 @@ impl FollowedOffsets {
                         let Some(topic) = self.topics.id(&topic_partition.topic) else {
                             return Applied::Ignored;
                         };
-                        let Some((name, commits)) = self.groups.get_key_value(group.as_str())
+                        let Some((name, commits)) =
+                            self.groups.get_key_value(by_name(&group.as_str()))
                         else {
                             return Applied::Ignored;
                         };
                         let Ok(i) = position(commits, topic, topic_partition.partition) else {
                             return Applied::Ignored;
                         };
-                        let name = Arc::clone(name);
-                        if let Some(commits) = self.groups.get_mut(&*name) {
+                        let name = name.clone();
+                        if let Some(commits) = self.groups.get_mut(&name) {
                             commits.remove(i);
                             if commits.is_empty() {
-                                self.groups.remove(&*name);
+                                self.groups.remove(&name);
                             }
                         }
                         self.topics.release(topic);
@@ -259,7 +260,7 @@ impl FollowedOffsets {
     }
 
     fn remove_group(&mut self, group: &str) {
-        if let Some((name, commits)) = self.groups.remove_entry(group) {
+        if let Some((name, commits)) = self.groups.remove_entry(by_name(&group)) {
             for c in &commits {
                 self.topics.release(c.topic);
             }
@@ -290,7 +291,7 @@ impl FollowedOffsets {
                 .iter()
                 .any(|c| synced.binary_search(&(c.topic, c.partition)).is_ok());
             if on_synced && !self.changed.contains(name) {
-                self.changed.insert(Arc::clone(name));
+                self.changed.insert(name.clone());
             }
         }
     }
@@ -317,7 +318,7 @@ impl FollowedOffsets {
         changed
             .into_iter()
             .filter_map(|g| {
-                let commits = self.groups.get(&*g)?;
+                let commits = self.groups.get(&g)?;
                 Some((g.to_string(), to_group_offsets(commits, &self.topics)))
             })
             .collect()
@@ -340,7 +341,7 @@ impl FollowedOffsets {
         names
             .into_iter()
             .filter_map(|g| {
-                let commits = self.groups.get(g)?;
+                let commits = self.groups.get(by_name(&g))?;
                 Some((g.to_owned(), to_group_offsets(commits, &self.topics)))
             })
             .collect()
@@ -352,7 +353,7 @@ impl FollowedOffsets {
     pub fn window_of<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> OffsetsWindow {
         let mut window = OffsetsWindow::new();
         for g in names {
-            let Some(commits) = self.groups.get(g) else {
+            let Some(commits) = self.groups.get(by_name(&g)) else {
                 continue;
             };
             window.push_group(

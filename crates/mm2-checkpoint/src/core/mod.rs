@@ -22,6 +22,7 @@ pub mod filter;
 pub mod followed_offsets;
 pub mod format;
 pub mod group_sync;
+pub mod name;
 pub mod ownership;
 pub mod policy;
 pub mod round;

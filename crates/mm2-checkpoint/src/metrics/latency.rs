@@ -20,6 +20,7 @@ use prometheus_client::registry::Registry;
 
 use super::Metrics;
 use crate::config::metrics::{LatencyGranularity, MetricsSettings};
+use crate::core::name::{Name, NameKey, by_name};
 use crate::core::topic_ids::TopicIds;
 
 /// Prefix of the MM2-compatible names: what Strimzi's JMX exporter rules (and
@@ -202,7 +203,7 @@ pub(super) struct LatencyIndex {
     pub(super) topics: TopicIds,
     /// flow → group → the series that group's checkpoints set, with their
     /// latest value in ms.
-    pub(super) series: BTreeMap<Arc<str>, BTreeMap<Arc<str>, GroupSeries>>,
+    pub(super) series: BTreeMap<Arc<str>, BTreeMap<Name, GroupSeries>>,
     /// flow → the value of its series at flow granularity (it belongs to no
     /// group).
     flow_series: BTreeMap<Arc<str>, i64>,
@@ -432,9 +433,10 @@ impl LatencyIndex {
         for (flow, groups) in flows {
             let groups = match after {
                 Some((after_flow, group)) if after_flow == flow => {
-                    groups.range::<str, _>((Excluded(&**group), Unbounded))
+                    let group: &str = group;
+                    groups.range::<dyn NameKey, _>((Excluded(by_name(&group)), Unbounded))
                 }
-                _ => groups.range::<str, _>(..),
+                _ => groups.range::<dyn NameKey, _>(..),
             };
             for (group, series) in groups {
                 for e in &series.entries {
@@ -452,7 +454,7 @@ impl LatencyIndex {
                     };
                     batch.push(CopiedSeries {
                         flow: Arc::clone(flow),
-                        group: Arc::clone(group),
+                        group: Arc::clone(group.shared()),
                         topic,
                         partition,
                         ms: series.ms(e),
@@ -533,7 +535,9 @@ impl LatencyIndex {
         // The names are interned first (a hash lookup) so one search of each
         // map finds or creates the entry.
         let groups = series.entry(intern_in(names, flow)).or_default();
-        let group_series = groups.entry(intern_in(names, group)).or_default();
+        let group_series = groups
+            .entry(Name::from(intern_in(names, group)))
+            .or_default();
         (group_series, topics)
     }
 
@@ -756,9 +760,9 @@ impl Metrics {
             Some(groups) => groups,
             None => series.entry(flow_name).or_default(),
         };
-        let group_series = match groups.get_mut(group) {
+        let group_series = match groups.get_mut(by_name(&group)) {
             Some(series) => series,
-            None => groups.entry(group_name).or_default(),
+            None => groups.entry(Name::from(group_name)).or_default(),
         };
         group_series.set(topics, series_topic, series_partition, ms);
     }
@@ -778,14 +782,14 @@ impl Metrics {
             return;
         };
         let flow_name = Arc::clone(flow_name);
-        let Some((group_name, _)) = groups.get_key_value(group) else {
+        let Some((group_name, _)) = groups.get_key_value(by_name(&group)) else {
             return;
         };
-        let group_name = Arc::clone(group_name);
+        let group_name = Arc::clone(group_name.shared());
         let Some(groups) = index.series.get_mut(flow) else {
             return;
         };
-        let series = groups.remove(group).unwrap_or_default();
+        let series = groups.remove(by_name(&group)).unwrap_or_default();
         if groups.is_empty() {
             index.series.remove(flow);
         }
@@ -830,7 +834,7 @@ impl Metrics {
     /// groups still checkpointed.
     pub fn retain_checkpoint_latency_groups(&self, flow: &str, keep: impl Fn(&str) -> bool) {
         let mut index = self.latency_index();
-        let gone: Vec<Arc<str>> = index
+        let gone: Vec<Name> = index
             .series
             .get(flow)
             .into_iter()
