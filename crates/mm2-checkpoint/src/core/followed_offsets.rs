@@ -105,7 +105,11 @@ pub struct FollowedOffsets {
     /// Groups whose classic metadata names a protocol type other than `consumer`.
     not_consumer: BTreeSet<String>,
     /// Groups changed since [`FollowedOffsets::take_changed`].
-    changed: BTreeSet<Name>,
+    changed: Changed,
+    /// The group of the last commit applied: `__consumer_offsets` holds a
+    /// group's commits one after the other, so its name is searched once
+    /// per run of them, not once per record.
+    last_committed: Option<Name>,
     /// The filters' last decisions, by name: `__consumer_offsets` holds a
     /// group's commits (and a topic's partitions) one after the other, so
     /// each filter runs about once per name instead of once per record.
@@ -132,6 +136,37 @@ fn memo(last: &mut Option<(String, bool)>, name: &str, filter: impl Fn(&str) -> 
     }
 }
 
+/// The groups changed since they were last taken, and the last one marked:
+/// a run of one group's records marks it once.
+#[derive(Clone, Debug, Default)]
+struct Changed {
+    groups: BTreeSet<Name>,
+    last: Option<Name>,
+}
+
+impl Changed {
+    fn insert(&mut self, name: Name) {
+        if self.last.as_ref() != Some(&name) {
+            self.groups.insert(name.clone());
+            self.last = Some(name);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.groups.is_empty()
+    }
+
+    fn take(&mut self) -> BTreeSet<Name> {
+        self.last = None;
+        std::mem::take(&mut self.groups)
+    }
+
+    fn clear(&mut self) {
+        self.last = None;
+        self.groups.clear();
+    }
+}
+
 impl FollowedOffsets {
     /// An empty view keeping what `group_filter` and `topic_filter` accept.
     pub fn new(group_filter: GroupFilter, topic_filter: TopicFilter) -> Self {
@@ -141,7 +176,8 @@ impl FollowedOffsets {
             groups: BTreeMap::new(),
             topics: Topics::default(),
             not_consumer: BTreeSet::new(),
-            changed: BTreeSet::new(),
+            changed: Changed::default(),
+            last_committed: None,
             last_group: None,
             last_topic: None,
         }
@@ -196,7 +232,14 @@ impl FollowedOffsets {
                             offset: v.offset,
                             metadata: v.metadata.into_boxed_str(),
                         });
-                        let name = self.group_name(&group);
+                        let name = match &self.last_committed {
+                            Some(last) if last.is(&group) => last.clone(),
+                            _ => {
+                                let name = self.group_name(&group);
+                                self.last_committed = Some(name.clone());
+                                name
+                            }
+                        };
                         let commits = self.groups.entry(name.clone()).or_default();
                         let partition = topic_partition.partition;
                         let found = self
@@ -290,7 +333,7 @@ impl FollowedOffsets {
             let on_synced = commits
                 .iter()
                 .any(|c| synced.binary_search(&(c.topic, c.partition)).is_ok());
-            if on_synced && !self.changed.contains(name) {
+            if on_synced {
                 self.changed.insert(name.clone());
             }
         }
@@ -314,8 +357,8 @@ impl FollowedOffsets {
     /// offsets are all gone is left out: it has nothing to checkpoint), and
     /// forgets the changes.
     pub fn take_changed(&mut self) -> BTreeMap<String, GroupOffsets> {
-        let changed = std::mem::take(&mut self.changed);
-        changed
+        self.changed
+            .take()
             .into_iter()
             .filter_map(|g| {
                 let commits = self.groups.get(&g)?;
@@ -430,6 +473,35 @@ mod tests {
                 generation: 1,
             }),
         }
+    }
+
+    #[test]
+    fn a_group_committing_again_after_its_change_was_taken_or_cleared_is_changed_again() {
+        let mut v = view();
+        let changed =
+            |v: &mut FollowedOffsets| -> Vec<String> { v.take_changed().into_keys().collect() };
+        v.apply(commit("a", "t", 0, Some(1)));
+        v.apply(commit("a", "t", 1, Some(1)));
+        assert_eq!(changed(&mut v), ["a"]);
+        v.apply(commit("a", "t", 0, Some(2)));
+        assert_eq!(changed(&mut v), ["a"], "the same group right after a take");
+        v.apply(commit("a", "t", 0, Some(3)));
+        v.clear_changed();
+        v.apply(commit("a", "t", 1, Some(3)));
+        assert_eq!(changed(&mut v), ["a"], "the same group right after a clear");
+        v.apply(commit("a", "t", 0, Some(4)));
+        v.apply(commit("b", "t", 0, Some(4)));
+        v.apply(commit("a", "t", 1, Some(4)));
+        v.apply(commit("ab", "t", 1, Some(4)));
+        assert_eq!(changed(&mut v), ["a", "ab", "b"]);
+        // A run of one group's commits after a tombstone emptied it.
+        v.apply(commit("b", "t", 0, None));
+        assert_eq!(changed(&mut v), Vec::<String>::new());
+        v.apply(commit("b", "t", 0, Some(5)));
+        v.apply(commit("b", "t", 1, Some(5)));
+        let offsets = v.take_changed();
+        assert_eq!(offsets.keys().collect::<Vec<_>>(), ["b"]);
+        assert_eq!(offsets["b"].len(), 2);
     }
 
     #[test]

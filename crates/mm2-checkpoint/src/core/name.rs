@@ -24,21 +24,38 @@ use std::sync::Arc;
 /// a big-endian word compares as its bytes do one by one.
 pub fn compare_bytes(a: &[u8], b: &[u8]) -> Ordering {
     let n = a.len().min(b.len());
-    let mut words_a = a[..n].chunks_exact(8);
-    let mut words_b = b[..n].chunks_exact(8);
-    for (x, y) in (&mut words_a).zip(&mut words_b) {
-        let x = u64::from_be_bytes(x.try_into().unwrap_or_default());
-        let y = u64::from_be_bytes(y.try_into().unwrap_or_default());
+    let (a, b, lengths) = (&a[..n], &b[..n], a.len().cmp(&b.len()));
+    if n < 8 {
+        for (x, y) in a.iter().zip(b) {
+            if x != y {
+                return x.cmp(y);
+            }
+        }
+        return lengths;
+    }
+    let mut i = 0;
+    while i + 8 <= n {
+        let (x, y) = (word(a, i), word(b, i));
+        if x != y {
+            return x.cmp(&y);
+        }
+        i += 8;
+    }
+    if i < n {
+        // The last word, overlapping bytes already found equal.
+        let (x, y) = (word(a, n - 8), word(b, n - 8));
         if x != y {
             return x.cmp(&y);
         }
     }
-    for (x, y) in words_a.remainder().iter().zip(words_b.remainder()) {
-        if x != y {
-            return x.cmp(y);
-        }
-    }
-    a.len().cmp(&b.len())
+    lengths
+}
+
+/// The eight bytes of `s` from `at` as a big-endian word.
+fn word(s: &[u8], at: usize) -> u64 {
+    let mut w = [0; 8];
+    w.copy_from_slice(&s[at..at + 8]);
+    u64::from_be_bytes(w)
 }
 
 /// A name shared by every map that holds it, ordered as `str` is (see the
@@ -55,6 +72,11 @@ impl Name {
     /// The name as text.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// Whether this is `name` (compared as [`Name`]s are).
+    pub fn is(&self, name: &str) -> bool {
+        self.0.len() == name.len() && compare_bytes(self.0.as_bytes(), name.as_bytes()).is_eq()
     }
 
     /// The shared text itself (for holders that keep `Arc<str>`).
@@ -211,6 +233,10 @@ mod tests {
             ("bbcdefgh", "abcdefghij", Ordering::Greater),
             ("abcdefghijklmnop", "abcdefghijklmnopq", Ordering::Less),
             ("abcdefgh\u{7f}", "abcdefgh\u{80}", Ordering::Less),
+            ("abcdefghijk", "abcdefghijl", Ordering::Less),
+            ("abcdefghi", "abcdefghi", Ordering::Equal),
+            ("abcdefghij", "abcdefghi", Ordering::Greater),
+            ("abcdefg", "abcdefgh", Ordering::Less),
         ];
         for (a, b, want) in cases {
             assert_eq!(
