@@ -170,13 +170,31 @@ pub(crate) fn encode_request<R: Request>(
     correlation_id: i32,
     client_id: &str,
 ) -> Result<Bytes, String> {
+    encode_request_buf(request, version, correlation_id, client_id).map(BytesMut::freeze)
+}
+
+/// [`encode_request`] before freezing: the frame in the one buffer it was
+/// written into.
+fn encode_request_buf<R: Request>(
+    request: &R,
+    version: i16,
+    correlation_id: i32,
+    client_id: &str,
+) -> Result<BytesMut, String> {
     let header = RequestHeader::default()
         .with_request_api_key(R::KEY)
         .with_request_api_version(version)
         .with_correlation_id(correlation_id)
         .with_client_id(Some(StrBytes::from_string(client_id.to_string())));
     let header_version = R::header_version(version);
-    let mut buf = BytesMut::with_capacity(256);
+    // Sized up front: a Produce request of 512 KiB built in a buffer that
+    // doubles as it fills was copied about once more, in pieces the
+    // allocator maps and unmaps (docs/client.md, "Request frames").
+    let size = header
+        .compute_size(header_version)
+        .and_then(|h| Ok(h + request.compute_size(version)?))
+        .map_err(|e| format!("sizing the request: {e}"))?;
+    let mut buf = BytesMut::with_capacity(4 + size);
     buf.put_i32(0); // patched below
     header
         .encode(&mut buf, header_version)
@@ -187,7 +205,7 @@ pub(crate) fn encode_request<R: Request>(
     let body_len =
         i32::try_from(buf.len() - 4).map_err(|_| "request larger than 2 GiB".to_string())?;
     buf[..4].copy_from_slice(&body_len.to_be_bytes());
-    Ok(buf.freeze())
+    Ok(buf)
 }
 
 /// The correlation id at the start of every response frame (both header
@@ -381,6 +399,34 @@ mod tests {
             42,
             "correlation id"
         );
+    }
+
+    #[test]
+    fn a_large_produce_request_is_written_into_one_buffer_of_its_size() {
+        use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+        use kafka_protocol::messages::{ProduceRequest, TopicName};
+        let records = Bytes::from(vec![7u8; 600 * 1024]);
+        let request = ProduceRequest::default().with_topic_data(vec![
+            TopicProduceData::default()
+                .with_name(TopicName(StrBytes::from_static_str("checkpoints")))
+                .with_partition_data(vec![
+                    PartitionProduceData::default().with_records(Some(records.clone())),
+                ]),
+        ]);
+        for version in [3, 9] {
+            let buf = encode_request_buf(&request, version, 7, "me").unwrap();
+            assert_eq!(
+                buf.len(),
+                buf.capacity(),
+                "v{version}: sized once, never regrown"
+            );
+            let mut frame = buf.freeze().slice(4..);
+            let header_version = ProduceRequest::header_version(version);
+            RequestHeader::decode(&mut frame, header_version).unwrap();
+            let decoded = ProduceRequest::decode(&mut frame, version).unwrap();
+            assert_eq!(decoded, request, "v{version}");
+            assert!(!frame.has_remaining());
+        }
     }
 
     #[test]
