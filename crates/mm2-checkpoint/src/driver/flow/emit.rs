@@ -119,35 +119,55 @@ impl<C: FlowCluster> FlowContext<C> {
         let mut done = WindowDone::default();
         let n = state.groups.len();
         let mut from = 0;
-        // The last window planned: its checkpoints are sent while the next
-        // window is planned, and recorded in the store once acknowledged,
-        // before the window after is planned (one planned window waits at
-        // most). Windows are disjoint sets of groups, so a window's plan never
-        // reads what the one in flight will record.
+        // Three windows at a time: while the last one planned is sent, the
+        // one before it (acknowledged) is recorded in the store and the next
+        // one is planned. So the broker writes one window while this task
+        // records and plans, and windows are still sent one after another
+        // (each send ends with none in flight). Windows are disjoint sets of
+        // groups, so a plan never reads what is being sent or recorded, and
+        // a window is recorded before the window after the next is planned.
+        // A window with a failed chunk is recorded, and its failure handled,
+        // before anything more is sent.
         let mut planned: Vec<Checkpoint> = Vec::new();
+        let mut answered: Option<(Vec<Checkpoint>, Sent)> = None;
         loop {
+            if let Some((cps, sent)) = answered.take_if(|(_, sent)| sent.failed()) {
+                let r = self.record_chunks(state, &cps, sent);
+                self.after_produce(state, &cps, r).await?;
+            }
             let next = (from < n).then(|| {
                 let to = (from + ROUND_WINDOW_GROUPS).min(n);
                 let window = view.window_of(state.groups[from..to].iter().map(String::as_str));
                 from = to;
                 window
             });
-            let (sent, next) = match next {
-                Some(window) => {
-                    let (sent, (window_done, cps)) = tokio::join!(
-                        self.send_chunks(&planned, PRODUCE_LIMITS),
-                        self.plan_only(state, window, true)
-                    );
-                    done.add(window_done);
-                    (sent, Some(cps))
-                }
-                None => (self.send_chunks(&planned, PRODUCE_LIMITS).await, None),
-            };
-            let r = self.record_chunks(state, &planned, sent);
-            self.after_produce(state, &planned, r).await?;
-            match next {
-                Some(cps) => planned = cps,
-                None => break,
+            let last = next.is_none();
+            let (sent, (recorded, next)) =
+                tokio::join!(self.send_chunks(&planned, PRODUCE_LIMITS), async {
+                    let recorded = answered.take().map(|(cps, sent)| {
+                        let r = self.record_chunks(state, &cps, sent);
+                        (cps, r)
+                    });
+                    let next = match next {
+                        Some(window) => Some(self.plan_only(state, window, true).await),
+                        None => None,
+                    };
+                    (recorded, next)
+                });
+            if let Some((cps, r)) = recorded {
+                // Nothing failed in it (checked above): no error to handle.
+                self.after_produce(state, &cps, r).await?;
+            }
+            let sent_cps = std::mem::take(&mut planned);
+            if last {
+                let r = self.record_chunks(state, &sent_cps, sent);
+                self.after_produce(state, &sent_cps, r).await?;
+                break;
+            }
+            answered = Some((sent_cps, sent));
+            if let Some((window_done, cps)) = next {
+                done.add(window_done);
+                planned = cps;
             }
         }
         state.content.cache.end_round();
@@ -572,6 +592,13 @@ pub(super) struct Sent {
     timestamp: i64,
     /// The chunks sent or skipped, in the order they ended.
     chunks: Vec<SentChunk>,
+}
+
+impl Sent {
+    /// Whether a chunk failed.
+    fn failed(&self) -> bool {
+        self.chunks.iter().any(|c| c.result.is_err())
+    }
 }
 
 /// One chunk of a call: `cps[start..end]` less `skipped` (not encodable),

@@ -863,7 +863,7 @@ async fn a_round_from_the_followers_view_writes_what_offset_fetch_would() {
     use super::emit::ROUND_WINDOW_GROUPS;
     use crate::core::FollowedOffsets;
     use crate::core::consumer_offsets::{OffsetCommitValue, OffsetsRecord};
-    let n = ROUND_WINDOW_GROUPS + 11;
+    let n = 2 * ROUND_WINDOW_GROUPS + 11;
     let names: Vec<String> = (0..n).map(|i| format!("g{i:05}")).collect();
     let mut outcomes = Vec::new();
     for from_view in [false, true] {
@@ -899,9 +899,22 @@ async fn a_round_from_the_followers_view_writes_what_offset_fetch_would() {
             ctx.emit_round(&mut state).await.unwrap()
         };
         let metrics = ctx.metrics.encode_prometheus().unwrap();
+        // Every window's checkpoints are recorded once acknowledged, the
+        // last window's too.
+        let recorded: BTreeSet<String> = state
+            .checkpoints
+            .checkpoints()
+            .map(|cp| cp.key.group)
+            .collect();
+        let written = checkpoints_written(&target, &ctx.checkpoints_topic);
+        assert_eq!(state.checkpoints.len(), written.len(), "from view: {from_view}");
+        assert_eq!(
+            recorded,
+            written.iter().map(|(g, ..)| g.clone()).collect::<BTreeSet<_>>()
+        );
         outcomes.push((
             (summary.emitted, summary.skipped),
-            checkpoints_written(&target, &ctx.checkpoints_topic),
+            written,
             untranslatable(&metrics, "no_sync"),
         ));
     }
