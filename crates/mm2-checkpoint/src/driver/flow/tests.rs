@@ -907,10 +907,17 @@ async fn a_round_from_the_followers_view_writes_what_offset_fetch_would() {
             .map(|cp| cp.key.group)
             .collect();
         let written = checkpoints_written(&target, &ctx.checkpoints_topic);
-        assert_eq!(state.checkpoints.len(), written.len(), "from view: {from_view}");
+        assert_eq!(
+            state.checkpoints.len(),
+            written.len(),
+            "from view: {from_view}"
+        );
         assert_eq!(
             recorded,
-            written.iter().map(|(g, ..)| g.clone()).collect::<BTreeSet<_>>()
+            written
+                .iter()
+                .map(|(g, ..)| g.clone())
+                .collect::<BTreeSet<_>>()
         );
         outcomes.push((
             (summary.emitted, summary.skipped),
