@@ -308,7 +308,9 @@ impl CheckpointStore {
 
     /// An empty store for every group `filter` accepts (the commit follower's,
     /// docs/commit-follower.md section 2). Its assigned groups are the groups
-    /// named by [`assign`](Self::assign) or holding a checkpoint.
+    /// named by [`assign`](Self::assign) or restored from the checkpoints
+    /// topic ([`restore_record`](Self::restore_record)); a group only
+    /// produced for is held, not assigned.
     pub fn for_filter(filter: GroupFilter) -> Self {
         CheckpointStore {
             assignment: Assignment::Filter(filter),
