@@ -79,10 +79,10 @@ pub fn ensure_cluster_tools() -> Result<()> {
         sudo.iter().map(|s| format!("{s} ")).collect::<String>(),
         packages.join(" ")
     );
-    apt(sudo, &["update"])?;
+    let stale = apt_update(sudo);
     let mut install = vec!["install", "-y", "--no-install-recommends"];
     install.extend(&packages);
-    apt(sudo, &install)?;
+    apt_install(sudo, &install, stale)?;
     let still: Vec<&str> = missing
         .iter()
         .filter(|t| !(t.usable)())
@@ -141,14 +141,51 @@ pub fn ensure_debian_libraries(packages: &[String], present: impl Fn() -> bool) 
         "xtask: installing {} for the static build",
         packages.join(" ")
     );
-    apt(sudo, &["update"])?;
+    let stale = apt_update(sudo);
     let mut install = vec!["install", "-y", "--no-install-recommends"];
     install.extend(packages.iter().map(String::as_str));
-    apt(sudo, &install)?;
+    apt_install(sudo, &install, stale)?;
     if !present() {
         bail!("after `{by_hand}`, the libraries the static build needs are still missing");
     }
     Ok(())
+}
+
+/// Times `apt-get update` is tried before going on without it.
+const APT_UPDATE_TRIES: u32 = 3;
+
+/// `apt-get update`, tried again after a pause when it fails (a Debian
+/// mirror mid-sync serves an index of the wrong size for a while). If every
+/// try fails, the error is returned for [`apt_install`] to report: the
+/// install goes on with the package lists apt-get did fetch, which often
+/// hold the packages wanted.
+fn apt_update(sudo: &[&str]) -> Option<anyhow::Error> {
+    let mut last = None;
+    for attempt in 1..=APT_UPDATE_TRIES {
+        match apt(sudo, &["update"]) {
+            Ok(()) => return None,
+            Err(e) => {
+                eprintln!("xtask: {e:#} (try {attempt} of {APT_UPDATE_TRIES})");
+                last = Some(e);
+                if attempt < APT_UPDATE_TRIES {
+                    std::thread::sleep(std::time::Duration::from_secs(15));
+                }
+            }
+        }
+    }
+    if let Some(e) = &last {
+        eprintln!("xtask: going on with the package lists apt-get has: {e:#}");
+    }
+    last
+}
+
+/// `apt-get install ...`; a failure names the failed update too, if any.
+fn apt_install(sudo: &[&str], args: &[&str], stale: Option<anyhow::Error>) -> Result<()> {
+    let r = apt(sudo, args);
+    match stale {
+        Some(update) => r.with_context(|| format!("the package lists may be stale: {update:#}")),
+        None => r,
+    }
 }
 
 fn apt(sudo: &[&str], args: &[&str]) -> Result<()> {
