@@ -22,11 +22,11 @@
 //! or another tool, and keeping the last real checkpoint keeps the monotonicity
 //! guarantee.
 
-use super::name::{Name, by_name};
 use std::collections::BTreeMap;
 
 use super::filter::GroupFilter;
 use super::format::{Checkpoint, CheckpointKey, DecodeError};
+use super::name::{Name, by_name};
 use super::topic_ids::TopicIds;
 use super::types::TopicPartition;
 
