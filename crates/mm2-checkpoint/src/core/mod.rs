@@ -26,6 +26,7 @@ pub mod name;
 pub mod ownership;
 pub mod policy;
 pub mod round;
+pub mod schedule;
 pub mod topic_ids;
 pub mod window;
 

@@ -6,6 +6,10 @@ use std::time::Duration;
 use tokio::time::{Instant, sleep_until};
 
 use crate::config::MirrorConfig;
+use crate::core::schedule::{
+    self, Action, Backoff, FlowSchedule, Next, Reachability, RetryUntil, RoundDone,
+    ScheduleSettings,
+};
 use crate::metrics::Metrics;
 
 use crate::shutdown::ShutdownSignal;
@@ -17,35 +21,15 @@ use super::kafka::ClusterClient;
 use super::membership::Role;
 use super::{DriverError, RunOptions, check_cpu};
 
-/// `now + d`, saturating far in the future for absurdly long configured intervals.
-fn after(d: Duration) -> Instant {
-    let now = Instant::now();
-    now.checked_add(d)
-        .unwrap_or_else(|| now + Duration::from_secs(60 * 60 * 24 * 365 * 30))
+/// The current time as the core's schedule takes it (tokio's clock, so that
+/// tests with a paused runtime see their own time).
+fn now() -> std::time::Instant {
+    Instant::now().into_std()
 }
 
-/// The wait after consecutive failures of a flow step: 1 s doubling up to
-/// `cap`, no jitter, no deadline (kafka-lite's `Backoff` is a per-request retry
-/// with jitter under a deadline; this one paces whole rounds).
-struct FailureBackoff {
-    failures: u32,
-    cap: Duration,
-}
-
-impl FailureBackoff {
-    fn new(cap: Duration) -> Self {
-        FailureBackoff { failures: 0, cap }
-    }
-
-    fn failed(&mut self) -> Duration {
-        self.failures = self.failures.saturating_add(1);
-        let secs = 1u64 << self.failures.saturating_sub(1).min(6);
-        Duration::from_secs(secs).min(self.cap.max(Duration::from_secs(1)))
-    }
-
-    fn succeeded(&mut self) {
-        self.failures = 0;
-    }
+/// The wait `d` from now as a tokio sleep.
+async fn pause(d: Duration) {
+    tokio::time::sleep(d).await
 }
 
 pub(super) async fn run(
@@ -121,8 +105,10 @@ pub(super) async fn run(
 /// `--once`: start (retrying until `admin.timeout.ms`), one emission round, one
 /// group sync if enabled.
 async fn run_once(ctx: &FlowContext, shutdown: &ShutdownSignal) -> Result<(), StepError> {
-    let deadline = after(ctx.cfg.admin_timeout);
-    let mut backoff = FailureBackoff::new(Duration::from_secs(5));
+    let mut retry = RetryUntil::new(
+        schedule::ONCE_BACKOFF_CAP,
+        schedule::after(now(), ctx.cfg.admin_timeout),
+    );
     let mut state = loop {
         let started = tokio::select! {
             reason = shutdown.triggered() => return Err(StepError {
@@ -135,11 +121,10 @@ async fn run_once(ctx: &FlowContext, shutdown: &ShutdownSignal) -> Result<(), St
         match started {
             Ok(state) => break state,
             Err(e) => {
-                let wait = backoff.failed();
-                if after(wait) >= deadline || shutdown.is_triggered() {
+                let Some(wait) = retry.failed(now()).filter(|_| !shutdown.is_triggered()) else {
                     return Err(e);
-                }
-                let left = deadline.saturating_duration_since(Instant::now());
+                };
+                let left = retry.left(now());
                 tracing::warn!(
                     flow = %ctx.name, error = %e, retry_in_ms = wait.as_millis() as u64,
                     gives_up_in_ms = left.as_millis() as u64,
@@ -148,7 +133,7 @@ async fn run_once(ctx: &FlowContext, shutdown: &ShutdownSignal) -> Result<(), St
                 );
                 tokio::select! {
                     _ = shutdown.triggered() => return Err(e),
-                    _ = tokio::time::sleep(wait) => {}
+                    _ = pause(wait) => {}
                 }
             }
         }
@@ -173,18 +158,18 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
         return;
     };
     let mut syncer = GroupSyncRunner::new(ctx);
-    let mut timer = SyncTimer::new(ctx);
+    let mut schedule = FlowSchedule::new(schedule_settings(ctx), now(), follower.is_some());
     run_loop(
         ctx,
         shutdown,
         &mut follower,
         &mut state,
         &mut syncer,
-        &mut timer,
+        &mut schedule,
     )
     .await;
     if let Some(done) = syncer.finish_commits(&state.checkpoints).await {
-        report_sync(ctx, done, &mut timer);
+        report_sync(ctx, done, &mut schedule);
     }
 }
 
@@ -202,7 +187,7 @@ async fn run_as_member(
     shutdown: &ShutdownSignal,
     cfg: &crate::config::MembershipConfig,
 ) {
-    let mut backoff = FailureBackoff::new(Duration::from_secs(30));
+    let mut backoff = Backoff::new(schedule::ROUND_BACKOFF_CAP);
     let client = loop {
         match ctx.target.kafka().await {
             Ok(c) => break c.clone(),
@@ -212,7 +197,7 @@ async fn run_as_member(
                 tracing::warn!(flow = %ctx.name, error = %e, retry_in_ms = wait.as_millis() as u64, "cannot reach the target to join the membership group; retrying");
                 tokio::select! {
                     _ = shutdown.triggered() => return,
-                    _ = tokio::time::sleep(wait) => {}
+                    _ = pause(wait) => {}
                 }
             }
         }
@@ -270,7 +255,7 @@ async fn run_as_member(
                 last_tenure = 0;
                 tokio::select! {
                     _ = stop.triggered() => {}
-                    _ = tokio::time::sleep(backoff.failed()) => {}
+                    _ = pause(backoff.failed()) => {}
                 }
             }
             None => {}
@@ -344,7 +329,7 @@ async fn start_flow(
     ctx: &FlowContext,
     shutdown: &ShutdownSignal,
 ) -> Option<(Option<CommitFollower>, FlowState)> {
-    let mut backoff = FailureBackoff::new(Duration::from_secs(30));
+    let mut backoff = Backoff::new(schedule::ROUND_BACKOFF_CAP);
     loop {
         let started = async {
             let follower = ctx.open_follower().await?;
@@ -366,45 +351,51 @@ async fn start_flow(
                 tracing::warn!(flow = %ctx.name, error = %e, retry_in_ms = wait.as_millis() as u64, "startup failed; retrying");
                 tokio::select! {
                     _ = shutdown.triggered() => return None,
-                    _ = tokio::time::sleep(wait) => {}
+                    _ = pause(wait) => {}
                 }
             }
         }
     }
 }
 
-/// When the next periodic (full) group sync is due, and its failure backoff.
-struct SyncTimer {
-    next: Instant,
-    every: Duration,
-    backoff: FailureBackoff,
-}
-
-impl SyncTimer {
-    fn new(ctx: &FlowContext) -> Self {
-        let every = ctx.cfg.sync_group_offsets_interval;
-        SyncTimer {
-            next: after(every),
-            every,
-            backoff: FailureBackoff::new(every),
-        }
+/// Reports what the schedule says about the flow's clusters (readiness).
+fn report(ctx: &FlowContext, reachability: Reachability) {
+    match reachability {
+        Reachability::Ok => ctx.set_clusters_ok(true, ""),
+        Reachability::Failing(e) => ctx.set_clusters_ok(false, &e),
     }
 }
 
-/// Logs a finished group sync; a failed periodic sync is retried sooner.
-fn report_sync(ctx: &FlowContext, done: SyncDone, timer: &mut SyncTimer) {
+/// The flow's intervals as its schedule takes them.
+fn schedule_settings(ctx: &FlowContext) -> ScheduleSettings {
+    let cfg = &ctx.cfg;
+    ScheduleSettings {
+        emit_every: cfg.emit_checkpoints_interval,
+        sync_every: cfg
+            .sync_group_offsets_enabled
+            .then_some(cfg.sync_group_offsets_interval),
+        refresh_every: cfg
+            .refresh_groups_enabled
+            .then_some(cfg.refresh_groups_interval),
+        poll_every: cfg.consumer_poll_timeout,
+        coalesce: cfg.follow_coalesce,
+    }
+}
+
+/// Logs a finished group sync and tells the schedule (a failed periodic sync
+/// is retried sooner).
+fn report_sync(ctx: &FlowContext, done: SyncDone, schedule: &mut FlowSchedule) {
     match (done.full, done.result) {
         (true, Ok(s)) => {
-            timer.backoff.succeeded();
+            schedule.full_sync_done(now(), true);
             tracing::info!(
                 flow = %ctx.name, committed = s.committed, skipped_active = s.skipped_active,
                 skipped_target_ahead = s.skipped_target_ahead, failed = s.failed, "group sync done"
             );
         }
         (true, Err(e)) => {
-            let wait = timer.backoff.failed().min(timer.every);
+            let wait = schedule.full_sync_done(now(), false).unwrap_or_default();
             tracing::warn!(flow = %ctx.name, error = %e, retry_in_ms = wait.as_millis() as u64, "group sync failed; retrying");
-            timer.next = after(wait);
         }
         (false, Ok(s)) => {
             tracing::debug!(flow = %ctx.name, groups = done.groups, committed = s.committed, "synced the target groups of followed commits");
@@ -421,231 +412,154 @@ fn sync_stepped(
     syncer: &mut GroupSyncRunner<'_, ClusterClient>,
     step: SyncStep,
     state: &FlowState,
-    timer: &mut SyncTimer,
+    schedule: &mut FlowSchedule,
 ) {
     if let Some(done) = syncer.advance(step, &state.checkpoints) {
-        report_sync(ctx, done, timer);
+        report_sync(ctx, done, schedule);
     }
 }
 
-/// [`run_forever`]'s loop over its timers, the follower and the group syncs;
-/// returns when `shutdown` fires.
+/// [`run_forever`]'s loop: asks the flow's schedule what to do next, does
+/// it, and tells the schedule how it went. Group syncs move on beside it.
+/// Returns when `shutdown` fires.
 async fn run_loop<'a>(
     ctx: &'a FlowContext,
     shutdown: &ShutdownSignal,
     follower: &mut Option<CommitFollower>,
     state: &mut FlowState,
     syncer: &mut GroupSyncRunner<'a, ClusterClient>,
-    timer: &mut SyncTimer,
+    schedule: &mut FlowSchedule,
 ) {
     let sync_enabled = ctx.cfg.sync_group_offsets_enabled;
-    let mut backoff = FailureBackoff::new(Duration::from_secs(30));
-    let emit_every = ctx.cfg.emit_checkpoints_interval;
-    let refresh_every = ctx.cfg.refresh_groups_interval;
-    let poll_every = ctx
-        .cfg
-        .consumer_poll_timeout
-        .max(Duration::from_millis(100));
-    // The first round runs right away (the startup just read everything).
-    let mut next_emit = Instant::now();
-    let mut next_refresh = after(refresh_every);
-    let mut next_poll = after(poll_every);
-    // The follower's coalescing window: when the first unemitted change came.
-    let mut first_change: Option<Instant> = None;
-    let mut first_round = true;
-    let mut follow_backoff = FailureBackoff::new(Duration::from_secs(10));
-    let mut follow_failures = 0u32;
-    let mut health = FollowHealth::default();
     loop {
         // A wanted group sync starts as soon as the previous one ended.
         syncer.start(&state.checkpoints);
-        let mut next = next_emit.min(next_poll);
-        if sync_enabled {
-            next = next.min(timer.next);
-        }
-        // The follower knows the groups as they commit; discovery is for polling.
-        if ctx.cfg.refresh_groups_enabled && follower.is_none() {
-            next = next.min(next_refresh);
-        }
-        if let Some(t0) = first_change {
-            next = next.min(t0 + ctx.cfg.follow_coalesce);
-        }
-        if let Some(f) = follower.as_mut()
-            && Instant::now() < next
-        {
-            // The fetch runs to its end (it is not cancel-safe); a group sync
-            // moves on meanwhile.
-            let r = {
-                let step = ctx.follow_step(f);
-                tokio::pin!(step);
-                loop {
-                    tokio::select! {
-                        _ = shutdown.triggered() => return,
-                        r = &mut step => break r,
-                        s = syncer.next_step() => sync_stepped(ctx, syncer, s, state, timer),
-                    }
-                }
-            };
-            match r {
-                Ok(_) => {
-                    follow_failures = 0;
-                    follow_backoff.succeeded();
-                    health.follow = None;
-                    health.report(ctx);
-                }
-                Err(e) => {
-                    follow_failures += 1;
-                    let wait = follow_backoff.failed();
-                    tracing::warn!(flow = %ctx.name, error = %e, retry_in_ms = wait.as_millis() as u64, "following the group commits failed; retrying");
-                    health.follow = Some(e.to_string());
-                    health.report(ctx);
-                    let pause = tokio::time::sleep(wait);
-                    tokio::pin!(pause);
+        match schedule.next(now()) {
+            Next::Follow => {
+                let Some(f) = follower.as_mut() else {
+                    schedule.stop_following();
+                    continue;
+                };
+                // The fetch runs to its end (it is not cancel-safe); a group
+                // sync moves on meanwhile.
+                let r = {
+                    let step = ctx.follow_step(f);
+                    tokio::pin!(step);
                     loop {
                         tokio::select! {
                             _ = shutdown.triggered() => return,
-                            _ = &mut pause => break,
-                            s = syncer.next_step() => sync_stepped(ctx, syncer, s, state, timer),
+                            r = &mut step => break r,
+                            s = syncer.next_step() => sync_stepped(ctx, syncer, s, state, schedule),
+                        }
+                    }
+                };
+                match r {
+                    Ok(_) => report(ctx, schedule.followed(now(), f.view.has_changes())),
+                    Err(e) => {
+                        let failure = schedule.follow_failed(e.to_string());
+                        tracing::warn!(flow = %ctx.name, error = %e, retry_in_ms = failure.pause.as_millis() as u64, "following the group commits failed; retrying");
+                        report(ctx, schedule.follow_health());
+                        let wait = pause(failure.pause);
+                        tokio::pin!(wait);
+                        loop {
+                            tokio::select! {
+                                _ = shutdown.triggered() => return,
+                                _ = &mut wait => break,
+                                s = syncer.next_step() => sync_stepped(ctx, syncer, s, state, schedule),
+                            }
+                        }
+                        if failure.reopen {
+                            // Something a retry does not cure (a partition's
+                            // log moved away from our position, the topic
+                            // recreated): read it again from its start.
+                            reopen_follower(ctx, follower, state).await;
+                            if follower.is_none() {
+                                schedule.stop_following();
+                            }
+                        } else if let Some(f) = follower.as_ref() {
+                            schedule.changes_seen(now(), f.view.has_changes());
                         }
                     }
                 }
             }
-            if follow_failures >= REOPEN_AFTER_FAILURES {
-                // Something a retry does not cure (a partition's log moved
-                // away from our position, the topic recreated): read it
-                // again from its start into a fresh view.
-                follow_failures = 0;
-                reopen_follower(ctx, follower, state).await;
-            } else if let Some(f) = follower.as_ref()
-                && first_change.is_none()
-                && f.view.has_changes()
-            {
-                first_change = Some(Instant::now());
+            Next::WaitUntil(at) => {
+                tokio::select! {
+                    _ = shutdown.triggered() => return,
+                    _ = sleep_until(Instant::from_std(at)) => {}
+                    s = syncer.next_step() => sync_stepped(ctx, syncer, s, state, schedule),
+                }
             }
-            continue;
-        }
-        tokio::select! {
-            _ = shutdown.triggered() => return,
-            _ = sleep_until(next) => {}
-            s = syncer.next_step() => {
-                sync_stepped(ctx, syncer, s, state, timer);
-                continue;
-            }
-        }
-        let now = Instant::now();
-        if now >= next_poll {
-            match ctx.poll_syncs(state).await {
-                Err(e) => {
+            Next::Act(Action::PollSyncs) => {
+                let r = ctx.poll_syncs(state).await.map(|_| ()).map_err(|e| {
                     tracing::warn!(flow = %ctx.name, error = %e, "reading new offset syncs failed");
-                    health.syncs = Some(e.to_string());
-                    ctx.set_clusters_ok(false, &e.to_string());
+                    e.to_string()
+                });
+                let new_syncs = state.synced.as_ref().is_some_and(|s| !s.is_empty());
+                if let Some(r) = schedule.polled(now(), r, new_syncs) {
+                    report(ctx, r);
                 }
-                Ok(_) if follower.is_some() => {
-                    health.syncs = None;
-                    health.report(ctx);
-                }
-                Ok(_) => {}
             }
-            next_poll = after(poll_every);
-            if state.synced.as_ref().is_some_and(|s| !s.is_empty()) {
-                first_change.get_or_insert(now);
-            }
-        }
-        if let Some(f) = follower.as_mut()
-            && first_change.is_some_and(|t0| now >= t0 + ctx.cfg.follow_coalesce)
-        {
-            first_change = None;
-            health.emit = match emit_followed(ctx, f, state).await {
-                Ok(groups) => {
+            Next::Act(Action::EmitFollowed) => {
+                let Some(f) = follower.as_mut() else {
+                    schedule.stop_following();
+                    continue;
+                };
+                let r = emit_followed(ctx, f, state).await.map(|groups| {
                     if sync_enabled {
                         syncer.want_groups(groups);
                     }
-                    None
-                }
-                Err(e) => Some(e),
-            };
-            health.report(ctx);
-        }
-        if ctx.cfg.refresh_groups_enabled && follower.is_none() && now >= next_refresh {
-            match ctx.refresh_groups(state).await {
-                Ok(()) => next_refresh = after(refresh_every),
-                Err(e) => {
+                });
+                report(ctx, schedule.emitted_followed(r));
+            }
+            Next::Act(Action::RefreshGroups) => {
+                let r = ctx.refresh_groups(state).await;
+                if let Err(e) = &r {
                     tracing::warn!(flow = %ctx.name, error = %e, "group refresh failed; retrying");
-                    next_refresh = after(Duration::from_secs(5).min(refresh_every));
                 }
+                schedule.refreshed(now(), r.is_ok());
             }
-        }
-        if now >= next_emit {
-            if let Some(f) = follower.as_ref() {
-                // The safety net: every group the follower knows, by OffsetFetch.
-                state.groups = f.view.group_names().map(str::to_owned).collect();
-            }
-            // Catch up with the offset syncs before translating.
-            let r = match ctx.poll_syncs(state).await {
-                // The first round after the replay plans from the view, which
-                // holds every group's committed offsets; OffsetFetch stays the
-                // periodic safety net (docs/commit-follower.md section 3).
-                Ok(_) => match follower.as_ref() {
-                    Some(f) if first_round => ctx.emit_round_from_view(state, &f.view).await,
-                    _ => ctx.emit_round(state).await,
-                },
-                Err(e) => Err(e),
-            };
-            match r {
-                Ok(summary) => {
-                    backoff.succeeded();
-                    ctx.set_clusters_ok(true, "");
-                    health = FollowHealth::default();
-                    if follower.is_some() && !first_round && summary.emitted > 0 {
-                        ctx.metrics
-                            .follower_corrections(&ctx.name, summary.emitted as u64);
-                        tracing::info!(flow = %ctx.name, emitted = summary.emitted, "the periodic round emitted checkpoints the commit follower had not (yet) emitted");
+            Next::Act(Action::Emit { from_view }) => {
+                if let Some(f) = follower.as_ref() {
+                    // The safety net: every group the follower knows, by OffsetFetch.
+                    state.groups = f.view.group_names().map(str::to_owned).collect();
+                }
+                // Catch up with the offset syncs before translating.
+                let r = match ctx.poll_syncs(state).await {
+                    // The first round after the replay plans from the view,
+                    // which holds every group's committed offsets; OffsetFetch
+                    // stays the periodic safety net (docs/commit-follower.md
+                    // section 3).
+                    Ok(_) => match follower.as_ref() {
+                        Some(f) if from_view => ctx.emit_round_from_view(state, &f.view).await,
+                        _ => ctx.emit_round(state).await,
+                    },
+                    Err(e) => Err(e),
+                };
+                let done = r
+                    .as_ref()
+                    .map(|s| RoundDone { emitted: s.emitted })
+                    .map_err(ToString::to_string);
+                let outcome = schedule.emitted(now(), done);
+                report(ctx, outcome.reachability);
+                match r {
+                    Ok(summary) => {
+                        if let Some(n) = outcome.corrections {
+                            ctx.metrics.follower_corrections(&ctx.name, n as u64);
+                            tracing::info!(flow = %ctx.name, emitted = n, "the periodic round emitted checkpoints the commit follower had not (yet) emitted");
+                        }
+                        tracing::info!(flow = %ctx.name, emitted = summary.emitted, skipped = summary.skipped, elapsed_ms = summary.elapsed.as_millis() as u64, "emission round done");
                     }
-                    first_round = false;
-                    tracing::info!(flow = %ctx.name, emitted = summary.emitted, skipped = summary.skipped, elapsed_ms = summary.elapsed.as_millis() as u64, "emission round done");
-                    next_emit = after(emit_every);
-                }
-                Err(e) => {
-                    ctx.set_clusters_ok(false, &e.to_string());
-                    let wait = backoff.failed().min(emit_every);
-                    tracing::warn!(flow = %ctx.name, error = %e, retry_in_ms = wait.as_millis() as u64, "emission round failed; retrying");
-                    next_emit = after(wait);
+                    Err(e) => {
+                        let wait = outcome.retry_in.unwrap_or_default();
+                        tracing::warn!(flow = %ctx.name, error = %e, retry_in_ms = wait.as_millis() as u64, "emission round failed; retrying");
+                    }
                 }
             }
-        }
-        if sync_enabled && now >= timer.next {
             // The full sync runs once the one in flight (if any) has ended.
-            syncer.want_full();
-            timer.next = after(timer.every);
+            Next::Act(Action::FullSync) => syncer.want_full(),
         }
     }
 }
-
-/// What the follower's last steps found, for readiness while following: the
-/// clusters count as reachable when following, reading the offset syncs and
-/// producing the followed checkpoints last succeeded.
-#[derive(Default)]
-struct FollowHealth {
-    follow: Option<String>,
-    syncs: Option<String>,
-    emit: Option<String>,
-}
-
-impl FollowHealth {
-    fn report(&self, ctx: &FlowContext) {
-        match [&self.follow, &self.syncs, &self.emit]
-            .into_iter()
-            .flatten()
-            .next()
-        {
-            None => ctx.set_clusters_ok(true, ""),
-            Some(e) => ctx.set_clusters_ok(false, e),
-        }
-    }
-}
-
-/// Consecutive failures of the follower after which it is opened again.
-const REOPEN_AFTER_FAILURES: u32 = 5;
 
 /// Opens the follower again and replays `__consumer_offsets` from its start.
 /// Every group it then knows counts as changed, so the next window emits
@@ -717,25 +631,4 @@ async fn emit_followed(
         }
     }
     Ok(names)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn failure_backoff_doubles_from_one_second_up_to_its_cap_and_resets() {
-        let mut b = FailureBackoff::new(Duration::from_secs(30));
-        let waits: Vec<u64> = (0..8).map(|_| b.failed().as_secs()).collect();
-        assert_eq!(waits, [1, 2, 4, 8, 16, 30, 30, 30]);
-        b.succeeded();
-        assert_eq!(b.failed(), Duration::from_secs(1));
-    }
-
-    #[test]
-    fn failure_backoff_never_waits_less_than_a_second() {
-        let mut b = FailureBackoff::new(Duration::from_millis(100));
-        assert_eq!(b.failed(), Duration::from_secs(1));
-        assert_eq!(b.failed(), Duration::from_secs(1));
-    }
 }
