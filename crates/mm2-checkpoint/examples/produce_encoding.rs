@@ -1,6 +1,7 @@
 //! Allocations and CPU of encoding a first round's checkpoints into produce
-//! batches, the driver's way before and after issue 18's "Producing the first
-//! round" (docs/benchmarks.md): before, each checkpoint's key and value in a
+//! batches, the driver's way before and after checkpoints were written straight
+//! into the produce batch (docs/benchmarks.md, "Measurements behind the
+//! design"): before, each checkpoint's key and value in a
 //! `Vec` of their own (`OutRecord`), copied into `Bytes` (`ProducerRecord`) and
 //! encoded by kafka-protocol's batch encoder; after, written straight into one
 //! `BatchBuilder` per chunk. Both give the same bytes (checked here).

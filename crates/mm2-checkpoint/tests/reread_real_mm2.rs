@@ -1,6 +1,6 @@
 //! The re-read after a failover against lag with the real MirrorMaker 2
 //! beside ours, in one run (docs/benchmarks.md, "Re-read after a failover
-//! against lag (issue 21)"). A measurement, not a CI test: it mirrors about
+//! against lag"). A measurement, not a CI test: it mirrors about
 //! a million records, so it is ignored; run it with
 //!
 //! ```text

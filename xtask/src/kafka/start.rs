@@ -49,7 +49,7 @@ pub fn raise_default_broker_heap(heap: &'static str) {
 /// The brokers' `-Xmx`: 512 MiB (or what [`raise_default_broker_heap`] set), or `MM2_BROKER_HEAP` (a JVM size such as
 /// `2g`). At 100,000 groups x 10 partitions the source broker's committed
 /// offsets fill 512 MiB and it spends a quarter of its time in full GCs
-/// (docs/benchmarks.md, "Steady round"); the bench at that size asks for more.
+/// (docs/benchmarks.md, "Measurements behind the design"); the bench at that size asks for more.
 fn broker_heap() -> Result<String> {
     match std::env::var("MM2_BROKER_HEAP") {
         Err(_) => Ok(format!(

@@ -285,7 +285,7 @@ pub struct CheckpointStore {
     assignment: Assignment,
     /// Each assigned group, and each group holding a checkpoint, with its
     /// checkpoints: one map, so recording a group's checkpoints searches it
-    /// once (docs/benchmarks.md, "Group names compared a word at a time").
+    /// once (docs/benchmarks.md, "Measurements behind the design").
     groups: BTreeMap<Name, Held>,
     /// The downstream topic names the entries hold, by id. Entries are never
     /// removed, so no id is ever released.

@@ -6,8 +6,8 @@
 //! round. `str`'s order calls the C library's `memcmp`, and musl's, in the
 //! static binary we ship, compares one byte per step: with 100,000 names
 //! sharing a long prefix (`<team>-<service>-...`) it was about 30 % of a first
-//! round's CPU (docs/benchmarks.md, "Group names compared a word at a
-//! time"). [`Name`] orders exactly as `str` does, with a comparison that
+//! round's CPU (docs/benchmarks.md, "Measurements behind the
+//! design"). [`Name`] orders exactly as `str` does, with a comparison that
 //! reads eight bytes per step in plain Rust.
 //!
 //! A map keyed by [`Name`] is searched with [`by_name`]: `map.get(by_name(&g))`

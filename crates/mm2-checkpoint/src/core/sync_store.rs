@@ -157,7 +157,7 @@ impl PartitionHistory {
     /// as satisfied. Wrapping arithmetic on purpose, as in Java.
     // Always inlined, like `up` and `invariant_c`: at the release build's opt-level
     // "s" they were calls in the slot update's loop, ~14 % of a catch-up's CPU
-    // (docs/benchmarks.md, "Offset-sync catch-up, second pass").
+    // (docs/benchmarks.md, "Measurements behind the design").
     #[inline(always)]
     fn invariant_b(&self, a: u8, b: u8, i: usize, j: usize) -> bool {
         let bound = self

@@ -1,5 +1,5 @@
 //! A window of groups' committed offsets in the form an emission round plans
-//! from (docs/benchmarks.md, "Round planning at 100,000 groups"): each
+//! from (docs/benchmarks.md, "Measurements behind the design"): each
 //! upstream topic and topic-partition held once, each group's commits as
 //! compact entries that name their partition by an index.
 //!

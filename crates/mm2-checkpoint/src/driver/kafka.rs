@@ -313,8 +313,8 @@ impl ClusterClient {
     /// round's window is built from ([`GroupCommits`]), one result per group
     /// in the order of `groups`: each answer is decoded straight into it, a
     /// topic name shared by the partitions that follow it, so nothing but the
-    /// entry is allocated per group-partition (docs/benchmarks.md, "Round
-    /// planning at 100,000 groups"). Partitions with an error are left out.
+    /// entry is allocated per group-partition (docs/benchmarks.md, "Measurements
+    /// behind the design"). Partitions with an error are left out.
     pub async fn fetch_group_commits(
         &self,
         groups: &[String],

@@ -860,7 +860,7 @@ pub(super) fn mm2(root: &Path, args: &Mm2Args) -> Result<()> {
         .context("tokio runtime")?;
     // At 100,000 groups x 10 partitions the source broker's committed offsets
     // fill the test clusters' 512 MiB heap and it spends its time in full GCs
-    // (docs/benchmarks.md, "Steady round"): clusters started here get 2 GiB.
+    // (docs/benchmarks.md, "Measurements behind the design"): clusters started here get 2 GiB.
     let group_partitions = |g: &usize| g * args.partitions as usize;
     if args
         .ours_only

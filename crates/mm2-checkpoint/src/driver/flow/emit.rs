@@ -630,7 +630,7 @@ pub(super) struct ProduceLimits {
 /// `max.message.bytes`; the checkpoints topic is created without its own
 /// value, as MirrorMaker 2 creates it). Four requests in flight let encoding,
 /// the round trip and the broker's append of successive chunks overlap
-/// (docs/benchmarks.md, "First round (issue 18, 2026-12-05)").
+/// (docs/benchmarks.md, "Measurements behind the design").
 pub(super) const PRODUCE_LIMITS: ProduceLimits = ProduceLimits {
     records: 8_000,
     bytes: 512 * 1024,

@@ -184,7 +184,7 @@ impl FlowContext<ClusterClient> {
         // A periodic round's OffsetFetch requests go round this many
         // connections to the source coordinator (kafka-lite's lanes): a broker
         // answers one request of a connection at a time (docs/benchmarks.md,
-        // "Steady round").
+        // "Measurements behind the design").
         let mut source_config = source_conn.config.clone();
         source_config.coordinator_connections = OFFSET_FETCH_CONNECTIONS;
         let source = ClusterClient::new(
