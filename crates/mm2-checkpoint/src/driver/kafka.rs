@@ -355,12 +355,12 @@ impl ClusterClient {
         group: &str,
         offsets: &BTreeMap<TopicPartition, CommittedOffset>,
     ) -> Result<CommitOutcome, Error> {
-        let to_commit: BTreeMap<TopicPartition, OffsetToCommit> = offsets
+        let to_commit: BTreeMap<kafka_lite::TopicPartition, OffsetToCommit> = offsets
             .iter()
             .map(|(tp, o)| {
                 let mut c = OffsetToCommit::new(o.offset);
                 c.metadata = o.metadata.clone();
-                (tp.clone(), c)
+                (super::seam::to_client(tp), c)
             })
             .collect();
         let client = self.client().await?;

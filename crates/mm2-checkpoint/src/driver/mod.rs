@@ -16,6 +16,7 @@ pub mod flow;
 pub mod kafka;
 pub mod membership;
 mod run;
+mod seam;
 mod translate;
 
 use std::fmt;

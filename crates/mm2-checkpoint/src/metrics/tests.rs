@@ -645,7 +645,7 @@ proptest::proptest! {
         // The topic names the series hold, with how many series hold each.
         let held = |m: &Metrics| -> BTreeMap<String, usize> {
             let index = m.latency_index();
-            index.topics.names.iter().flatten().map(|(n, c)| (n.to_string(), *c)).collect()
+            index.topics.held().map(|(n, c)| (n.to_owned(), c)).collect()
         };
         for (cps, ms, removed) in &calls {
             let cps: Vec<(&str, &str, i32)> = cps

@@ -315,7 +315,11 @@ impl FlowCluster for ClusterClient {
     ) -> Result<SideRead, Error> {
         let f = ClusterClient::fetch_once(self, topic, partition, offset, max_bytes).await?;
         Ok(SideRead {
-            records: f.records,
+            records: f
+                .records
+                .into_iter()
+                .map(crate::driver::seam::record)
+                .collect(),
             read_to: f.next_offset,
             high_watermark: f.high_watermark,
             transactional: f.transactional_batches,

@@ -376,6 +376,7 @@ impl FlowCluster for MemCluster {
                 .iter()
                 .filter(|r| r.offset >= offset)
                 .cloned()
+                .map(crate::driver::seam::record)
                 .collect(),
             read_to: log.end(),
             high_watermark: log.end(),

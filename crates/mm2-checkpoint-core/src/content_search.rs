@@ -28,8 +28,6 @@
 
 use std::collections::{HashMap, HashSet};
 
-use kafka_lite::records::{ConsumerRecord, Header};
-
 use super::sync_store::{OffsetSync, OffsetSyncStore};
 use super::types::{OffsetTranslator, TopicPartition, Translation};
 
@@ -119,12 +117,48 @@ pub fn bracket(store: &OffsetSyncStore, tp: &TopicPartition, upstream: i64) -> O
     })
 }
 
+/// One record as content search compares it: its offset and what a mirror
+/// preserves (timestamp, key, value, headers). The driver fills it from the
+/// records its client decoded.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Record {
+    /// The record's offset in its partition.
+    pub offset: i64,
+    /// The record's timestamp in milliseconds.
+    pub timestamp: i64,
+    /// Key; `None` is a null key.
+    pub key: Option<bytes::Bytes>,
+    /// Value; `None` is a null value.
+    pub value: Option<bytes::Bytes>,
+    /// Headers, in order.
+    pub headers: Vec<RecordHeader>,
+}
+
+/// A record header: key and value (`None` is a null value).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RecordHeader {
+    /// Header key.
+    pub key: String,
+    /// Header value; `None` is a null value.
+    pub value: Option<bytes::Bytes>,
+}
+
+impl RecordHeader {
+    /// A header with a non-null value.
+    pub fn new(key: impl Into<String>, value: impl Into<bytes::Bytes>) -> Self {
+        RecordHeader {
+            key: key.into(),
+            value: Some(value.into()),
+        }
+    }
+}
+
 /// What the driver read of one partition from the bracket's first offset, in
 /// one bounded fetch.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SideRead {
     /// The data records read, in offset order (control records excluded).
-    pub records: Vec<ConsumerRecord>,
+    pub records: Vec<Record>,
     /// Every offset below this one was covered by the read (the offset after
     /// the last batch returned).
     pub read_to: i64,
@@ -204,10 +238,10 @@ type Content<'a> = (
     i64,
     &'a Option<bytes::Bytes>,
     &'a Option<bytes::Bytes>,
-    &'a [Header],
+    &'a [RecordHeader],
 );
 
-fn content(r: &ConsumerRecord) -> Content<'_> {
+fn content(r: &Record) -> Content<'_> {
     (r.timestamp, &r.key, &r.value, &r.headers)
 }
 
@@ -230,7 +264,7 @@ pub fn decide(
     if source.transactional_in(s.upstream + 1, window_end) {
         return Err(Fallback::Transaction);
     }
-    let consumed: Vec<&ConsumerRecord> = source
+    let consumed: Vec<&Record> = source
         .records
         .iter()
         .filter(|r| r.offset > s.upstream && r.offset < u)
@@ -250,7 +284,7 @@ pub fn decide(
     if remote.transactional_in(s.downstream + 1, remote_end) {
         return Err(Fallback::Transaction);
     }
-    let mirrored: Vec<&ConsumerRecord> = remote
+    let mirrored: Vec<&Record> = remote
         .records
         .iter()
         .filter(|r| r.offset > s.downstream && r.offset < remote_end)

@@ -31,6 +31,11 @@ impl TopicIds {
             .map_or("", |(name, _)| &**name)
     }
 
+    /// Every name an entry holds, with how many entries hold it.
+    pub fn held(&self) -> impl Iterator<Item = (&str, usize)> {
+        self.names.iter().flatten().map(|(name, n)| (&**name, *n))
+    }
+
     /// The shared name of `id` (`None` for an id no entry holds), to keep
     /// beyond a borrow of the table.
     pub fn shared_name(&self, id: u32) -> Option<&Arc<str>> {

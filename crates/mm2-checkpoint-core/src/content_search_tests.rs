@@ -1,37 +1,36 @@
 //! Content search decisions (docs/translation.md, "Content search").
 
 use bytes::Bytes;
-use kafka_lite::records::{ConsumerRecord, Header};
 
 use super::*;
-use crate::core::sync_store::{InitMode, Precision};
+use crate::sync_store::{InitMode, Precision};
 
 const TOPIC: &str = "topic";
 
 /// The source record at `offset`: distinct content per offset.
-fn source_record(offset: i64) -> ConsumerRecord {
-    ConsumerRecord {
+fn source_record(offset: i64) -> Record {
+    Record {
         offset,
         timestamp: 1_700_000_000_000 + offset,
         key: Some(Bytes::from(format!("k{offset}"))),
         value: Some(Bytes::from(format!("v{offset}"))),
-        headers: vec![Header::new("h", format!("{offset}"))],
+        headers: vec![RecordHeader::new("h", format!("{offset}"))],
     }
 }
 
 /// `records` placed at consecutive offsets from `from` (as a mirror writes them).
-fn placed(from: i64, records: &[ConsumerRecord]) -> Vec<ConsumerRecord> {
+fn placed(from: i64, records: &[Record]) -> Vec<Record> {
     records
         .iter()
         .zip(from..)
-        .map(|(r, offset)| ConsumerRecord {
+        .map(|(r, offset)| Record {
             offset,
             ..r.clone()
         })
         .collect()
 }
 
-fn read(records: Vec<ConsumerRecord>, read_to: i64) -> SideRead {
+fn read(records: Vec<Record>, read_to: i64) -> SideRead {
     SideRead {
         records,
         read_to,
@@ -41,7 +40,7 @@ fn read(records: Vec<ConsumerRecord>, read_to: i64) -> SideRead {
 }
 
 /// Source offsets `from..to` that exist (not in `missing`).
-fn source(from: i64, to: i64, missing: &[i64]) -> Vec<ConsumerRecord> {
+fn source(from: i64, to: i64, missing: &[i64]) -> Vec<Record> {
     (from..to)
         .filter(|o| !missing.contains(o))
         .map(source_record)
@@ -124,7 +123,7 @@ fn a_duplicate_on_the_remote_keeps_the_sync_answer() {
 #[test]
 fn a_changed_header_keeps_the_sync_answer() {
     let (b, src, mut remote) = identity_case();
-    remote.records[30].headers = vec![Header::new("h", "changed")];
+    remote.records[30].headers = vec![RecordHeader::new("h", "changed")];
     assert_eq!(decide(&b, &src, &remote, LIMITS), Err(Fallback::Mismatch));
 }
 
@@ -189,7 +188,7 @@ fn repeated_content_that_could_be_an_unconsumed_record_keeps_the_sync_answer() {
     // Every record has the same content; record 101 was filtered, so remote
     // 101..=149 holds source 102..=150, and 150 is not consumed: equal
     // sequences, but accepting would skip it.
-    let same = |offset| ConsumerRecord {
+    let same = |offset| Record {
         offset,
         timestamp: 5,
         key: None,

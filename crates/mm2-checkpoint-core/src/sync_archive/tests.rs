@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::core::{OffsetSyncStore, Precision, Translation};
+use crate::{OffsetSyncStore, Precision, Translation};
 
 const TOPIC: &str = "topic";
 

@@ -311,11 +311,11 @@ impl OffsetsWindow {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::checkpoint_store::CheckpointStore;
-    use crate::core::filter::TopicFilter;
-    use crate::core::policy::{Flow, ReplicationPolicy};
-    use crate::core::round::CheckpointRound;
-    use crate::core::types::{OffsetTranslator, Translation};
+    use crate::checkpoint_store::CheckpointStore;
+    use crate::filter::TopicFilter;
+    use crate::policy::{Flow, ReplicationPolicy};
+    use crate::round::CheckpointRound;
+    use crate::types::{OffsetTranslator, Translation};
     use proptest::prelude::*;
 
     /// What the window holds, in the map shape.

@@ -251,7 +251,7 @@ fn decide(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::format::{Checkpoint, CheckpointKey};
+    use crate::format::{Checkpoint, CheckpointKey};
 
     fn tp(t: &str, p: i32) -> TopicPartition {
         TopicPartition::new(t, p)

@@ -442,7 +442,7 @@ impl FollowedOffsets {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::consumer_offsets::{GroupMetadataValue, OffsetCommitValue};
+    use crate::consumer_offsets::{GroupMetadataValue, OffsetCommitValue};
 
     fn view() -> FollowedOffsets {
         FollowedOffsets::new(

@@ -1,10 +1,35 @@
 //! Small domain types shared by every part of the core.
 
+use std::fmt;
+
 /// A topic-partition, written `topic-N` like Kafka's `TopicPartition.toString`.
 ///
-/// The core uses kafka-lite's plain data type (two public fields, no I/O) so
-/// the driver hands broker answers over without converting each partition.
-pub use kafka_lite::TopicPartition;
+/// The core's own plain type: the core depends on no Kafka client, so the
+/// driver turns the client's partitions into these at the seam
+/// (docs/architecture.md).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TopicPartition {
+    /// The topic name.
+    pub topic: String,
+    /// The partition index.
+    pub partition: i32,
+}
+
+impl TopicPartition {
+    /// `topic`/`partition`.
+    pub fn new(topic: impl Into<String>, partition: i32) -> Self {
+        TopicPartition {
+            topic: topic.into(),
+            partition,
+        }
+    }
+}
+
+impl fmt::Display for TopicPartition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}", self.topic, self.partition)
+    }
+}
 
 /// The answer to "where downstream is upstream offset `u` of this source partition?"
 ///
