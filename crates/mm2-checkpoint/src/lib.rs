@@ -13,4 +13,5 @@ pub use mm2_checkpoint_core as core;
 pub mod driver;
 pub mod logging;
 pub mod metrics;
+pub mod notify;
 pub mod shutdown;

@@ -25,7 +25,7 @@ use mm2_checkpoint::core::GroupFilter;
 use mm2_checkpoint::driver::{self, RunOptions, TranslateOptions};
 use mm2_checkpoint::metrics::{Metrics, MetricsServer};
 use mm2_checkpoint::shutdown::{self, ShutdownReason, ShutdownSignal};
-use mm2_checkpoint::{console, logging};
+use mm2_checkpoint::{console, logging, notify};
 
 use cli::{
     Cli, Command, ConfigFile, ConfigFormatFlag, LogArgs, RunArgs, TranslateArgs, ValidateArgs,
@@ -40,6 +40,7 @@ const EXIT_USAGE: u8 = 2;
 const EXIT_NOT_APPLIED: u8 = 3;
 
 fn main() -> ExitCode {
+    std::panic::set_hook(Box::new(log_panic));
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -147,6 +148,9 @@ fn run(args: RunArgs) -> Result<(), u8> {
             Some(addr) => Some(start_metrics_server(addr, &metrics, &shutdown).await?),
             None => None,
         };
+        if !args.once {
+            notify_systemd(&metrics, &shutdown);
+        }
         let options = RunOptions { once: args.once };
         let result = until_shutdown(
             driver::run(config, options, shutdown.clone(), metrics),
@@ -179,6 +183,54 @@ fn run(args: RunArgs) -> Result<(), u8> {
     });
     stop_runtime(runtime);
     outcome
+}
+
+/// A panic is a bug: it is logged as one ERROR line (through the log, so
+/// JSON logs keep it whole) naming where and what, and the process ends (the
+/// release build aborts; systemd and Kubernetes restart it).
+fn log_panic(info: &std::panic::PanicHookInfo<'_>) {
+    let payload = info.payload();
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".to_owned())
+        .replace('\n', " ");
+    let location = info
+        .location()
+        .map(|l| format!("{}:{}", l.file(), l.line()))
+        .unwrap_or_else(|| "unknown place".to_owned());
+    let thread = std::thread::current()
+        .name()
+        .unwrap_or("unnamed")
+        .to_owned();
+    if tracing::dispatcher::has_been_set() {
+        tracing::error!(%location, thread, panic = %message, "panicked: an internal error (a bug); the process ends; please report this line");
+    } else {
+        console::err_line(&format!(
+            "error: panicked: an internal error (a bug) at {location} in thread {thread}: {message}"
+        ));
+    }
+}
+
+/// Under a systemd `Type=notify` unit: tells systemd the daemon has started
+/// and keeps it informed (docs/deploy.md). A socket that cannot be used is a
+/// WARN, not a failure: the unit's start then times out and says why.
+fn notify_systemd(metrics: &Metrics, shutdown: &ShutdownSignal) {
+    match notify::Notifier::from_env() {
+        Ok(Some(notifier)) => {
+            tokio::spawn(notify::serve(
+                notifier,
+                metrics.readiness(),
+                notify::watchdog_interval(),
+                shutdown.clone(),
+            ));
+        }
+        Ok(None) => {}
+        Err(e) => {
+            tracing::warn!(error = %e, "NOTIFY_SOCKET is set but unusable; systemd is not told the daemon started")
+        }
+    }
 }
 
 fn translate(args: TranslateArgs) -> Result<(), u8> {

@@ -1,4 +1,6 @@
 //! Graceful shutdown: one shared [`ShutdownSignal`], triggered by SIGTERM/SIGINT.
+//! SIGHUP stops nothing: it is logged, and the process carries on
+//! (docs/operations.md, "Signals").
 //!
 //! The first signal asks every task to finish what it is doing (end the round,
 //! leave nothing half-written) and return. A second signal means the operator
@@ -97,6 +99,8 @@ impl ShutdownSignal {
 
 /// Listens for SIGTERM and SIGINT in a background task: the first triggers
 /// `shutdown`, a second calls `force_exit` with the second signal's reason.
+/// SIGHUP (sent by many supervisors and log rotators) is logged and ignored:
+/// the configuration is read once, at start.
 ///
 /// Pass [`exit_now`] as `force_exit` in the binary. Must be called inside a
 /// tokio runtime. Fails if the OS refuses the signal handlers.
@@ -107,12 +111,17 @@ pub fn install_signal_handlers(
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
+    let mut hup = signal(SignalKind::hangup())?;
     let (sender, receiver) = mpsc::unbounded_channel();
     tokio::spawn(async move {
         loop {
             let reason = tokio::select! {
                 Some(()) = term.recv() => ShutdownReason::Terminate,
                 Some(()) = int.recv() => ShutdownReason::Interrupt,
+                Some(()) = hup.recv() => {
+                    hung_up();
+                    continue;
+                }
                 else => return,
             };
             if sender.send(reason).is_err() {
@@ -121,6 +130,15 @@ pub fn install_signal_handlers(
         }
     });
     Ok(tokio::spawn(handle_signals(shutdown, receiver, force_exit)))
+}
+
+/// What SIGHUP does: one WARN line, nothing else.
+fn hung_up() {
+    tracing::warn!(
+        signal = "SIGHUP",
+        "ignored: the configuration is read only at start (restart to apply a changed file); \
+         carrying on"
+    );
 }
 
 /// The force-exit action of the binary: log and leave with [`FORCED_EXIT_CODE`].

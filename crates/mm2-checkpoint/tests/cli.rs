@@ -22,7 +22,9 @@ fn mm2(args: &[&str]) -> Command {
     let mut cmd = Command::new(BIN);
     cmd.args(args)
         .env_remove("MM2_LOG")
-        .env_remove("MM2_TLS_PROVIDER");
+        .env_remove("MM2_TLS_PROVIDER")
+        .env_remove("NOTIFY_SOCKET")
+        .env_remove("WATCHDOG_USEC");
     cmd
 }
 
@@ -1350,4 +1352,74 @@ fn validate_help_says_what_strict_and_no_secrets_cover() {
     ] {
         assert!(stdout.contains(word), "{word} missing:\n{stdout}");
     }
+}
+
+/// SIGHUP (sent by supervisors and log rotators) neither ends nor reloads
+/// the daemon: one WARN line says so, and SIGTERM still ends it with 0.
+#[test]
+fn sighup_is_logged_and_the_daemon_carries_on() {
+    let dir = TempDir::new("cli", "sighup");
+    let config = config_with(&dir, "");
+    let mut daemon = common::Daemon::spawn(&mut mm2(&["run", path(&config)]));
+    daemon.wait_for("mm2-checkpoint starting");
+    for _ in 0..2 {
+        daemon.signal("HUP");
+        let line = daemon.wait_for("SIGHUP");
+        assert!(
+            line.contains("WARN") && line.contains("carrying on"),
+            "{line}"
+        );
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(daemon.is_running(), "the daemon ended after SIGHUP");
+    // Two HUPs counted as no first signal: one TERM is a graceful stop.
+    let (code, took, stderr) = daemon.terminate();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(took < SIGTERM_BOUND, "took {took:?}");
+    assert!(!stderr.contains("second signal"), "{stderr}");
+}
+
+/// Under a systemd `Type=notify` unit: `READY=1` (with the readiness as
+/// `STATUS=`) once the daemon has started, `STOPPING=1` at SIGTERM, sent to
+/// the socket `NOTIFY_SOCKET` names.
+#[test]
+fn the_daemon_tells_systemd_it_started_and_is_stopping() {
+    use std::os::unix::net::UnixDatagram;
+    let dir = TempDir::new("cli", "notify");
+    let config = config_with(&dir, "");
+    let socket_path = dir.0.join("notify.sock");
+    let socket = UnixDatagram::bind(&socket_path).expect("bind");
+    socket
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let recv = || {
+        let mut buf = [0u8; 4096];
+        let n = socket.recv(&mut buf).expect("a notification within 30 s");
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    };
+    let mut daemon =
+        common::Daemon::spawn(mm2(&["run", path(&config)]).env("NOTIFY_SOCKET", &socket_path));
+    let ready = recv();
+    assert!(ready.starts_with("READY=1\nSTATUS="), "{ready}");
+    daemon.wait_for("cannot reach cluster");
+    let (code, _, stderr) = daemon.terminate();
+    assert_eq!(code, Some(0), "{stderr}");
+    let mut last = recv();
+    while last.starts_with("STATUS=") {
+        last = recv();
+    }
+    assert_eq!(last, "STOPPING=1\nSTATUS=stopping");
+    // `run --once` is not a service: it notifies nothing.
+    let once_config = config_with(&dir, "admin.timeout.ms = 500");
+    let mut once = mm2(&["run", "--once", path(&once_config)]);
+    let (code, _, _) = run(once.env("NOTIFY_SOCKET", &socket_path));
+    assert_eq!(code, Some(1));
+    socket
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .expect("timeout");
+    let mut buf = [0u8; 64];
+    assert!(
+        socket.recv(&mut buf).is_err(),
+        "run --once notified systemd"
+    );
 }

@@ -521,6 +521,20 @@ impl Daemon {
         panic!("no line with `{text}`:\n{}", self.seen.join("\n"));
     }
 
+    /// Sends the signal named `name` (`HUP`, `TERM`, ...) without waiting.
+    pub fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .args([&format!("-{name}"), &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -{name}");
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        self.child.try_wait().expect("wait").is_none()
+    }
+
     /// Sends SIGTERM and waits for the exit: (code, time from signal to exit,
     /// the rest of stderr).
     pub fn terminate(mut self) -> (Option<i32>, Duration, String) {
