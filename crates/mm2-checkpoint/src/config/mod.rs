@@ -28,7 +28,6 @@ pub mod metrics;
 pub mod properties;
 pub mod providers;
 mod render;
-pub mod secret;
 pub mod security;
 
 use std::collections::BTreeMap;
@@ -38,10 +37,12 @@ use std::time::Duration;
 pub use check::{ConfigWarning, FlowReport, NotChecked, Secrets, Validation};
 pub use connector::{CONNECTOR_FLOW, ConfigFormat};
 pub use error::ConfigError;
+/// Secrets are kafka-lite's [`kafka_lite::Secret`]: `Debug` and `Display`
+/// print `[redacted]`.
+pub use kafka_lite::Secret;
 pub use properties::Properties;
 pub use providers::{Environment, ProcessEnvironment};
 pub use render::{render_effective_settings, render_validation_json, render_validation_text};
-pub use secret::Secret;
 pub use security::{
     BrokerAddress, ClientIdentity, ClusterConnection, EXPIRY_WARNING, KeyOrigin, PemSource,
     SaslCredentials, SaslMechanism, SecurityProtocol, TlsMaterial, TlsSettings, TrustRoots,
