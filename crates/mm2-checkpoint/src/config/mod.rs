@@ -29,9 +29,11 @@ pub mod properties;
 pub mod providers;
 mod render;
 pub mod security;
+mod spelling;
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::str::FromStr;
 use std::time::Duration;
 
 pub use check::{ConfigWarning, FlowReport, NotChecked, Secrets, Validation};
@@ -47,6 +49,7 @@ pub use security::{
     BrokerAddress, ClientIdentity, ClusterConnection, EXPIRY_WARNING, KeyOrigin, PemSource,
     SaslCredentials, SaslMechanism, SecurityProtocol, TlsMaterial, TlsSettings, TrustRoots,
 };
+pub use spelling::UnknownSpelling;
 
 use crate::core::policy::ClusterSide;
 use crate::core::{Flow, OffsetSyncsLocation, Precision, ReplicationPolicy};
@@ -188,12 +191,23 @@ pub enum OffsetTranslation {
 }
 
 impl OffsetTranslation {
-    /// The setting's spelling.
+    /// Every value.
+    pub const ALL: [Self; 2] = [OffsetTranslation::Mm2, OffsetTranslation::Precise];
+
+    /// The setting's spelling (the only one: [`FromStr`] reads it back).
     pub fn as_str(self) -> &'static str {
         match self {
             OffsetTranslation::Mm2 => "mm2",
             OffsetTranslation::Precise => "precise",
         }
+    }
+}
+
+impl FromStr for OffsetTranslation {
+    type Err = UnknownSpelling;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        spelling::parse_spelling(&Self::ALL, Self::as_str, s)
     }
 }
 
@@ -211,13 +225,28 @@ pub enum GroupOffsetsMode {
 }
 
 impl GroupOffsetsMode {
-    /// The setting's spelling.
+    /// Every value.
+    pub const ALL: [Self; 3] = [
+        GroupOffsetsMode::Auto,
+        GroupOffsetsMode::Follow,
+        GroupOffsetsMode::Poll,
+    ];
+
+    /// The setting's spelling (the only one: [`FromStr`] reads it back).
     pub fn as_str(self) -> &'static str {
         match self {
             GroupOffsetsMode::Auto => "auto",
             GroupOffsetsMode::Follow => "follow",
             GroupOffsetsMode::Poll => "poll",
         }
+    }
+}
+
+impl FromStr for GroupOffsetsMode {
+    type Err = UnknownSpelling;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        spelling::parse_spelling(&Self::ALL, Self::as_str, s)
     }
 }
 
