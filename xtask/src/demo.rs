@@ -14,6 +14,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use mm2_checkpoint::core::format::OffsetSync;
 use mm2_checkpoint::core::{CommittedOffset, TopicPartition};
+use mm2_checkpoint::driver::flow::FlowCluster;
 use mm2_checkpoint::driver::kafka::{ClusterClient, OutRecord};
 
 use crate::kafka::{self, Layout};

@@ -1,6 +1,6 @@
 //! The `__consumer_offsets` decoder on records real brokers wrote: the golden vectors
 //! in `tests/data/consumer_offsets/` (captured from Kafka 4.1.1 and 3.9.1 by
-//! `tests/tests/consumer_offsets_vectors.rs` of the `e2e` package; the format is
+//! `tests/tests/consumer_offsets_capture.rs` of the `e2e` package; the format is
 //! described at the top of each file). No broker is needed.
 //!
 //! Every line is decoded and must mean what the line says, and each file must cover

@@ -21,6 +21,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, bail};
 use mm2_checkpoint::core::format::Checkpoint;
 use mm2_checkpoint::core::{CommittedOffset, TopicPartition};
+use mm2_checkpoint::driver::flow::FlowCluster;
 use mm2_checkpoint::driver::kafka::ClusterClient;
 
 use crate::demo::{self, PARTITIONS, SYNC_POINTS, Seed};

@@ -12,16 +12,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kafka_lite::kafka_error_name;
-use kafka_lite::records::{BatchBuilder, Codec, ConsumerRecord};
+use kafka_lite::records::{BatchBuilder, Codec, ConsumerRecord, RecordRef};
 use kafka_lite::{
-    Client, ConnectionConfig, CreateTopicOutcome, Error, FetchOptions, GroupState, IsolationLevel,
-    OffsetFetchOptions, OffsetToCommit, PartitionReader, ProduceOptions, RetryPolicy, SendWindow,
-    StartOffset, TopicPoll, TopicReader, TransactionalProducer,
+    AheadFetch, Client, ConnectionConfig, CreateTopicOutcome, Error, FetchOptions, GroupState,
+    IsolationLevel, OffsetFetchOptions, OffsetToCommit, PartitionReader, ProduceOptions,
+    RetryPolicy, SendWindow, StartOffset, TopicPoll, TopicReader, TransactionalProducer,
 };
 use kafka_protocol::error::ResponseError;
 use tokio::sync::OnceCell;
 
+use crate::core::content_search::SideRead;
 use crate::core::{CommittedOffset, GroupCommits, GroupOffsets, TargetGroupState, TopicPartition};
+
+use super::flow::FlowCluster;
+use super::flow::cluster::FetchedCommits;
 
 /// A record to produce.
 #[derive(Clone, Debug)]
@@ -204,14 +208,6 @@ impl ClusterClient {
         *self.owner.lease.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
-    /// Whether this client writes as a flow's owner (between
-    /// [`begin_owner_writes`](Self::begin_owner_writes) and
-    /// [`end_owner_writes`](Self::end_owner_writes)): checkpoint batches in
-    /// transactions, one after the other.
-    pub fn writes_as_owner(&self) -> bool {
-        self.owner.lease().is_some()
-    }
-
     /// The writes refused so far for want of ownership, as they happen.
     pub fn refusals(&self) -> tokio::sync::watch::Receiver<Refusals> {
         self.owner.refused.subscribe()
@@ -222,203 +218,6 @@ impl ClusterClient {
             .get_or_try_init(|| {
                 Client::connect_with_retry(self.bootstrap.clone(), self.config.clone(), self.retry)
             })
-            .await
-    }
-
-    /// Number of brokers in the cluster.
-    pub async fn broker_count(&self) -> Result<usize, Error> {
-        let client = self.client().await?;
-        Ok(client.refresh_metadata(Some(&[])).await?.brokers.len())
-    }
-
-    /// Whether `topic` exists.
-    pub async fn topic_exists(&self, topic: &str) -> Result<bool, Error> {
-        let client = self.client().await?;
-        client.invalidate_metadata();
-        match client.topic_metadata(topic).await {
-            Ok(_) => Ok(true),
-            Err(e) if e.kafka_error() == Some(ResponseError::UnknownTopicOrPartition) => Ok(false),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Every consumer group (classic protocol type `consumer` or consumer-protocol
-    /// groups). Fails if any broker could not be asked.
-    pub async fn list_groups(&self) -> Result<Vec<String>, Error> {
-        let listed = self.client().await?.list_groups().await?;
-        if let Some((_, e)) = listed.broker_errors.into_iter().next() {
-            return Err(e);
-        }
-        let mut groups: Vec<String> = listed
-            .groups
-            .into_iter()
-            .filter(|g| g.protocol_type.is_empty() || g.protocol_type == "consumer")
-            .map(|g| g.group_id)
-            .collect();
-        groups.sort();
-        groups.dedup();
-        Ok(groups)
-    }
-
-    /// Describes `groups`. Fails if any group could not be described.
-    pub async fn describe_groups(
-        &self,
-        groups: &[String],
-    ) -> Result<BTreeMap<String, DescribedGroup>, Error> {
-        let described = self.client().await?.describe_groups(groups).await;
-        let mut out = BTreeMap::new();
-        for (group, result) in described {
-            let d = result?;
-            out.insert(
-                group,
-                DescribedGroup {
-                    state: target_group_state(&d.state),
-                    members: d.members.len(),
-                },
-            );
-        }
-        Ok(out)
-    }
-
-    /// Committed offsets of `groups` (batched per coordinator). A group whose
-    /// listing failed is an `Err` entry; partitions with an error are left out.
-    pub async fn fetch_group_offsets(
-        &self,
-        groups: &[String],
-    ) -> Result<BTreeMap<String, Result<GroupOffsets, Error>>, Error> {
-        // Each group's answer goes straight into the core's shape as it is
-        // decoded: no kafka-lite map of it in between (a periodic round at
-        // 100,000 groups x 10 partitions converts 1,000,000 of these).
-        let fetched = self
-            .client()
-            .await?
-            .fetch_group_offsets_as(groups, &OffsetFetchOptions::default(), |partitions| {
-                let mut offsets = GroupOffsets::new();
-                for p in partitions {
-                    // Partitions with an error are left out.
-                    let Ok(c) = p.committed else { continue };
-                    let committed = c.offset.map(|offset| CommittedOffset {
-                        offset,
-                        metadata: c.metadata.to_owned(),
-                    });
-                    offsets.insert(TopicPartition::new(p.topic, p.partition), committed);
-                }
-                offsets
-            })
-            .await;
-        Ok(fetched.into_iter().collect())
-    }
-
-    /// Committed offsets of `groups` (batched per coordinator) in the shape a
-    /// round's window is built from ([`GroupCommits`]), one result per group
-    /// in the order of `groups`: each answer is decoded straight into it, a
-    /// topic name shared by the partitions that follow it, so nothing but the
-    /// entry is allocated per group-partition (docs/benchmarks.md, "Measurements
-    /// behind the design"). Partitions with an error are left out.
-    pub async fn fetch_group_commits(
-        &self,
-        groups: &[String],
-    ) -> Result<super::flow::cluster::FetchedCommits, Error> {
-        let fetched = self
-            .client()
-            .await?
-            .fetch_group_offsets_as(groups, &OffsetFetchOptions::default(), |partitions| {
-                let mut commits = GroupCommits::with_capacity(partitions.size_hint().0.max(16));
-                let mut topic: Option<Arc<str>> = None;
-                for p in partitions {
-                    // Partitions with an error are left out.
-                    let Ok(c) = p.committed else { continue };
-                    let name = match &topic {
-                        Some(t) if **t == *p.topic => Arc::clone(t),
-                        _ => {
-                            let t: Arc<str> = Arc::from(p.topic);
-                            topic = Some(Arc::clone(&t));
-                            t
-                        }
-                    };
-                    let committed = c.offset.map(|offset| CommittedOffset {
-                        offset,
-                        metadata: c.metadata.to_owned(),
-                    });
-                    commits.push((name, p.partition, committed));
-                }
-                commits
-            })
-            .await;
-        Ok(fetched.into_iter().collect())
-    }
-
-    /// Commits `offsets` to `group` as an admin client does (generation -1, no
-    /// member), which the broker accepts only for a group without members.
-    pub async fn commit_group_offsets(
-        &self,
-        group: &str,
-        offsets: &BTreeMap<TopicPartition, CommittedOffset>,
-    ) -> Result<CommitOutcome, Error> {
-        let to_commit: BTreeMap<kafka_lite::TopicPartition, OffsetToCommit> = offsets
-            .iter()
-            .map(|(tp, o)| {
-                let mut c = OffsetToCommit::new(o.offset);
-                c.metadata = o.metadata.clone();
-                (super::seam::to_client(tp), c)
-            })
-            .collect();
-        let client = self.client().await?;
-        let commit = client.commit_group_offsets(group, &to_commit);
-        let committed = match self.owner.lease() {
-            Some(lease) => lease.scope(commit).await,
-            None => commit.await,
-        };
-        if let Err(e) = &committed {
-            self.owner.note(e);
-        }
-        match committed {
-            Ok(results) => {
-                for (_, r) in results {
-                    r?;
-                }
-                Ok(CommitOutcome::Committed)
-            }
-            Err(e) if e.is_group_active() => Ok(CommitOutcome::GroupActive),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Creates `name` (already existing counts as success).
-    pub async fn create_topic(
-        &self,
-        name: &str,
-        partitions: i32,
-        replication_factor: i16,
-        configs: &[(&str, &str)],
-    ) -> Result<CreateOutcome, Error> {
-        let configs: Vec<(String, String)> = configs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        let client = self.client().await?;
-        let outcome = client
-            .create_topic(name, partitions, replication_factor, &configs)
-            .await?;
-        client.invalidate_metadata();
-        Ok(match outcome {
-            CreateTopicOutcome::Created => CreateOutcome::Created,
-            CreateTopicOutcome::AlreadyExisted => CreateOutcome::AlreadyExisted,
-        })
-    }
-
-    /// Opens a [`PartitionReader`] of `topic`-`partition` at `start`, reading
-    /// up to the end offset it has now; each fetch waits up to `fetch_wait`.
-    pub async fn open_reader(
-        &self,
-        topic: &str,
-        partition: i32,
-        start: StartOffset,
-        fetch_wait: Duration,
-    ) -> Result<PartitionReader, Error> {
-        self.client()
-            .await?
-            .partition_reader(topic, partition, start, fetch_options(fetch_wait))
             .await
     }
 
@@ -440,46 +239,6 @@ impl ClusterClient {
         reader.poll(self.client().await?).await
     }
 
-    /// The next records of `reader` before its end; `None` once it is reached.
-    pub async fn read(
-        &self,
-        reader: &mut PartitionReader,
-    ) -> Result<Option<Vec<ConsumerRecord>>, Error> {
-        reader.read(self.client().await?).await
-    }
-
-    /// [`read`](Self::read), each record handed to `visit` borrowed from the
-    /// response (no [`ConsumerRecord`] built): `None` once the end is reached,
-    /// else the number of records visited.
-    pub async fn read_visit(
-        &self,
-        reader: &mut PartitionReader,
-        visit: impl FnMut(kafka_lite::records::RecordRef<'_>),
-    ) -> Result<Option<usize>, Error> {
-        reader.read_visit(self.client().await?, visit).await
-    }
-
-    /// The Fetch [`read_visit`](Self::read_visit) would make next, made now
-    /// (kafka-lite's `PartitionReader::fetch_ahead`).
-    pub async fn fetch_ahead(
-        &self,
-        reader: &PartitionReader,
-    ) -> Result<Option<kafka_lite::AheadFetch>, Error> {
-        reader.fetch_ahead(self.client().await?).await
-    }
-
-    /// [`read_visit`](Self::read_visit) with its Fetch made beforehand by
-    /// [`fetch_ahead`](Self::fetch_ahead).
-    pub async fn read_visit_fetched(
-        &self,
-        reader: &mut PartitionReader,
-        fetched: Option<kafka_lite::AheadFetch>,
-        visit: impl FnMut(kafka_lite::records::RecordRef<'_>),
-    ) -> Result<Option<usize>, Error> {
-        let client = self.client().await?;
-        reader.read_visit_fetched(client, fetched, visit).await
-    }
-
     /// The next Fetch before `reader`'s end with its records left undecoded
     /// (a reference for the broker's rate, see [`kafka_lite::RawFetch`]);
     /// `Ok(None)` at the end.
@@ -488,34 +247,6 @@ impl ClusterClient {
         reader: &mut PartitionReader,
     ) -> Result<Option<kafka_lite::RawFetch>, Error> {
         reader.read_raw(self.client().await?).await
-    }
-
-    /// Whatever follows `reader`'s position, with the partition's high watermark.
-    pub async fn follow(
-        &self,
-        reader: &mut PartitionReader,
-    ) -> Result<(Vec<ConsumerRecord>, i64), Error> {
-        reader.follow_with_watermark(self.client().await?).await
-    }
-
-    /// One Fetch (read_uncommitted, no wait) of `topic`-`partition` from
-    /// `offset`, of at most about `max_bytes`.
-    pub async fn fetch_once(
-        &self,
-        topic: &str,
-        partition: i32,
-        offset: i64,
-        max_bytes: i32,
-    ) -> Result<kafka_lite::FetchedPartition, Error> {
-        let options = FetchOptions {
-            max_bytes,
-            fetch_wait: Duration::from_millis(1),
-            isolation: IsolationLevel::ReadUncommitted,
-        };
-        self.client()
-            .await?
-            .fetch(topic, partition, offset, &options)
-            .await
     }
 
     /// Every record of `topic`-`partition` from its start to the end it had
@@ -551,29 +282,197 @@ impl ClusterClient {
         }
         self.produce_batch(topic, partition, batch).await
     }
+}
 
-    /// Produces `records` (key, value; `None` is a tombstone) with `timestamp`
-    /// to `topic`-`partition` as [`produce`](Self::produce) does: one batch,
-    /// in the owner's transaction under membership. Returns the base offset.
-    pub async fn produce_nullable(
-        &self,
-        topic: &str,
-        partition: i32,
-        records: &[(Vec<u8>, Option<Vec<u8>>)],
-        timestamp: i64,
-    ) -> Result<i64, Error> {
-        let mut batch = BatchBuilder::default();
-        for (k, v) in records {
-            push(&mut batch, timestamp, k, v.as_deref())?;
+impl FlowCluster for ClusterClient {
+    fn alias(&self) -> &str {
+        &self.alias
+    }
+
+    /// Number of brokers in the cluster.
+    async fn broker_count(&self) -> Result<usize, Error> {
+        let client = self.client().await?;
+        Ok(client.refresh_metadata(Some(&[])).await?.brokers.len())
+    }
+
+    /// Whether `topic` exists.
+    async fn topic_exists(&self, topic: &str) -> Result<bool, Error> {
+        let client = self.client().await?;
+        client.invalidate_metadata();
+        match client.topic_metadata(topic).await {
+            Ok(_) => Ok(true),
+            Err(e) if e.kafka_error() == Some(ResponseError::UnknownTopicOrPartition) => Ok(false),
+            Err(e) => Err(e),
         }
-        self.produce_batch(topic, partition, batch).await
+    }
+
+    /// Creates `name` (already existing counts as success).
+    async fn create_topic(
+        &self,
+        name: &str,
+        partitions: i32,
+        replication_factor: i16,
+        configs: &[(&str, &str)],
+    ) -> Result<CreateOutcome, Error> {
+        let configs: Vec<(String, String)> = configs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let client = self.client().await?;
+        let outcome = client
+            .create_topic(name, partitions, replication_factor, &configs)
+            .await?;
+        client.invalidate_metadata();
+        Ok(match outcome {
+            CreateTopicOutcome::Created => CreateOutcome::Created,
+            CreateTopicOutcome::AlreadyExisted => CreateOutcome::AlreadyExisted,
+        })
+    }
+
+    /// Every consumer group (classic protocol type `consumer` or consumer-protocol
+    /// groups). Fails if any broker could not be asked.
+    async fn list_groups(&self) -> Result<Vec<String>, Error> {
+        let listed = self.client().await?.list_groups().await?;
+        if let Some((_, e)) = listed.broker_errors.into_iter().next() {
+            return Err(e);
+        }
+        let mut groups: Vec<String> = listed
+            .groups
+            .into_iter()
+            .filter(|g| g.protocol_type.is_empty() || g.protocol_type == "consumer")
+            .map(|g| g.group_id)
+            .collect();
+        groups.sort();
+        groups.dedup();
+        Ok(groups)
+    }
+
+    /// Describes `groups`. Fails if any group could not be described.
+    async fn describe_groups(
+        &self,
+        groups: &[String],
+    ) -> Result<BTreeMap<String, DescribedGroup>, Error> {
+        let described = self.client().await?.describe_groups(groups).await;
+        let mut out = BTreeMap::new();
+        for (group, result) in described {
+            let d = result?;
+            out.insert(
+                group,
+                DescribedGroup {
+                    state: target_group_state(&d.state),
+                    members: d.members.len(),
+                },
+            );
+        }
+        Ok(out)
+    }
+
+    /// Committed offsets of `groups` (batched per coordinator). A group whose
+    /// listing failed is an `Err` entry; partitions with an error are left out.
+    async fn fetch_group_offsets(
+        &self,
+        groups: &[String],
+    ) -> Result<BTreeMap<String, Result<GroupOffsets, Error>>, Error> {
+        // Each group's answer goes straight into the core's shape as it is
+        // decoded: no kafka-lite map of it in between (a periodic round at
+        // 100,000 groups x 10 partitions converts 1,000,000 of these).
+        let fetched = self
+            .client()
+            .await?
+            .fetch_group_offsets_as(groups, &OffsetFetchOptions::default(), |partitions| {
+                let mut offsets = GroupOffsets::new();
+                for p in partitions {
+                    // Partitions with an error are left out.
+                    let Ok(c) = p.committed else { continue };
+                    let committed = c.offset.map(|offset| CommittedOffset {
+                        offset,
+                        metadata: c.metadata.to_owned(),
+                    });
+                    offsets.insert(TopicPartition::new(p.topic, p.partition), committed);
+                }
+                offsets
+            })
+            .await;
+        Ok(fetched.into_iter().collect())
+    }
+
+    /// Committed offsets of `groups` (batched per coordinator) in the shape a
+    /// round's window is built from ([`GroupCommits`]), one result per group
+    /// in the order of `groups`: each answer is decoded straight into it, a
+    /// topic name shared by the partitions that follow it, so nothing but the
+    /// entry is allocated per group-partition (docs/benchmarks.md, "Round
+    /// planning at 100,000 groups"). Partitions with an error are left out.
+    async fn fetch_group_commits(&self, groups: &[String]) -> Result<FetchedCommits, Error> {
+        let fetched = self
+            .client()
+            .await?
+            .fetch_group_offsets_as(groups, &OffsetFetchOptions::default(), |partitions| {
+                let mut commits = GroupCommits::with_capacity(partitions.size_hint().0.max(16));
+                let mut topic: Option<Arc<str>> = None;
+                for p in partitions {
+                    // Partitions with an error are left out.
+                    let Ok(c) = p.committed else { continue };
+                    let name = match &topic {
+                        Some(t) if **t == *p.topic => Arc::clone(t),
+                        _ => {
+                            let t: Arc<str> = Arc::from(p.topic);
+                            topic = Some(Arc::clone(&t));
+                            t
+                        }
+                    };
+                    let committed = c.offset.map(|offset| CommittedOffset {
+                        offset,
+                        metadata: c.metadata.to_owned(),
+                    });
+                    commits.push((name, p.partition, committed));
+                }
+                commits
+            })
+            .await;
+        Ok(fetched.into_iter().collect())
+    }
+
+    /// Commits `offsets` to `group` as an admin client does (generation -1, no
+    /// member), which the broker accepts only for a group without members.
+    async fn commit_group_offsets(
+        &self,
+        group: &str,
+        offsets: &BTreeMap<TopicPartition, CommittedOffset>,
+    ) -> Result<CommitOutcome, Error> {
+        let to_commit: BTreeMap<kafka_lite::TopicPartition, OffsetToCommit> = offsets
+            .iter()
+            .map(|(tp, o)| {
+                let mut c = OffsetToCommit::new(o.offset);
+                c.metadata = o.metadata.clone();
+                (super::seam::to_client(tp), c)
+            })
+            .collect();
+        let client = self.client().await?;
+        let commit = client.commit_group_offsets(group, &to_commit);
+        let committed = match self.owner.lease() {
+            Some(lease) => lease.scope(commit).await,
+            None => commit.await,
+        };
+        if let Err(e) = &committed {
+            self.owner.note(e);
+        }
+        match committed {
+            Ok(results) => {
+                for (_, r) in results {
+                    r?;
+                }
+                Ok(CommitOutcome::Committed)
+            }
+            Err(e) if e.is_group_active() => Ok(CommitOutcome::GroupActive),
+            Err(e) => Err(e),
+        }
     }
 
     /// Produces `batch` (written record by record, no copy of each record
     /// made here) to `topic`-`partition` with acks=all, uncompressed, as one
     /// batch: in a transaction of its own while this instance writes as an
     /// owner under membership. Returns the base offset.
-    pub async fn produce_batch(
+    async fn produce_batch(
         &self,
         topic: &str,
         partition: i32,
@@ -612,6 +511,122 @@ impl ClusterClient {
             .await?
             .produce_built(topic, partition, batch, &options)
             .await
+    }
+
+    /// One while this client writes as a flow's owner (between
+    /// [`begin_owner_writes`](ClusterClient::begin_owner_writes) and
+    /// [`end_owner_writes`](ClusterClient::end_owner_writes)): checkpoint
+    /// batches in transactions, one after the other.
+    fn produce_in_flight(&self) -> usize {
+        if self.owner.lease().is_some() {
+            1
+        } else {
+            usize::MAX
+        }
+    }
+
+    /// Produces `records` (key, value; `None` is a tombstone) with `timestamp`
+    /// to `topic`-`partition` as [`produce`](Self::produce) does: one batch,
+    /// in the owner's transaction under membership. Returns the base offset.
+    async fn produce_nullable(
+        &self,
+        topic: &str,
+        partition: i32,
+        records: &[(Vec<u8>, Option<Vec<u8>>)],
+        timestamp: i64,
+    ) -> Result<i64, Error> {
+        let mut batch = BatchBuilder::default();
+        for (k, v) in records {
+            push(&mut batch, timestamp, k, v.as_deref())?;
+        }
+        self.produce_batch(topic, partition, batch).await
+    }
+
+    /// Opens a [`PartitionReader`] of `topic`-`partition` at `start`, reading
+    /// up to the end offset it has now; each fetch waits up to `fetch_wait`.
+    async fn open_reader(
+        &self,
+        topic: &str,
+        partition: i32,
+        start: StartOffset,
+        fetch_wait: Duration,
+    ) -> Result<PartitionReader, Error> {
+        self.client()
+            .await?
+            .partition_reader(topic, partition, start, fetch_options(fetch_wait))
+            .await
+    }
+
+    /// The next records of `reader` before its end; `None` once it is reached.
+    async fn read(
+        &self,
+        reader: &mut PartitionReader,
+    ) -> Result<Option<Vec<ConsumerRecord>>, Error> {
+        reader.read(self.client().await?).await
+    }
+
+    /// [`read`](Self::read), each record handed to `visit` borrowed from the
+    /// response (no [`ConsumerRecord`] built): `None` once the end is reached,
+    /// else the number of records visited.
+    async fn read_visit<F: FnMut(RecordRef<'_>) + Send>(
+        &self,
+        reader: &mut PartitionReader,
+        visit: F,
+    ) -> Result<Option<usize>, Error> {
+        reader.read_visit(self.client().await?, visit).await
+    }
+
+    /// The Fetch [`read_visit`](Self::read_visit) would make next, made now
+    /// (kafka-lite's `PartitionReader::fetch_ahead`).
+    async fn fetch_ahead(&self, reader: &PartitionReader) -> Result<Option<AheadFetch>, Error> {
+        reader.fetch_ahead(self.client().await?).await
+    }
+
+    /// [`read_visit`](Self::read_visit) with its Fetch made beforehand by
+    /// [`fetch_ahead`](Self::fetch_ahead).
+    async fn read_visit_fetched<F: FnMut(RecordRef<'_>) + Send>(
+        &self,
+        reader: &mut PartitionReader,
+        fetched: Option<AheadFetch>,
+        visit: F,
+    ) -> Result<Option<usize>, Error> {
+        let client = self.client().await?;
+        reader.read_visit_fetched(client, fetched, visit).await
+    }
+
+    /// Whatever follows `reader`'s position, with the partition's high watermark.
+    async fn follow(
+        &self,
+        reader: &mut PartitionReader,
+    ) -> Result<(Vec<ConsumerRecord>, i64), Error> {
+        reader.follow_with_watermark(self.client().await?).await
+    }
+
+    /// One Fetch (read_uncommitted, no wait) of `topic`-`partition` from
+    /// `offset`, of at most about `max_bytes`.
+    async fn fetch_side(
+        &self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        max_bytes: i32,
+    ) -> Result<SideRead, Error> {
+        let options = FetchOptions {
+            max_bytes,
+            fetch_wait: Duration::from_millis(1),
+            isolation: IsolationLevel::ReadUncommitted,
+        };
+        let f = self
+            .client()
+            .await?
+            .fetch(topic, partition, offset, &options)
+            .await?;
+        Ok(SideRead {
+            records: f.records.into_iter().map(super::seam::record).collect(),
+            read_to: f.next_offset,
+            high_watermark: f.high_watermark,
+            transactional: f.transactional_batches,
+        })
     }
 }
 

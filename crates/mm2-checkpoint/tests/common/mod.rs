@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use e2e::{Cluster as TestCluster, Listener, clusters, unique_name};
 use mm2_checkpoint::core::format::OffsetSync;
 use mm2_checkpoint::core::{Checkpoint, CommittedOffset, ReplicationPolicy, TopicPartition};
+use mm2_checkpoint::driver::flow::FlowCluster;
 use mm2_checkpoint::driver::kafka::{ClusterClient, OutRecord};
 
 /// A tokio runtime for the async client calls.

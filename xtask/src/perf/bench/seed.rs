@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use anyhow::{Context, Result};
 use mm2_checkpoint::core::format::OffsetSync;
 use mm2_checkpoint::core::{CommittedOffset, TopicPartition};
+use mm2_checkpoint::driver::flow::FlowCluster;
 use mm2_checkpoint::driver::kafka::OutRecord;
 
 use super::side_by_side::{Bench, Flow};

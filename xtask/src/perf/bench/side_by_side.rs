@@ -11,6 +11,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, bail};
 use kafka_lite::{PartitionReader, StartOffset};
 use mm2_checkpoint::core::format::Checkpoint;
+use mm2_checkpoint::driver::flow::FlowCluster;
 use mm2_checkpoint::driver::kafka::ClusterClient;
 
 use super::args::Mm2Args;

@@ -11,14 +11,17 @@ use kafka_lite::{AheadFetch, Error, PartitionReader, StartOffset};
 use crate::core::content_search::SideRead;
 use crate::core::{CommittedOffset, GroupCommits, GroupOffsets, TopicPartition, group_commits};
 
-use super::super::kafka::{ClusterClient, CommitOutcome, CreateOutcome, DescribedGroup};
+#[cfg(doc)]
+use super::super::kafka::ClusterClient;
+use super::super::kafka::{CommitOutcome, CreateOutcome, DescribedGroup};
 
 /// One result per group of an OffsetFetch, in the shape a round's window is
 /// built from.
 pub type FetchedCommits = Vec<(String, Result<GroupCommits, Error>)>;
 
-/// The operations a flow sends to one cluster, in the core's types. Every
-/// method is one of [`ClusterClient`]'s, which documents it.
+/// The operations a flow sends to one cluster, in the core's types.
+/// [`ClusterClient`] implements it on kafka-lite (its implementation, in
+/// `driver/kafka.rs`, documents what each method sends).
 pub trait FlowCluster: Clone + Send + Sync + 'static {
     /// The cluster's alias.
     fn alias(&self) -> &str;
@@ -179,150 +182,4 @@ pub trait FlowCluster: Clone + Send + Sync + 'static {
         offset: i64,
         max_bytes: i32,
     ) -> impl Future<Output = Result<SideRead, Error>> + Send;
-}
-
-impl FlowCluster for ClusterClient {
-    fn alias(&self) -> &str {
-        ClusterClient::alias(self)
-    }
-
-    async fn broker_count(&self) -> Result<usize, Error> {
-        ClusterClient::broker_count(self).await
-    }
-
-    async fn topic_exists(&self, topic: &str) -> Result<bool, Error> {
-        ClusterClient::topic_exists(self, topic).await
-    }
-
-    async fn create_topic(
-        &self,
-        name: &str,
-        partitions: i32,
-        replication_factor: i16,
-        configs: &[(&str, &str)],
-    ) -> Result<CreateOutcome, Error> {
-        ClusterClient::create_topic(self, name, partitions, replication_factor, configs).await
-    }
-
-    async fn list_groups(&self) -> Result<Vec<String>, Error> {
-        ClusterClient::list_groups(self).await
-    }
-
-    async fn describe_groups(
-        &self,
-        groups: &[String],
-    ) -> Result<BTreeMap<String, DescribedGroup>, Error> {
-        ClusterClient::describe_groups(self, groups).await
-    }
-
-    async fn fetch_group_offsets(
-        &self,
-        groups: &[String],
-    ) -> Result<BTreeMap<String, Result<GroupOffsets, Error>>, Error> {
-        ClusterClient::fetch_group_offsets(self, groups).await
-    }
-
-    async fn fetch_group_commits(&self, groups: &[String]) -> Result<FetchedCommits, Error> {
-        ClusterClient::fetch_group_commits(self, groups).await
-    }
-
-    async fn commit_group_offsets(
-        &self,
-        group: &str,
-        offsets: &BTreeMap<TopicPartition, CommittedOffset>,
-    ) -> Result<CommitOutcome, Error> {
-        ClusterClient::commit_group_offsets(self, group, offsets).await
-    }
-
-    async fn produce_batch(
-        &self,
-        topic: &str,
-        partition: i32,
-        batch: BatchBuilder,
-    ) -> Result<i64, Error> {
-        ClusterClient::produce_batch(self, topic, partition, batch).await
-    }
-
-    fn produce_in_flight(&self) -> usize {
-        if ClusterClient::writes_as_owner(self) {
-            1
-        } else {
-            usize::MAX
-        }
-    }
-
-    async fn produce_nullable(
-        &self,
-        topic: &str,
-        partition: i32,
-        records: &[(Vec<u8>, Option<Vec<u8>>)],
-        timestamp: i64,
-    ) -> Result<i64, Error> {
-        ClusterClient::produce_nullable(self, topic, partition, records, timestamp).await
-    }
-
-    async fn open_reader(
-        &self,
-        topic: &str,
-        partition: i32,
-        start: StartOffset,
-        fetch_wait: Duration,
-    ) -> Result<PartitionReader, Error> {
-        ClusterClient::open_reader(self, topic, partition, start, fetch_wait).await
-    }
-
-    async fn read(
-        &self,
-        reader: &mut PartitionReader,
-    ) -> Result<Option<Vec<ConsumerRecord>>, Error> {
-        ClusterClient::read(self, reader).await
-    }
-
-    async fn read_visit<F: FnMut(RecordRef<'_>) + Send>(
-        &self,
-        reader: &mut PartitionReader,
-        visit: F,
-    ) -> Result<Option<usize>, Error> {
-        ClusterClient::read_visit(self, reader, visit).await
-    }
-
-    async fn fetch_ahead(&self, reader: &PartitionReader) -> Result<Option<AheadFetch>, Error> {
-        ClusterClient::fetch_ahead(self, reader).await
-    }
-
-    async fn read_visit_fetched<F: FnMut(RecordRef<'_>) + Send>(
-        &self,
-        reader: &mut PartitionReader,
-        fetched: Option<AheadFetch>,
-        visit: F,
-    ) -> Result<Option<usize>, Error> {
-        ClusterClient::read_visit_fetched(self, reader, fetched, visit).await
-    }
-
-    async fn follow(
-        &self,
-        reader: &mut PartitionReader,
-    ) -> Result<(Vec<ConsumerRecord>, i64), Error> {
-        ClusterClient::follow(self, reader).await
-    }
-
-    async fn fetch_side(
-        &self,
-        topic: &str,
-        partition: i32,
-        offset: i64,
-        max_bytes: i32,
-    ) -> Result<SideRead, Error> {
-        let f = ClusterClient::fetch_once(self, topic, partition, offset, max_bytes).await?;
-        Ok(SideRead {
-            records: f
-                .records
-                .into_iter()
-                .map(crate::driver::seam::record)
-                .collect(),
-            read_to: f.next_offset,
-            high_watermark: f.high_watermark,
-            transactional: f.transactional_batches,
-        })
-    }
 }

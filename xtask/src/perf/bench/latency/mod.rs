@@ -34,6 +34,7 @@ use kafka_lite::StartOffset;
 use mm2_checkpoint::core::consumer_offsets::{self, OffsetsRecord};
 use mm2_checkpoint::core::format::Checkpoint;
 use mm2_checkpoint::core::{CommittedOffset, TopicPartition};
+use mm2_checkpoint::driver::flow::FlowCluster;
 use mm2_checkpoint::driver::kafka::{ClusterClient, fetch_options};
 
 use super::logs::ours_offsets_replay;

@@ -729,7 +729,7 @@ fn mm2_checkpoint_dir() -> PathBuf {
 
 const HEADER: &str = "\
 # Records of __consumer_offsets written by a real Apache Kafka {VERSION} broker,
-# captured by tests/tests/consumer_offsets_vectors.rs (regenerate with
+# captured by tests/tests/consumer_offsets_capture.rs (regenerate with
 # MM2_UPDATE_OFFSETS_VECTORS=1; see docs/commit-follower.md, \"Test vectors\") and
 # decoded offline by crates/mm2-checkpoint/tests/consumer_offsets_vectors.rs.
 #
