@@ -139,9 +139,9 @@ async fn run_once(ctx: &FlowContext, shutdown: &ShutdownSignal) -> Result<(), St
         }
     };
     let summary = ctx.emit_round(&mut state).await?;
-    tracing::info!(flow = %ctx.name, groups = state.groups.len(), emitted = summary.emitted, skipped = summary.skipped, elapsed_ms = summary.elapsed.as_millis() as u64, "emission round done");
+    tracing::info!(flow = %ctx.name, groups = state.group_count(), emitted = summary.emitted, skipped = summary.skipped, elapsed_ms = summary.elapsed.as_millis() as u64, "emission round done");
     if ctx.cfg.sync_group_offsets_enabled {
-        let s = ctx.sync_groups(&state.checkpoints).await?;
+        let s = ctx.sync_groups(state.checkpoints()).await?;
         tracing::info!(
             flow = %ctx.name, committed = s.committed, skipped_active = s.skipped_active,
             skipped_target_ahead = s.skipped_target_ahead, skipped_unknown_state = s.skipped_unknown_state,
@@ -168,7 +168,7 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
         &mut schedule,
     )
     .await;
-    if let Some(done) = syncer.finish_commits(&state.checkpoints).await {
+    if let Some(done) = syncer.finish_commits(state.checkpoints()).await {
         report_sync(ctx, done, &mut schedule);
     }
 }
@@ -414,7 +414,7 @@ fn sync_stepped(
     state: &FlowState,
     schedule: &mut FlowSchedule,
 ) {
-    if let Some(done) = syncer.advance(step, &state.checkpoints) {
+    if let Some(done) = syncer.advance(step, state.checkpoints()) {
         report_sync(ctx, done, schedule);
     }
 }
@@ -433,7 +433,7 @@ async fn run_loop<'a>(
     let sync_enabled = ctx.cfg.sync_group_offsets_enabled;
     loop {
         // A wanted group sync starts as soon as the previous one ended.
-        syncer.start(&state.checkpoints);
+        syncer.start(state.checkpoints());
         match schedule.next(now()) {
             Next::Follow => {
                 let Some(f) = follower.as_mut() else {
@@ -494,7 +494,7 @@ async fn run_loop<'a>(
                     tracing::warn!(flow = %ctx.name, error = %e, "reading new offset syncs failed");
                     e.to_string()
                 });
-                let new_syncs = state.synced.as_ref().is_some_and(|s| !s.is_empty());
+                let new_syncs = state.has_new_syncs();
                 if let Some(r) = schedule.polled(now(), r, new_syncs) {
                     report(ctx, r);
                 }
@@ -521,7 +521,7 @@ async fn run_loop<'a>(
             Next::Act(Action::Emit { from_view }) => {
                 if let Some(f) = follower.as_ref() {
                     // The safety net: every group the follower knows, by OffsetFetch.
-                    state.groups = f.view.group_names().map(str::to_owned).collect();
+                    state.set_groups(f.view.group_names().map(str::to_owned).collect());
                 }
                 // Catch up with the offset syncs before translating.
                 let r = match ctx.poll_syncs(state).await {
@@ -575,12 +575,12 @@ async fn reopen_follower(
         Ok(Some(mut f)) => {
             let groups: Vec<String> = f.view.group_names().map(str::to_owned).collect();
             f.view.mark_changed(&groups);
-            state.groups = groups;
+            state.set_groups(groups);
             *follower = Some(f);
         }
         Ok(None) => {
             *follower = None;
-            state.synced = None;
+            state.stop_following();
         }
         Err(e) => {
             tracing::warn!(flow = %ctx.name, error = %e, "reopening the commit follower failed; retrying later");
@@ -605,17 +605,14 @@ async fn emit_followed(
         tracing::warn!(flow = %ctx.name, error = %e, "reading new offset syncs failed; emitting the followed commits later");
         return Err(e.to_string());
     }
-    if let Some(synced) = state.synced.as_mut() {
-        let synced = std::mem::take(synced);
-        f.view.partitions_synced(&synced);
-    }
+    f.view.partitions_synced(&state.take_new_syncs());
     let changed = f.view.take_changed();
     if changed.is_empty() {
         return Ok(BTreeSet::new());
     }
     let names: BTreeSet<String> = changed.keys().cloned().collect();
     for g in &names {
-        state.checkpoints.assign(g);
+        state.assign(g);
     }
     match ctx
         .emit_offsets(state, changed, Instant::now().into_std(), false)

@@ -354,27 +354,70 @@ fn is_group_denied(e: &Error) -> bool {
     e.kafka_error() == Some(ResponseError::GroupAuthorizationFailed)
 }
 
-/// The changing state of a running flow.
+/// The changing state of a running flow. Its fields belong to the flow's
+/// stages (`startup`, `syncs`, `emit`, `archive`, `content`); the run loop
+/// reaches it only through the methods below.
 pub struct FlowState {
     /// The offset-sync store.
-    pub syncs: OffsetSyncStore,
+    syncs: OffsetSyncStore,
     /// Next offset of the offset-syncs topic to read.
-    pub syncs_pos: i64,
+    syncs_pos: i64,
     /// The checkpoint store.
-    pub checkpoints: CheckpointStore,
+    checkpoints: CheckpointStore,
     /// The groups this flow checkpoints.
-    pub groups: Vec<String>,
+    groups: Vec<String>,
     /// With the commit follower: the upstream partitions new offset syncs
     /// arrived for since the follower last looked (`None` when polling).
-    pub synced: Option<BTreeSet<crate::core::TopicPartition>>,
+    synced: Option<BTreeSet<crate::core::TopicPartition>>,
     logged: BTreeSet<&'static str>,
     /// Partitions already warned about as past their precise-translation budget.
     fallback_warned: BTreeSet<crate::core::TopicPartition>,
     /// With precise translation: what to write to the sync-history topic
     /// (`None` when it cannot be read, or with `mm2` translation).
-    pub archive: Option<Archive>,
+    archive: Option<Archive>,
     /// With content search: the decided searches and the topics warned about.
-    pub content: content::ContentState,
+    content: content::ContentState,
+}
+
+impl FlowState {
+    /// The checkpoint store.
+    pub fn checkpoints(&self) -> &CheckpointStore {
+        &self.checkpoints
+    }
+
+    /// How many groups the flow checkpoints.
+    pub fn group_count(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// The groups the periodic round covers from now on.
+    pub fn set_groups(&mut self, groups: Vec<String>) {
+        self.groups = groups;
+    }
+
+    /// Assigns `group` to the checkpoint store (its checkpoints are
+    /// emitted and remembered from now on).
+    pub fn assign(&mut self, group: &str) {
+        self.checkpoints.assign(group);
+    }
+
+    /// Whether partitions got new offset syncs since the follower last took
+    /// them (always `false` when polling).
+    pub fn has_new_syncs(&self) -> bool {
+        self.synced.as_ref().is_some_and(|s| !s.is_empty())
+    }
+
+    /// The partitions that got new offset syncs since the last call (empty
+    /// when polling).
+    pub fn take_new_syncs(&mut self) -> BTreeSet<crate::core::TopicPartition> {
+        self.synced.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// The flow polls from now on: new offset syncs are no longer noted per
+    /// partition.
+    pub fn stop_following(&mut self) {
+        self.synced = None;
+    }
 }
 
 /// The sync-history topic's writer state (docs/translation.md, "Restarts
