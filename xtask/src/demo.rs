@@ -14,8 +14,8 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use mm2_checkpoint::core::format::OffsetSync;
 use mm2_checkpoint::core::{CommittedOffset, TopicPartition};
-use mm2_checkpoint::driver::flow::FlowCluster;
-use mm2_checkpoint::driver::kafka::{ClusterClient, OutRecord};
+use mm2_checkpoint::driver::FlowCluster;
+use mm2_checkpoint::driver::{ClusterClient, OutRecord};
 
 use crate::kafka::{self, Layout};
 use crate::topics;

@@ -27,7 +27,7 @@ use mm2_checkpoint::core::round::CheckpointRound;
 use mm2_checkpoint::core::round::{CommittedOffset, GroupOffsets};
 use mm2_checkpoint::core::sync_store::{InitMode, OffsetSync, OffsetSyncStore};
 use mm2_checkpoint::core::types::TopicPartition;
-use mm2_checkpoint::driver::kafka::OutRecord;
+use mm2_checkpoint::driver::OutRecord;
 use mm2_checkpoint::metrics::Metrics;
 use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
 

@@ -17,7 +17,7 @@ use bytes::Bytes;
 use kafka_lite::records::{BatchBuilder, Codec, ProducerRecord, encode_batch};
 use mm2_checkpoint::core::format::{Checkpoint, CheckpointKey};
 use mm2_checkpoint::core::types::TopicPartition;
-use mm2_checkpoint::driver::kafka::OutRecord;
+use mm2_checkpoint::driver::OutRecord;
 use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
 
 /// Counts every allocation (the workspace forbids `unsafe`, so the counting

@@ -18,8 +18,8 @@ use common::{checkpoints_in, committed_offsets, mm2, policy, rt, sync_records, t
 use e2e::access::sasl_as;
 use e2e::{Cluster as TestCluster, Credentials, Listener, clusters, unique_name};
 use mm2_checkpoint::core::{Checkpoint, CommittedOffset, TopicPartition};
-use mm2_checkpoint::driver::flow::FlowCluster;
-use mm2_checkpoint::driver::kafka::ClusterClient;
+use mm2_checkpoint::driver::ClusterClient;
+use mm2_checkpoint::driver::FlowCluster;
 
 /// One ACL of the documented least-privilege set. Describe on a topic or
 /// group is implied by Read or Write on it, so it is granted on its own only

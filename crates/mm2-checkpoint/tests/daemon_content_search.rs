@@ -12,7 +12,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::{World, rt, run_once};
-use mm2_checkpoint::driver::kafka::OutRecord;
+use mm2_checkpoint::driver::OutRecord;
 
 const PRECISE: &str = "mm2-checkpoint.offset.translation = precise";
 const SEARCH: &str = "mm2-checkpoint.offset.translation = precise\n\

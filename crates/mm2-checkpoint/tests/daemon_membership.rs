@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use common::{World, rt};
 use fault_support::{Daemon, assert_sound, ensure_consumer_offsets, latest, translate, wait_for};
-use mm2_checkpoint::driver::flow::FlowCluster;
+use mm2_checkpoint::driver::FlowCluster;
 
 const SESSION_MS: u64 = 6000;
 

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{World, policy, rt, run_once};
-use mm2_checkpoint::driver::flow::FlowCluster;
+use mm2_checkpoint::driver::FlowCluster;
 
 #[test]
 fn run_once_emits_translated_checkpoints_with_mm2_bytes() {

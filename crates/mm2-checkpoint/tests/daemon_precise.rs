@@ -15,7 +15,7 @@ use std::time::Duration;
 use common::{World, mm2, rt, run_once, sync_records};
 use fault_support::{Daemon, latest, wait_for};
 use mm2_checkpoint::core::{InitMode, OffsetSyncStore, Translation};
-use mm2_checkpoint::driver::flow::FlowCluster;
+use mm2_checkpoint::driver::FlowCluster;
 
 /// Records of the identity mirror: offsets `0..END`, a sync every `SPACING`.
 const END: i64 = 1_000_000;

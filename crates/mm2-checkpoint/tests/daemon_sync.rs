@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use common::{ConsoleConsumer, World, rt, run_once};
 use mm2_checkpoint::core::TargetGroupState;
-use mm2_checkpoint::driver::flow::FlowCluster;
+use mm2_checkpoint::driver::FlowCluster;
 
 fn sync_config(w: &World, groups: &str) -> std::path::PathBuf {
     w.properties(groups, "sync.group.offsets.enabled = true")

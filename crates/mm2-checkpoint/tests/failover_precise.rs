@@ -22,7 +22,7 @@ use e2e::mm2::{Mm2Config, Mm2Process, SOURCE_ALIAS, remote_topic};
 use e2e::{Listener, clusters, unique_name};
 use interop_support::{ok, run_once_per_mode};
 use mm2_checkpoint::core::{CommittedOffset, TopicPartition};
-use mm2_checkpoint::driver::flow::FlowCluster;
+use mm2_checkpoint::driver::FlowCluster;
 
 /// Records produced to the source topic's single partition: record `i` is at
 /// source offset `i` with the value `value-0-<i>`.

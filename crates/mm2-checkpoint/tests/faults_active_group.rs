@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::{ConsoleConsumer, World, rt};
 use fault_support::{Daemon, wait_for};
-use mm2_checkpoint::driver::flow::FlowCluster;
+use mm2_checkpoint::driver::FlowCluster;
 
 /// Kafka's console consumer in `group` on the target, not committing, with
 /// a 6 s session timeout; SIGKILLed on drop.

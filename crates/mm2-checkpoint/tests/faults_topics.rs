@@ -15,8 +15,8 @@ use e2e::{Cluster as TestCluster, Listener, clusters};
 use fault_support::{
     Daemon, assert_logged, assert_sound, assert_sound_across, latest, start_checkpointed, wait_for,
 };
-use mm2_checkpoint::driver::flow::FlowCluster;
-use mm2_checkpoint::driver::kafka::ClusterClient;
+use mm2_checkpoint::driver::ClusterClient;
+use mm2_checkpoint::driver::FlowCluster;
 
 /// Runs `kafka-topics` with `args` against `cluster`; asserts success and
 /// returns its standard output.

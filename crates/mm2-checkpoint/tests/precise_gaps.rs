@@ -37,7 +37,7 @@ use interop_support::{ok, run_once_per_mode};
 use kafka_lite::ProduceOptions;
 use kafka_lite::records::{Header, ProducerRecord};
 use mm2_checkpoint::core::{CommittedOffset, TopicPartition};
-use mm2_checkpoint::driver::flow::FlowCluster;
+use mm2_checkpoint::driver::FlowCluster;
 
 /// MM2's `offset.lag.max`: a sync at least every this many mirrored records.
 const SPACING: i64 = 100;

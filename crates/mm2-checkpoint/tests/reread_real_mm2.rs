@@ -38,7 +38,7 @@ use interop_support::{ok, our_config, run_once, test_dir};
 use kafka_lite::ProduceOptions;
 use kafka_lite::records::ProducerRecord;
 use mm2_checkpoint::core::{CommittedOffset, TopicPartition};
-use mm2_checkpoint::driver::flow::FlowCluster;
+use mm2_checkpoint::driver::FlowCluster;
 
 const SPACING: i64 = 100;
 const LAGS: [i64; 7] = [100, 1_000, 10_000, 100_000, 500_000, 900_000, 1_000_000];

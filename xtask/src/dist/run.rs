@@ -21,8 +21,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, bail};
 use mm2_checkpoint::core::format::Checkpoint;
 use mm2_checkpoint::core::{CommittedOffset, TopicPartition};
-use mm2_checkpoint::driver::flow::FlowCluster;
-use mm2_checkpoint::driver::kafka::ClusterClient;
+use mm2_checkpoint::driver::ClusterClient;
+use mm2_checkpoint::driver::FlowCluster;
 
 use crate::demo::{self, PARTITIONS, SYNC_POINTS, Seed};
 use crate::kafka::{self, ClusterInfo, ClustersGuard, GuardNotes, Layout, Listener};

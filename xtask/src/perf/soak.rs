@@ -33,8 +33,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use mm2_checkpoint::core::format::OffsetSync;
 use mm2_checkpoint::core::{Checkpoint, CommittedOffset, TopicPartition};
-use mm2_checkpoint::driver::flow::FlowCluster;
-use mm2_checkpoint::driver::kafka::{ClusterClient, OutRecord};
+use mm2_checkpoint::driver::FlowCluster;
+use mm2_checkpoint::driver::{ClusterClient, OutRecord};
 
 use crate::kafka::{self, Layout};
 use crate::{probe, topics};

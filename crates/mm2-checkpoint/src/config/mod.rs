@@ -18,17 +18,17 @@
 //! [`Secret`]. The user-facing description of every key is
 //! `docs/configuration.md`.
 
-pub mod check;
-pub mod connector;
-pub mod error;
+pub(crate) mod check;
+pub(crate) mod connector;
+pub(crate) mod error;
 mod jaas;
-pub mod known_keys;
+pub(crate) mod known_keys;
 mod lookup;
 pub mod metrics;
-pub mod properties;
-pub mod providers;
+pub(crate) mod properties;
+pub(crate) mod providers;
 mod render;
-pub mod security;
+pub(crate) mod security;
 mod spelling;
 
 use std::collections::BTreeMap;

@@ -11,13 +11,18 @@
 //! The CLI hands over a validated [`MirrorConfig`], [`RunOptions`] /
 //! [`TranslateOptions`], a [`ShutdownSignal`] and [`Metrics`].
 
-pub mod connect;
-pub mod flow;
-pub mod kafka;
-pub mod membership;
+mod connect;
+mod flow;
+mod kafka;
+mod membership;
 mod run;
 mod seam;
 mod translate;
+
+// What the binary, xtask and the end-to-end tests use of the driver besides
+// `run` and `translate`: a cluster client to seed and read topics with.
+pub use flow::FlowCluster;
+pub use kafka::{ClusterClient, CommitOutcome, OutRecord, fetch_options};
 
 use std::fmt;
 

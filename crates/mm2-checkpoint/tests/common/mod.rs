@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use e2e::{Cluster as TestCluster, Listener, clusters, unique_name};
 use mm2_checkpoint::core::format::OffsetSync;
 use mm2_checkpoint::core::{Checkpoint, CommittedOffset, ReplicationPolicy, TopicPartition};
-use mm2_checkpoint::driver::flow::FlowCluster;
-use mm2_checkpoint::driver::kafka::{ClusterClient, OutRecord};
+use mm2_checkpoint::driver::FlowCluster;
+use mm2_checkpoint::driver::{ClusterClient, OutRecord};
 
 /// A tokio runtime for the async client calls.
 pub fn rt() -> tokio::runtime::Runtime {

@@ -30,7 +30,7 @@ use mm2_checkpoint::core::format::Checkpoint;
 use mm2_checkpoint::core::{
     CommittedOffset, InitMode, OffsetSyncStore, Precision, TopicPartition, Translation,
 };
-use mm2_checkpoint::driver::flow::FlowCluster;
+use mm2_checkpoint::driver::FlowCluster;
 
 use super::process::{Guard, sample};
 use super::seed::{SHIFT, SYNC_STEP, lite, sync_record};

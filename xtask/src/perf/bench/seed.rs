@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use anyhow::{Context, Result};
 use mm2_checkpoint::core::format::OffsetSync;
 use mm2_checkpoint::core::{CommittedOffset, TopicPartition};
-use mm2_checkpoint::driver::flow::FlowCluster;
-use mm2_checkpoint::driver::kafka::OutRecord;
+use mm2_checkpoint::driver::FlowCluster;
+use mm2_checkpoint::driver::OutRecord;
 
 use super::side_by_side::{Bench, Flow};
 use crate::topics;

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, bail};
 use kafka_lite::{PartitionReader, StartOffset};
 use mm2_checkpoint::core::format::Checkpoint;
-use mm2_checkpoint::driver::flow::FlowCluster;
-use mm2_checkpoint::driver::kafka::ClusterClient;
+use mm2_checkpoint::driver::ClusterClient;
+use mm2_checkpoint::driver::FlowCluster;
 
 use super::args::Mm2Args;
 use super::args::{Mm2Jvm, OursBuild, Variant};
@@ -512,7 +512,7 @@ impl Bench {
     fn raw_fetch_rate(&self, topic: &str) -> Result<Option<RawFetchRate>> {
         self.rt.block_on(async {
             let wait = Duration::from_millis(500);
-            let max_bytes = mm2_checkpoint::driver::kafka::fetch_options(wait).max_bytes;
+            let max_bytes = mm2_checkpoint::driver::fetch_options(wait).max_bytes;
             let mut reader = self
                 .source
                 .open_reader(topic, 0, StartOffset::Earliest, wait)

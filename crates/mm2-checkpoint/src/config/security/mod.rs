@@ -35,9 +35,11 @@ use super::error::ConfigError;
 use super::providers::Environment;
 
 pub use oauth::{OAuthSettings, TokenEndpoint};
+#[cfg(test)]
+pub use sasl::NOT_READ as SASL_NOT_READ;
 use sasl::build_sasl;
-pub use sasl::{AwsIamLogin, NOT_READ as SASL_NOT_READ, SaslCredentials, SaslMechanism};
-pub use stores::{StoreKind, certificates_pem, private_key_pem};
+pub use sasl::{AwsIamLogin, SaslCredentials, SaslMechanism};
+pub use stores::{certificates_pem, private_key_pem};
 use tls::build_tls;
 pub use tls::{
     ClientIdentity, EXPIRY_WARNING, KeyOrigin, PemSource, TlsMaterial, TlsSettings, TrustRoots,

@@ -34,8 +34,8 @@ use kafka_lite::StartOffset;
 use mm2_checkpoint::core::consumer_offsets::{self, OffsetsRecord};
 use mm2_checkpoint::core::format::Checkpoint;
 use mm2_checkpoint::core::{CommittedOffset, TopicPartition};
-use mm2_checkpoint::driver::flow::FlowCluster;
-use mm2_checkpoint::driver::kafka::{ClusterClient, fetch_options};
+use mm2_checkpoint::driver::FlowCluster;
+use mm2_checkpoint::driver::{ClusterClient, fetch_options};
 
 use super::logs::ours_offsets_replay;
 use super::mm2::JVM_OPTS;
@@ -292,7 +292,7 @@ impl Bench {
                 while let Some(joined) = set.join_next().await {
                     let (g, at, name, r) = joined.context("a commit task panicked")?;
                     match r {
-                        Ok(mm2_checkpoint::driver::kafka::CommitOutcome::Committed) => {}
+                        Ok(mm2_checkpoint::driver::CommitOutcome::Committed) => {}
                         Ok(other) => bail!("committing group {name}: {other:?}"),
                         Err(e) => bail!("committing group {name}: {e}"),
                     }
