@@ -47,29 +47,43 @@ pub fn after(now: Instant, d: Duration) -> Instant {
         .unwrap_or(now)
 }
 
-/// The wait after consecutive failures of one kind of step: 1 s doubling up
-/// to a cap (never below 1 s), reset by a success. Whole rounds are paced
-/// with it; kafka-lite's per-request retries have their own, shorter one.
+/// The wait after consecutive failures of one kind of step: a first wait
+/// (1 s unless said otherwise) doubling up to a cap (never below the first
+/// wait), reset by a success. Whole rounds, starts and the membership's joins
+/// are paced with it; kafka-lite's per-request retries have their own,
+/// shorter one with jitter.
 #[derive(Debug, Clone)]
 pub struct Backoff {
     failures: u32,
+    first: Duration,
     cap: Duration,
 }
 
 impl Backoff {
-    /// A backoff that waits at most `cap` (at least 1 s).
+    /// A backoff from 1 s that waits at most `cap` (at least 1 s).
     pub fn new(cap: Duration) -> Self {
-        Backoff { failures: 0, cap }
+        Backoff::starting(Duration::from_secs(1), cap)
+    }
+
+    /// A backoff from `first` that waits at most `cap` (at least `first`).
+    pub fn starting(first: Duration, cap: Duration) -> Self {
+        Backoff {
+            failures: 0,
+            first,
+            cap,
+        }
     }
 
     /// One more failure: how long to wait before the next attempt.
     pub fn failed(&mut self) -> Duration {
         self.failures = self.failures.saturating_add(1);
-        let secs = 1u64 << self.failures.saturating_sub(1).min(6);
-        Duration::from_secs(secs).min(self.cap.max(Duration::from_secs(1)))
+        let factor = 1u32 << self.failures.saturating_sub(1).min(6);
+        self.first
+            .saturating_mul(factor)
+            .min(self.cap.max(self.first))
     }
 
-    /// A success: the next failure waits 1 s again.
+    /// A success: the next failure waits the first wait again.
     pub fn succeeded(&mut self) {
         self.failures = 0;
     }

@@ -444,6 +444,12 @@ fn failure_backoff_doubles_from_one_second_up_to_its_cap_and_never_below_one_sec
         long.failed();
     }
     assert_eq!(long.failed(), secs(64));
+    // The membership's joins: from 500 ms up to 10 s.
+    let mut joins = Backoff::starting(Duration::from_millis(500), secs(10));
+    let waits: Vec<u128> = (0..7).map(|_| joins.failed().as_millis()).collect();
+    assert_eq!(waits, [500, 1000, 2000, 4000, 8000, 10_000, 10_000]);
+    joins.succeeded();
+    assert_eq!(joins.failed(), Duration::from_millis(500));
 }
 
 #[test]

@@ -23,8 +23,15 @@ use crate::core::ownership::{
     Candidate, MemberClaim, PROTOCOL, PROTOCOL_TYPE, choose_owner, encode_assignment,
     owns_by_assignment,
 };
+use crate::core::schedule::Backoff;
 use crate::metrics::{MemberRole, Metrics};
 use crate::shutdown::ShutdownSignal;
+
+/// The first wait after a failed join of the membership group.
+const JOIN_BACKOFF_FIRST: Duration = Duration::from_millis(500);
+
+/// The longest wait between joins of the membership group.
+const JOIN_BACKOFF_CAP: Duration = Duration::from_secs(10);
 
 /// What the member currently is, for the flow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,7 +138,7 @@ impl Member {
     }
 
     async fn run(mut self, shutdown: ShutdownSignal) {
-        let mut backoff = Duration::from_millis(500);
+        let mut backoff = Backoff::starting(JOIN_BACKOFF_FIRST, JOIN_BACKOFF_CAP);
         self.set_role(Role::Joining);
         loop {
             let generation = tokio::select! {
@@ -140,7 +147,7 @@ impl Member {
             };
             let generation = match generation {
                 Ok(g) => {
-                    backoff = Duration::from_millis(500);
+                    backoff.succeeded();
                     g
                 }
                 Err(e) => {
@@ -158,21 +165,22 @@ impl Member {
                         // member we were.
                         continue;
                     }
-                    if e.kafka_error()
-                        == Some(kafka_protocol::error::ResponseError::FencedInstanceId)
-                    {
+                    let fenced = e.kafka_error()
+                        == Some(kafka_protocol::error::ResponseError::FencedInstanceId);
+                    if fenced {
                         tracing::error!(flow = %self.flow, group = %self.cfg.group, error = %e,
                             "another instance runs with the same {} ; this one waits as a non-member",
                             crate::config::MEMBERSHIP_INSTANCE_KEY);
-                    } else {
+                    }
+                    let wait = backoff.failed();
+                    if !fenced {
                         tracing::warn!(flow = %self.flow, group = %self.cfg.group, error = %e,
-                            retry_in_ms = backoff.as_millis() as u64, "joining the membership group failed; retrying");
+                            retry_in_ms = wait.as_millis() as u64, "joining the membership group failed; retrying");
                     }
                     tokio::select! {
                         _ = shutdown.triggered() => break,
-                        _ = tokio::time::sleep(backoff) => {}
+                        _ = tokio::time::sleep(wait) => {}
                     }
-                    backoff = (backoff * 2).min(Duration::from_secs(10));
                     continue;
                 }
             };
