@@ -16,10 +16,10 @@
 
 pub mod portable;
 mod select;
+mod server_verify;
 
 use std::sync::{Arc, OnceLock};
 
-use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
 use rustls::pki_types::pem::PemObject;
@@ -184,26 +184,21 @@ pub(crate) fn client_config(tls: &TlsConfig) -> Result<Arc<ClientConfig>, Error>
             "TLS certificate verification is DISABLED (insecure_skip_verify): \
              any server can impersonate the brokers; never use this in production"
         );
-        Arc::new(RelaxedVerifier {
-            chain: None,
+        Arc::new(AcceptAnyCertificate {
             provider: provider.clone(),
         })
     } else {
         let roots = Arc::new(root_store(tls)?);
-        let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
-            .build()
-            .map_err(|e| config_error(format!("cannot build the certificate verifier: {e}")))?;
-        if tls.verify_hostname {
-            webpki
-        } else {
+        if !tls.verify_hostname {
             tracing::warn!(
                 "TLS host name verification is disabled; the certificate chain is still verified"
             );
-            Arc::new(RelaxedVerifier {
-                chain: Some(webpki),
-                provider: provider.clone(),
-            })
         }
+        Arc::new(server_verify::JavaRulesVerifier::new(
+            roots,
+            provider.clone(),
+            tls.verify_hostname,
+        ))
     };
     let builder = builder
         .dangerous()
@@ -337,36 +332,24 @@ fn config_error(detail: String) -> Error {
     Error::TlsConfig { detail }
 }
 
-/// The two relaxed checks: with `chain`, verifies the certificate chain like
-/// webpki but ignores a host name mismatch (Kafka's
-/// `ssl.endpoint.identification.algorithm=` empty); without it, accepts any
-/// certificate. Handshake signatures are always checked with the provider's
-/// algorithms (the ones `chain` was built with), so the session is at least
-/// bound to the presented key.
+/// Accepts any server certificate (`insecure_skip_verify`). Handshake
+/// signatures are still checked with the provider's algorithms, so the
+/// session is at least bound to the presented key.
 #[derive(Debug)]
-struct RelaxedVerifier {
-    chain: Option<Arc<WebPkiServerVerifier>>,
+struct AcceptAnyCertificate {
     provider: Arc<CryptoProvider>,
 }
 
-impl ServerCertVerifier for RelaxedVerifier {
+impl ServerCertVerifier for AcceptAnyCertificate {
     fn verify_server_cert(
         &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp_response: &[u8],
-        now: UnixTime,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        let Some(chain) = &self.chain else {
-            return Ok(ServerCertVerified::assertion());
-        };
-        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
-            Err(rustls::Error::InvalidCertificate(
-                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-            )) => Ok(ServerCertVerified::assertion()),
-            other => other,
-        }
+        Ok(ServerCertVerified::assertion())
     }
 
     fn verify_tls12_signature(
