@@ -11,3 +11,4 @@ pub mod driver;
 pub mod logging;
 pub mod metrics;
 pub mod shutdown;
+pub mod tls_provider;
