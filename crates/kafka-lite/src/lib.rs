@@ -93,7 +93,7 @@ pub use pool::BrokerPool;
 pub use tls::{
     BuiltIn, ClientIdentityCheck, ClientIdentityError, CpuFacts, TlsProviderChoice,
     TlsProviderKind, TlsProviderRequest, check_client_identity, choose_tls_provider,
-    crypto_provider, crypto_provider_for, graviola_cpu_support, portable, this_cpu, tls_provider,
-    tls_provider_for,
+    client_config as tls_client_config, crypto_provider, crypto_provider_for, graviola_cpu_support,
+    portable, this_cpu, tls_provider, tls_provider_for,
 };
 pub use txn::TransactionalProducer;

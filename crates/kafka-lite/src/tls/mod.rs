@@ -159,8 +159,12 @@ pub fn check_client_identity(
     }
 }
 
-/// Builds the rustls client configuration for `tls`, reading its PEM files.
-pub(crate) fn client_config(tls: &TlsConfig) -> Result<Arc<ClientConfig>, Error> {
+/// Builds the rustls client configuration for `tls`, reading its PEM files:
+/// the one every broker connection and the HTTPS client use, with the server
+/// certificate verification docs/client.md describes. Public for callers
+/// that make their own TLS connections with the same checks (the
+/// differential test against Java's TLS stack does).
+pub fn client_config(tls: &TlsConfig) -> Result<Arc<ClientConfig>, Error> {
     let provider = crypto_provider_for(&tls_provider_for(tls.provider)?);
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()

@@ -12,6 +12,8 @@
 //!   the anchor's key, its issuer must be byte for byte the anchor's subject,
 //!   and `now` must lie within its validity. A v1 certificate is never
 //!   accepted as an intermediate (webpki refuses those, as PKIX does);
+//! - a v3 server certificate with a keyUsage extension must allow digital
+//!   signatures, as Java requires (webpki does not look at key usage);
 //! - the host name is checked as Java's HTTPS rule does: webpki's check
 //!   (subjectAltName entries only) first; when it refuses, the name is
 //!   matched again by Java's rule: the subjectAltName DNS entries if the
@@ -50,6 +52,8 @@ use x509_cert::time::Validity;
 
 /// subjectAltName (2.5.29.17).
 const SUBJECT_ALT_NAME: &str = "2.5.29.17";
+/// keyUsage (2.5.29.15).
+const KEY_USAGE: &str = "2.5.29.15";
 /// commonName (2.5.4.3).
 const COMMON_NAME: &str = "2.5.4.3";
 
@@ -101,6 +105,7 @@ impl ServerCertVerifier for JavaRulesVerifier {
                     now,
                     self.algorithms(),
                 )?;
+                check_key_usage(&RawCertificate::parse(end_entity)?)?;
                 if self.check_hostname {
                     match verify_server_name(&parsed, server_name) {
                         Ok(()) => {}
@@ -218,8 +223,9 @@ fn verify_handshake_signature_of_v1(
 }
 
 /// Why this verifier refused a certificate where rustls has no fitting
-/// [`CertificateError`]; carried in [`CertificateError::Other`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// [`CertificateError`]; carried in [`CertificateError::Other`], which rustls
+/// prints with `Debug`, so `Debug` is the message too.
+#[derive(Clone, PartialEq, Eq)]
 pub(crate) enum JavaRuleError {
     /// The certificate's DER could not be read where this verifier needs it.
     Malformed(&'static str),
@@ -227,6 +233,9 @@ pub(crate) enum JavaRuleError {
     V1WithLaterFields,
     /// The outer and inner signature algorithms of a certificate differ.
     SignatureAlgorithmMismatch,
+    /// The server certificate's key usage excludes signatures, which every
+    /// TLS key exchange this client offers needs (Java refuses it too).
+    KeyUsageWithoutDigitalSignature,
     /// The issuing trust anchor has name constraints, which a v1
     /// certificate (without subjectAltName) cannot be checked against.
     V1UnderNameConstrainedAnchor,
@@ -241,6 +250,9 @@ impl fmt::Display for JavaRuleError {
             JavaRuleError::V1WithLaterFields => f.write_str(
                 "the server certificate says X.509 v1 but has unique identifiers or extensions",
             ),
+            JavaRuleError::KeyUsageWithoutDigitalSignature => f.write_str(
+                "the server certificate's key usage does not allow digital signatures",
+            ),
             JavaRuleError::SignatureAlgorithmMismatch => f.write_str(
                 "the server certificate's signature algorithm differs from the one it was signed with",
             ),
@@ -249,6 +261,12 @@ impl fmt::Display for JavaRuleError {
                  constraints, which cannot apply to a certificate without subjectAltName",
             ),
         }
+    }
+}
+
+impl fmt::Debug for JavaRuleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
 }
 
@@ -404,22 +422,44 @@ impl<'a> RawCertificate<'a> {
         Name::from_der(&der).map_err(malformed("subject"))
     }
 
-    /// The subjectAltName entries, `None` without that extension.
-    fn subject_alt_names(&self) -> Result<Option<SubjectAltName>, JavaRuleError> {
+    /// The value of the extension `oid`, `None` without it.
+    fn extension(&self, oid: &str) -> Result<Option<OctetString>, JavaRuleError> {
         let Some(extensions) = self.extensions else {
             return Ok(None);
         };
         let extensions = Extensions::from_der(extensions).map_err(malformed("extensions"))?;
-        let Some(extension) = extensions
-            .iter()
-            .find(|e| e.extn_id.to_string() == SUBJECT_ALT_NAME)
-        else {
+        Ok(extensions
+            .into_iter()
+            .find(|e| e.extn_id.to_string() == oid)
+            .map(|e| e.extn_value))
+    }
+
+    /// The subjectAltName entries, `None` without that extension.
+    fn subject_alt_names(&self) -> Result<Option<SubjectAltName>, JavaRuleError> {
+        let Some(value) = self.extension(SUBJECT_ALT_NAME)? else {
             return Ok(None);
         };
-        let value: &OctetString = &extension.extn_value;
         SubjectAltName::from_der(value.as_bytes())
             .map(Some)
             .map_err(malformed("subjectAltName"))
+    }
+}
+
+/// Java's key usage check of a TLS server certificate (webpki does not check
+/// key usage): with a keyUsage extension, it must allow digitalSignature,
+/// which every key exchange this client offers (ECDHE in TLS 1.2, TLS 1.3)
+/// needs. Without the extension, any use is allowed.
+fn check_key_usage(leaf: &RawCertificate<'_>) -> Result<(), JavaRuleError> {
+    let Some(value) = leaf.extension(KEY_USAGE)? else {
+        return Ok(());
+    };
+    let bits = BitStringRef::from_der(value.as_bytes()).map_err(malformed("keyUsage"))?;
+    // digitalSignature is bit 0: the most significant bit of the first byte.
+    let digital_signature = bits.bit_len() > 0 && bits.raw_bytes()[0] & 0x80 != 0;
+    if digital_signature {
+        Ok(())
+    } else {
+        Err(JavaRuleError::KeyUsageWithoutDigitalSignature)
     }
 }
 

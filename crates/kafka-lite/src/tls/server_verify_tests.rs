@@ -188,6 +188,24 @@ fn pki() -> &'static Pki {
             false,
             Some(SERVER),
         );
+        leaf(
+            d,
+            "kucertsign",
+            "/CN=localhost",
+            "ca",
+            false,
+            Some(&format!("{SERVER}keyUsage=critical,keyCertSign\n")),
+        );
+        leaf(
+            d,
+            "kusig",
+            "/CN=localhost",
+            "ca",
+            false,
+            Some(&format!(
+                "{SERVER}keyUsage=critical,digitalSignature,keyEncipherment\n"
+            )),
+        );
         leaf(d, "v1wildcn", "/CN=*.kafka.example", "ca", false, None);
         leaf(d, "v1tldwild", "/CN=*.example", "ca", false, None);
         leaf(
@@ -558,6 +576,19 @@ fn v1_is_never_an_intermediate() {
         e,
         rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer)
     );
+}
+
+#[test]
+fn key_usage_must_allow_digital_signatures_as_java_requires() {
+    accepted("kusig", "localhost", &["ca"]);
+    let e = refused("kucertsign", "localhost", &["ca"]);
+    assert!(
+        e.to_string()
+            .contains("key usage does not allow digital signatures"),
+        "{e}"
+    );
+    // Also with the host name check off.
+    verify_at("kucertsign", &[], "localhost", &["ca"], false, now()).unwrap_err();
 }
 
 #[test]
