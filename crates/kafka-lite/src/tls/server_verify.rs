@@ -42,20 +42,19 @@ use rustls::{
     CertificateError, DigitallySignedStruct, OtherError, PeerMisbehaved, RootCertStore,
     SignatureScheme,
 };
-use x509_cert::der::asn1::{AnyRef, BitStringRef, OctetString};
+use x509_cert::der::asn1::{AnyRef, BitStringRef, ObjectIdentifier};
 use x509_cert::der::{Decode, Encode, Reader, SliceReader, Tag, TagNumber, Tagged};
-use x509_cert::ext::Extensions;
 use x509_cert::ext::pkix::SubjectAltName;
 use x509_cert::ext::pkix::name::GeneralName;
 use x509_cert::name::Name;
 use x509_cert::time::Validity;
 
 /// subjectAltName (2.5.29.17).
-const SUBJECT_ALT_NAME: &str = "2.5.29.17";
+const SUBJECT_ALT_NAME: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.5.29.17");
 /// keyUsage (2.5.29.15).
-const KEY_USAGE: &str = "2.5.29.15";
+const KEY_USAGE: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.5.29.15");
 /// commonName (2.5.4.3).
-const COMMON_NAME: &str = "2.5.4.3";
+const COMMON_NAME: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.5.4.3");
 
 /// Verifies server certificates by Java's acceptance rules (see the module
 /// documentation). Handshake signatures are checked with the provider's
@@ -422,16 +421,12 @@ impl<'a> RawCertificate<'a> {
         Name::from_der(&der).map_err(malformed("subject"))
     }
 
-    /// The value of the extension `oid`, `None` without it.
-    fn extension(&self, oid: &str) -> Result<Option<OctetString>, JavaRuleError> {
-        let Some(extensions) = self.extensions else {
-            return Ok(None);
-        };
-        let extensions = Extensions::from_der(extensions).map_err(malformed("extensions"))?;
-        Ok(extensions
-            .into_iter()
-            .find(|e| e.extn_id.to_string() == oid)
-            .map(|e| e.extn_value))
+    /// The value of the extension `oid` (see [`find_extension`]).
+    fn extension(&self, oid: ObjectIdentifier) -> Result<Option<&'a [u8]>, JavaRuleError> {
+        match self.extensions {
+            None => Ok(None),
+            Some(extensions) => find_extension(extensions, oid),
+        }
     }
 
     /// The subjectAltName entries, `None` without that extension.
@@ -439,10 +434,49 @@ impl<'a> RawCertificate<'a> {
         let Some(value) = self.extension(SUBJECT_ALT_NAME)? else {
             return Ok(None);
         };
-        SubjectAltName::from_der(value.as_bytes())
+        SubjectAltName::from_der(value)
             .map(Some)
             .map_err(malformed("subjectAltName"))
     }
+}
+
+/// The value (the OCTET STRING's content) of the extension `oid` in the
+/// Extensions SEQUENCE `extensions`, `None` without it. Read field by field, so that an explicitly
+/// encoded `critical FALSE` (not DER, but written by some CAs and
+/// accepted by Java) is no obstacle.
+fn find_extension(
+    extensions: &[u8],
+    oid: ObjectIdentifier,
+) -> Result<Option<&[u8]>, JavaRuleError> {
+    let mut outer = SliceReader::new(extensions).map_err(malformed("extensions"))?;
+    let list: AnyRef<'_> = outer.decode().map_err(malformed("extensions"))?;
+    outer.finish().map_err(malformed("extensions"))?;
+    if list.tag() != Tag::Sequence {
+        return Err(JavaRuleError::Malformed("extensions are not a SEQUENCE"));
+    }
+    let mut list = SliceReader::new(list.value()).map_err(malformed("extensions"))?;
+    while !list.is_finished() {
+        let extension: AnyRef<'_> = list.decode().map_err(malformed("extension"))?;
+        if extension.tag() != Tag::Sequence {
+            return Err(JavaRuleError::Malformed("an extension is not a SEQUENCE"));
+        }
+        let mut fields = SliceReader::new(extension.value()).map_err(malformed("extension"))?;
+        let id: ObjectIdentifier = fields.decode().map_err(malformed("extension id"))?;
+        let mut value: AnyRef<'_> = fields.decode().map_err(malformed("extension"))?;
+        if value.tag() == Tag::Boolean {
+            value = fields.decode().map_err(malformed("extension value"))?;
+        }
+        fields.finish().map_err(malformed("extension"))?;
+        if value.tag() != Tag::OctetString {
+            return Err(JavaRuleError::Malformed(
+                "an extension value is not an OCTET STRING",
+            ));
+        }
+        if id == oid {
+            return Ok(Some(value.value()));
+        }
+    }
+    Ok(None)
 }
 
 /// Java's key usage check of a TLS server certificate (webpki does not check
@@ -453,7 +487,7 @@ fn check_key_usage(leaf: &RawCertificate<'_>) -> Result<(), JavaRuleError> {
     let Some(value) = leaf.extension(KEY_USAGE)? else {
         return Ok(());
     };
-    let bits = BitStringRef::from_der(value.as_bytes()).map_err(malformed("keyUsage"))?;
+    let bits = BitStringRef::from_der(value).map_err(malformed("keyUsage"))?;
     // digitalSignature is bit 0: the most significant bit of the first byte.
     let digital_signature = bits.bit_len() > 0 && bits.raw_bytes()[0] & 0x80 != 0;
     if digital_signature {
@@ -607,7 +641,7 @@ impl PresentedNames {
         // Java takes the last RDN holding a commonName, and in it the first.
         names.common_name = subject
             .iter_rdn()
-            .filter_map(|rdn| rdn.iter().find(|atv| atv.oid.to_string() == COMMON_NAME))
+            .filter_map(|rdn| rdn.iter().find(|atv| atv.oid == COMMON_NAME))
             .last()
             .and_then(|atv| directory_string(atv.value.tag(), atv.value.value()));
         Ok(names)

@@ -768,3 +768,29 @@ fn handshake_signatures_of_v1_certificates_are_checked_in_tls12_and_tls13() {
         }
     }
 }
+
+#[test]
+fn extensions_are_found_also_with_an_explicit_critical_false() {
+    // Extensions { keyUsage, critical FALSE (explicit, as some CAs write it),
+    // digitalSignature } then subjectAltName without the critical field.
+    let der = [
+        0x30, 0x1d, // Extensions
+        0x30, 0x0e, 0x06, 0x03, 0x55, 0x1d, 0x0f, 0x01, 0x01, 0x00, 0x04, 0x04, 0x03, 0x02, 0x07,
+        0x80, // keyUsage
+        0x30, 0x0b, 0x06, 0x03, 0x55, 0x1d, 0x11, 0x04, 0x04, 0x30, 0x02, 0x82, 0x00, // SAN
+    ];
+    assert_eq!(
+        find_extension(&der, KEY_USAGE).unwrap(),
+        Some(&[0x03, 0x02, 0x07, 0x80][..])
+    );
+    assert_eq!(
+        find_extension(&der, SUBJECT_ALT_NAME).unwrap(),
+        Some(&[0x30, 0x02, 0x82, 0x00][..])
+    );
+    assert_eq!(find_extension(&der, COMMON_NAME).unwrap(), None);
+    // Malformed: a value that is not an OCTET STRING, a truncated list.
+    let mut bad = der;
+    bad[12] = 0x05;
+    assert!(find_extension(&bad, SUBJECT_ALT_NAME).is_err());
+    assert!(find_extension(&der[..20], SUBJECT_ALT_NAME).is_err());
+}
