@@ -193,6 +193,21 @@ fn make_pki(dir: &Path) -> (Vec<Identity>, PathBuf) {
     ca(dir, "ca", false);
     ca(dir, "rsaca", true);
     ca(dir, "untrusted", false);
+    // A root limited to names under corp.example.
+    csr(dir, "ncca", "/CN=ncca", false);
+    write(
+        dir,
+        "ncca.ext",
+        "basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign\n\
+         nameConstraints=critical,permitted;DNS:corp.example\n",
+    );
+    openssl(
+        dir,
+        &[
+            "x509", "-req", "-in", "ncca.csr", "-signkey", "ncca.key", "-days", "30", "-extfile",
+            "ncca.ext", "-out", "ncca.pem",
+        ],
+    );
     // A v1 root, as `openssl x509 -req -signkey` makes it.
     csr(dir, "v1ca", "/CN=v1ca", false);
     openssl(
@@ -246,6 +261,63 @@ fn make_pki(dir: &Path) -> (Vec<Identity>, PathBuf) {
         Some(&san("DNS:a.*.kafka.example")),
     );
     leaf("tldwild", "/CN=*.example", "ca", false, None);
+    leaf(
+        "partialsan",
+        "/CN=x",
+        "ca",
+        false,
+        Some(&san("DNS:b*.kafka.example")),
+    );
+    leaf("ipsan6", "/CN=localhost", "ca", false, Some(&san("IP:::1")));
+    leaf("nccn", "/CN=b.corp.example", "ncca", false, Some(SERVER));
+    leaf("nccnout", "/CN=localhost", "ncca", false, Some(SERVER));
+    leaf(
+        "ncsan",
+        "/CN=x",
+        "ncca",
+        false,
+        Some(&san("DNS:b.corp.example")),
+    );
+    leaf(
+        "ncsanout",
+        "/CN=x",
+        "ncca",
+        false,
+        Some(&san("DNS:localhost")),
+    );
+    // The same limits on an intermediate under the unconstrained root.
+    leaf(
+        "ncint",
+        "/CN=ncint",
+        "ca",
+        false,
+        Some(
+            "basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign\n\
+             nameConstraints=critical,permitted;DNS:corp.example\n",
+        ),
+    );
+    leaf(
+        "ncintcn",
+        "/CN=b.corp.example",
+        "ncint",
+        false,
+        Some(SERVER),
+    );
+    leaf("ncintcnout", "/CN=localhost", "ncint", false, Some(SERVER));
+    leaf(
+        "ncintsan",
+        "/CN=x",
+        "ncint",
+        false,
+        Some(&san("DNS:b.corp.example")),
+    );
+    leaf(
+        "ncintsanout",
+        "/CN=x",
+        "ncint",
+        false,
+        Some(&san("DNS:localhost")),
+    );
     leaf(
         "ipsan",
         "/CN=localhost",
@@ -362,7 +434,7 @@ fn make_pki(dir: &Path) -> (Vec<Identity>, PathBuf) {
         csr(dir, name, "/CN=localhost", false);
         sign_dated(dir, name, "ca", start, end, v3);
     }
-    let trust: String = ["ca", "rsaca", "v1ca"]
+    let trust: String = ["ca", "rsaca", "v1ca", "ncca"]
         .iter()
         .map(|c| std::fs::read_to_string(dir.join(format!("{c}.pem"))).expect("CA"))
         .collect();
@@ -377,6 +449,12 @@ fn make_pki(dir: &Path) -> (Vec<Identity>, PathBuf) {
         "wildsan",
         "partialcn",
         "midwild",
+        "partialsan",
+        "ipsan6",
+        "nccn",
+        "nccnout",
+        "ncsan",
+        "ncsanout",
         "tldwild",
         "ipsan",
         "iponly",
@@ -411,6 +489,22 @@ fn make_pki(dir: &Path) -> (Vec<Identity>, PathBuf) {
             name: "v1underv3int",
             chain: &["v3int"],
         },
+        Identity {
+            name: "ncintcn",
+            chain: &["ncint"],
+        },
+        Identity {
+            name: "ncintcnout",
+            chain: &["ncint"],
+        },
+        Identity {
+            name: "ncintsan",
+            chain: &["ncint"],
+        },
+        Identity {
+            name: "ncintsanout",
+            chain: &["ncint"],
+        },
     ])
     .collect();
     (identities, dir.join("trust.pem"))
@@ -440,6 +534,22 @@ const CASES: &[(&str, &str, bool)] = &[
     ("partialcn", "broker.kafka.example", true),
     ("partialcn", "roker.kafka.example", true),
     ("midwild", "a.b.kafka.example", true),
+    ("partialsan", "broker.kafka.example", true),
+    ("partialsan", "roker.kafka.example", true),
+    ("ipsan6", "::1", true),
+    ("ipsan6", "0:0:0:0:0:0:0:1", true),
+    ("ipsan6", "127.0.0.1", true),
+    ("nccn", "b.corp.example", true),
+    ("nccn", "b.corp.example", false),
+    ("nccnout", "localhost", true),
+    ("ncsan", "b.corp.example", true),
+    ("ncsanout", "localhost", true),
+    ("ncsanout", "localhost", false),
+    ("ncintcn", "b.corp.example", true),
+    ("ncintcnout", "localhost", true),
+    ("ncintsan", "b.corp.example", true),
+    ("ncintsanout", "localhost", true),
+    ("ncintsanout", "localhost", false),
     ("tldwild", "a.example", true),
     ("ipsan", "127.0.0.1", true),
     ("ipsan", "localhost", true),
@@ -482,6 +592,26 @@ const DIVERGENCES: &[(&str, &str)] = &[
     (
         "v1underv3int@localhost/https",
         "a v1 server certificate under an intermediate",
+    ),
+    (
+        "nccn@b.corp.example/https",
+        "a common-name match under name constraints (here a root's)",
+    ),
+    (
+        "ncintcn@b.corp.example/https",
+        "a common-name match under name constraints (an intermediate's)",
+    ),
+    (
+        "nccnout@localhost/https",
+        "name constraints of a trusted root, which Java ignores",
+    ),
+    (
+        "ncsanout@localhost/https",
+        "name constraints of a trusted root, which Java ignores",
+    ),
+    (
+        "ncsanout@localhost/none",
+        "name constraints of a trusted root, which Java ignores",
     ),
     (
         "caleaf@localhost/https",

@@ -51,6 +51,8 @@ use x509_cert::time::Validity;
 
 /// subjectAltName (2.5.29.17).
 const SUBJECT_ALT_NAME: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.5.29.17");
+/// nameConstraints (2.5.29.30).
+const NAME_CONSTRAINTS: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.5.29.30");
 /// keyUsage (2.5.29.15).
 const KEY_USAGE: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.5.29.15");
 /// commonName (2.5.4.3).
@@ -111,7 +113,12 @@ impl ServerCertVerifier for JavaRulesVerifier {
                         Err(rustls::Error::InvalidCertificate(
                             CertificateError::NotValidForName
                             | CertificateError::NotValidForNameContext { .. },
-                        )) => check_name_by_java_rule(end_entity, server_name)?,
+                        )) => check_name_by_java_rule(
+                            end_entity,
+                            server_name,
+                            intermediates,
+                            &self.roots,
+                        )?,
                         Err(other) => return Err(other),
                     }
                 }
@@ -127,7 +134,7 @@ impl ServerCertVerifier for JavaRulesVerifier {
                 }
                 verify_v1_signed_by_anchor(&raw, &self.roots, now, self.algorithms())?;
                 if self.check_hostname {
-                    check_name_by_java_rule(end_entity, server_name)?;
+                    check_name_by_java_rule(end_entity, server_name, intermediates, &self.roots)?;
                 }
             }
         }
@@ -235,6 +242,9 @@ pub(crate) enum JavaRuleError {
     /// The server certificate's key usage excludes signatures, which every
     /// TLS key exchange this client offers needs (Java refuses it too).
     KeyUsageWithoutDigitalSignature,
+    /// The host name matched the common name of a certificate under name
+    /// constraints, which are checked against subjectAltName entries only.
+    CommonNameUnderNameConstraints,
     /// The issuing trust anchor has name constraints, which a v1
     /// certificate (without subjectAltName) cannot be checked against.
     V1UnderNameConstrainedAnchor,
@@ -248,6 +258,11 @@ impl fmt::Display for JavaRuleError {
             }
             JavaRuleError::V1WithLaterFields => f.write_str(
                 "the server certificate says X.509 v1 but has unique identifiers or extensions",
+            ),
+            JavaRuleError::CommonNameUnderNameConstraints => f.write_str(
+                "the server certificate names the host only in its common name, and its issuers \
+                 have name constraints, which cover subjectAltName entries only: give it a \
+                 subjectAltName",
             ),
             JavaRuleError::KeyUsageWithoutDigitalSignature => f.write_str(
                 "the server certificate's key usage does not allow digital signatures",
@@ -594,22 +609,54 @@ fn split_spki(content: &[u8]) -> Result<(&[u8], &[u8]), JavaRuleError> {
 }
 
 /// Java's HTTPS host name rule (see the module documentation): `Ok` if
-/// `server_name` matches the certificate `der`.
+/// `server_name` matches the certificate `der`. A match by common name is
+/// refused when name constraints could apply (on a presented intermediate,
+/// or on a trust anchor that issued a presented certificate): webpki checks
+/// them against subjectAltName entries only, so a common name would escape
+/// them.
 fn check_name_by_java_rule(
     der: &CertificateDer<'_>,
     server_name: &ServerName<'_>,
+    intermediates: &[CertificateDer<'_>],
+    roots: &RootCertStore,
 ) -> Result<(), rustls::Error> {
     let raw = RawCertificate::parse(der)?;
     let names = PresentedNames::of(&raw)?;
-    if names.matches(server_name) {
-        Ok(())
-    } else {
-        Err(CertificateError::NotValidForNameContext {
+    if !names.matches(server_name) {
+        return Err(CertificateError::NotValidForNameContext {
             expected: server_name.to_owned(),
             presented: names.describe(),
         }
-        .into())
+        .into());
     }
+    let by_common_name = matches!(server_name, ServerName::DnsName(_)) && names.dns.is_empty();
+    if by_common_name && name_constraints_may_apply(&raw, intermediates, roots)? {
+        return Err(JavaRuleError::CommonNameUnderNameConstraints.into());
+    }
+    Ok(())
+}
+
+/// Whether a presented intermediate has name constraints, or a trust anchor
+/// with name constraints issued `leaf` or a presented intermediate.
+fn name_constraints_may_apply(
+    leaf: &RawCertificate<'_>,
+    intermediates: &[CertificateDer<'_>],
+    roots: &RootCertStore,
+) -> Result<bool, JavaRuleError> {
+    let mut issuers = vec![leaf.issuer];
+    for der in intermediates {
+        let intermediate = RawCertificate::parse(der)?;
+        if intermediate.extension(NAME_CONSTRAINTS)?.is_some() {
+            return Ok(true);
+        }
+        issuers.push(intermediate.issuer);
+    }
+    Ok(roots.roots.iter().any(|anchor| {
+        anchor.name_constraints.is_some()
+            && issuers
+                .iter()
+                .any(|issuer| anchor.subject.as_ref() == *issuer)
+    }))
 }
 
 /// The names a certificate presents for host name checks.

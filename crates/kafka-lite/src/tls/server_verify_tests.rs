@@ -139,6 +139,61 @@ fn pki() -> &'static Pki {
         make_ca(d, "ca", false);
         make_ca(d, "rsaca", true);
         make_ca(d, "untrusted", false);
+        // A CA limited to names under corp.example, and an intermediate so
+        // limited under the unconstrained CA.
+        make_csr(d, "ncca", "/CN=ncca", false);
+        std::fs::write(
+            d.join("ncca.ext"),
+            "basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign\n\
+             nameConstraints=critical,permitted;DNS:corp.example\n",
+        )
+        .expect("write ext");
+        openssl(
+            d,
+            &[
+                "x509", "-req", "-in", "ncca.csr", "-signkey", "ncca.key", "-days", "30",
+                "-extfile", "ncca.ext", "-out", "ncca.pem",
+            ],
+        );
+        leaf(
+            d,
+            "ncint",
+            "/CN=ncint",
+            "ca",
+            false,
+            Some(
+                "basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign\n\
+                 nameConstraints=critical,permitted;DNS:corp.example\n",
+            ),
+        );
+        let san = |names: &str| format!("{SERVER}subjectAltName={names}\n");
+        leaf(d, "nccn", "/CN=b.corp.example", "ncca", false, Some(SERVER));
+        leaf(d, "nccnout", "/CN=localhost", "ncca", false, Some(SERVER));
+        leaf(
+            d,
+            "ncsan",
+            "/CN=x",
+            "ncca",
+            false,
+            Some(&san("DNS:b.corp.example")),
+        );
+        leaf(
+            d,
+            "ncsanout",
+            "/CN=x",
+            "ncca",
+            false,
+            Some(&san("DNS:localhost")),
+        );
+        leaf(
+            d,
+            "underncint",
+            "/CN=localhost",
+            "ncint",
+            false,
+            Some(SERVER),
+        );
+        leaf(d, "v1underncca", "/CN=b.corp.example", "ncca", false, None);
         // A v1 root, self-signed with `openssl x509 -req -signkey`.
         make_csr(d, "v1ca", "/CN=v1ca", false);
         openssl(
@@ -150,6 +205,7 @@ fn pki() -> &'static Pki {
         );
         leaf(d, "v1", "/O=kafka/CN=localhost", "ca", false, None);
         leaf(d, "v1rsa", "/CN=localhost", "rsaca", true, None);
+
         leaf(d, "v1untrusted", "/CN=localhost", "untrusted", false, None);
         leaf(d, "v1underv1", "/CN=localhost", "v1ca", false, None);
         // The most specific CN is the last one.
@@ -163,7 +219,6 @@ fn pki() -> &'static Pki {
         );
         leaf(d, "nosan", "/CN=localhost", "ca", false, Some(SERVER));
         leaf(d, "nosanrsa", "/CN=localhost", "rsaca", true, Some(SERVER));
-        let san = |names: &str| format!("{SERVER}subjectAltName={names}\n");
         leaf(
             d,
             "sanother",
@@ -299,8 +354,10 @@ fn roots(cas: &[&str]) -> Arc<RootCertStore> {
     Arc::new(roots)
 }
 
-/// Now, as the certificates (valid from now for 30 days) see it.
+/// Now, as the certificates (valid from now for 30 days) see it: after
+/// they are made, which the first call does.
 fn now() -> UnixTime {
+    pki();
     UnixTime::now()
 }
 
@@ -589,6 +646,24 @@ fn key_usage_must_allow_digital_signatures_as_java_requires() {
     );
     // Also with the host name check off.
     verify_at("kucertsign", &[], "localhost", &["ca"], false, now()).unwrap_err();
+}
+
+#[test]
+fn a_common_name_does_not_escape_name_constraints() {
+    // subjectAltName entries are checked against the constraints by webpki.
+    accepted("ncsan", "b.corp.example", &["ncca"]);
+    refused("ncsanout", "localhost", &["ncca"]);
+    // A common name is not accepted under constraints, inside or outside.
+    for (leaf, host) in [("nccn", "b.corp.example"), ("nccnout", "localhost")] {
+        let e = refused(leaf, host, &["ncca"]);
+        assert!(e.to_string().contains("name constraints"), "{leaf}: {e}");
+        // With the host name check off, nothing is matched: accepted.
+        verify_at(leaf, &[], host, &["ncca"], false, now()).unwrap();
+    }
+    let e = verify_at("underncint", &["ncint"], "localhost", &["ca"], true, now()).unwrap_err();
+    assert!(e.to_string().contains("name constraints"), "{e}");
+    let e = refused("v1underncca", "b.corp.example", &["ncca"]);
+    assert!(e.to_string().contains("name constraints"), "{e}");
 }
 
 #[test]
