@@ -319,6 +319,29 @@ fn make_pki(dir: &Path) -> (Vec<Identity>, PathBuf) {
         Some(&san("DNS:localhost")),
     );
     leaf(
+        "nsclient",
+        "/CN=localhost",
+        "ca",
+        false,
+        Some(&format!("{}nsCertType=client\n", san("DNS:localhost"))),
+    );
+    leaf(
+        "nsserver",
+        "/CN=localhost",
+        "ca",
+        false,
+        Some(&format!("{}nsCertType=server\n", san("DNS:localhost"))),
+    );
+    leaf(
+        "anyeku",
+        "/CN=localhost",
+        "ca",
+        false,
+        Some(
+            "basicConstraints=CA:FALSE\nextendedKeyUsage=anyExtendedKeyUsage\nsubjectAltName=DNS:localhost\n",
+        ),
+    );
+    leaf(
         "ipsan",
         "/CN=localhost",
         "ca",
@@ -449,6 +472,9 @@ fn make_pki(dir: &Path) -> (Vec<Identity>, PathBuf) {
         "wildsan",
         "partialcn",
         "midwild",
+        "nsclient",
+        "nsserver",
+        "anyeku",
         "partialsan",
         "ipsan6",
         "nccn",
@@ -534,6 +560,9 @@ const CASES: &[(&str, &str, bool)] = &[
     ("partialcn", "broker.kafka.example", true),
     ("partialcn", "roker.kafka.example", true),
     ("midwild", "a.b.kafka.example", true),
+    ("nsclient", "localhost", true),
+    ("nsserver", "localhost", true),
+    ("anyeku", "localhost", true),
     ("partialsan", "broker.kafka.example", true),
     ("partialsan", "roker.kafka.example", true),
     ("ipsan6", "::1", true),
@@ -612,6 +641,10 @@ const DIVERGENCES: &[(&str, &str)] = &[
     (
         "ncsanout@localhost/none",
         "name constraints of a trusted root, which Java ignores",
+    ),
+    (
+        "anyeku@localhost/https",
+        "anyExtendedKeyUsage without serverAuth, which webpki does not take for serverAuth",
     ),
     (
         "caleaf@localhost/https",

@@ -13,7 +13,8 @@
 //!   and `now` must lie within its validity. A v1 certificate is never
 //!   accepted as an intermediate (webpki refuses those, as PKIX does);
 //! - a v3 server certificate with a keyUsage extension must allow digital
-//!   signatures, as Java requires (webpki does not look at key usage);
+//!   signatures, and one with a Netscape certificate type must allow SSL
+//!   servers, as Java requires (webpki looks at neither);
 //! - the host name is checked as Java's HTTPS rule does: webpki's check
 //!   (subjectAltName entries only) first; when it refuses, the name is
 //!   matched again by Java's rule: the subjectAltName DNS entries if the
@@ -53,6 +54,8 @@ use x509_cert::time::Validity;
 const SUBJECT_ALT_NAME: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.5.29.17");
 /// nameConstraints (2.5.29.30).
 const NAME_CONSTRAINTS: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.5.29.30");
+/// Netscape certificate type (2.16.840.1.113730.1.1), which Java still honours.
+const NETSCAPE_CERT_TYPE: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.16.840.1.113730.1.1");
 /// keyUsage (2.5.29.15).
 const KEY_USAGE: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.5.29.15");
 /// commonName (2.5.4.3).
@@ -106,7 +109,7 @@ impl ServerCertVerifier for JavaRulesVerifier {
                     now,
                     self.algorithms(),
                 )?;
-                check_key_usage(&RawCertificate::parse(end_entity)?)?;
+                check_server_usage(&RawCertificate::parse(end_entity)?)?;
                 if self.check_hostname {
                     match verify_server_name(&parsed, server_name) {
                         Ok(()) => {}
@@ -245,6 +248,9 @@ pub(crate) enum JavaRuleError {
     /// The host name matched the common name of a certificate under name
     /// constraints, which are checked against subjectAltName entries only.
     CommonNameUnderNameConstraints,
+    /// The server certificate's Netscape certificate type excludes SSL
+    /// servers (Java refuses it too).
+    NetscapeTypeNotSslServer,
     /// The issuing trust anchor has name constraints, which a v1
     /// certificate (without subjectAltName) cannot be checked against.
     V1UnderNameConstrainedAnchor,
@@ -263,6 +269,9 @@ impl fmt::Display for JavaRuleError {
                 "the server certificate names the host only in its common name, and its issuers \
                  have name constraints, which cover subjectAltName entries only: give it a \
                  subjectAltName",
+            ),
+            JavaRuleError::NetscapeTypeNotSslServer => f.write_str(
+                "the server certificate's Netscape certificate type does not allow SSL servers",
             ),
             JavaRuleError::KeyUsageWithoutDigitalSignature => f.write_str(
                 "the server certificate's key usage does not allow digital signatures",
@@ -494,22 +503,31 @@ fn find_extension(
     Ok(None)
 }
 
-/// Java's key usage check of a TLS server certificate (webpki does not check
-/// key usage): with a keyUsage extension, it must allow digitalSignature,
-/// which every key exchange this client offers (ECDHE in TLS 1.2, TLS 1.3)
-/// needs. Without the extension, any use is allowed.
-fn check_key_usage(leaf: &RawCertificate<'_>) -> Result<(), JavaRuleError> {
-    let Some(value) = leaf.extension(KEY_USAGE)? else {
-        return Ok(());
-    };
-    let bits = BitStringRef::from_der(value).map_err(malformed("keyUsage"))?;
-    // digitalSignature is bit 0: the most significant bit of the first byte.
-    let digital_signature = bits.bit_len() > 0 && bits.raw_bytes()[0] & 0x80 != 0;
-    if digital_signature {
-        Ok(())
-    } else {
-        Err(JavaRuleError::KeyUsageWithoutDigitalSignature)
+/// Java's usage checks of a TLS server certificate that webpki does not
+/// make: with a keyUsage extension, it must allow digitalSignature, which
+/// every key exchange this client offers (ECDHE in TLS 1.2, TLS 1.3) needs;
+/// with a Netscape certificate type extension, it must allow SSL servers.
+/// Without these extensions, any use is allowed.
+fn check_server_usage(leaf: &RawCertificate<'_>) -> Result<(), JavaRuleError> {
+    // digitalSignature is bit 0 of keyUsage, SSL server bit 1 of the
+    // Netscape type: bits count from the most significant of the first byte.
+    if let Some(value) = leaf.extension(KEY_USAGE)?
+        && !bit_set(value, 0, "keyUsage")?
+    {
+        return Err(JavaRuleError::KeyUsageWithoutDigitalSignature);
     }
+    if let Some(value) = leaf.extension(NETSCAPE_CERT_TYPE)?
+        && !bit_set(value, 1, "Netscape certificate type")?
+    {
+        return Err(JavaRuleError::NetscapeTypeNotSslServer);
+    }
+    Ok(())
+}
+
+/// Whether bit `bit` (0 to 7) of the BIT STRING `der` is set.
+fn bit_set(der: &[u8], bit: u8, what: &'static str) -> Result<bool, JavaRuleError> {
+    let bits = BitStringRef::from_der(der).map_err(malformed(what))?;
+    Ok(bits.bit_len() > usize::from(bit) && bits.raw_bytes()[0] & (0x80 >> bit) != 0)
 }
 
 /// Accepts the v1 certificate `leaf` if a trust anchor whose subject is its

@@ -257,9 +257,31 @@ fn pki() -> &'static Pki {
             "/CN=localhost",
             "ca",
             false,
-            Some(&format!(
-                "{SERVER}keyUsage=critical,digitalSignature,keyEncipherment\n"
-            )),
+            Some(&format!("{SERVER}keyUsage=critical,digitalSignature\n")),
+        );
+        leaf(
+            d,
+            "kuenc",
+            "/CN=localhost",
+            "ca",
+            false,
+            Some(&format!("{SERVER}keyUsage=critical,keyEncipherment\n")),
+        );
+        leaf(
+            d,
+            "nsclient",
+            "/CN=localhost",
+            "ca",
+            false,
+            Some(&format!("{SERVER}nsCertType=client\n")),
+        );
+        leaf(
+            d,
+            "nsserver",
+            "/CN=localhost",
+            "ca",
+            false,
+            Some(&format!("{SERVER}nsCertType=client,server\n")),
         );
         leaf(d, "v1wildcn", "/CN=*.kafka.example", "ca", false, None);
         leaf(d, "v1tldwild", "/CN=*.example", "ca", false, None);
@@ -638,14 +660,23 @@ fn v1_is_never_an_intermediate() {
 #[test]
 fn key_usage_must_allow_digital_signatures_as_java_requires() {
     accepted("kusig", "localhost", &["ca"]);
-    let e = refused("kucertsign", "localhost", &["ca"]);
-    assert!(
-        e.to_string()
-            .contains("key usage does not allow digital signatures"),
-        "{e}"
-    );
+    for leaf in ["kucertsign", "kuenc"] {
+        let e = refused(leaf, "localhost", &["ca"]);
+        assert!(
+            e.to_string()
+                .contains("key usage does not allow digital signatures"),
+            "{leaf}: {e}"
+        );
+    }
     // Also with the host name check off.
     verify_at("kucertsign", &[], "localhost", &["ca"], false, now()).unwrap_err();
+}
+
+#[test]
+fn a_netscape_certificate_type_must_allow_ssl_servers_as_java_requires() {
+    accepted("nsserver", "localhost", &["ca"]);
+    let e = refused("nsclient", "localhost", &["ca"]);
+    assert!(e.to_string().contains("does not allow SSL servers"), "{e}");
 }
 
 #[test]
