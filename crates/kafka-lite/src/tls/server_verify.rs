@@ -762,7 +762,8 @@ impl PresentedNames {
                 _ => "IP:(malformed)".to_string(),
             });
         }
-        if let Some(cn) = &self.common_name {
+        // The common name counts only without DNS entries.
+        if let Some(cn) = self.common_name.as_ref().filter(|_| self.dns.is_empty()) {
             presented.push(format!("CN={cn}"));
         }
         presented

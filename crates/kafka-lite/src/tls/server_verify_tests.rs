@@ -498,6 +498,9 @@ fn v3_without_subject_alt_name_is_accepted_by_its_cn() {
 fn with_a_dns_subject_alt_name_the_cn_is_ignored() {
     let e = refused("sanother", "localhost", &["ca"]);
     assert!(is_name_error(&e), "{e}");
+    // The message lists what counts: the DNS entry, not the ignored CN.
+    assert!(e.to_string().contains("DNS:broker.example"), "{e}");
+    assert!(!e.to_string().contains("CN=localhost"), "{e}");
     accepted("sanother", "broker.example", &["ca"]);
 }
 
