@@ -341,6 +341,32 @@ fn make_pki(dir: &Path) -> (Vec<Identity>, PathBuf) {
             "basicConstraints=CA:FALSE\nextendedKeyUsage=anyExtendedKeyUsage\nsubjectAltName=DNS:localhost\n",
         ),
     );
+    // SHA-1 signatures, v1 and v3, as old estates have them.
+    for (name, ext) in [("sha1v1", None), ("sha1v3", Some(san("DNS:localhost")))] {
+        csr(dir, name, "/CN=localhost", false);
+        let mut args = vec![
+            "x509".to_string(),
+            "-req".into(),
+            "-sha1".into(),
+            "-in".into(),
+            format!("{name}.csr"),
+            "-CA".into(),
+            "ca.pem".into(),
+            "-CAkey".into(),
+            "ca.key".into(),
+            "-CAcreateserial".into(),
+            "-days".into(),
+            "30".into(),
+            "-out".into(),
+            format!("{name}.pem"),
+        ];
+        if let Some(ext) = ext {
+            write(dir, &format!("{name}.ext"), &ext);
+            args.extend(["-extfile".into(), format!("{name}.ext")]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        openssl(dir, &args);
+    }
     leaf(
         "ipsan",
         "/CN=localhost",
@@ -472,6 +498,8 @@ fn make_pki(dir: &Path) -> (Vec<Identity>, PathBuf) {
         "wildsan",
         "partialcn",
         "midwild",
+        "sha1v1",
+        "sha1v3",
         "nsclient",
         "nsserver",
         "anyeku",
@@ -560,6 +588,8 @@ const CASES: &[(&str, &str, bool)] = &[
     ("partialcn", "broker.kafka.example", true),
     ("partialcn", "roker.kafka.example", true),
     ("midwild", "a.b.kafka.example", true),
+    ("sha1v1", "localhost", true),
+    ("sha1v3", "localhost", true),
     ("nsclient", "localhost", true),
     ("nsserver", "localhost", true),
     ("anyeku", "localhost", true),
@@ -645,6 +675,14 @@ const DIVERGENCES: &[(&str, &str)] = &[
     (
         "anyeku@localhost/https",
         "anyExtendedKeyUsage without serverAuth, which webpki does not take for serverAuth",
+    ),
+    (
+        "sha1v1@localhost/https",
+        "a SHA-1 signature, outside the crypto provider's algorithms",
+    ),
+    (
+        "sha1v3@localhost/https",
+        "a SHA-1 signature, outside the crypto provider's algorithms",
     ),
     (
         "caleaf@localhost/https",

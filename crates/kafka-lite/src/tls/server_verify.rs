@@ -571,9 +571,23 @@ fn verify_v1_signed_by_anchor(
                 && alg.signature_alg_id().as_ref() == leaf.signature_algorithm
         });
         let Some(first) = candidates.next() else {
-            refusal = CertificateError::UnsupportedSignatureAlgorithmForPublicKeyContext {
-                signature_algorithm_id: leaf.signature_algorithm.to_vec(),
-                public_key_algorithm_id: key_algorithm.to_vec(),
+            let known_signature = algorithms
+                .iter()
+                .any(|alg| alg.signature_alg_id().as_ref() == leaf.signature_algorithm);
+            refusal = if known_signature {
+                CertificateError::UnsupportedSignatureAlgorithmForPublicKeyContext {
+                    signature_algorithm_id: leaf.signature_algorithm.to_vec(),
+                    public_key_algorithm_id: key_algorithm.to_vec(),
+                }
+            } else {
+                // As webpki reports it for v3 certificates (SHA-1, MD5, ...).
+                CertificateError::UnsupportedSignatureAlgorithmContext {
+                    signature_algorithm_id: leaf.signature_algorithm.to_vec(),
+                    supported_algorithms: algorithms
+                        .iter()
+                        .map(|alg| alg.signature_alg_id())
+                        .collect(),
+                }
             }
             .into();
             continue;
