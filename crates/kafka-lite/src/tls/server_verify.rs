@@ -2,7 +2,8 @@
 //! connections and the HTTPS client of [`crate::http`]).
 //!
 //! It accepts what Java's Kafka client accepts (JSSE's PKIX validation with
-//! `ssl.endpoint.identification.algorithm=https`), and nothing more:
+//! `ssl.endpoint.identification.algorithm=https`), and nothing more (a few
+//! things Java accepts it refuses; docs/client.md lists them):
 //!
 //! - the chain is verified by webpki, as rustls does, whenever webpki can
 //!   read the server's certificate;
@@ -20,7 +21,9 @@
 //!   matched again by Java's rule: the subjectAltName DNS entries if the
 //!   certificate has any, else the most specific (last) common name; an IP
 //!   address only ever matches a subjectAltName IP entry. See
-//!   [`name_matches_template`] for the wildcard forms.
+//!   [`name_matches_template`] for the wildcard forms. A match by common
+//!   name is refused under name constraints, which webpki checks against
+//!   subjectAltName entries only.
 //!
 //! Turning the host name check off (empty
 //! `ssl.endpoint.identification.algorithm`) leaves every other check on.
