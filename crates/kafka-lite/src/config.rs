@@ -82,10 +82,10 @@ pub struct TlsConfig {
     /// Accept ANY broker certificate without verification. Dangerous: only for
     /// tests; a warning is logged whenever it is used. Default `false`.
     pub insecure_skip_verify: bool,
-    /// The crypto provider for this client's connections; `None` (the
-    /// default) takes the process-wide choice ([`crate::tls_provider`]:
-    /// the `MM2_TLS_PROVIDER` environment variable, else graviola where the
-    /// CPU can run it and the portable provider elsewhere).
+    /// The crypto provider for this client's connections, as the caller
+    /// chose it (kafka-lite reads no environment for it); `None` (the
+    /// default) is the automatic choice ([`crate::tls_provider`]: graviola
+    /// where the CPU can run it, the portable provider elsewhere).
     pub provider: Option<crate::TlsProviderRequest>,
 }
 

@@ -79,7 +79,7 @@ pub enum Error {
     /// The CPU lacks instructions the graviola TLS crypto provider needs.
     #[error(
         "this CPU ({arch}) lacks features required by the graviola TLS provider: {missing}; \
-         the portable provider runs on every CPU (MM2_TLS_PROVIDER=auto or portable)"
+         the portable provider runs on every CPU (ask for `auto` or `portable`)"
     )]
     UnsupportedCpu {
         /// The CPU architecture.

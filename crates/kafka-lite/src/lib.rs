@@ -91,9 +91,9 @@ pub use membership::{Joined, JoinedMember, MemberConfig};
 pub use oauth::{OAuthBearerTokens, OAuthConfig, RefreshConfig, TokenSource};
 pub use pool::BrokerPool;
 pub use tls::{
-    BuiltIn, ClientIdentityCheck, ClientIdentityError, CpuFacts, TLS_PROVIDER_ENV,
-    TlsProviderChoice, TlsProviderKind, TlsProviderRequest, check_client_identity,
-    choose_tls_provider, crypto_provider, crypto_provider_for, graviola_cpu_support, portable,
-    this_cpu, tls_provider, tls_provider_for,
+    BuiltIn, ClientIdentityCheck, ClientIdentityError, CpuFacts, TlsProviderChoice,
+    TlsProviderKind, TlsProviderRequest, check_client_identity, choose_tls_provider,
+    client_config as tls_client_config, crypto_provider, crypto_provider_for, graviola_cpu_support,
+    portable, this_cpu, tls_provider, tls_provider_for,
 };
 pub use txn::TransactionalProducer;

@@ -124,6 +124,60 @@ fn sign(dir: &Path, name: &str, ca: &str, san: &str) {
     );
 }
 
+/// Signs `name.csr` with `ca` as Kafka's security documentation does
+/// (`openssl x509 -req` without an extension file), which OpenSSL 3.0 writes
+/// as an X.509 v1 certificate: no extensions, the host name only in the CN.
+fn sign_as_kafka_docs(dir: &Path, name: &str, ca: &str) {
+    openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-CA",
+            &format!("{ca}.pem"),
+            "-CAkey",
+            &format!("{ca}.key"),
+            "-in",
+            &format!("{name}.csr"),
+            "-out",
+            &format!("{name}.pem"),
+            "-days",
+            "30",
+            "-CAcreateserial",
+        ],
+    );
+}
+
+/// Signs `name.csr` with `ca` as a v3 server certificate without
+/// subjectAltName (the host name only in the CN).
+fn sign_without_san(dir: &Path, name: &str, ca: &str) {
+    write(
+        dir,
+        &format!("{name}.ext"),
+        "basicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+    );
+    openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            &format!("{name}.csr"),
+            "-CA",
+            &format!("{ca}.pem"),
+            "-CAkey",
+            &format!("{ca}.key"),
+            "-CAcreateserial",
+            "-days",
+            "30",
+            "-out",
+            &format!("{name}.pem"),
+            "-extfile",
+            &format!("{name}.ext"),
+        ],
+    );
+}
+
 /// Signs `name.csr` with `ca`, valid only on 1-2 January 2020 (`openssl ca`
 /// takes explicit dates; `openssl x509` in OpenSSL 3.0 cannot backdate).
 fn sign_expired(dir: &Path, name: &str, ca: &str) {
@@ -184,10 +238,29 @@ fn pki() -> &'static Pki {
         sign(&dir, "wrong-host", "ca", "DNS:wrong.example");
         make_csr(&dir, "untrusted", "localhost");
         sign(&dir, "untrusted", "other-ca", "DNS:localhost,IP:127.0.0.1");
+        make_csr(&dir, "v1", "localhost");
+        sign_as_kafka_docs(&dir, "v1", "ca");
+        make_csr(&dir, "v1-untrusted", "localhost");
+        sign_as_kafka_docs(&dir, "v1-untrusted", "other-ca");
+        make_csr(&dir, "no-san", "localhost");
+        sign_without_san(&dir, "no-san", "ca");
         make_csr(&dir, "expired", "localhost");
         sign_expired(&dir, "expired", "ca");
         Pki { dir }
     })
+}
+
+/// Presents the one certificate and key it holds.
+#[derive(Debug)]
+struct Always(Arc<rustls::sign::CertifiedKey>);
+
+impl rustls::server::ResolvesServerCert for Always {
+    fn resolve(
+        &self,
+        _client_hello: rustls::server::ClientHello<'_>,
+    ) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        Some(self.0.clone())
+    }
 }
 
 /// A TLS fake broker presenting `leaf.pem` / `leaf.key`.
@@ -200,12 +273,21 @@ async fn tls_broker(leaf: &str) -> FakeBroker {
             .expect("parse cert");
     let key = PrivateKeyDer::from_pem_file(pki.path(&format!("{leaf}.key"))).expect("key");
     let provider = kafka_lite::crypto_provider().expect("provider");
+    let provider_for_keys = provider.clone();
     let config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .expect("versions")
         .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .expect("server config");
+        .with_cert_resolver(Arc::new(Always(Arc::new(
+            // Not `with_single_cert`: its key check cannot read a v1 certificate.
+            rustls::sign::CertifiedKey::new(
+                certs,
+                provider_for_keys
+                    .key_provider
+                    .load_private_key(key)
+                    .expect("server key"),
+            ),
+        ))));
     let acceptor = TlsAcceptor::from(Arc::new(config));
     serve(move |tcp| {
         let acceptor = acceptor.clone();
@@ -259,6 +341,65 @@ async fn certificate_for_localhost_from_the_trusted_ca_is_accepted() {
     connect(tls_config(trusting_test_ca()), &localhost(&broker))
         .await
         .expect("valid certificate");
+}
+
+/// The certificate's version field: `None` for v1 (the field is absent).
+fn has_version_field(leaf: &str) -> bool {
+    let der = CertificateDer::from_pem_file(pki().path(&format!("{leaf}.pem"))).expect("cert");
+    // SEQUENCE { SEQUENCE (tbs) { [0] version ... } }: skip the two headers.
+    let skip_header = |at: usize| -> usize {
+        match der[at + 1] {
+            len if len < 0x80 => at + 2,
+            len => at + 2 + usize::from(len & 0x7f),
+        }
+    };
+    der[skip_header(skip_header(0))] == 0xa0
+}
+
+#[tokio::test]
+async fn v1_certificate_made_as_the_kafka_docs_do_is_accepted_by_its_cn() {
+    assert!(!has_version_field("v1"), "openssl made a v3 certificate");
+    assert!(has_version_field("no-san"));
+    let broker = tls_broker("v1").await;
+    connect(tls_config(trusting_test_ca()), &localhost(&broker))
+        .await
+        .expect("v1 certificate for localhost from the trusted CA");
+    // The CN names localhost, not the IP address.
+    let err = connect(tls_config(trusting_test_ca()), &broker.address)
+        .await
+        .expect_err("an IP address never matches a CN");
+    assert!(
+        tls_detail(&err).contains("does not name the broker host"),
+        "{err}"
+    );
+    // Without the host name check, still only from a trusted CA.
+    let relaxed = || TlsConfig {
+        verify_hostname: false,
+        ..trusting_test_ca()
+    };
+    connect(tls_config(relaxed()), &broker.address)
+        .await
+        .expect("host name check off");
+    let untrusted = tls_broker("v1-untrusted").await;
+    let err = connect(tls_config(relaxed()), &localhost(&untrusted))
+        .await
+        .expect_err("untrusted CA");
+    assert!(err.is_untrusted_certificate(), "{err:?}");
+}
+
+#[tokio::test]
+async fn v3_certificate_without_subject_alt_name_is_accepted_by_its_cn() {
+    let broker = tls_broker("no-san").await;
+    connect(tls_config(trusting_test_ca()), &localhost(&broker))
+        .await
+        .expect("CN names localhost");
+    let err = connect(tls_config(trusting_test_ca()), &broker.address)
+        .await
+        .expect_err("an IP address never matches a CN");
+    assert!(
+        tls_detail(&err).contains("does not name the broker host"),
+        "{err}"
+    );
 }
 
 #[tokio::test]

@@ -25,7 +25,7 @@ pub const TARGET: &str = env!("MM2_CHECKPOINT_TARGET");
 /// provider this process would use on this CPU, and why
 /// (docs/tls-providers.md).
 static LONG_VERSION: LazyLock<String> = LazyLock::new(|| {
-    let provider = match kafka_lite::tls_provider() {
+    let provider = match mm2_checkpoint::tls_provider::choice() {
         Ok(choice) => format!("rustls with {} ({})", choice.kind, choice.reason),
         Err(e) => format!("none: {e}"),
     };
@@ -562,7 +562,7 @@ mod tests {
         let text = e.to_string();
         assert!(text.contains(VERSION), "{text}");
         assert!(text.contains(&format!("target: {TARGET}")), "{text}");
-        let chosen = kafka_lite::tls_provider().unwrap();
+        let chosen = mm2_checkpoint::tls_provider::choice().unwrap();
         assert!(
             text.contains(&format!(
                 "tls provider: rustls with {} ({})",

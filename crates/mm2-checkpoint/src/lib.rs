@@ -15,3 +15,4 @@ pub mod logging;
 pub mod metrics;
 pub mod notify;
 pub mod shutdown;
+pub mod tls_provider;

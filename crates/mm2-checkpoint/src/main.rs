@@ -379,7 +379,7 @@ fn start_logging(log: &LogArgs, filter: tracing_subscriber::EnvFilter) -> Result
 fn tls_provider(
     config: &MirrorConfig,
 ) -> Result<Result<kafka_lite::TlsProviderChoice, String>, u8> {
-    match kafka_lite::tls_provider() {
+    match mm2_checkpoint::tls_provider::choice() {
         Ok(choice) => Ok(Ok(choice)),
         Err(e) if driver::uses_tls(config) => Err(usage(&e.to_string())),
         Err(e) => Ok(Err(e.to_string())),

@@ -8,18 +8,18 @@
 //!   CPU;
 //! - ring, with the `ring` cargo feature (needs a C compiler to build).
 //!
-//! [`tls_provider`] chooses once per process, at first use: graviola where
-//! the CPU can run it, else the portable provider (ring in a `ring` build),
-//! unless [`TLS_PROVIDER_ENV`] forces one. [`TlsConfig::provider`] forces one
-//! for one client (tests use it). The choice is a pure function,
-//! [`choose_tls_provider`], of the build, the CPU and the request.
+//! The caller says which one a client uses ([`TlsConfig::provider`]);
+//! kafka-lite reads no environment for it. Unset, [`tls_provider`] chooses:
+//! graviola where the CPU can run it, else the portable provider (ring in a
+//! `ring` build). The choice is a pure function, [`choose_tls_provider`], of
+//! the build, the CPU and the request.
 
 pub mod portable;
 mod select;
+mod server_verify;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
 use rustls::pki_types::pem::PemObject;
@@ -29,7 +29,7 @@ use rustls::{
 };
 
 pub use select::{
-    BuiltIn, CpuFacts, TLS_PROVIDER_ENV, TlsProviderChoice, TlsProviderKind, TlsProviderRequest,
+    BuiltIn, CpuFacts, TlsProviderChoice, TlsProviderKind, TlsProviderRequest,
     choose as choose_tls_provider, this_cpu,
 };
 
@@ -54,39 +54,23 @@ pub fn graviola_cpu_support() -> Result<(), Error> {
     }
 }
 
-/// The process-wide provider: [`TLS_PROVIDER_ENV`] (unset: `auto`) on this
-/// CPU, decided at the first call and the same afterwards. Fails if the
-/// variable holds an unknown value or forces a provider that cannot run
-/// here.
+/// The automatic choice (`auto`) for this build and CPU: graviola where the
+/// CPU can run it, else the portable provider (ring in a `ring` build).
 pub fn tls_provider() -> Result<TlsProviderChoice, Error> {
-    static CHOICE: OnceLock<Result<TlsProviderChoice, Error>> = OnceLock::new();
-    CHOICE
-        .get_or_init(|| {
-            let request = match std::env::var(TLS_PROVIDER_ENV) {
-                Ok(value) => value.parse().map_err(|detail: String| Error::TlsConfig {
-                    detail: format!("{TLS_PROVIDER_ENV}: {detail}"),
-                })?,
-                Err(std::env::VarError::NotPresent) => TlsProviderRequest::Auto,
-                Err(std::env::VarError::NotUnicode(_)) => {
-                    return Err(Error::TlsConfig {
-                        detail: format!("{TLS_PROVIDER_ENV} is not valid UTF-8"),
-                    });
-                }
-            };
-            choose_tls_provider(BuiltIn::THIS, &this_cpu(), request, TLS_PROVIDER_ENV)
-        })
-        .clone()
+    tls_provider_for(None)
 }
 
 /// The provider for one client: `request` if given (see
-/// [`TlsConfig::provider`]), else the process-wide [`tls_provider`].
+/// [`TlsConfig::provider`]), else the automatic choice. Fails if the request
+/// names a provider this build lacks or this CPU cannot run; the error names
+/// `TlsConfig::provider`.
 pub fn tls_provider_for(request: Option<TlsProviderRequest>) -> Result<TlsProviderChoice, Error> {
-    match request {
-        Some(request) => {
-            choose_tls_provider(BuiltIn::THIS, &this_cpu(), request, "TlsConfig::provider")
-        }
-        None => tls_provider(),
-    }
+    choose_tls_provider(
+        BuiltIn::THIS,
+        &this_cpu(),
+        request.unwrap_or(TlsProviderRequest::Auto),
+        "TlsConfig::provider",
+    )
 }
 
 /// The rustls provider for `choice`.
@@ -105,7 +89,7 @@ pub fn crypto_provider_for(choice: &TlsProviderChoice) -> Arc<CryptoProvider> {
     }
 }
 
-/// The process-wide rustls provider (see [`tls_provider`]).
+/// The rustls provider of the automatic choice (see [`tls_provider`]).
 pub fn crypto_provider() -> Result<Arc<CryptoProvider>, Error> {
     Ok(crypto_provider_for(&tls_provider()?))
 }
@@ -138,24 +122,27 @@ pub enum ClientIdentityError {
         "the private key does not belong to the first certificate of the chain (their public keys differ)"
     )]
     KeyMismatch,
-    /// This build's crypto provider cannot run here (see [`crypto_provider`]).
+    /// The requested crypto provider cannot run here (see [`tls_provider_for`]).
     #[error("{0}")]
     Provider(Error),
 }
 
-/// Checks, without connecting, that `key` is usable by this build's crypto
-/// provider and belongs to the first certificate of `chain`: the same check
+/// Checks, without connecting, that `key` is usable by the crypto provider
+/// `provider` asks for (as [`TlsConfig::provider`]) and belongs to the first
+/// certificate of `chain`: the same check
 /// rustls makes when the client certificate is installed, run early so that a
 /// configuration can be validated before any network I/O. Messages never
 /// contain key material.
 pub fn check_client_identity(
     chain: &[CertificateDer<'static>],
     key: &PrivateKeyDer<'static>,
+    provider: Option<TlsProviderRequest>,
 ) -> Result<ClientIdentityCheck, ClientIdentityError> {
     if chain.is_empty() {
         return Err(ClientIdentityError::NoCertificate);
     }
-    let provider = crypto_provider().map_err(ClientIdentityError::Provider)?;
+    let provider =
+        crypto_provider_for(&tls_provider_for(provider).map_err(ClientIdentityError::Provider)?);
     let signing_key = provider
         .key_provider
         .load_private_key(key.clone_key())
@@ -172,8 +159,12 @@ pub fn check_client_identity(
     }
 }
 
-/// Builds the rustls client configuration for `tls`, reading its PEM files.
-pub(crate) fn client_config(tls: &TlsConfig) -> Result<Arc<ClientConfig>, Error> {
+/// Builds the rustls client configuration for `tls`, reading its PEM files:
+/// the one every broker connection and the HTTPS client use, with the server
+/// certificate verification docs/client.md describes. Public for callers
+/// that make their own TLS connections with the same checks (the
+/// differential test against Java's TLS stack does).
+pub fn client_config(tls: &TlsConfig) -> Result<Arc<ClientConfig>, Error> {
     let provider = crypto_provider_for(&tls_provider_for(tls.provider)?);
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -184,26 +175,21 @@ pub(crate) fn client_config(tls: &TlsConfig) -> Result<Arc<ClientConfig>, Error>
             "TLS certificate verification is DISABLED (insecure_skip_verify): \
              any server can impersonate the brokers; never use this in production"
         );
-        Arc::new(RelaxedVerifier {
-            chain: None,
+        Arc::new(AcceptAnyCertificate {
             provider: provider.clone(),
         })
     } else {
         let roots = Arc::new(root_store(tls)?);
-        let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
-            .build()
-            .map_err(|e| config_error(format!("cannot build the certificate verifier: {e}")))?;
-        if tls.verify_hostname {
-            webpki
-        } else {
+        if !tls.verify_hostname {
             tracing::warn!(
                 "TLS host name verification is disabled; the certificate chain is still verified"
             );
-            Arc::new(RelaxedVerifier {
-                chain: Some(webpki),
-                provider: provider.clone(),
-            })
         }
+        Arc::new(server_verify::JavaRulesVerifier::new(
+            roots,
+            provider.clone(),
+            tls.verify_hostname,
+        ))
     };
     let builder = builder
         .dangerous()
@@ -337,36 +323,24 @@ fn config_error(detail: String) -> Error {
     Error::TlsConfig { detail }
 }
 
-/// The two relaxed checks: with `chain`, verifies the certificate chain like
-/// webpki but ignores a host name mismatch (Kafka's
-/// `ssl.endpoint.identification.algorithm=` empty); without it, accepts any
-/// certificate. Handshake signatures are always checked with the provider's
-/// algorithms (the ones `chain` was built with), so the session is at least
-/// bound to the presented key.
+/// Accepts any server certificate (`insecure_skip_verify`). Handshake
+/// signatures are still checked with the provider's algorithms, so the
+/// session is at least bound to the presented key.
 #[derive(Debug)]
-struct RelaxedVerifier {
-    chain: Option<Arc<WebPkiServerVerifier>>,
+struct AcceptAnyCertificate {
     provider: Arc<CryptoProvider>,
 }
 
-impl ServerCertVerifier for RelaxedVerifier {
+impl ServerCertVerifier for AcceptAnyCertificate {
     fn verify_server_cert(
         &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp_response: &[u8],
-        now: UnixTime,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        let Some(chain) = &self.chain else {
-            return Ok(ServerCertVerified::assertion());
-        };
-        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
-            Err(rustls::Error::InvalidCertificate(
-                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-            )) => Ok(ServerCertVerified::assertion()),
-            other => other,
-        }
+        Ok(ServerCertVerified::assertion())
     }
 
     fn verify_tls12_signature(

@@ -6,12 +6,6 @@ use std::str::FromStr;
 
 use crate::error::Error;
 
-/// The environment variable that forces a provider for the whole process:
-/// `auto` (the default), `graviola`, `portable` or `ring` (builds with the
-/// `ring` feature only). [`TlsConfig::provider`](crate::TlsConfig::provider)
-/// overrides it for one client.
-pub const TLS_PROVIDER_ENV: &str = "MM2_TLS_PROVIDER";
-
 /// The provider asked for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TlsProviderRequest {
@@ -262,6 +256,9 @@ fn aes_hardware() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// How the requests of these tests are named in messages.
+    const SOURCE: &str = "TlsConfig::provider";
     use TlsProviderKind::*;
     use TlsProviderRequest as R;
 
@@ -321,7 +318,7 @@ mod tests {
         for built in [GRAVIOLA, PORTABLE_ONLY, RING, RING_AND_GRAVIOLA] {
             for cpu in cpus() {
                 for request in requests {
-                    let got = choose(built, &cpu, request, TLS_PROVIDER_ENV);
+                    let got = choose(built, &cpu, request, SOURCE);
                     let graviola_runs = built.graviola && cpu.graviola_missing.is_empty();
                     let case = format!("{built:?} {cpu:?} {request:?}: {got:?}");
                     match request {
@@ -375,14 +372,14 @@ mod tests {
             &["aes", "pclmulqdq", "bmi1", "adx", "avx", "avx2"],
             false,
         );
-        let choice = choose(GRAVIOLA, &old, R::Auto, TLS_PROVIDER_ENV).unwrap();
+        let choice = choose(GRAVIOLA, &old, R::Auto, SOURCE).unwrap();
         assert_eq!(
             choice.reason,
             "the x86_64 CPU lacks aes, pclmulqdq, bmi1, adx, avx, avx2 (graviola needs them); \
              no AES hardware, ChaCha20-Poly1305 offered first"
         );
         let armv7 = cpu("arm", &["an x86_64 or aarch64 CPU"], false);
-        let choice = choose(PORTABLE_ONLY, &armv7, R::Auto, TLS_PROVIDER_ENV).unwrap();
+        let choice = choose(PORTABLE_ONLY, &armv7, R::Auto, SOURCE).unwrap();
         assert!(
             choice
                 .reason
@@ -395,7 +392,7 @@ mod tests {
             choice.reason,
             "MM2_TLS_PROVIDER=portable; AES-GCM in hardware, offered first"
         );
-        let e = choose(GRAVIOLA, &old, R::Graviola, TLS_PROVIDER_ENV).unwrap_err();
+        let e = choose(GRAVIOLA, &old, R::Graviola, SOURCE).unwrap_err();
         assert!(e.to_string().contains("aes, pclmulqdq"), "{e}");
         assert!(e.to_string().contains("portable"), "{e}");
     }
@@ -419,7 +416,7 @@ mod tests {
     fn this_cpu_is_consistent_with_this_build() {
         let cpu = this_cpu();
         assert_eq!(cpu.arch, std::env::consts::ARCH);
-        let choice = choose(BuiltIn::THIS, &cpu, R::Auto, TLS_PROVIDER_ENV).unwrap();
+        let choice = choose(BuiltIn::THIS, &cpu, R::Auto, SOURCE).unwrap();
         if BuiltIn::THIS.ring {
             assert_eq!(choice.kind, Ring);
         } else if BuiltIn::THIS.graviola && cpu.graviola_missing.is_empty() {

@@ -111,7 +111,7 @@ pub fn connection(
                 insecure_skip_verify: false,
                 // The process-wide choice (MM2_TLS_PROVIDER or automatic),
                 // which main.rs checked and logged before any network I/O.
-                provider: None,
+                provider: crate::tls_provider::for_clients().map_err(err)?,
             })
         }
     };
@@ -218,7 +218,14 @@ fn aws_credentials(
         no_default_providers: !login.default_providers,
     };
     let env = Arc::new(aws::credentials::ProcessEnvironment);
-    let chain = CredentialChain::new(options, env.clone(), HttpClientConfig::default())
+    let http = HttpClientConfig {
+        tls: TlsConfig {
+            provider: crate::tls_provider::for_clients()?,
+            ..TlsConfig::default()
+        },
+        ..HttpClientConfig::default()
+    };
+    let chain = CredentialChain::new(options, env.clone(), http)
         .map_err(|e| format!("AWS credential chain: {e}"))?;
     Ok((
         Arc::new(chain),
@@ -237,6 +244,7 @@ fn oauth_config(oauth: &OAuthSettings) -> Result<OAuthConfig, String> {
                 tls: TlsConfig {
                     ca_pem_file: oauth.trust_pem.clone(),
                     verify_hostname: oauth.verify_hostname,
+                    provider: crate::tls_provider::for_clients()?,
                     ..TlsConfig::default()
                 },
                 connect_timeout: oauth.connect_timeout,
@@ -346,6 +354,11 @@ mod tests {
         let c = connection(&a, "id", Duration::from_secs(5)).unwrap();
         let tls = c.config.tls.as_ref().unwrap();
         assert!(!tls.verify_hostname);
+        // kafka-lite is told the provider MM2_TLS_PROVIDER asks for.
+        assert_eq!(
+            tls.provider,
+            Some(crate::tls_provider::requested().unwrap())
+        );
         assert_eq!(tls.ca_pem_file, None);
         assert_eq!(tls.ca_pem.as_ref().unwrap().expose(), ca.as_bytes());
         assert!(!format!("{c:?}").contains(&body_line));

@@ -148,7 +148,7 @@ pub fn uses_tls(config: &MirrorConfig) -> bool {
 /// network I/O already; this is for other callers of the driver.
 pub(crate) fn check_cpu(config: &MirrorConfig) -> Result<(), DriverError> {
     if uses_tls(config) {
-        kafka_lite::tls_provider().map_err(|e| DriverError::Cpu(e.to_string()))?;
+        crate::tls_provider::choice().map_err(|e| DriverError::Cpu(e.to_string()))?;
     }
     Ok(())
 }

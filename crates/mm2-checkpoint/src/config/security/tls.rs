@@ -461,7 +461,7 @@ fn check_key_belongs_to_chain(
     key: &PrivateKeyDer<'static>,
 ) -> Result<Option<String>, ConfigError> {
     use kafka_lite::{ClientIdentityCheck, ClientIdentityError};
-    match kafka_lite::check_client_identity(chain, key) {
+    match kafka_lite::check_client_identity(chain, key, crate::tls_provider::requested().ok()) {
         Ok(ClientIdentityCheck::Matches) => Ok(None),
         Ok(ClientIdentityCheck::Unknown) => Ok(Some(
             "the crypto provider cannot derive the key's public half".to_string(),
