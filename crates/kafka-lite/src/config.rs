@@ -358,8 +358,10 @@ pub struct CredentialError {
     pub retriable: bool,
 }
 
-/// A secret string (password, token) that never shows in `Debug` or
-/// `Display` output. Read it with [`Secret::expose`].
+/// A secret string (a password, a token, an inline private key) that never
+/// shows in `Debug` or `Display` output: both print `[redacted]`. The value
+/// is only reachable through [`Secret::expose`], so every place that uses it
+/// is easy to find.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Secret(String);
 
@@ -389,19 +391,28 @@ impl From<&str> for Secret {
 
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(<redacted>)")
+        f.write_str("[redacted]")
     }
 }
 
 impl fmt::Display for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("<redacted>")
+        f.write_str("[redacted]")
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_and_display_are_redacted() {
+        let s = Secret::new("hunter2");
+        assert_eq!(format!("{s:?}"), "[redacted]");
+        assert_eq!(format!("{s}"), "[redacted]");
+        assert_eq!(format!("{:?}", Some(s.clone())), "Some([redacted])");
+        assert_eq!(s.expose(), "hunter2");
+    }
 
     #[test]
     fn debug_of_sasl_config_hides_password() {

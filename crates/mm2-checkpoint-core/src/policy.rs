@@ -375,13 +375,13 @@ impl std::error::Error for InvalidOffsetSyncsLocation {}
 impl FromStr for OffsetSyncsLocation {
     type Err = InvalidOffsetSyncsLocation;
 
-    /// Parses `source` or `target`, case-sensitively like MM2's validator.
+    /// Parses `source` or `target` (the spellings of [`Self::as_str`]),
+    /// case-sensitively like MM2's validator.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "source" => Ok(OffsetSyncsLocation::Source),
-            "target" => Ok(OffsetSyncsLocation::Target),
-            other => Err(InvalidOffsetSyncsLocation(other.to_owned())),
-        }
+        Self::ALL
+            .into_iter()
+            .find(|l| l.as_str() == s)
+            .ok_or_else(|| InvalidOffsetSyncsLocation(s.to_owned()))
     }
 }
 
@@ -395,6 +395,9 @@ pub enum ClusterSide {
 }
 
 impl OffsetSyncsLocation {
+    /// Every value.
+    pub const ALL: [Self; 2] = [OffsetSyncsLocation::Source, OffsetSyncsLocation::Target];
+
     /// The configuration value naming this location: `source` or `target`.
     pub fn as_str(self) -> &'static str {
         match self {

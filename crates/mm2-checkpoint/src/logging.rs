@@ -8,7 +8,8 @@
 //! Messages from crates that use the `log` facade (rustls) are bridged in.
 //!
 //! Secrets never reach a log line: configuration types keep them in
-//! [`crate::config::Secret`], whose `Debug` and `Display` print `[redacted]`.
+//! [`crate::config::Secret`] (kafka-lite's), whose `Debug` and `Display`
+//! print `[redacted]`.
 
 use std::fmt;
 

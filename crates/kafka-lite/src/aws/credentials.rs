@@ -621,21 +621,9 @@ fn unix_seconds(t: SystemTime) -> u64 {
         .unwrap_or(0)
 }
 
-/// `application/x-www-form-urlencoded` body (SigV4's encoding, which is a
-/// valid form encoding).
+/// `application/x-www-form-urlencoded` body of an STS request.
 fn form(params: &[(&str, &str)]) -> Vec<u8> {
-    params
-        .iter()
-        .map(|(k, v)| {
-            format!(
-                "{}={}",
-                sigv4::uri_encode(k, false),
-                sigv4::uri_encode(v, false)
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("&")
-        .into_bytes()
+    sigv4::encode_pairs(params.iter().copied()).into_bytes()
 }
 
 /// Headers for a SigV4 header-signed request to `url`: `extra` plus

@@ -156,6 +156,18 @@ pub fn uri_encode(text: &str, keep_slash: bool) -> String {
     out
 }
 
+/// `k=v&k=v`, both sides [`uri_encode`]d (`/` too), in the order given: a
+/// canonical query (sorted first), a presigned URL's query, and an
+/// `application/x-www-form-urlencoded` body (SigV4's encoding is a valid
+/// form encoding).
+pub fn encode_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
+    pairs
+        .into_iter()
+        .map(|(k, v)| format!("{}={}", uri_encode(k, false), uri_encode(v, false)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
 /// Where and for what a request is signed.
 #[derive(Debug, Clone)]
 pub struct Scope<'a> {
@@ -211,17 +223,10 @@ pub struct Signed {
 
 /// Signs `request`: canonical request, string to sign, signature.
 pub fn sign(request: &Request<'_>, scope: &Scope<'_>, secret_access_key: &str) -> Signed {
-    let mut query: Vec<(String, String)> = request
-        .query
-        .iter()
-        .map(|(k, v)| (uri_encode(k, false), uri_encode(v, false)))
-        .collect();
-    query.sort();
-    let canonical_query = query
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join("&");
+    // Sorted by the encoded key, then the encoded value.
+    let mut query: Vec<&(String, String)> = request.query.iter().collect();
+    query.sort_by_cached_key(|(k, v)| (uri_encode(k, false), uri_encode(v, false)));
+    let canonical_query = encode_pairs(query.into_iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let mut headers: Vec<(String, String)> = request
         .headers
         .iter()

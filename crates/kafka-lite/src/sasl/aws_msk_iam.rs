@@ -110,17 +110,7 @@ pub fn oauth_token(
         })
         .collect();
     ordered.push(("User-Agent", user_agent));
-    let query = ordered
-        .iter()
-        .map(|(k, v)| {
-            format!(
-                "{}={}",
-                sigv4::uri_encode(k, false),
-                sigv4::uri_encode(v, false)
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("&");
+    let query = sigv4::encode_pairs(ordered);
     let url = format!("https://{host}?{query}");
     // The signature carries whole seconds; the token expires 15 minutes
     // after that signing time.

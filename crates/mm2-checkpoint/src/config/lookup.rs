@@ -237,22 +237,21 @@ impl<'a> Lookup<'a> {
         };
         let group_offsets_mode = match get(super::GROUP_OFFSETS_MODE_KEY) {
             None => Ok(GroupOffsetsMode::default()),
-            Some(s) => self.parse(&s, |s| match s.value.trim() {
-                "auto" => Ok(GroupOffsetsMode::Auto),
-                "follow" => Ok(GroupOffsetsMode::Follow),
-                "poll" => Ok(GroupOffsetsMode::Poll),
-                other => Err(s.error(format!(
-                    "`{other}` is not valid; use `auto`, `follow` or `poll`"
-                ))),
+            Some(s) => self.parse(&s, |s| {
+                s.value
+                    .trim()
+                    .parse::<GroupOffsetsMode>()
+                    .map_err(|e| s.error(e.to_string()))
             }),
         };
         let follow_coalesce = millis(super::FOLLOW_COALESCE_KEY, 200);
         let offset_translation = match get(super::OFFSET_TRANSLATION_KEY) {
             None => Ok(OffsetTranslation::default()),
-            Some(s) => self.parse(&s, |s| match s.value.trim() {
-                "mm2" => Ok(OffsetTranslation::Mm2),
-                "precise" => Ok(OffsetTranslation::Precise),
-                other => Err(s.error(format!("`{other}` is not valid; use `mm2` or `precise`"))),
+            Some(s) => self.parse(&s, |s| {
+                s.value
+                    .trim()
+                    .parse::<OffsetTranslation>()
+                    .map_err(|e| s.error(e.to_string()))
             }),
         };
         let translation_max_syncs = match get(super::TRANSLATION_MAX_SYNCS_KEY) {

@@ -2,8 +2,11 @@
 //! top level of the file only: one `/metrics` endpoint serves every flow. The
 //! metrics themselves are described in `docs/operations.md` (Metrics).
 
+use std::str::FromStr;
+
 use super::check::Unknown;
 use super::lookup::{Lookup, parse_bool};
+use super::spelling::{UnknownSpelling, parse_spelling};
 
 /// The key choosing the labels of the checkpoint-latency series.
 pub const LATENCY_GRANULARITY_KEY: &str = "mm2-checkpoint.metrics.latency.granularity";
@@ -27,13 +30,28 @@ pub enum LatencyGranularity {
 }
 
 impl LatencyGranularity {
-    /// The setting's spelling.
+    /// Every value.
+    pub const ALL: [Self; 3] = [
+        LatencyGranularity::Partition,
+        LatencyGranularity::Group,
+        LatencyGranularity::Flow,
+    ];
+
+    /// The setting's spelling (the only one: [`FromStr`] reads it back).
     pub fn as_str(self) -> &'static str {
         match self {
             LatencyGranularity::Partition => "partition",
             LatencyGranularity::Group => "group",
             LatencyGranularity::Flow => "flow",
         }
+    }
+}
+
+impl FromStr for LatencyGranularity {
+    type Err = UnknownSpelling;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        parse_spelling(&Self::ALL, Self::as_str, s)
     }
 }
 
@@ -54,13 +72,13 @@ impl MetricsSettings {
     pub(super) fn read(lookup: &Lookup) -> Result<Self, Unknown> {
         let latency_granularity = match lookup.setting(LATENCY_GRANULARITY_KEY) {
             None => Ok(LatencyGranularity::default()),
-            Some(s) => lookup.parse(&s, |s| match s.value.trim() {
-                "partition" => Ok(LatencyGranularity::Partition),
-                "group" => Ok(LatencyGranularity::Group),
-                "flow" => Ok(LatencyGranularity::Flow),
-                other => Err(s.error(format!(
-                    "`{other}` is not a granularity; use `partition`, `group` or `flow`"
-                ))),
+            Some(s) => lookup.parse(&s, |s| {
+                s.value.trim().parse().map_err(|e: UnknownSpelling| {
+                    s.error(format!(
+                        "`{}` is not a granularity; use {}",
+                        e.given, e.expected
+                    ))
+                })
             }),
         };
         let mm2_names = match lookup.setting(MM2_NAMES_KEY) {

@@ -28,24 +28,28 @@ pub mod metrics;
 pub mod properties;
 pub mod providers;
 mod render;
-pub mod secret;
 pub mod security;
+mod spelling;
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::str::FromStr;
 use std::time::Duration;
 
 pub use check::{ConfigWarning, FlowReport, NotChecked, Secrets, Validation};
 pub use connector::{CONNECTOR_FLOW, ConfigFormat};
 pub use error::ConfigError;
+/// Secrets are kafka-lite's [`kafka_lite::Secret`]: `Debug` and `Display`
+/// print `[redacted]`.
+pub use kafka_lite::Secret;
 pub use properties::Properties;
 pub use providers::{Environment, ProcessEnvironment};
 pub use render::{render_effective_settings, render_validation_json, render_validation_text};
-pub use secret::Secret;
 pub use security::{
     BrokerAddress, ClientIdentity, ClusterConnection, EXPIRY_WARNING, KeyOrigin, PemSource,
     SaslCredentials, SaslMechanism, SecurityProtocol, TlsMaterial, TlsSettings, TrustRoots,
 };
+pub use spelling::UnknownSpelling;
 
 use crate::core::policy::ClusterSide;
 use crate::core::{Flow, OffsetSyncsLocation, Precision, ReplicationPolicy};
@@ -187,12 +191,23 @@ pub enum OffsetTranslation {
 }
 
 impl OffsetTranslation {
-    /// The setting's spelling.
+    /// Every value.
+    pub const ALL: [Self; 2] = [OffsetTranslation::Mm2, OffsetTranslation::Precise];
+
+    /// The setting's spelling (the only one: [`FromStr`] reads it back).
     pub fn as_str(self) -> &'static str {
         match self {
             OffsetTranslation::Mm2 => "mm2",
             OffsetTranslation::Precise => "precise",
         }
+    }
+}
+
+impl FromStr for OffsetTranslation {
+    type Err = UnknownSpelling;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        spelling::parse_spelling(&Self::ALL, Self::as_str, s)
     }
 }
 
@@ -210,13 +225,28 @@ pub enum GroupOffsetsMode {
 }
 
 impl GroupOffsetsMode {
-    /// The setting's spelling.
+    /// Every value.
+    pub const ALL: [Self; 3] = [
+        GroupOffsetsMode::Auto,
+        GroupOffsetsMode::Follow,
+        GroupOffsetsMode::Poll,
+    ];
+
+    /// The setting's spelling (the only one: [`FromStr`] reads it back).
     pub fn as_str(self) -> &'static str {
         match self {
             GroupOffsetsMode::Auto => "auto",
             GroupOffsetsMode::Follow => "follow",
             GroupOffsetsMode::Poll => "poll",
         }
+    }
+}
+
+impl FromStr for GroupOffsetsMode {
+    type Err = UnknownSpelling;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        spelling::parse_spelling(&Self::ALL, Self::as_str, s)
     }
 }
 

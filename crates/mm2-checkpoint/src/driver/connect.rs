@@ -118,13 +118,8 @@ pub fn connection(
     let sasl = match &cluster.sasl {
         None => None,
         Some(s) => {
-            let password = |kind| {
-                SaslConfig::with_password(
-                    kind,
-                    s.username.clone(),
-                    kafka_lite::Secret::new(s.password.expose()),
-                )
-            };
+            let password =
+                |kind| SaslConfig::with_password(kind, s.username.clone(), s.password.clone());
             Some(match (s.mechanism, &s.oauth, &s.aws_iam) {
                 (SaslMechanism::Plain, _, _) => password(SaslMechanismKind::Plain),
                 (SaslMechanism::ScramSha256, _, _) => password(SaslMechanismKind::ScramSha256),
@@ -214,8 +209,8 @@ fn aws_credentials(
             .as_ref()
             .map(|(id, secret, token)| AwsCredentials {
                 access_key_id: id.clone(),
-                secret_access_key: kafka_lite::Secret::new(secret.expose()),
-                session_token: token.as_ref().map(|t| kafka_lite::Secret::new(t.expose())),
+                secret_access_key: secret.clone(),
+                session_token: token.clone(),
                 expires_at: None,
             }),
         sts_region: login.sts_region.clone(),
@@ -252,7 +247,7 @@ fn oauth_config(oauth: &OAuthSettings) -> Result<OAuthConfig, String> {
             TokenSource::ClientCredentials {
                 url,
                 client_id: oauth.client_id.clone(),
-                client_secret: kafka_lite::Secret::new(oauth.client_secret.expose()),
+                client_secret: oauth.client_secret.clone(),
                 scope: oauth.scope.clone(),
                 urlencode_header: oauth.header_urlencode,
                 http,

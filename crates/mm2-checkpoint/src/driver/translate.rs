@@ -5,6 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
+use serde::Serialize;
+
 use crate::config::MirrorConfig;
 use crate::core::{
     CheckpointStore, GroupFilter, GroupSyncDecision, TargetRefresh, plan_group_sync,
@@ -273,58 +275,57 @@ impl Output<'_> {
     }
 
     fn json(&self) -> String {
-        let (flow, groups, rows, applied) = (self.flow, self.groups, self.rows, self.applied);
-        let mut out = String::new();
-        let _ = write!(out, "{{\"flow\":{},\"groups\":[", json_str(flow));
-        for (i, g) in groups.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            let _ = write!(out, "{{\"group\":{},\"offsets\":[", json_str(g));
-            let mut first = true;
-            for r in rows.iter().filter(|r| r.group == g) {
-                if !first {
-                    out.push(',');
-                }
-                first = false;
-                let _ = write!(
-                    out,
-                    "{{\"topic\":{},\"partition\":{},\"source_offset\":{},\"target_offset\":{}}}",
-                    json_str(r.topic),
-                    r.partition,
-                    r.upstream,
-                    r.downstream
-                );
-            }
-            out.push(']');
-            if let Some(text) = applied.and_then(|a| a.get(g)) {
-                let _ = write!(out, ",\"apply\":{}", json_str(text));
-            }
-            out.push('}');
-        }
-        out.push_str("]}\n");
+        let (rows, applied) = (self.rows, self.applied);
+        let doc = JsonDoc {
+            flow: self.flow,
+            groups: self
+                .groups
+                .iter()
+                .map(|g| JsonGroup {
+                    group: g,
+                    offsets: rows
+                        .iter()
+                        .filter(|r| r.group == g)
+                        .map(|r| JsonOffset {
+                            topic: r.topic,
+                            partition: r.partition,
+                            source_offset: r.upstream,
+                            target_offset: r.downstream,
+                        })
+                        .collect(),
+                    apply: applied.and_then(|a| a.get(g)).map(String::as_str),
+                })
+                .collect(),
+        };
+        let mut out = serde_json::to_string(&doc).unwrap_or_else(|_| "{}".to_string());
+        out.push('\n');
         out
     }
 }
 
-fn json_str(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+/// `translate --format json`: the flow and, for every requested group, its
+/// translated offsets and (with `--apply`) what applying them did. Fields
+/// are written in declaration order.
+#[derive(Serialize)]
+struct JsonDoc<'a> {
+    flow: &'a str,
+    groups: Vec<JsonGroup<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonGroup<'a> {
+    group: &'a str,
+    offsets: Vec<JsonOffset<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    apply: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct JsonOffset<'a> {
+    topic: &'a str,
+    partition: i32,
+    source_offset: i64,
+    target_offset: i64,
 }
 
 #[cfg(test)]

@@ -7,13 +7,14 @@ use std::cell::Cell;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use kafka_lite::Secret;
+
 use super::Keys;
 use crate::config::Setting;
 use crate::config::check::{ConfigWarning, Unknown};
 use crate::config::error::ConfigError;
 use crate::config::jaas::JaasEntry;
 use crate::config::lookup::parse_bool;
-use crate::config::secret::Secret;
 
 /// The login module OAUTHBEARER takes.
 pub(super) const OAUTH_LOGIN_MODULE: &str =

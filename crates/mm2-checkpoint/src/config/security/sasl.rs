@@ -3,13 +3,14 @@
 //! library's `IAMLoginModule` for `AWS_MSK_IAM`), or the OAUTHBEARER
 //! settings ([`super::oauth`]).
 
+use kafka_lite::Secret;
+
 use super::Keys;
 use super::oauth::{OAUTH_LOGIN_HANDLERS, OAUTH_LOGIN_MODULE, OAuthSettings, build_oauth};
 use crate::config::check::{NotChecked, Unknown};
 use crate::config::error::ConfigError;
 use crate::config::jaas;
 use crate::config::providers::{Resolution, is_one_reference, replace_references};
-use crate::config::secret::Secret;
 
 const PLAIN_LOGIN_MODULE: &str = "org.apache.kafka.common.security.plain.PlainLoginModule";
 const SCRAM_LOGIN_MODULE: &str = "org.apache.kafka.common.security.scram.ScramLoginModule";

@@ -8,6 +8,7 @@
 use std::path::Path;
 
 use base64::Engine as _;
+use kafka_lite::Secret;
 use p12_keystore::{KeyStore, KeyStoreEntry, Pkcs12ImportPolicy};
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
@@ -15,7 +16,6 @@ use super::jks::{self, JksEntry, JksError};
 use super::tls::KeyOrigin;
 use crate::config::error::ConfigError;
 use crate::config::providers::Environment;
-use crate::config::secret::Secret;
 
 /// The Java store formats mm2-checkpoint reads (`ssl.*store.type`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

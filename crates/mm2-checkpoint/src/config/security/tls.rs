@@ -11,6 +11,7 @@ use std::time::{Duration, SystemTime};
 use x509_cert::Certificate;
 use x509_cert::der::Decode;
 
+use kafka_lite::Secret;
 use rustls_pki_types::pem::{self, PemObject};
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
@@ -20,7 +21,6 @@ use crate::config::Setting;
 use crate::config::check::{ConfigWarning, Unknown};
 use crate::config::error::ConfigError;
 use crate::config::providers::Environment;
-use crate::config::secret::Secret;
 
 /// Where certificates or a key come from: a PEM file, PEM text in the config
 /// value itself, or a PKCS12 or JKS store.
