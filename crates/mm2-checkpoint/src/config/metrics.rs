@@ -5,17 +5,15 @@
 use std::str::FromStr;
 
 use super::check::Unknown;
+use super::keys;
 use super::lookup::{Lookup, parse_bool};
 use super::spelling::{UnknownSpelling, parse_spelling};
 
 /// The key choosing the labels of the checkpoint-latency series.
-pub const LATENCY_GRANULARITY_KEY: &str = "mm2-checkpoint.metrics.latency.granularity";
+pub const LATENCY_GRANULARITY_KEY: &str = keys::LATENCY_GRANULARITY.name;
 
 /// The key turning MirrorMaker 2's checkpoint-latency names on or off.
-pub const MM2_NAMES_KEY: &str = "mm2-checkpoint.metrics.mm2.names.enabled";
-
-/// The keys of this module, for `known_keys`.
-pub(super) const KEYS: [&str; 2] = [LATENCY_GRANULARITY_KEY, MM2_NAMES_KEY];
+pub const MM2_NAMES_KEY: &str = keys::MM2_NAMES.name;
 
 /// How finely the checkpoint-latency series are labelled.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -70,21 +68,16 @@ impl MetricsSettings {
     /// Reads both keys from the top level of the file, each checked on its
     /// own.
     pub(super) fn read(lookup: &Lookup) -> Result<Self, Unknown> {
-        let latency_granularity = match lookup.setting(LATENCY_GRANULARITY_KEY) {
-            None => Ok(LatencyGranularity::default()),
-            Some(s) => lookup.parse(&s, |s| {
-                s.value.trim().parse().map_err(|e: UnknownSpelling| {
-                    s.error(format!(
-                        "`{}` is not a granularity; use {}",
-                        e.given, e.expected
-                    ))
-                })
-            }),
-        };
-        let mm2_names = match lookup.setting(MM2_NAMES_KEY) {
-            None => Ok(false),
-            Some(s) => lookup.parse(&s, parse_bool),
-        };
+        let granularity = &keys::LATENCY_GRANULARITY;
+        let latency_granularity = lookup.value_of(&|k| lookup.setting(k), granularity, |s| {
+            s.value.trim().parse().map_err(|e: UnknownSpelling| {
+                s.error(format!(
+                    "`{}` is not a granularity; use {}",
+                    e.given, e.expected
+                ))
+            })
+        });
+        let mm2_names = lookup.value_of(&|k| lookup.setting(k), &keys::MM2_NAMES, parse_bool);
         Ok(MetricsSettings {
             latency_granularity: latency_granularity?,
             mm2_names: mm2_names?,

@@ -10,6 +10,8 @@
 //!   `MirrorMakerConfig` does (top-level `k` < `S->T.k` for connector keys);
 //! * [`security`] assembles one connection per cluster per flow from the
 //!   `bootstrap.servers`, `security.protocol`, `ssl.*` and `sasl.*` keys;
+//! * [`keys`] is the table of the checkpoint keys (names, defaults, accepted
+//!   values, how `validate` shows them) that the readers and the report use;
 //! * [`render_effective_settings`] prints the result for `mm2-checkpoint validate`.
 //!
 //! Everything here is checked up front and reported as a [`ConfigError`] naming
@@ -22,6 +24,7 @@ pub mod check;
 pub mod connector;
 pub mod error;
 mod jaas;
+pub mod keys;
 pub mod known_keys;
 mod lookup;
 pub mod metrics;
@@ -104,22 +107,21 @@ impl Setting {
 
 /// The key choosing how a flow learns the source groups' commits (ours: MM2
 /// ignores it).
-pub const GROUP_OFFSETS_MODE_KEY: &str = "mm2-checkpoint.group.offsets.mode";
+pub const GROUP_OFFSETS_MODE_KEY: &str = keys::GROUP_OFFSETS_MODE.name;
 
 /// The key of the commit follower's coalescing window (ours).
-pub const FOLLOW_COALESCE_KEY: &str = "mm2-checkpoint.group.offsets.coalesce.ms";
+pub const FOLLOW_COALESCE_KEY: &str = keys::FOLLOW_COALESCE.name;
 
 /// The key choosing how precisely a flow translates offsets (ours: MM2 ignores it).
-pub const OFFSET_TRANSLATION_KEY: &str = "mm2-checkpoint.offset.translation";
+pub const OFFSET_TRANSLATION_KEY: &str = keys::OFFSET_TRANSLATION.name;
 
 /// The key of the precise translation's budget: offset syncs kept per source
 /// partition (ours).
-pub const TRANSLATION_MAX_SYNCS_KEY: &str =
-    "mm2-checkpoint.offset.translation.max.syncs.per.partition";
+pub const TRANSLATION_MAX_SYNCS_KEY: &str = keys::TRANSLATION_MAX_SYNCS.name;
 
 /// The key turning on the content search inside the sync bracket (ours; only
 /// with precise translation; docs/translation.md, "Content search").
-pub const CONTENT_SEARCH_KEY: &str = "mm2-checkpoint.offset.translation.content.search";
+pub const CONTENT_SEARCH_KEY: &str = keys::CONTENT_SEARCH.name;
 
 /// Most records one content search compares (the group's records since the
 /// sync; about `offset.lag.max` where MM2 wrote every sync).
@@ -130,29 +132,20 @@ pub const CONTENT_SEARCH_MAX_BYTES: i32 = 1024 * 1024;
 
 /// The key turning membership on: instances sharing a flow elect one owner
 /// of it through a group on its target cluster (ours; docs/membership.md).
-pub const MEMBERSHIP_ENABLED_KEY: &str = "mm2-checkpoint.membership.enabled";
+pub const MEMBERSHIP_ENABLED_KEY: &str = keys::MEMBERSHIP_ENABLED.name;
 
 /// The key of the flow's membership group id (ours; default
 /// `mm2-checkpoint.<source>.<target>`: [`FlowConfig::default_membership_group`]).
-pub const MEMBERSHIP_GROUP_KEY: &str = "mm2-checkpoint.membership.group.id";
+pub const MEMBERSHIP_GROUP_KEY: &str = keys::MEMBERSHIP_GROUP.name;
 
 /// The key of the static member id, `group.instance.id` (ours; e.g. the pod name).
-pub const MEMBERSHIP_INSTANCE_KEY: &str = "mm2-checkpoint.membership.instance.id";
+pub const MEMBERSHIP_INSTANCE_KEY: &str = keys::MEMBERSHIP_INSTANCE.name;
 
-/// The key of the membership session timeout (ours; default 10000 ms).
-pub const MEMBERSHIP_SESSION_TIMEOUT_KEY: &str = "mm2-checkpoint.membership.session.timeout.ms";
+/// The key of the membership session timeout (ours).
+pub const MEMBERSHIP_SESSION_TIMEOUT_KEY: &str = keys::MEMBERSHIP_SESSION_TIMEOUT.name;
 
-/// The key of the membership heartbeat interval (ours; default 1000 ms).
-pub const MEMBERSHIP_HEARTBEAT_KEY: &str = "mm2-checkpoint.membership.heartbeat.interval.ms";
-
-/// Every key of membership, for the known-keys list.
-pub const MEMBERSHIP_KEYS: [&str; 5] = [
-    MEMBERSHIP_ENABLED_KEY,
-    MEMBERSHIP_GROUP_KEY,
-    MEMBERSHIP_INSTANCE_KEY,
-    MEMBERSHIP_SESSION_TIMEOUT_KEY,
-    MEMBERSHIP_HEARTBEAT_KEY,
-];
+/// The key of the membership heartbeat interval (ours).
+pub const MEMBERSHIP_HEARTBEAT_KEY: &str = keys::MEMBERSHIP_HEARTBEAT.name;
 
 /// How the instances sharing a flow elect its one writer (docs/membership.md).
 #[derive(Clone, Debug, PartialEq, Eq)]
