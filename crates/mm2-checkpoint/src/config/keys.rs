@@ -12,8 +12,9 @@
 //! The connection keys (`bootstrap.servers`, `ssl.*`, `sasl.*`, ...) are not
 //! here: they are Kafka's client keys, read per cluster by `security`.
 
-use super::metrics::{LatencyGranularity, MetricsSettings};
-use super::{FlowConfig, GroupOffsetsMode, OffsetTranslation};
+use super::settings::{
+    FlowConfig, GroupOffsetsMode, LatencyGranularity, MetricsSettings, OffsetTranslation,
+};
 use crate::core::OffsetSyncsLocation;
 use crate::core::filter::{
     DEFAULT_GROUPS, DEFAULT_GROUPS_EXCLUDE, DEFAULT_TOPICS, DEFAULT_TOPICS_EXCLUDE,
@@ -540,6 +541,41 @@ keys! {
         shown: Shown::Process(|m| m.mm2_names.to_string()),
     };
 }
+
+/// The key choosing how a flow learns the source groups' commits (ours: MM2
+/// ignores it).
+pub const GROUP_OFFSETS_MODE_KEY: &str = GROUP_OFFSETS_MODE.name;
+
+/// The key of the commit follower's coalescing window (ours).
+pub const FOLLOW_COALESCE_KEY: &str = FOLLOW_COALESCE.name;
+
+/// The key choosing how precisely a flow translates offsets (ours: MM2 ignores it).
+pub const OFFSET_TRANSLATION_KEY: &str = OFFSET_TRANSLATION.name;
+
+/// The key of the precise translation's budget: offset syncs kept per source
+/// partition (ours).
+pub const TRANSLATION_MAX_SYNCS_KEY: &str = TRANSLATION_MAX_SYNCS.name;
+
+/// The key turning on the content search inside the sync bracket (ours; only
+/// with precise translation; docs/translation.md, "Content search").
+pub const CONTENT_SEARCH_KEY: &str = CONTENT_SEARCH.name;
+
+/// The key turning membership on: instances sharing a flow elect one owner
+/// of it through a group on its target cluster (ours; docs/membership.md).
+pub const MEMBERSHIP_ENABLED_KEY: &str = MEMBERSHIP_ENABLED.name;
+
+/// The key of the flow's membership group id (ours; default
+/// `mm2-checkpoint.<source>.<target>`: [`FlowConfig::default_membership_group`]).
+pub const MEMBERSHIP_GROUP_KEY: &str = MEMBERSHIP_GROUP.name;
+
+/// The key of the static member id, `group.instance.id` (ours; e.g. the pod name).
+pub const MEMBERSHIP_INSTANCE_KEY: &str = MEMBERSHIP_INSTANCE.name;
+
+/// The key of the membership session timeout (ours).
+pub const MEMBERSHIP_SESSION_TIMEOUT_KEY: &str = MEMBERSHIP_SESSION_TIMEOUT.name;
+
+/// The key of the membership heartbeat interval (ours).
+pub const MEMBERSHIP_HEARTBEAT_KEY: &str = MEMBERSHIP_HEARTBEAT.name;
 
 /// The keys of ours read in `scope`.
 pub(crate) fn ours(scope: Scope) -> impl Iterator<Item = &'static str> {

@@ -163,17 +163,7 @@ impl KafkaKeys {
     }
 }
 
-/// A key of the file that nothing reads.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UnknownKey {
-    /// The key as written.
-    pub key: String,
-    /// The closest key that would be read, when one is close enough to be a
-    /// likely typo.
-    pub suggestion: Option<String>,
-    /// Why the key is not read when that is more useful than a suggestion.
-    pub note: Option<&'static str>,
-}
+pub use super::settings::UnknownKey;
 
 /// Every key of `keys` (in file order) that neither MirrorMaker 2 4.1 nor
 /// mm2-checkpoint reads, given the cluster aliases of `clusters`.

@@ -10,19 +10,20 @@ use std::time::Duration;
 use super::check::{Checker, ConfigWarning, Unknown};
 use super::error::ConfigError;
 use super::keys::{self, Default, Key};
+use super::metrics::MetricsSettings;
 use super::properties::Properties;
 use super::providers::{Environment, Providers, Resolution};
 use super::security::{ConnectionSettings, build_connection, is_connection_key};
-use super::{
-    FilterSettings, FlowConfig, GroupOffsetsMode, MIRROR_PACKAGE, MembershipConfig,
-    OffsetTranslation, Setting,
+use super::setting::{Setting, java_parse_boolean, parse_bool, parse_i64, parse_positive};
+use super::settings::{
+    FilterSettings, FlowConfig, GroupOffsetsMode, MAX_TRANSLATION_MAX_SYNCS, MembershipConfig,
+    OffsetTranslation,
 };
+use super::spelling::UnknownSpelling;
 use crate::core::{OffsetSyncsLocation, ReplicationPolicy};
 
-/// Java's `Boolean.parseBoolean`: `true` in any case is true, anything else false.
-pub(super) fn java_parse_boolean(value: &str) -> bool {
-    value.eq_ignore_ascii_case("true")
-}
+/// The package of MirrorMaker 2's classes, which class names may leave out.
+const MIRROR_PACKAGE: &str = "org.apache.kafka.connect.mirror.";
 
 /// Strips a known package from a class name, accepting the simple name too.
 fn simple_class_name<'v>(value: &'v str, package: &str) -> &'v str {
@@ -149,6 +150,26 @@ impl<'a> Lookup<'a> {
         Ok(out)
     }
 
+    /// The process-wide metrics settings, read from the top level of the
+    /// file only, each key checked on its own.
+    pub(super) fn metrics_settings(&self) -> Result<MetricsSettings, Unknown> {
+        let top_level = |key: &str| self.setting(key);
+        let granularity = &keys::LATENCY_GRANULARITY;
+        let latency_granularity = self.value_of(&top_level, granularity, |s| {
+            s.value.trim().parse().map_err(|e: UnknownSpelling| {
+                s.error(format!(
+                    "`{}` is not a granularity; use {}",
+                    e.given, e.expected
+                ))
+            })
+        });
+        let mm2_names = self.value_of(&top_level, &keys::MM2_NAMES, parse_bool);
+        Ok(MetricsSettings {
+            latency_granularity: latency_granularity?,
+            mm2_names: mm2_names?,
+        })
+    }
+
     /// MM2's rule: a herder exists for `S->T` if `S->T.enabled` is `true`
     /// (any case) or heartbeats are enabled for the pair; the flow's connectors
     /// are enabled if its `enabled` (flow key, else top-level) is true.
@@ -260,10 +281,10 @@ impl<'a> Lookup<'a> {
                 &get,
                 &keys::TRANSLATION_MAX_SYNCS,
                 |s| match usize::try_from(parse_positive(s)?) {
-                    Ok(v) if v <= super::MAX_TRANSLATION_MAX_SYNCS => Ok(v),
+                    Ok(v) if v <= MAX_TRANSLATION_MAX_SYNCS => Ok(v),
                     _ => Err(s.error(format!(
                         "must be at most {} (8 bytes per sync and partition)",
-                        super::MAX_TRANSLATION_MAX_SYNCS
+                        MAX_TRANSLATION_MAX_SYNCS
                     ))),
                 },
             );
@@ -599,21 +620,8 @@ impl<'a> Lookup<'a> {
     }
 }
 
-pub(super) fn parse_bool(s: &Setting) -> Result<bool, ConfigError> {
-    let v = s.value.trim();
-    if v.eq_ignore_ascii_case("true") {
-        Ok(true)
-    } else if v.eq_ignore_ascii_case("false") {
-        Ok(false)
-    } else {
-        Err(s.error(format!("`{v}` is not a boolean; use `true` or `false`")))
-    }
-}
-
 /// A setting whose value is one of an enum's spellings ([`FromStr`](std::str::FromStr)).
-fn parse_word<T: std::str::FromStr<Err = super::UnknownSpelling>>(
-    s: &Setting,
-) -> Result<T, ConfigError> {
+fn parse_word<T: std::str::FromStr<Err = UnknownSpelling>>(s: &Setting) -> Result<T, ConfigError> {
     s.value
         .trim()
         .parse::<T>()
@@ -635,18 +643,5 @@ fn default_setting(key: &Key) -> Result<Setting, ConfigError> {
             key.name,
             "has no default value of its own (an mm2-checkpoint defect)",
         )),
-    }
-}
-
-pub(super) fn parse_i64(s: &Setting) -> Result<i64, ConfigError> {
-    let v = s.value.trim();
-    v.parse::<i64>()
-        .map_err(|_| s.error(format!("`{v}` is not an integer")))
-}
-
-pub(super) fn parse_positive(s: &Setting) -> Result<u64, ConfigError> {
-    match parse_i64(s)? {
-        v if v >= 1 => Ok(v.unsigned_abs()),
-        v => Err(s.error(format!("must be at least 1, got {v}"))),
     }
 }

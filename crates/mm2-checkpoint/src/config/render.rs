@@ -11,11 +11,13 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
-use super::check::{Secrets, Validation};
+use super::check::{ConfigWarning, NotChecked, Secrets};
+use super::error::ConfigError;
 use super::keys::{self, Shown};
 use super::metrics::MetricsSettings;
 use super::security::{ClusterConnection, OAuthSettings, PemSource, TokenEndpoint, TrustRoots};
-use super::{ConfigError, ConfigWarning, FlowConfig, MirrorConfig, NotChecked};
+use super::settings::{FlowConfig, MirrorConfig};
+use super::validation::Validation;
 
 /// One line of the settings: `key = value    # origin`. `origin` is the key
 /// and line the value came from, or `default`; lines derived from other

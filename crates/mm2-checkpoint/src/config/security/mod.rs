@@ -29,10 +29,10 @@ mod tls;
 use std::collections::BTreeMap;
 use std::fmt;
 
-use super::Setting;
 use super::check::{Checker, ConfigWarning, NotChecked, Unknown};
 use super::error::ConfigError;
 use super::providers::Environment;
+use super::setting::Setting;
 
 pub use oauth::{OAuthSettings, TokenEndpoint};
 use sasl::build_sasl;

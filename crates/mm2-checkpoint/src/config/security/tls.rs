@@ -17,10 +17,10 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
 use super::Keys;
 use super::stores::{self, StoreKind};
-use crate::config::Setting;
 use crate::config::check::{ConfigWarning, Unknown};
 use crate::config::error::ConfigError;
 use crate::config::providers::Environment;
+use crate::config::setting::Setting;
 
 /// Where certificates or a key come from: a PEM file, PEM text in the config
 /// value itself, or a PKCS12 or JKS store.
