@@ -577,6 +577,36 @@ pub const MEMBERSHIP_SESSION_TIMEOUT_KEY: &str = MEMBERSHIP_SESSION_TIMEOUT.name
 /// The key of the membership heartbeat interval (ours).
 pub const MEMBERSHIP_HEARTBEAT_KEY: &str = MEMBERSHIP_HEARTBEAT.name;
 
+/// The default of [`TRANSLATION_MAX_SYNCS`] as a number (the table's text,
+/// read when the crate is built), set from the daemon measured at 1,000 and
+/// 10,000 partitions (docs/translation.md, "Budget and fallback"): it covers a
+/// lag of 1,000 × `offset.lag.max` records (10^5 at the default spacing), and
+/// a flow of 10,000 partitions all at the budget (10^7 syncs) measured about
+/// 250 MiB of RSS after a first start, about 750 MiB at the peak of a restart
+/// restoring them.
+pub const DEFAULT_TRANSLATION_MAX_SYNCS: usize = whole_number_default(&TRANSLATION_MAX_SYNCS);
+
+/// `key`'s default value as a whole number, at compile time: the build fails
+/// when the table gives it none or another kind of value.
+const fn whole_number_default(key: &Key) -> usize {
+    let Default::Value(text) = key.default else {
+        panic!("the key has no default value");
+    };
+    let digits = text.as_bytes();
+    assert!(!digits.is_empty(), "the default is empty");
+    let mut number: usize = 0;
+    let mut i = 0;
+    while i < digits.len() {
+        assert!(
+            digits[i].is_ascii_digit(),
+            "the default is not a whole number"
+        );
+        number = number * 10 + (digits[i] - b'0') as usize;
+        i += 1;
+    }
+    number
+}
+
 /// The keys of ours read in `scope`.
 pub(crate) fn ours(scope: Scope) -> impl Iterator<Item = &'static str> {
     ALL.iter()

@@ -45,9 +45,10 @@ pub use error::ConfigError;
 /// print `[redacted]`.
 pub use kafka_lite::Secret;
 pub use keys::{
-    CONTENT_SEARCH_KEY, FOLLOW_COALESCE_KEY, GROUP_OFFSETS_MODE_KEY, MEMBERSHIP_ENABLED_KEY,
-    MEMBERSHIP_GROUP_KEY, MEMBERSHIP_HEARTBEAT_KEY, MEMBERSHIP_INSTANCE_KEY,
-    MEMBERSHIP_SESSION_TIMEOUT_KEY, OFFSET_TRANSLATION_KEY, TRANSLATION_MAX_SYNCS_KEY,
+    CONTENT_SEARCH_KEY, DEFAULT_TRANSLATION_MAX_SYNCS, FOLLOW_COALESCE_KEY, GROUP_OFFSETS_MODE_KEY,
+    MEMBERSHIP_ENABLED_KEY, MEMBERSHIP_GROUP_KEY, MEMBERSHIP_HEARTBEAT_KEY,
+    MEMBERSHIP_INSTANCE_KEY, MEMBERSHIP_SESSION_TIMEOUT_KEY, OFFSET_TRANSLATION_KEY,
+    TRANSLATION_MAX_SYNCS_KEY,
 };
 pub use properties::Properties;
 pub use providers::{Environment, ProcessEnvironment};
@@ -57,9 +58,9 @@ pub use security::{
     SaslCredentials, SaslMechanism, SecurityProtocol, TlsMaterial, TlsSettings, TrustRoots,
 };
 pub use settings::{
-    CONTENT_SEARCH_MAX_BYTES, CONTENT_SEARCH_MAX_RECORDS, DEFAULT_TRANSLATION_MAX_SYNCS,
-    FilterSettings, FlowConfig, GroupOffsetsMode, MAX_TRANSLATION_MAX_SYNCS, MembershipConfig,
-    MirrorConfig, OffsetTranslation, Ownership,
+    CONTENT_SEARCH_MAX_BYTES, CONTENT_SEARCH_MAX_RECORDS, FilterSettings, FlowConfig,
+    GroupOffsetsMode, MAX_TRANSLATION_MAX_SYNCS, MembershipConfig, MirrorConfig, OffsetTranslation,
+    Ownership,
 };
 pub use spelling::UnknownSpelling;
 pub use validation::{FlowReport, Validation};

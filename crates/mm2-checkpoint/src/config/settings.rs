@@ -33,13 +33,6 @@ pub struct MembershipConfig {
     pub heartbeat_interval: Duration,
 }
 
-/// The default of [`TRANSLATION_MAX_SYNCS_KEY`](super::TRANSLATION_MAX_SYNCS_KEY), set from the daemon measured at
-/// 1,000 and 10,000 partitions (docs/translation.md, "Budget and fallback"): it covers
-/// a lag of 1,000 × `offset.lag.max` records (10^5 at the default spacing), and a flow
-/// of 10,000 partitions all at the budget (10^7 syncs) measured about 250 MiB of RSS
-/// after a first start, about 750 MiB at the peak of a restart restoring them.
-pub const DEFAULT_TRANSLATION_MAX_SYNCS: usize = 1_000;
-
 /// The largest accepted [`TRANSLATION_MAX_SYNCS_KEY`](super::TRANSLATION_MAX_SYNCS_KEY): 100,000,000 syncs are about
 /// 800 MB for one partition, beyond any sensible budget (a guard against typos).
 pub const MAX_TRANSLATION_MAX_SYNCS: usize = 100_000_000;
@@ -178,7 +171,7 @@ pub struct FlowConfig {
     /// offsets are translated.
     pub offset_translation: OffsetTranslation,
     /// `mm2-checkpoint.offset.translation.max.syncs.per.partition` (ours; default
-    /// [`DEFAULT_TRANSLATION_MAX_SYNCS`]): the precise mode's budget per partition.
+    /// [`DEFAULT_TRANSLATION_MAX_SYNCS`](super::DEFAULT_TRANSLATION_MAX_SYNCS)): the precise mode's budget per partition.
     pub translation_max_syncs: usize,
     /// `mm2-checkpoint.offset.translation.content.search` (ours; default false):
     /// find the exact position inside the sync bracket by reading records.
