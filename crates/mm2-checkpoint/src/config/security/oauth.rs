@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use kafka_lite::Secret;
 
-use super::Keys;
+use super::cluster::Keys;
 use crate::config::check::{ConfigWarning, Unknown};
 use crate::config::error::ConfigError;
 use crate::config::jaas::JaasEntry;
