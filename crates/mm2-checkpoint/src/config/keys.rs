@@ -313,7 +313,9 @@ keys! {
     OFFSET_SYNCS_TOPIC_LOCATION = Key {
         name: "offset-syncs.topic.location",
         default: Default::Value("source"),
-        accepted: Accepted::Words(|| OffsetSyncsLocation::ALL.map(OffsetSyncsLocation::as_str).to_vec()),
+        accepted: Accepted::Words(|| {
+            OffsetSyncsLocation::ALL.map(OffsetSyncsLocation::as_str).to_vec()
+        }),
         owner: Owner::Mm2,
         scope: Scope::Flow,
         doc: "the cluster of the offset-syncs topic",
@@ -423,7 +425,9 @@ keys! {
     OFFSET_TRANSLATION = Key {
         name: "mm2-checkpoint.offset.translation",
         default: Default::Value("mm2"),
-        accepted: Accepted::Words(|| OffsetTranslation::ALL.map(OffsetTranslation::as_str).to_vec()),
+        accepted: Accepted::Words(|| {
+            OffsetTranslation::ALL.map(OffsetTranslation::as_str).to_vec()
+        }),
         owner: Owner::Ours,
         scope: Scope::Flow,
         doc: "how precisely offsets are translated",
@@ -524,7 +528,9 @@ keys! {
     LATENCY_GRANULARITY = Key {
         name: "mm2-checkpoint.metrics.latency.granularity",
         default: Default::Value("partition"),
-        accepted: Accepted::Words(|| LatencyGranularity::ALL.map(LatencyGranularity::as_str).to_vec()),
+        accepted: Accepted::Words(|| {
+            LatencyGranularity::ALL.map(LatencyGranularity::as_str).to_vec()
+        }),
         owner: Owner::Ours,
         scope: Scope::Process,
         doc: "how finely the checkpoint-latency series are labelled",

@@ -33,8 +33,10 @@ pub struct MembershipConfig {
     pub heartbeat_interval: Duration,
 }
 
-/// The largest accepted [`TRANSLATION_MAX_SYNCS_KEY`](super::TRANSLATION_MAX_SYNCS_KEY): 100,000,000 syncs are about
-/// 800 MB for one partition, beyond any sensible budget (a guard against typos).
+/// The largest accepted
+/// [`TRANSLATION_MAX_SYNCS_KEY`](super::TRANSLATION_MAX_SYNCS_KEY):
+/// 100,000,000 syncs are about 800 MB for one partition, beyond any sensible
+/// budget (a guard against typos).
 pub const MAX_TRANSLATION_MAX_SYNCS: usize = 100_000_000;
 
 /// How precisely a flow translates offsets (docs/translation.md, "Precise translation").
@@ -171,7 +173,8 @@ pub struct FlowConfig {
     /// offsets are translated.
     pub offset_translation: OffsetTranslation,
     /// `mm2-checkpoint.offset.translation.max.syncs.per.partition` (ours; default
-    /// [`DEFAULT_TRANSLATION_MAX_SYNCS`](super::DEFAULT_TRANSLATION_MAX_SYNCS)): the precise mode's budget per partition.
+    /// [`DEFAULT_TRANSLATION_MAX_SYNCS`](super::DEFAULT_TRANSLATION_MAX_SYNCS)):
+    /// the precise mode's budget per partition.
     pub translation_max_syncs: usize,
     /// `mm2-checkpoint.offset.translation.content.search` (ours; default false):
     /// find the exact position inside the sync bracket by reading records.
@@ -190,9 +193,10 @@ impl FlowConfig {
         format!("{}->{}", self.source.alias, self.target.alias)
     }
 
-    /// The membership group of a flow when [`MEMBERSHIP_GROUP_KEY`](super::MEMBERSHIP_GROUP_KEY) does not
-    /// name one: `mm2-checkpoint.<source>.<target>`, the same for every
-    /// instance started with the same configuration.
+    /// The membership group of a flow when
+    /// [`MEMBERSHIP_GROUP_KEY`](super::MEMBERSHIP_GROUP_KEY) does not name one:
+    /// `mm2-checkpoint.<source>.<target>`, the same for every instance started
+    /// with the same configuration.
     pub fn default_membership_group(source: &str, target: &str) -> String {
         format!("mm2-checkpoint.{source}.{target}")
     }
