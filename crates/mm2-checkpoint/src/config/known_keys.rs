@@ -20,10 +20,14 @@
 //!   `cluster.<client key>` or a client role and one of its keys.
 //!
 //! A key that fits several shapes (an alias named like a key's first word) is
-//! known if any of them fits, as MM2 reads it in all of them.
+//! known if any of them fits, as MM2 reads it in all of them. Our own keys
+//! come from the key table (`keys.rs`): per-flow ones in the shapes of
+//! connector keys, process-wide ones at the top level only.
 
 use std::collections::BTreeSet;
 use std::sync::OnceLock;
+
+use super::keys::{self, Scope};
 
 /// The generated list of Kafka 4.1.1's key names.
 const KAFKA_KEYS: &str = include_str!("kafka-4.1.1-keys.txt");
@@ -52,24 +56,6 @@ const CONNECTOR_PREFIXES: &[&str] = &[
     "consumer.override.",
     "admin.override.",
 ];
-
-/// Connector-level keys of mm2-checkpoint's own (MM2 ignores them), read at
-/// the top level and per flow like connector keys.
-const OWN_KEYS: &[&str] = &[
-    super::GROUP_OFFSETS_MODE_KEY,
-    super::FOLLOW_COALESCE_KEY,
-    super::OFFSET_TRANSLATION_KEY,
-    super::TRANSLATION_MAX_SYNCS_KEY,
-    super::CONTENT_SEARCH_KEY,
-    super::MEMBERSHIP_KEYS[0],
-    super::MEMBERSHIP_KEYS[1],
-    super::MEMBERSHIP_KEYS[2],
-    super::MEMBERSHIP_KEYS[3],
-    super::MEMBERSHIP_KEYS[4],
-];
-
-/// Keys of mm2-checkpoint's own read at the top level only (process-wide).
-const OWN_TOP_LEVEL_KEYS: [&str; 2] = super::metrics::KEYS;
 
 /// Key names by the definition that declares them.
 struct KafkaKeys {
@@ -141,13 +127,13 @@ impl KafkaKeys {
 
     fn is_connector_key(&self, key: &str) -> bool {
         self.connector.contains(key)
-            || OWN_KEYS.contains(&key)
+            || keys::ours(Scope::Flow).any(|k| k == key)
             || CONNECTOR_PREFIXES.iter().any(|p| key.starts_with(p))
     }
 
     fn is_top_level(&self, key: &str) -> bool {
         self.mirror_maker.contains(key)
-            || OWN_TOP_LEVEL_KEYS.contains(&key)
+            || keys::ours(Scope::Process).any(|k| k == key)
             || self.is_connector_key(key)
             || self.client.contains(key)
             || self.is_role_key(key)
@@ -177,17 +163,7 @@ impl KafkaKeys {
     }
 }
 
-/// A key of the file that nothing reads.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UnknownKey {
-    /// The key as written.
-    pub key: String,
-    /// The closest key that would be read, when one is close enough to be a
-    /// likely typo.
-    pub suggestion: Option<String>,
-    /// Why the key is not read when that is more useful than a suggestion.
-    pub note: Option<&'static str>,
-}
+pub use super::settings::UnknownKey;
 
 /// Every key of `keys` (in file order) that neither MirrorMaker 2 4.1 nor
 /// mm2-checkpoint reads, given the cluster aliases of `clusters`.
@@ -267,7 +243,7 @@ fn describe(known: &KafkaKeys, key: &str, clusters: &[String], flows: &[String])
     let mut add = |prefix: &str, names: &BTreeSet<&'static str>| {
         candidates.extend(names.iter().map(|n| format!("{prefix}{n}")));
     };
-    let own: BTreeSet<&'static str> = OWN_KEYS.iter().copied().collect();
+    let own: BTreeSet<&'static str> = keys::ours(Scope::Flow).collect();
     if let Some(prefix) = flows.iter().find(|p| key.starts_with(p.as_str())) {
         add(prefix, &known.connector);
         add(prefix, &own);
@@ -295,7 +271,7 @@ fn describe(known: &KafkaKeys, key: &str, clusters: &[String], flows: &[String])
         add("", &known.mirror_maker);
         add("", &known.connector);
         add("", &own);
-        add("", &OWN_TOP_LEVEL_KEYS.iter().copied().collect());
+        add("", &keys::ours(Scope::Process).collect());
         add("", &known.client);
     }
     unknown(closest(key, &candidates), None)

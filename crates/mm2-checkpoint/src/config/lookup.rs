@@ -9,22 +9,21 @@ use std::time::Duration;
 
 use super::check::{Checker, ConfigWarning, Unknown};
 use super::error::ConfigError;
+use super::keys::{self, Default, Key};
+use super::metrics::MetricsSettings;
 use super::properties::Properties;
 use super::providers::{Environment, Providers, Resolution};
 use super::security::{ConnectionSettings, build_connection, is_connection_key};
-use super::{
-    FilterSettings, FlowConfig, GroupOffsetsMode, MIRROR_PACKAGE, MembershipConfig,
-    OffsetTranslation, Setting,
+use super::setting::{Setting, java_parse_boolean, parse_bool, parse_i64, parse_positive};
+use super::settings::{
+    FilterSettings, FlowConfig, GroupOffsetsMode, MAX_TRANSLATION_MAX_SYNCS, MembershipConfig,
+    OffsetTranslation,
 };
-use crate::core::filter::{
-    DEFAULT_GROUPS, DEFAULT_GROUPS_EXCLUDE, DEFAULT_TOPICS, DEFAULT_TOPICS_EXCLUDE,
-};
+use super::spelling::UnknownSpelling;
 use crate::core::{OffsetSyncsLocation, ReplicationPolicy};
 
-/// Java's `Boolean.parseBoolean`: `true` in any case is true, anything else false.
-pub(super) fn java_parse_boolean(value: &str) -> bool {
-    value.eq_ignore_ascii_case("true")
-}
+/// The package of MirrorMaker 2's classes, which class names may leave out.
+const MIRROR_PACKAGE: &str = "org.apache.kafka.connect.mirror.";
 
 /// Strips a known package from a class name, accepting the simple name too.
 fn simple_class_name<'v>(value: &'v str, package: &str) -> &'v str {
@@ -99,6 +98,22 @@ impl<'a> Lookup<'a> {
         self.checker.check(parse(s))
     }
 
+    /// `parse` of the setting `get` finds for `key`, else of `key`'s default
+    /// from the table (parsed as if written, so that the table is the one
+    /// place it is stated); an error or an unknown value is recorded as by
+    /// [`parse`](Self::parse).
+    pub(super) fn value_of<T>(
+        &self,
+        get: &dyn Fn(&str) -> Option<Setting>,
+        key: &Key,
+        parse: impl FnOnce(&Setting) -> Result<T, ConfigError>,
+    ) -> Result<T, Unknown> {
+        match get(key.name) {
+            Some(s) => self.parse(&s, parse),
+            None => self.parse(&self.checker.check(default_setting(key))?, parse),
+        }
+    }
+
     /// The first of `keys` present in the file.
     fn first(&self, keys: &[String]) -> Option<Setting> {
         keys.iter()
@@ -133,6 +148,26 @@ impl<'a> Lookup<'a> {
                 .error(setting.error("must list at least two cluster aliases")));
         }
         Ok(out)
+    }
+
+    /// The process-wide metrics settings, read from the top level of the
+    /// file only, each key checked on its own.
+    pub(super) fn metrics_settings(&self) -> Result<MetricsSettings, Unknown> {
+        let top_level = |key: &str| self.setting(key);
+        let granularity = &keys::LATENCY_GRANULARITY;
+        let latency_granularity = self.value_of(&top_level, granularity, |s| {
+            s.value.trim().parse().map_err(|e: UnknownSpelling| {
+                s.error(format!(
+                    "`{}` is not a granularity; use {}",
+                    e.given, e.expected
+                ))
+            })
+        });
+        let mm2_names = self.value_of(&top_level, &keys::MM2_NAMES, parse_bool);
+        Ok(MetricsSettings {
+            latency_granularity: latency_granularity?,
+            mm2_names: mm2_names?,
+        })
     }
 
     /// MM2's rule: a herder exists for `S->T` if `S->T.enabled` is `true`
@@ -174,7 +209,7 @@ impl<'a> Lookup<'a> {
     /// mm2-checkpoint (docs/configuration.md, "Sharing mm2.properties with
     /// MirrorMaker 2").
     pub(super) fn emit_checkpoints(&self, flow: &str) -> Result<Option<(bool, Setting)>, Unknown> {
-        match self.flow_key(flow, "emit.checkpoints.enabled") {
+        match self.flow_key(flow, keys::EMIT_CHECKPOINTS_ENABLED.name) {
             None => Ok(None),
             Some(s) => Ok(Some((self.parse(&s, parse_bool)?, s))),
         }
@@ -203,145 +238,124 @@ impl<'a> Lookup<'a> {
 
         // `emit.checkpoints.enabled` decided whether the flow is ours before it
         // was built (`Lookup::checkpointing`); it is listed with its origin.
-        get("emit.checkpoints.enabled");
-        let offset_syncs = match get("emit.offset-syncs.enabled") {
-            None => Ok(()),
-            Some(s) => self.parse(&s, |s| match parse_bool(s)? {
-                true => Ok(()),
-                false => Err(s.error(format!(
-                    "is false, so flow {flow} has no offset syncs to translate with (MM2 rejects \
-                     this connector config too); let MM2's source connector write offset \
-                     syncs, or disable the flow with `{flow}.enabled=false`"
-                ))),
-            }),
-        };
-        let bool_or = |key: &str, default: bool| -> Result<bool, Unknown> {
-            get(key).map_or(Ok(default), |s| self.parse(&s, parse_bool))
-        };
-        let positive = |key: &str, default: u64| -> Result<u64, Unknown> {
-            get(key).map_or(Ok(default), |s| self.parse(&s, parse_positive))
-        };
-        let seconds = |key: &str, default: u64| positive(key, default).map(Duration::from_secs);
-        let millis = |key: &str, default: u64| positive(key, default).map(Duration::from_millis);
+        get(keys::EMIT_CHECKPOINTS_ENABLED.name);
+        let offset_syncs =
+            self.value_of(
+                &get,
+                &keys::EMIT_OFFSET_SYNCS_ENABLED,
+                |s| match parse_bool(s)? {
+                    true => Ok(()),
+                    false => Err(s.error(format!(
+                        "is false, so flow {flow} has no offset syncs to translate with (MM2 \
+                     rejects this connector config too); let MM2's source connector write \
+                     offset syncs, or disable the flow with `{flow}.enabled=false`"
+                    ))),
+                },
+            );
+        let boolean = |key: &Key| self.value_of(&get, key, parse_bool);
+        let positive = |key: &Key| self.value_of(&get, key, parse_positive);
+        let seconds = |key: &Key| positive(key).map(Duration::from_secs);
+        let millis = |key: &Key| positive(key).map(Duration::from_millis);
 
-        let emit_checkpoints_interval = seconds("emit.checkpoints.interval.seconds", 60);
-        let sync_group_offsets_enabled = bool_or("sync.group.offsets.enabled", false);
-        let sync_group_offsets_interval = seconds("sync.group.offsets.interval.seconds", 60);
-        let refresh_groups_enabled = bool_or("refresh.groups.enabled", true);
-        let refresh_groups_interval = seconds("refresh.groups.interval.seconds", 600);
-        let consumer_poll_timeout = millis("consumer.poll.timeout.ms", 1000);
-        let admin_timeout = millis("admin.timeout.ms", 60_000);
-        let offset_lag_max = match get("offset.lag.max") {
-            None => Ok(100),
-            Some(s) => self.parse(&s, parse_i64),
-        };
-        let group_offsets_mode = match get(super::GROUP_OFFSETS_MODE_KEY) {
-            None => Ok(GroupOffsetsMode::default()),
-            Some(s) => self.parse(&s, |s| {
-                s.value
-                    .trim()
-                    .parse::<GroupOffsetsMode>()
-                    .map_err(|e| s.error(e.to_string()))
-            }),
-        };
-        let follow_coalesce = millis(super::FOLLOW_COALESCE_KEY, 200);
-        let offset_translation = match get(super::OFFSET_TRANSLATION_KEY) {
-            None => Ok(OffsetTranslation::default()),
-            Some(s) => self.parse(&s, |s| {
-                s.value
-                    .trim()
-                    .parse::<OffsetTranslation>()
-                    .map_err(|e| s.error(e.to_string()))
-            }),
-        };
-        let translation_max_syncs = match get(super::TRANSLATION_MAX_SYNCS_KEY) {
-            None => Ok(super::DEFAULT_TRANSLATION_MAX_SYNCS),
-            Some(s) => self.parse(&s, |s| match usize::try_from(parse_positive(s)?) {
-                Ok(v) if v <= super::MAX_TRANSLATION_MAX_SYNCS => Ok(v),
-                _ => Err(s.error(format!(
-                    "must be at most {} (8 bytes per sync and partition)",
-                    super::MAX_TRANSLATION_MAX_SYNCS
-                ))),
-            }),
-        };
-        let content_search = match get(super::CONTENT_SEARCH_KEY) {
-            None => Ok(false),
-            Some(s) => self.parse(&s, |s| match parse_bool(s)? {
-                true if matches!(offset_translation, Ok(OffsetTranslation::Mm2)) => {
-                    Err(s.error(format!(
-                        "content search needs `{} = precise`",
-                        super::OFFSET_TRANSLATION_KEY
-                    )))
-                }
-                v => Ok(v),
-            }),
-        };
-        let membership = self.membership(&get, &bool_or, &millis, source, target);
-        let checkpoints_topic_replication_factor = match get("checkpoints.topic.replication.factor")
-        {
-            None => Ok(3),
-            Some(s) => self.parse(&s, |s| match parse_i64(s)? {
+        let emit_checkpoints_interval = seconds(&keys::EMIT_CHECKPOINTS_INTERVAL);
+        let sync_group_offsets_enabled = boolean(&keys::SYNC_GROUP_OFFSETS_ENABLED);
+        let sync_group_offsets_interval = seconds(&keys::SYNC_GROUP_OFFSETS_INTERVAL);
+        let refresh_groups_enabled = boolean(&keys::REFRESH_GROUPS_ENABLED);
+        let refresh_groups_interval = seconds(&keys::REFRESH_GROUPS_INTERVAL);
+        let consumer_poll_timeout = millis(&keys::CONSUMER_POLL_TIMEOUT);
+        let admin_timeout = millis(&keys::ADMIN_TIMEOUT);
+        let offset_lag_max = self.value_of(&get, &keys::OFFSET_LAG_MAX, parse_i64);
+        let group_offsets_mode = self.value_of(
+            &get,
+            &keys::GROUP_OFFSETS_MODE,
+            parse_word::<GroupOffsetsMode>,
+        );
+        let follow_coalesce = millis(&keys::FOLLOW_COALESCE);
+        let offset_translation = self.value_of(
+            &get,
+            &keys::OFFSET_TRANSLATION,
+            parse_word::<OffsetTranslation>,
+        );
+        let translation_max_syncs =
+            self.value_of(
+                &get,
+                &keys::TRANSLATION_MAX_SYNCS,
+                |s| match usize::try_from(parse_positive(s)?) {
+                    Ok(v) if v <= MAX_TRANSLATION_MAX_SYNCS => Ok(v),
+                    _ => Err(s.error(format!(
+                        "must be at most {} (8 bytes per sync and partition)",
+                        MAX_TRANSLATION_MAX_SYNCS
+                    ))),
+                },
+            );
+        let content_search = self.value_of(&get, &keys::CONTENT_SEARCH, |s| match parse_bool(s)? {
+            true if matches!(offset_translation, Ok(OffsetTranslation::Mm2)) => {
+                Err(s.error(format!(
+                    "content search needs `{} = precise`",
+                    keys::OFFSET_TRANSLATION.name
+                )))
+            }
+            v => Ok(v),
+        });
+        let membership = self.membership(&get, &boolean, &millis, source, target);
+        let checkpoints_topic_replication_factor = self.value_of(
+            &get,
+            &keys::CHECKPOINTS_TOPIC_REPLICATION_FACTOR,
+            |s| match parse_i64(s)? {
                 v @ (-1 | 1..=32767) => Ok(v as i16),
                 _ => Err(s.error("must be -1 (broker default) or between 1 and 32767")),
-            }),
-        };
-        let offset_syncs_topic_location = match get("offset-syncs.topic.location") {
-            None => Ok(OffsetSyncsLocation::default()),
-            Some(s) => self.parse(&s, |s| {
-                s.value.trim().parse().map_err(|_| {
+            },
+        );
+        let offset_syncs_topic_location =
+            self.value_of(&get, &keys::OFFSET_SYNCS_TOPIC_LOCATION, |s| {
+                s.value.trim().parse::<OffsetSyncsLocation>().map_err(|_| {
                     s.error(format!(
                         "`{}` is not valid; use `source` or `target` (lower case)",
                         s.value.trim()
                     ))
                 })
-            }),
-        };
+            });
 
         // The deprecated `topics.blacklist`/`groups.blacklist` were removed in
         // Kafka 4.0 and MM2 4.x ignores them; so do we (known_keys warns).
-        let filter = |key: &str, default: &str| -> Result<String, Unknown> {
-            get(key).map_or_else(|| Ok(default.to_string()), |s| s.text().map(str::to_string))
+        let filter = |key: &Key| -> Result<String, Unknown> {
+            self.value_of(&get, key, |s| Ok(s.value.clone()))
         };
         let (topics, topics_exclude, groups, groups_exclude) = (
-            filter("topics", DEFAULT_TOPICS),
-            filter("topics.exclude", DEFAULT_TOPICS_EXCLUDE),
-            filter("groups", DEFAULT_GROUPS),
-            filter("groups.exclude", DEFAULT_GROUPS_EXCLUDE),
+            filter(&keys::TOPICS),
+            filter(&keys::TOPICS_EXCLUDE),
+            filter(&keys::GROUPS),
+            filter(&keys::GROUPS_EXCLUDE),
         );
 
         let mut classes = Ok(());
-        for (key, default) in [
-            ("topic.filter.class", "DefaultTopicFilter"),
-            ("group.filter.class", "DefaultGroupFilter"),
-        ] {
-            if let Some(s) = get(key) {
-                let checked = self.parse(&s, |s| {
-                    if simple_class_name(s.value.trim(), MIRROR_PACKAGE) == default {
-                        return Ok(());
-                    }
-                    Err(s.error(format!(
-                        "custom filter classes are not supported by mm2-checkpoint; remove the \
-                         key to use {MIRROR_PACKAGE}{default} and express the filter with \
-                         topics/groups include and exclude lists"
-                    )))
-                });
-                classes = classes.and(checked);
-            }
-        }
-        if let Some(s) = get("forwarding.admin.class") {
-            let checked = self.parse(&s, |s| {
-                if simple_class_name(s.value.trim(), "org.apache.kafka.clients.admin.")
-                    == "ForwardingAdmin"
-                {
+        for key in [&keys::TOPIC_FILTER_CLASS, &keys::GROUP_FILTER_CLASS] {
+            let default = key.default_value();
+            let checked = self.value_of(&get, key, |s| {
+                if Some(simple_class_name(s.value.trim(), MIRROR_PACKAGE)) == default {
                     return Ok(());
                 }
-                Err(s.error(
-                    "custom forwarding admin classes are not supported by mm2-checkpoint; remove \
-                     the key",
-                ))
+                Err(s.error(format!(
+                    "custom filter classes are not supported by mm2-checkpoint; remove the \
+                     key to use {MIRROR_PACKAGE}{} and express the filter with \
+                     topics/groups include and exclude lists",
+                    default.unwrap_or_default()
+                )))
             });
             classes = classes.and(checked);
         }
+        let forwarding = &keys::FORWARDING_ADMIN_CLASS;
+        let checked = self.value_of(&get, forwarding, |s| {
+            let name = simple_class_name(s.value.trim(), "org.apache.kafka.clients.admin.");
+            if Some(name) == forwarding.default_value() {
+                return Ok(());
+            }
+            Err(s.error(
+                "custom forwarding admin classes are not supported by mm2-checkpoint; remove \
+                 the key",
+            ))
+        });
+        classes = classes.and(checked);
 
         let replication_policy = self.replication_policy(&get, source, target);
 
@@ -397,14 +411,16 @@ impl<'a> Lookup<'a> {
     fn membership(
         &self,
         get: &dyn Fn(&str) -> Option<Setting>,
-        bool_or: &dyn Fn(&str, bool) -> Result<bool, Unknown>,
-        millis: &dyn Fn(&str, u64) -> Result<Duration, Unknown>,
+        boolean: &dyn Fn(&Key) -> Result<bool, Unknown>,
+        millis: &dyn Fn(&Key) -> Result<Duration, Unknown>,
         source: &str,
         target: &str,
     ) -> Result<Option<MembershipConfig>, Unknown> {
-        let enabled = bool_or(super::MEMBERSHIP_ENABLED_KEY, false);
-        let name = |key: &str| -> Result<Option<String>, Unknown> {
-            match get(key) {
+        let enabled = boolean(&keys::MEMBERSHIP_ENABLED);
+        // The group's default depends on the flow and the instance id has
+        // none: a name is `None` when unset.
+        let name = |key: &Key| -> Result<Option<String>, Unknown> {
+            match get(key.name) {
                 None => Ok(None),
                 Some(s) => {
                     let text = s.text()?.trim().to_string();
@@ -419,10 +435,10 @@ impl<'a> Lookup<'a> {
                 }
             }
         };
-        let group = name(super::MEMBERSHIP_GROUP_KEY);
-        let instance_id = name(super::MEMBERSHIP_INSTANCE_KEY);
-        let session_timeout = millis(super::MEMBERSHIP_SESSION_TIMEOUT_KEY, 10_000);
-        let heartbeat_interval = millis(super::MEMBERSHIP_HEARTBEAT_KEY, 1_000);
+        let group = name(&keys::MEMBERSHIP_GROUP);
+        let instance_id = name(&keys::MEMBERSHIP_INSTANCE);
+        let session_timeout = millis(&keys::MEMBERSHIP_SESSION_TIMEOUT);
+        let heartbeat_interval = millis(&keys::MEMBERSHIP_HEARTBEAT);
         let (enabled, group, instance_id, session_timeout, heartbeat_interval) = (
             enabled?,
             group?,
@@ -431,8 +447,8 @@ impl<'a> Lookup<'a> {
             heartbeat_interval?,
         );
         if heartbeat_interval.saturating_mul(2) >= session_timeout {
-            let s = get(super::MEMBERSHIP_HEARTBEAT_KEY)
-                .or_else(|| get(super::MEMBERSHIP_SESSION_TIMEOUT_KEY));
+            let s = get(keys::MEMBERSHIP_HEARTBEAT.name)
+                .or_else(|| get(keys::MEMBERSHIP_SESSION_TIMEOUT.name));
             let message = format!(
                 "the heartbeat interval ({} ms) must be under half the session timeout ({} ms): \
                  an owner renews its right to write with each heartbeat",
@@ -460,7 +476,7 @@ impl<'a> Lookup<'a> {
         source: &str,
         target: &str,
     ) -> Result<(ReplicationPolicy, String, String), Unknown> {
-        let class = get("replication.policy.class");
+        let class = get(keys::REPLICATION_POLICY_CLASS.name);
         let class_checked = match &class {
             Some(s) => self.parse(s, |s| {
                 let name = simple_class_name(s.value.trim(), MIRROR_PACKAGE);
@@ -475,8 +491,8 @@ impl<'a> Lookup<'a> {
             }),
             None => Ok(()),
         };
-        let internal_flag = get("replication.policy.internal.topic.separator.enabled");
-        let separator = get("replication.policy.separator");
+        let internal_flag = get(keys::INTERNAL_TOPIC_SEPARATOR_ENABLED.name);
+        let separator = get(keys::REPLICATION_POLICY_SEPARATOR.name);
         // The internal-separator flag is only read (and checked) when a separator
         // is set, as MM2 does (docs/behaviour.md B.1).
         let internal_enabled = match (&separator, &internal_flag) {
@@ -486,11 +502,11 @@ impl<'a> Lookup<'a> {
         // MM2 puts the flow's aliases into each connector's config only if
         // absent, so a top-level `source.cluster.alias` renames every flow's
         // source and `S->T.source.cluster.alias` one flow's (docs/behaviour.md F.2).
-        let alias = |key: &str, default: &str| -> Result<String, Unknown> {
-            get(key).map_or_else(|| Ok(default.to_string()), |s| s.text().map(str::to_string))
+        let alias = |key: &Key, default: &str| -> Result<String, Unknown> {
+            get(key.name).map_or_else(|| Ok(default.to_string()), |s| s.text().map(str::to_string))
         };
-        let source_alias = alias("source.cluster.alias", source);
-        let target_alias = alias("target.cluster.alias", target);
+        let source_alias = alias(&keys::SOURCE_CLUSTER_ALIAS, source);
+        let target_alias = alias(&keys::TARGET_CLUSTER_ALIAS, target);
         class_checked?;
         let separator = separator.as_ref().map(Setting::text).transpose();
         let class = class.as_ref().map(Setting::text).transpose()?;
@@ -500,7 +516,7 @@ impl<'a> Lookup<'a> {
             ReplicationPolicy::from_class(class, separator?, internal_enabled, Some(&source_alias))
                 .map_err(|e| {
                     self.checker.error(ConfigError::for_key(
-                        "replication.policy.class",
+                        keys::REPLICATION_POLICY_CLASS.name,
                         e.to_string(),
                     ))
                 })?;
@@ -604,26 +620,28 @@ impl<'a> Lookup<'a> {
     }
 }
 
-pub(super) fn parse_bool(s: &Setting) -> Result<bool, ConfigError> {
-    let v = s.value.trim();
-    if v.eq_ignore_ascii_case("true") {
-        Ok(true)
-    } else if v.eq_ignore_ascii_case("false") {
-        Ok(false)
-    } else {
-        Err(s.error(format!("`{v}` is not a boolean; use `true` or `false`")))
-    }
+/// A setting whose value is one of an enum's spellings ([`FromStr`](std::str::FromStr)).
+fn parse_word<T: std::str::FromStr<Err = UnknownSpelling>>(s: &Setting) -> Result<T, ConfigError> {
+    s.value
+        .trim()
+        .parse::<T>()
+        .map_err(|e| s.error(e.to_string()))
 }
 
-fn parse_i64(s: &Setting) -> Result<i64, ConfigError> {
-    let v = s.value.trim();
-    v.parse::<i64>()
-        .map_err(|_| s.error(format!("`{v}` is not an integer")))
-}
-
-fn parse_positive(s: &Setting) -> Result<u64, ConfigError> {
-    match parse_i64(s)? {
-        v if v >= 1 => Ok(v.unsigned_abs()),
-        v => Err(s.error(format!("must be at least 1, got {v}"))),
+/// `key`'s default from the table as a setting written under its name, or
+/// an error if the table gives it no value (the caller's mistake: such a key
+/// is read without a default).
+fn default_setting(key: &Key) -> Result<Setting, ConfigError> {
+    match key.default {
+        Default::Value(value) => Ok(Setting {
+            value: value.to_string(),
+            origin: key.name.to_string(),
+            line: None,
+            resolution: Resolution::Resolved,
+        }),
+        Default::Derived(_) | Default::Unset => Err(ConfigError::for_key(
+            key.name,
+            "has no default value of its own (an mm2-checkpoint defect)",
+        )),
     }
 }

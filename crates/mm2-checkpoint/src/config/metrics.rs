@@ -1,96 +1,17 @@
 //! The process-wide metrics settings (ours; MM2 ignores them), read from the
 //! top level of the file only: one `/metrics` endpoint serves every flow. The
-//! metrics themselves are described in `docs/operations.md` (Metrics).
+//! metrics themselves are described in `docs/operations.md` (Metrics). The
+//! types live with the other settings (`settings.rs`), their keys in the key
+//! table (`keys.rs`), and `Lookup::metrics_settings` reads them.
 
-use std::str::FromStr;
-
-use super::check::Unknown;
-use super::lookup::{Lookup, parse_bool};
-use super::spelling::{UnknownSpelling, parse_spelling};
+use super::keys;
+pub use super::settings::{LatencyGranularity, MetricsSettings};
 
 /// The key choosing the labels of the checkpoint-latency series.
-pub const LATENCY_GRANULARITY_KEY: &str = "mm2-checkpoint.metrics.latency.granularity";
+pub const LATENCY_GRANULARITY_KEY: &str = keys::LATENCY_GRANULARITY.name;
 
 /// The key turning MirrorMaker 2's checkpoint-latency names on or off.
-pub const MM2_NAMES_KEY: &str = "mm2-checkpoint.metrics.mm2.names.enabled";
-
-/// The keys of this module, for `known_keys`.
-pub(super) const KEYS: [&str; 2] = [LATENCY_GRANULARITY_KEY, MM2_NAMES_KEY];
-
-/// How finely the checkpoint-latency series are labelled.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum LatencyGranularity {
-    /// One series per flow, group, topic and partition (as MM2).
-    #[default]
-    Partition,
-    /// One series per flow and group.
-    Group,
-    /// One series per flow.
-    Flow,
-}
-
-impl LatencyGranularity {
-    /// Every value.
-    pub const ALL: [Self; 3] = [
-        LatencyGranularity::Partition,
-        LatencyGranularity::Group,
-        LatencyGranularity::Flow,
-    ];
-
-    /// The setting's spelling (the only one: [`FromStr`] reads it back).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LatencyGranularity::Partition => "partition",
-            LatencyGranularity::Group => "group",
-            LatencyGranularity::Flow => "flow",
-        }
-    }
-}
-
-impl FromStr for LatencyGranularity {
-    type Err = UnknownSpelling;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        parse_spelling(&Self::ALL, Self::as_str, s)
-    }
-}
-
-/// The metrics settings of the whole process.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct MetricsSettings {
-    /// `mm2-checkpoint.metrics.latency.granularity` (default `partition`).
-    pub latency_granularity: LatencyGranularity,
-    /// `mm2-checkpoint.metrics.mm2.names.enabled` (default false): also export
-    /// the checkpoint latency under the names Strimzi's rules give MM2's
-    /// `MirrorCheckpointConnector` metrics.
-    pub mm2_names: bool,
-}
-
-impl MetricsSettings {
-    /// Reads both keys from the top level of the file, each checked on its
-    /// own.
-    pub(super) fn read(lookup: &Lookup) -> Result<Self, Unknown> {
-        let latency_granularity = match lookup.setting(LATENCY_GRANULARITY_KEY) {
-            None => Ok(LatencyGranularity::default()),
-            Some(s) => lookup.parse(&s, |s| {
-                s.value.trim().parse().map_err(|e: UnknownSpelling| {
-                    s.error(format!(
-                        "`{}` is not a granularity; use {}",
-                        e.given, e.expected
-                    ))
-                })
-            }),
-        };
-        let mm2_names = match lookup.setting(MM2_NAMES_KEY) {
-            None => Ok(false),
-            Some(s) => lookup.parse(&s, parse_bool),
-        };
-        Ok(MetricsSettings {
-            latency_granularity: latency_granularity?,
-            mm2_names: mm2_names?,
-        })
-    }
-}
+pub const MM2_NAMES_KEY: &str = keys::MM2_NAMES.name;
 
 #[cfg(test)]
 mod tests {

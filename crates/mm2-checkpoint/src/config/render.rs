@@ -11,10 +11,13 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
-use super::check::{Secrets, Validation};
-use super::metrics::{self, MetricsSettings};
+use super::check::{ConfigWarning, NotChecked, Secrets};
+use super::error::ConfigError;
+use super::keys::{self, Shown};
+use super::metrics::MetricsSettings;
 use super::security::{ClusterConnection, OAuthSettings, PemSource, TokenEndpoint, TrustRoots};
-use super::{ConfigError, ConfigWarning, FlowConfig, MirrorConfig, NotChecked};
+use super::settings::{FlowConfig, MirrorConfig};
+use super::validation::Validation;
 
 /// One line of the settings: `key = value    # origin`. `origin` is the key
 /// and line the value came from, or `default`; lines derived from other
@@ -271,19 +274,15 @@ fn write_rows(out: &mut String, indent: &str, rows: &[Row]) {
     }
 }
 
+/// The process-wide settings, in the key table's order.
 fn metrics_rows(m: &MetricsSettings) -> Vec<Row> {
-    vec![
-        Row {
-            key: metrics::LATENCY_GRANULARITY_KEY.to_string(),
-            value: m.latency_granularity.as_str().to_string(),
-            origin: None,
-        },
-        Row {
-            key: metrics::MM2_NAMES_KEY.to_string(),
-            value: m.mm2_names.to_string(),
-            origin: None,
-        },
-    ]
+    keys::ALL
+        .iter()
+        .filter_map(|k| match k.shown {
+            Shown::Process(value) => Some(derived(k.name, value(m))),
+            Shown::Not | Shown::Flow(_) | Shown::FlowDerived(..) => None,
+        })
+        .collect()
 }
 
 /// A row whose value came from `key` of `flow` (its origin, or `default`);
@@ -310,111 +309,18 @@ fn derived(key: &str, value: String) -> Row {
     }
 }
 
+/// The flow's settings in the key table's order, then the topic names
+/// derived from them.
 fn flow_rows(flow: &FlowConfig) -> Vec<Row> {
-    let line = |key: &str, value: String| setting_row(flow, key, key, value);
-    let secs = |d: std::time::Duration| d.as_secs().to_string();
-    let millis = |d: std::time::Duration| d.as_millis().to_string();
-    let policy = &flow.replication_policy;
-    vec![
-        line(
-            "emit.checkpoints.interval.seconds",
-            secs(flow.emit_checkpoints_interval),
-        ),
-        line(
-            "sync.group.offsets.enabled",
-            flow.sync_group_offsets_enabled.to_string(),
-        ),
-        line(
-            "sync.group.offsets.interval.seconds",
-            secs(flow.sync_group_offsets_interval),
-        ),
-        line(
-            "refresh.groups.enabled",
-            flow.refresh_groups_enabled.to_string(),
-        ),
-        line(
-            "refresh.groups.interval.seconds",
-            secs(flow.refresh_groups_interval),
-        ),
-        line("topics", flow.filters.topics.clone()),
-        line("topics.exclude", flow.filters.topics_exclude.clone()),
-        line("groups", flow.filters.groups.clone()),
-        line("groups.exclude", flow.filters.groups_exclude.clone()),
-        line("source.cluster.alias", format!("{:?}", flow.source_alias)),
-        line("target.cluster.alias", format!("{:?}", flow.target_alias)),
-        line("replication.policy.class", policy.class_name().to_string()),
-        line(
-            "replication.policy.separator",
-            format!("{:?}", policy.separator()),
-        ),
-        derived(
-            "internal topic separator",
-            format!("{:?}", policy.internal_separator()),
-        ),
-        line(
-            "offset-syncs.topic.location",
-            flow.offset_syncs_topic_location.as_str().to_string(),
-        ),
-        line(
-            "checkpoints.topic.replication.factor",
-            flow.checkpoints_topic_replication_factor.to_string(),
-        ),
-        line(
-            "consumer.poll.timeout.ms",
-            millis(flow.consumer_poll_timeout),
-        ),
-        line("admin.timeout.ms", millis(flow.admin_timeout)),
-        line("offset.lag.max", flow.offset_lag_max.to_string()),
-        line(
-            super::GROUP_OFFSETS_MODE_KEY,
-            flow.group_offsets_mode.as_str().to_string(),
-        ),
-        line(super::FOLLOW_COALESCE_KEY, millis(flow.follow_coalesce)),
-        line(
-            super::OFFSET_TRANSLATION_KEY,
-            flow.offset_translation.as_str().to_string(),
-        ),
-        line(
-            super::TRANSLATION_MAX_SYNCS_KEY,
-            match flow.offset_translation {
-                super::OffsetTranslation::Precise => flow.translation_max_syncs.to_string(),
-                super::OffsetTranslation::Mm2 => format!(
-                    "{} (unused: translation is mm2)",
-                    flow.translation_max_syncs
-                ),
-            },
-        ),
-        line(super::CONTENT_SEARCH_KEY, flow.content_search.to_string()),
-        line(
-            super::MEMBERSHIP_ENABLED_KEY,
-            flow.membership.is_some().to_string(),
-        ),
-        match &flow.membership {
-            Some(m) => line(super::MEMBERSHIP_GROUP_KEY, m.group.clone()),
-            None => line(
-                super::MEMBERSHIP_GROUP_KEY,
-                "(unused: membership is off)".to_string(),
-            ),
-        },
-        line(
-            super::MEMBERSHIP_INSTANCE_KEY,
-            flow.membership
-                .as_ref()
-                .and_then(|m| m.instance_id.clone())
-                .unwrap_or_else(|| "(none: a dynamic member)".to_string()),
-        ),
-        line(
-            super::MEMBERSHIP_SESSION_TIMEOUT_KEY,
-            flow.membership
-                .as_ref()
-                .map_or_else(|| "(unused)".to_string(), |m| millis(m.session_timeout)),
-        ),
-        line(
-            super::MEMBERSHIP_HEARTBEAT_KEY,
-            flow.membership
-                .as_ref()
-                .map_or_else(|| "(unused)".to_string(), |m| millis(m.heartbeat_interval)),
-        ),
+    let mut rows: Vec<Row> = keys::ALL
+        .iter()
+        .filter_map(|k| match k.shown {
+            Shown::Flow(value) => Some(setting_row(flow, k.name, k.name, value(flow))),
+            Shown::FlowDerived(label, value) => Some(derived(label, value(flow))),
+            Shown::Not | Shown::Process(_) => None,
+        })
+        .collect();
+    rows.extend([
         derived(
             "offset-syncs topic",
             format!(
@@ -430,11 +336,12 @@ fn flow_rows(flow: &FlowConfig) -> Vec<Row> {
         derived(
             "sync-history topic",
             flow.sync_history_topic().map_or_else(
-                || format!("(unused: {} = mm2)", super::OFFSET_TRANSLATION_KEY),
+                || format!("(unused: {} = mm2)", keys::OFFSET_TRANSLATION.name),
                 |t| format!("{t} on {}", flow.target.alias),
             ),
         ),
-    ]
+    ]);
+    rows
 }
 
 /// The OAUTHBEARER settings as `validate` shows them (the client secret

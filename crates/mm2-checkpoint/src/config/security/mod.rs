@@ -20,30 +20,30 @@
 //! path or a corrupt certificate shows up in `mm2-checkpoint validate`, not at the
 //! first connection.
 
+mod cluster;
 mod jks;
 mod oauth;
 mod sasl;
 mod stores;
 mod tls;
 
-use std::collections::BTreeMap;
 use std::fmt;
 
-use super::Setting;
 use super::check::{Checker, ConfigWarning, NotChecked, Unknown};
 use super::error::ConfigError;
 use super::providers::Environment;
+
+pub(crate) use cluster::ConnectionSettings;
+use cluster::Keys;
 
 pub use oauth::{OAuthSettings, TokenEndpoint};
 #[cfg(test)]
 pub use sasl::NOT_READ as SASL_NOT_READ;
 use sasl::build_sasl;
 pub use sasl::{AwsIamLogin, SaslCredentials, SaslMechanism};
-pub use stores::{certificates_pem, private_key_pem};
+pub use stores::{KeyOrigin, certificates_pem, private_key_pem};
 use tls::build_tls;
-pub use tls::{
-    ClientIdentity, EXPIRY_WARNING, KeyOrigin, PemSource, TlsMaterial, TlsSettings, TrustRoots,
-};
+pub use tls::{ClientIdentity, EXPIRY_WARNING, PemSource, TlsMaterial, TlsSettings, TrustRoots};
 
 /// Whether `key` (without any alias or client prefix) is a client-connection key:
 /// one that MM2 copies into every client of a cluster.
@@ -122,55 +122,6 @@ pub struct ClusterConnection {
     pub tls: Option<TlsSettings>,
     /// Present iff the protocol uses SASL.
     pub sasl: Option<SaslCredentials>,
-}
-
-/// The merged client-connection keys of one cluster (un-prefixed key → setting).
-pub(crate) type ConnectionSettings = BTreeMap<String, Setting>;
-
-pub(super) struct Keys<'a> {
-    alias: &'a str,
-    settings: &'a ConnectionSettings,
-    checker: &'a Checker,
-}
-
-impl Keys<'_> {
-    /// The setting, treating an all-whitespace value as absent (a value that
-    /// is not known counts as present).
-    fn get(&self, key: &str) -> Option<&Setting> {
-        self.settings
-            .get(key)
-            .filter(|s| s.text().is_err() || !s.value.trim().is_empty())
-    }
-
-    fn raw(&self, key: &str) -> Option<&Setting> {
-        self.settings.get(key)
-    }
-
-    /// The key to name when a setting is missing.
-    fn missing(&self, key: &str) -> String {
-        format!("{}.{key}", self.alias)
-    }
-
-    fn error(&self, key: &str, message: impl Into<String>) -> ConfigError {
-        match self.raw(key) {
-            Some(s) => s.error(message),
-            None => ConfigError::for_key(self.missing(key), message),
-        }
-    }
-
-    /// Records `error`; what depends on it is [`Unknown`].
-    fn fail(&self, error: ConfigError) -> Unknown {
-        self.checker.error(error)
-    }
-
-    /// Whether every `<prefix>*` setting has its real value: none failed to
-    /// resolve and none was left unread (`--no-secrets`).
-    fn all_known(&self, prefix: &str) -> bool {
-        self.settings
-            .iter()
-            .filter(|(k, _)| k.starts_with(prefix))
-            .all(|(_, s)| s.text().is_ok())
-    }
 }
 
 /// The keys that name key or trust material.

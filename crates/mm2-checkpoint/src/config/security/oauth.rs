@@ -9,12 +9,12 @@ use std::time::Duration;
 
 use kafka_lite::Secret;
 
-use super::Keys;
-use crate::config::Setting;
+use super::cluster::Keys;
 use crate::config::check::{ConfigWarning, Unknown};
 use crate::config::error::ConfigError;
 use crate::config::jaas::JaasEntry;
-use crate::config::lookup::parse_bool;
+use crate::config::setting::Setting;
+use crate::config::setting::parse_bool;
 
 /// The login module OAUTHBEARER takes.
 pub(super) const OAUTH_LOGIN_MODULE: &str =

@@ -5,7 +5,7 @@
 
 use kafka_lite::Secret;
 
-use super::Keys;
+use super::cluster::Keys;
 use super::oauth::{OAUTH_LOGIN_HANDLERS, OAUTH_LOGIN_MODULE, OAuthSettings, build_oauth};
 use crate::config::check::{NotChecked, Unknown};
 use crate::config::error::ConfigError;

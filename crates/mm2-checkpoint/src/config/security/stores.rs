@@ -13,9 +13,10 @@ use p12_keystore::{KeyStore, KeyStoreEntry, Pkcs12ImportPolicy};
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
 use super::jks::{self, JksEntry, JksError};
-use super::tls::KeyOrigin;
+use crate::config::check::ConfigWarning;
 use crate::config::error::ConfigError;
 use crate::config::providers::Environment;
+use crate::config::setting::Setting;
 
 /// The Java store formats mm2-checkpoint reads (`ssl.*store.type`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -483,6 +484,43 @@ pub fn private_key_pem(key: &PrivateKeyDer<'static>) -> Secret {
         _ => "PRIVATE KEY",
     };
     Secret::new(pem(label, [key.secret_der()]))
+}
+
+/// A config key and the line of `mm2.properties` it was read from, so that a
+/// problem found in the material it names points back at the file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyOrigin {
+    /// The key as written in the file, e.g. `B.ssl.truststore.location`.
+    pub key: String,
+    /// Its 1-based line, if it came from the file.
+    pub line: Option<usize>,
+}
+
+impl KeyOrigin {
+    /// The key and line `setting` was read from.
+    pub(crate) fn of(setting: &Setting) -> Self {
+        Self {
+            key: setting.origin.clone(),
+            line: setting.line,
+        }
+    }
+
+    pub(super) fn error(&self, message: impl Into<String>) -> ConfigError {
+        ConfigError::for_key(self.key.as_str(), message).at_line(self.line)
+    }
+
+    /// A warning about this key.
+    pub(super) fn warning(&self, message: String) -> ConfigWarning {
+        ConfigWarning::new(Some(self.key.clone()), self.line, message)
+    }
+
+    /// `` `key` (line N) `` for warnings.
+    pub(super) fn describe(&self) -> String {
+        match self.line {
+            Some(line) => format!("`{}` (line {line})", self.key),
+            None => format!("`{}`", self.key),
+        }
+    }
 }
 
 #[cfg(test)]

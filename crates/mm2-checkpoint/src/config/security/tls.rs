@@ -15,12 +15,12 @@ use kafka_lite::Secret;
 use rustls_pki_types::pem::{self, PemObject};
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
-use super::Keys;
-use super::stores::{self, StoreKind};
-use crate::config::Setting;
+use super::cluster::Keys;
+use super::stores::{self, KeyOrigin, StoreKind};
 use crate::config::check::{ConfigWarning, Unknown};
 use crate::config::error::ConfigError;
 use crate::config::providers::Environment;
+use crate::config::setting::Setting;
 
 /// Where certificates or a key come from: a PEM file, PEM text in the config
 /// value itself, or a PKCS12 or JKS store.
@@ -79,42 +79,6 @@ impl PemSource {
             Self::File(path) => format!("PEM file {}", path.display()),
             Self::Inline(_) => "inline PEM".to_string(),
             Self::Store { kind, path, .. } => format!("{} store {}", kind.name(), path.display()),
-        }
-    }
-}
-
-/// A config key and the line of `mm2.properties` it was read from, so that a
-/// problem found in the material it names points back at the file.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct KeyOrigin {
-    /// The key as written in the file, e.g. `B.ssl.truststore.location`.
-    pub key: String,
-    /// Its 1-based line, if it came from the file.
-    pub line: Option<usize>,
-}
-
-impl KeyOrigin {
-    fn of(setting: &Setting) -> Self {
-        Self {
-            key: setting.origin.clone(),
-            line: setting.line,
-        }
-    }
-
-    pub(super) fn error(&self, message: impl Into<String>) -> ConfigError {
-        ConfigError::for_key(self.key.as_str(), message).at_line(self.line)
-    }
-
-    /// A warning about this key.
-    fn warning(&self, message: String) -> ConfigWarning {
-        ConfigWarning::new(Some(self.key.clone()), self.line, message)
-    }
-
-    /// `` `key` (line N) `` for warnings.
-    fn describe(&self) -> String {
-        match self.line {
-            Some(line) => format!("`{}` (line {line})", self.key),
-            None => format!("`{}`", self.key),
         }
     }
 }
