@@ -375,6 +375,45 @@ async fn web_identity_tokens_are_exchanged_at_sts_and_refused_ones_are_named() {
     assert!(!e.to_string().contains("eyJ.old.jwt"), "{e}");
 }
 
+/// Without `AWS_ROLE_SESSION_NAME`, a web-identity session is named by the
+/// caller's prefix and the time (kafka-lite's own name when none is given).
+#[tokio::test]
+async fn a_web_identity_session_without_a_name_takes_the_callers_prefix() {
+    let expires = SystemTime::now() + Duration::from_secs(3600);
+    let sts = Server::start(Box::new(move |_| {
+        (
+            200,
+            sts_answer("AssumeRoleWithWebIdentity", "ASIAIRSA", expires),
+        )
+    }))
+    .await;
+    let env = bare()
+        .var("AWS_WEB_IDENTITY_TOKEN_FILE", "/var/run/secrets/eks/token")
+        .var("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/irsa")
+        .var("AWS_ENDPOINT_URL_STS", &sts.url)
+        .file("/var/run/secrets/eks/token", "eyJ.good.jwt");
+    let named = ChainOptions {
+        web_identity_session_prefix: Some("mm2-checkpoint".into()),
+        ..ChainOptions::default()
+    };
+    for (options, prefix) in [
+        (named, "mm2-checkpoint-"),
+        (ChainOptions::default(), "kafka-lite-"),
+    ] {
+        chain(env.clone(), options).resolve().await.unwrap();
+        let seen = sts.seen();
+        let params = form(&seen.last().expect("an STS call").body);
+        let name = &params["RoleSessionName"];
+        let secs = name
+            .strip_prefix(prefix)
+            .unwrap_or_else(|| panic!("{name}"));
+        assert!(
+            secs.parse::<u64>().is_ok_and(|s| s > 1_600_000_000),
+            "{name}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn container_credentials_send_the_authorization_token_from_its_file() {
     let expires = SystemTime::now() + Duration::from_secs(3600);

@@ -78,6 +78,10 @@ pub struct ChainOptions {
     /// `awsAddDefaultProviders=false` turns the default chain off (only the
     /// profile and role providers are tried).
     pub no_default_providers: bool,
+    /// The session name of a web-identity role when `AWS_ROLE_SESSION_NAME`
+    /// is unset is this prefix, a dash and the time in seconds (the caller
+    /// names itself; default `kafka-lite`).
+    pub web_identity_session_prefix: Option<String>,
 }
 
 /// Default [`ChainOptions::refresh_before`].
@@ -319,8 +323,8 @@ impl CredentialChain {
                         .collect();
                     if !other.is_empty() {
                         return Err(format!(
-                            "[{section}] in {} uses {}, which mm2-checkpoint does not \
-                             support; give the role as awsRoleArn, or static keys",
+                            "[{section}] in {} uses {}, which is not supported here; \
+                             give the role as awsRoleArn, or static keys",
                             file.display(),
                             other.join(", ")
                         ));
@@ -369,9 +373,14 @@ impl CredentialChain {
             .read_file(Path::new(token_file.trim()))
             .map_err(|e| format!("cannot read AWS_WEB_IDENTITY_TOKEN_FILE {token_file}: {e}"))?;
         let token = String::from_utf8_lossy(&token).trim().to_string();
-        let session = self
-            .var("AWS_ROLE_SESSION_NAME")
-            .unwrap_or_else(|| format!("mm2-checkpoint-{}", unix_seconds(SystemTime::now())));
+        let session = self.var("AWS_ROLE_SESSION_NAME").unwrap_or_else(|| {
+            let prefix = self
+                .options
+                .web_identity_session_prefix
+                .as_deref()
+                .unwrap_or("kafka-lite");
+            format!("{prefix}-{}", unix_seconds(SystemTime::now()))
+        });
         let region = self
             .var("AWS_REGION")
             .or_else(|| self.var("AWS_DEFAULT_REGION"))

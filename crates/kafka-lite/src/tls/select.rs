@@ -387,10 +387,10 @@ mod tests {
             "{choice:?}"
         );
         let new = cpu("x86_64", &[], true);
-        let choice = choose(GRAVIOLA, &new, R::Portable, "MM2_TLS_PROVIDER").unwrap();
+        let choice = choose(GRAVIOLA, &new, R::Portable, "APP_TLS_PROVIDER").unwrap();
         assert_eq!(
             choice.reason,
-            "MM2_TLS_PROVIDER=portable; AES-GCM in hardware, offered first"
+            "APP_TLS_PROVIDER=portable; AES-GCM in hardware, offered first"
         );
         let e = choose(GRAVIOLA, &old, R::Graviola, SOURCE).unwrap_err();
         assert!(e.to_string().contains("aes, pclmulqdq"), "{e}");

@@ -216,6 +216,8 @@ fn aws_credentials(
         sts_region: login.sts_region.clone(),
         refresh_before: None,
         no_default_providers: !login.default_providers,
+        // Audit logs (CloudTrail) show web-identity sessions as ours.
+        web_identity_session_prefix: Some("mm2-checkpoint".to_owned()),
     };
     let env = Arc::new(aws::credentials::ProcessEnvironment);
     let http = HttpClientConfig {
