@@ -1504,10 +1504,11 @@ fn the_ipv6_wildcard_serves_ipv4_and_ipv6_clients() {
         .unwrap_or_else(|| panic!("no address in {line}"))
         .to_owned();
     let port = bound.rsplit_once(':').map(|(_, p)| p).expect("a port");
-    let ipv6_here = std::net::TcpListener::bind("[::1]:0").is_ok();
-    if ipv6_here {
+    if std::net::TcpListener::bind("[::]:0").is_ok() {
         assert_eq!(bound, format!("[::]:{port}"), "{line}");
-        assert_eq!(healthz(&format!("[::1]:{port}")), "HTTP/1.1 200 OK");
+        if std::net::TcpListener::bind("[::1]:0").is_ok() {
+            assert_eq!(healthz(&format!("[::1]:{port}")), "HTTP/1.1 200 OK");
+        }
     } else {
         // No IPv6 on this host: the daemon fell back to IPv4 and said so.
         assert_eq!(bound, format!("0.0.0.0:{port}"), "{line}");
