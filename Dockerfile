@@ -35,4 +35,4 @@ LABEL org.opencontainers.image.title="mm2-checkpoint" \
 USER 65532:65532
 EXPOSE 9464
 ENTRYPOINT ["/mm2-checkpoint"]
-CMD ["run", "--config", "/etc/mm2-checkpoint/mm2.properties", "--metrics-addr", "0.0.0.0:9464"]
+CMD ["run", "--config", "/etc/mm2-checkpoint/mm2.properties", "--metrics-addr", "[::]:9464"]

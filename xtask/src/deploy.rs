@@ -651,7 +651,7 @@ mod tests {
     #[test]
     fn a_dockerfile_without_the_metrics_endpoint_is_refused() {
         let old =
-            include_str!("../../Dockerfile").replace(r#", "--metrics-addr", "0.0.0.0:9464"]"#, "]");
+            include_str!("../../Dockerfile").replace(r#", "--metrics-addr", "[::]:9464"]"#, "]");
         assert!(old.contains(r#"CMD ["run", "--config", "/etc/mm2-checkpoint/mm2.properties"]"#));
         let err = check_dockerfile(&old).unwrap_err().to_string();
         assert!(err.contains("CMD"), "{err}");

@@ -3,7 +3,7 @@
 //! The image is one layer holding exactly `/mm2-checkpoint` (mode 0755,
 //! owned by root), and a config that runs it as user 65532:65532 with
 //! `ENTRYPOINT ["/mm2-checkpoint"]` and [`RUN_ARGS`] as `CMD` (`run --config
-//! /etc/mm2-checkpoint/mm2.properties --metrics-addr 0.0.0.0:9464`). Everything
+//! /etc/mm2-checkpoint/mm2.properties --metrics-addr [::]:9464`). Everything
 //! is written here, byte for byte and deterministically (sorted tar entries,
 //! mtime 0, uid/gid 0, no gzip timestamp, sorted JSON keys), so the same
 //! binaries always give the same digests:

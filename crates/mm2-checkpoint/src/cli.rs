@@ -224,9 +224,9 @@ pub enum ValidateFormatArg {
 /// Logging options shared by the commands that talk to brokers.
 #[derive(Debug, Args)]
 pub struct LogArgs {
-    /// Log line format (logs go to stderr).
-    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = LogFormatArg::Text)]
-    pub log_format: LogFormatArg,
+    /// Log line format (logs go to stderr) [default: $MM2_LOG_FORMAT, else text]
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub log_format: Option<LogFormatArg>,
     /// Log filter: a level (off, error, warn, info, debug, trace) or RUST_LOG-style
     /// directives such as `info,kafka_lite=debug` [default: $MM2_LOG, else info]
     #[arg(long, value_name = "LEVEL")]
@@ -334,10 +334,10 @@ pub struct TranslateArgs {
 /// happen later and fail as runtime errors).
 pub fn check_metrics_addr(addr: &str) -> Result<(), String> {
     let Some((host, port)) = addr.rsplit_once(':') else {
-        return Err(format!("`{addr}` is not HOST:PORT, e.g. 0.0.0.0:9464"));
+        return Err(format!("`{addr}` is not HOST:PORT, e.g. [::]:9464"));
     };
     if host.is_empty() {
-        return Err(format!("`{addr}` has no host; use e.g. 0.0.0.0:{port}"));
+        return Err(format!("`{addr}` has no host; use e.g. [::]:{port}"));
     }
     if port.parse::<u16>().is_err() {
         return Err(format!(
@@ -345,6 +345,33 @@ pub fn check_metrics_addr(addr: &str) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// The IPv4 address to listen on instead when `addr`, every IPv6 address
+/// (`[::]:PORT`), cannot be bound because this host has no IPv6: every IPv4
+/// address on the same port. `None` for any other address. On Linux `[::]`
+/// also accepts IPv4 connections (unless `net.ipv6.bindv6only` is set), so
+/// `[::]:9464` serves both stacks where it can and IPv4 where IPv6 is off
+/// (docs/operations.md, "HTTP endpoint").
+pub fn ipv4_fallback(addr: &str) -> Option<String> {
+    let (host, port) = addr.rsplit_once(':')?;
+    let unspecified = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .and_then(|h| h.parse::<std::net::Ipv6Addr>().ok())
+        .is_some_and(|ip| ip.is_unspecified());
+    unspecified.then(|| format!("0.0.0.0:{port}"))
+}
+
+/// Whether a failure to bind `[::]` means "no IPv6 here" (so the IPv4
+/// fallback is worth a try) rather than a port in use or not allowed, which
+/// IPv4 would not fix.
+pub fn worth_ipv4_fallback(error: &std::io::Error) -> bool {
+    use std::io::ErrorKind;
+    !matches!(
+        error.kind(),
+        ErrorKind::AddrInUse | ErrorKind::PermissionDenied
+    )
 }
 
 #[cfg(test)]
@@ -458,18 +485,19 @@ mod tests {
         };
         assert!(r.once);
         assert_eq!(r.metrics_addr.as_deref(), Some("127.0.0.1:9464"));
-        assert_eq!(r.log.log_format, LogFormatArg::Json);
+        assert_eq!(r.log.log_format, Some(LogFormatArg::Json));
         assert_eq!(r.log.log_level.as_deref(), Some("debug"));
     }
 
     #[test]
-    fn run_defaults_to_text_logs_and_no_metrics_server() {
+    fn run_defaults_to_no_log_format_flag_and_no_metrics_server() {
         let Command::Run(r) = parse(&["run", "m.properties"]).expect("parses").command else {
             panic!("not run");
         };
         assert!(!r.once);
         assert_eq!(r.metrics_addr, None);
-        assert_eq!(r.log.log_format, LogFormatArg::Text);
+        // Text unless MM2_LOG_FORMAT says otherwise (logging::format).
+        assert_eq!(r.log.log_format, None);
         assert_eq!(r.log.log_level, None);
     }
 
@@ -575,11 +603,41 @@ mod tests {
     #[test]
     fn metrics_addr_must_be_host_and_port() {
         assert_eq!(check_metrics_addr("0.0.0.0:9464"), Ok(()));
+        assert_eq!(check_metrics_addr("[::]:9464"), Ok(()));
         assert_eq!(check_metrics_addr("localhost:0"), Ok(()));
         assert_eq!(check_metrics_addr("[::1]:9464"), Ok(()));
         assert!(check_metrics_addr("9464").is_err());
         assert!(check_metrics_addr(":9464").is_err());
         assert!(check_metrics_addr("localhost:http").is_err());
         assert!(check_metrics_addr("localhost:70000").is_err());
+    }
+
+    #[test]
+    fn only_the_ipv6_wildcard_falls_back_to_the_ipv4_wildcard() {
+        assert_eq!(ipv4_fallback("[::]:9464").as_deref(), Some("0.0.0.0:9464"));
+        assert_eq!(ipv4_fallback("[0:0::0]:0").as_deref(), Some("0.0.0.0:0"));
+        for addr in [
+            "0.0.0.0:9464",
+            "[::1]:9464",
+            "127.0.0.1:9464",
+            "localhost:9464",
+            "9464",
+        ] {
+            assert_eq!(ipv4_fallback(addr), None, "{addr}");
+        }
+    }
+
+    #[test]
+    fn a_port_in_use_or_forbidden_is_not_retried_on_ipv4() {
+        use std::io::{Error, ErrorKind};
+        assert!(!worth_ipv4_fallback(&Error::from(ErrorKind::AddrInUse)));
+        assert!(!worth_ipv4_fallback(&Error::from(
+            ErrorKind::PermissionDenied
+        )));
+        assert!(worth_ipv4_fallback(&Error::from(
+            ErrorKind::AddrNotAvailable
+        )));
+        // socket(AF_INET6) on a kernel booted with ipv6.disable=1.
+        assert!(worth_ipv4_fallback(&Error::from_raw_os_error(97)));
     }
 }

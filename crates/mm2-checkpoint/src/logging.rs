@@ -5,6 +5,8 @@
 //! output such as `translate`'s table). Which events are written is chosen
 //! with `RUST_LOG`-style directives (`info`, `mm2_checkpoint=debug,kafka_lite=warn`)
 //! from `--log-level`, else the `MM2_LOG` environment variable, else `info`.
+//! The line format is `--log-format`, else the `MM2_LOG_FORMAT` environment
+//! variable, else text (docs/operations.md, "Logs").
 //! Messages from crates that use the `log` facade (rustls) are bridged in.
 //!
 //! Secrets never reach a log line: configuration types keep them in
@@ -19,6 +21,10 @@ use tracing_subscriber::fmt::MakeWriter;
 
 /// The environment variable read when `--log-level` is not given.
 pub const LOG_ENV: &str = "MM2_LOG";
+
+/// The environment variable read when `--log-format` is not given: `text`
+/// or `json`.
+pub const LOG_FORMAT_ENV: &str = "MM2_LOG_FORMAT";
 
 /// The filter used when neither `--log-level` nor `MM2_LOG` is set.
 pub const DEFAULT_DIRECTIVES: &str = "info";
@@ -46,6 +52,11 @@ pub enum LoggingError {
         /// The parser's explanation.
         reason: String,
     },
+    /// `MM2_LOG_FORMAT` names no log format.
+    InvalidFormat {
+        /// The value as given.
+        value: String,
+    },
     /// A global subscriber was already installed.
     AlreadyInstalled,
 }
@@ -62,6 +73,10 @@ impl fmt::Display for LoggingError {
                 "{source}: `{directives}` is not a valid log filter: {reason}; use a level \
                  (off, error, warn, info, debug, trace) or directives such as \
                  `info,kafka_lite=debug`"
+            ),
+            LoggingError::InvalidFormat { value } => write!(
+                f,
+                "{LOG_FORMAT_ENV}: `{value}` is not a log format; use `text` or `json`"
             ),
             LoggingError::AlreadyInstalled => f.write_str("a log subscriber is already installed"),
         }
@@ -91,6 +106,23 @@ pub fn filter(cli: Option<&str>, env: Option<&str>) -> Result<EnvFilter, Logging
     EnvFilter::builder()
         .parse(directives)
         .map_err(|e| invalid(e.to_string()))
+}
+
+/// Picks the log format: `cli` (`--log-format`) wins over `env` (the value
+/// of `MM2_LOG_FORMAT`, `text` or `json` in any case), which wins over text.
+/// An empty value counts as unset.
+pub fn format(cli: Option<LogFormat>, env: Option<&str>) -> Result<LogFormat, LoggingError> {
+    if let Some(format) = cli {
+        return Ok(format);
+    }
+    match env.map(str::trim).filter(|v| !v.is_empty()) {
+        None => Ok(LogFormat::default()),
+        Some(v) if v.eq_ignore_ascii_case("text") => Ok(LogFormat::Text),
+        Some(v) if v.eq_ignore_ascii_case("json") => Ok(LogFormat::Json),
+        Some(v) => Err(LoggingError::InvalidFormat {
+            value: v.to_string(),
+        }),
+    }
 }
 
 /// The level names a directive without `=` may be.
@@ -317,5 +349,27 @@ mod tests {
             "{e:?}"
         );
         assert!(e.to_string().contains("mm2=notalevel"), "{e}");
+    }
+
+    #[test]
+    fn the_flag_wins_over_the_environment_which_wins_over_text() {
+        assert_eq!(format(None, None), Ok(LogFormat::Text));
+        assert_eq!(format(None, Some(" ")), Ok(LogFormat::Text));
+        assert_eq!(format(None, Some("json")), Ok(LogFormat::Json));
+        assert_eq!(format(None, Some(" JSON ")), Ok(LogFormat::Json));
+        assert_eq!(format(None, Some("Text")), Ok(LogFormat::Text));
+        assert_eq!(
+            format(Some(LogFormat::Text), Some("json")),
+            Ok(LogFormat::Text)
+        );
+        assert_eq!(
+            format(Some(LogFormat::Json), Some("nonsense")),
+            Ok(LogFormat::Json)
+        );
+        let e = format(None, Some("yaml")).expect_err("yaml");
+        assert_eq!(
+            e.to_string(),
+            "MM2_LOG_FORMAT: `yaml` is not a log format; use `text` or `json`"
+        );
     }
 }

@@ -130,12 +130,13 @@ fn report_errors(validation: &Validation) {
 
 fn run(args: RunArgs) -> Result<(), u8> {
     let filter = log_filter(&args.log)?;
+    let log_format = log_format(&args.log)?;
     let config = load_config(&args.config, &args.config_format)?;
     if let Some(addr) = &args.metrics_addr {
         cli::check_metrics_addr(addr).map_err(|e| usage(&format!("--metrics-addr: {e}")))?;
     }
     let provider = tls_provider(&config)?;
-    start_logging(&args.log, filter)?;
+    start_logging(log_format, filter)?;
     let runtime = build_runtime()?;
     // The handlers are in place before the first log line, so a supervisor
     // that signals as soon as it sees the daemon start gets a clean exit.
@@ -235,6 +236,7 @@ fn notify_systemd(metrics: &Metrics, shutdown: &ShutdownSignal) {
 
 fn translate(args: TranslateArgs) -> Result<(), u8> {
     let filter = log_filter(&args.log)?;
+    let log_format = log_format(&args.log)?;
     let config = load_config(&args.config, &args.config_format)?;
     if !config.flows.iter().any(|f| f.name() == args.flow) {
         let enabled: Vec<String> = config.flows.iter().map(|f| f.name()).collect();
@@ -263,7 +265,7 @@ fn translate(args: TranslateArgs) -> Result<(), u8> {
         })
         .transpose()?;
     let provider = tls_provider(&config)?;
-    start_logging(&args.log, filter)?;
+    start_logging(log_format, filter)?;
     let runtime = build_runtime()?;
     let shutdown = install_signals(&runtime)?;
     log_tls_provider(&provider);
@@ -365,8 +367,19 @@ fn log_filter(log: &LogArgs) -> Result<tracing_subscriber::EnvFilter, u8> {
     logging::filter(log.log_level.as_deref(), env.as_deref()).map_err(|e| usage(&e.to_string()))
 }
 
-fn start_logging(log: &LogArgs, filter: tracing_subscriber::EnvFilter) -> Result<(), u8> {
-    logging::init(log.log_format.into(), filter).map_err(|e| {
+/// `--log-format`, else `MM2_LOG_FORMAT`, else text; a bad
+/// `MM2_LOG_FORMAT` is a usage error (exit 2).
+fn log_format(log: &LogArgs) -> Result<logging::LogFormat, u8> {
+    let env = std::env::var(logging::LOG_FORMAT_ENV).ok();
+    logging::format(log.log_format.map(Into::into), env.as_deref())
+        .map_err(|e| usage(&e.to_string()))
+}
+
+fn start_logging(
+    log_format: logging::LogFormat,
+    filter: tracing_subscriber::EnvFilter,
+) -> Result<(), u8> {
+    logging::init(log_format, filter).map_err(|e| {
         console::err_line(&format!("error: {e}"));
         EXIT_FAILURE
     })
@@ -506,10 +519,23 @@ async fn start_metrics_server(
     metrics: &Metrics,
     shutdown: &ShutdownSignal,
 ) -> Result<tokio::task::JoinHandle<()>, u8> {
-    let server = MetricsServer::bind(addr).await.map_err(|e| {
-        tracing::error!(addr, error = %e, "cannot listen for the metrics endpoint");
-        EXIT_FAILURE
-    })?;
+    let server = match MetricsServer::bind(addr).await {
+        Ok(server) => server,
+        // `[::]` on a host without IPv6: every IPv4 address instead.
+        Err(e) => match cli::ipv4_fallback(addr).filter(|_| cli::worth_ipv4_fallback(&e)) {
+            Some(ipv4) => {
+                tracing::warn!(addr, error = %e, fallback = %ipv4, "no IPv6 here: listening on IPv4 only");
+                MetricsServer::bind(ipv4.as_str()).await.map_err(|e| {
+                    tracing::error!(addr = %ipv4, error = %e, "cannot listen for the metrics endpoint");
+                    EXIT_FAILURE
+                })?
+            }
+            None => {
+                tracing::error!(addr, error = %e, "cannot listen for the metrics endpoint");
+                return Err(EXIT_FAILURE);
+            }
+        },
+    };
     match server.local_addr() {
         Ok(bound) => tracing::info!(addr = %bound, "serving /metrics, /healthz and /readyz"),
         Err(e) => tracing::warn!(error = %e, "metrics endpoint bound, address unknown"),

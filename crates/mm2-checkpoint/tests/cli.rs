@@ -22,6 +22,7 @@ fn mm2(args: &[&str]) -> Command {
     let mut cmd = Command::new(BIN);
     cmd.args(args)
         .env_remove("MM2_LOG")
+        .env_remove("MM2_LOG_FORMAT")
         .env_remove("MM2_TLS_PROVIDER")
         .env_remove("NOTIFY_SOCKET")
         .env_remove("WATCHDOG_USEC");
@@ -1422,4 +1423,97 @@ fn the_daemon_tells_systemd_it_started_and_is_stopping() {
         socket.recv(&mut buf).is_err(),
         "run --once notified systemd"
     );
+}
+
+/// `MM2_LOG_FORMAT` picks the log format when `--log-format` is not given;
+/// the flag wins over it; a value that is no format is a usage error (exit 2)
+/// before any network I/O.
+#[test]
+fn the_log_format_comes_from_the_flag_else_mm2_log_format() {
+    let dir = TempDir::new("cli", "log-format-env");
+    let config = config_with(&dir, "admin.timeout.ms = 500");
+    let is_json = |stderr: &str| {
+        !stderr.is_empty()
+            && stderr
+                .lines()
+                .all(|l| l.starts_with('{') && l.ends_with('}'))
+    };
+    let once = |env: Option<&str>, flag: Option<&str>| {
+        let mut args = vec!["run", "--once", path(&config)];
+        if let Some(flag) = flag {
+            args.extend(["--log-format", flag]);
+        }
+        let mut cmd = mm2(&args);
+        if let Some(env) = env {
+            cmd.env("MM2_LOG_FORMAT", env);
+        }
+        run(&mut cmd)
+    };
+    let (_, _, stderr) = once(Some("json"), None);
+    assert!(is_json(&stderr), "{stderr}");
+    let (_, _, stderr) = once(Some("JSON"), Some("text"));
+    assert!(!stderr.is_empty() && !is_json(&stderr), "{stderr}");
+    let (_, _, stderr) = once(Some("text"), Some("json"));
+    assert!(is_json(&stderr), "{stderr}");
+    let (_, _, stderr) = once(Some(""), None);
+    assert!(!stderr.is_empty() && !is_json(&stderr), "{stderr}");
+    let (code, _, stderr) = once(Some("yaml"), None);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        "error: MM2_LOG_FORMAT: `yaml` is not a log format; use `text` or `json`"
+    );
+    // The flag wins, so a bad variable is not even read.
+    let (code, _, stderr) = once(Some("yaml"), Some("json"));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(is_json(&stderr), "{stderr}");
+}
+
+/// `GET /healthz` on `addr`: the status line.
+fn healthz(addr: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap_or_else(|e| panic!("{addr}: {e}"));
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .expect("send");
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    response.lines().next().unwrap_or_default().to_owned()
+}
+
+/// `--metrics-addr [::]:PORT` (what the image, the manifests and the systemd
+/// unit pass) serves both IPv4 and IPv6 clients.
+#[test]
+fn the_ipv6_wildcard_serves_ipv4_and_ipv6_clients() {
+    let dir = TempDir::new("cli", "dual-stack");
+    let config = config_with(&dir, "");
+    let mut daemon = common::Daemon::spawn(&mut mm2(&[
+        "run",
+        path(&config),
+        "--metrics-addr",
+        "[::]:0",
+    ]));
+    let line = daemon.wait_for("serving /metrics");
+    let bound = line
+        .split("addr=")
+        .nth(1)
+        .and_then(|a| a.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {line}"))
+        .to_owned();
+    let port = bound.rsplit_once(':').map(|(_, p)| p).expect("a port");
+    if std::net::TcpListener::bind("[::]:0").is_ok() {
+        assert_eq!(bound, format!("[::]:{port}"), "{line}");
+        if std::net::TcpListener::bind("[::1]:0").is_ok() {
+            assert_eq!(healthz(&format!("[::1]:{port}")), "HTTP/1.1 200 OK");
+        }
+    } else {
+        // No IPv6 on this host: the daemon fell back to IPv4 and said so.
+        assert_eq!(bound, format!("0.0.0.0:{port}"), "{line}");
+    }
+    assert_eq!(healthz(&format!("127.0.0.1:{port}")), "HTTP/1.1 200 OK");
+    let (code, _, stderr) = daemon.terminate();
+    assert_eq!(code, Some(0), "{stderr}");
 }

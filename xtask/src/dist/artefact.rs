@@ -323,14 +323,16 @@ pub const METRICS_PORT: u16 = 9464;
 /// The arguments the shipped artefacts run the binary with: the image's
 /// `Cmd` (`cargo xtask image` writes it, the `Dockerfile`'s `CMD` is checked
 /// against it) and the systemd unit's `ExecStart=` after the program. They
-/// start the metrics endpoint on [`METRICS_PORT`] of every interface, which
-/// the Kubernetes probes need (docs/deploy.md).
+/// start the metrics endpoint on [`METRICS_PORT`] of every interface, IPv6
+/// and IPv4 (`[::]`, which falls back to IPv4 alone on a host without IPv6),
+/// which the Kubernetes probes need on IPv4, IPv6 and dual-stack clusters
+/// (docs/deploy.md).
 pub const RUN_ARGS: [&str; 5] = [
     "run",
     "--config",
     CONFIG_PATH,
     "--metrics-addr",
-    "0.0.0.0:9464",
+    "[::]:9464",
 ];
 
 /// `command -v`, without a shell.
@@ -515,7 +517,7 @@ mod tests {
             .iter()
             .position(|a| *a == "--metrics-addr")
             .unwrap();
-        assert_eq!(RUN_ARGS[at + 1], format!("0.0.0.0:{METRICS_PORT}"));
+        assert_eq!(RUN_ARGS[at + 1], format!("[::]:{METRICS_PORT}"));
         let at = RUN_ARGS.iter().position(|a| *a == "--config").unwrap();
         assert_eq!(RUN_ARGS[at + 1], CONFIG_PATH);
     }

@@ -534,10 +534,20 @@ pub fn image_ready(workspace: &Path, rootfs: &Path, argv: &[String], log: &Path)
         .parse()
         .with_context(|| format!("--metrics-addr {metrics:?} in the image's arguments"))?;
     let mut argv = argv.to_vec();
-    let port = match std::net::TcpListener::bind(wanted) {
+    // `[::]` on a host without IPv6: the daemon listens on every IPv4
+    // address instead (docs/operations.md, "HTTP endpoint"), so the port is
+    // checked there.
+    let no_ipv6 = wanted.is_ipv6()
+        && wanted.ip().is_unspecified()
+        && std::net::TcpListener::bind((std::net::Ipv6Addr::UNSPECIFIED, 0)).is_err();
+    let check = match no_ipv6 {
+        true => std::net::SocketAddr::new(std::net::Ipv4Addr::UNSPECIFIED.into(), wanted.port()),
+        false => wanted,
+    };
+    let port = match std::net::TcpListener::bind(check) {
         Ok(_) => wanted.port(),
         Err(e) => {
-            let free = std::net::TcpListener::bind((wanted.ip(), 0))?
+            let free = std::net::TcpListener::bind((check.ip(), 0))?
                 .local_addr()?
                 .port();
             argv[metrics_at] = std::net::SocketAddr::new(wanted.ip(), free).to_string();
