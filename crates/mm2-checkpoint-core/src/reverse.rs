@@ -24,7 +24,14 @@
 //! not used, as forward translation uses no sync from before an upstream
 //! rewind: they describe a partition that no longer exists.
 
+use std::collections::BTreeMap;
+
+use crate::checkpoint_store::CheckpointStore;
+use crate::filter::TopicFilter;
+use crate::policy::{Flow, ReplicationPolicy};
+use crate::round::{CheckpointRound, GroupOffsets, RoundPlan, SkipReason, SkippedPartition};
 use crate::sync_store::{OffsetSync, OffsetSyncStore};
+use crate::types::{OffsetTranslator, TopicPartition, Translation};
 
 /// Where a consumer that committed a remote partition's offset on the target
 /// resumes on the source partition.
@@ -130,6 +137,117 @@ pub fn translate_through(syncs: &mut [OffsetSync], downstream: i64) -> ReverseTr
         through,
         exact,
     })
+}
+
+/// The fixed context of a flow's reverse rounds: checkpoints, for groups
+/// committed on the target T, of the positions on the source S they resume at
+/// (docs/translation.md, "Reverse checkpoints").
+///
+/// They are the checkpoints MirrorMaker 2's flow T->S would write if it had
+/// offset syncs for T's remote topics: in T->S's checkpoints topic on S
+/// (`T.checkpoints.internal` under the default policy), keyed by the group,
+/// the topic's name on S and the partition, with the offset committed on T
+/// as the upstream offset and the translated one on S as the downstream
+/// offset. `RemoteClusterUtils.translateOffsets` on S with remote alias T
+/// reads them.
+#[derive(Clone, Debug)]
+pub struct ReverseRound<'a> {
+    /// The flow S->T whose offset syncs are read backwards.
+    pub flow: &'a Flow,
+    /// The flow's replication policy.
+    pub policy: &'a ReplicationPolicy,
+    /// The flow's topic filter, applied to the topics' names on S.
+    pub topic_filter: &'a TopicFilter,
+}
+
+impl ReverseRound<'_> {
+    /// The flow the reverse checkpoints belong to: T->S.
+    pub fn back_flow(&self) -> Flow {
+        Flow::new(self.flow.target.clone(), self.flow.source.clone())
+    }
+
+    /// The checkpoints topic on S the reverse checkpoints are written to: the
+    /// one MirrorMaker 2's flow T->S uses.
+    pub fn checkpoints_topic(&self) -> String {
+        self.policy.checkpoints_topic(&self.flow.target)
+    }
+
+    /// The name on S of topic `topic` on T: the policy's checkpoint rename of
+    /// the flow T->S (`S.orders` → `orders`; `orders` → `orders` under the
+    /// identity policy). A topic of T's own gets a name (`T.orders`) for which
+    /// the flow has no syncs.
+    pub fn source_topic(&self, topic: &str) -> String {
+        self.policy.checkpoint_topic(&self.back_flow(), topic)
+    }
+
+    /// Decides one reverse round for `groups` (each group's committed offsets
+    /// on T, by T's topic names), through the flow's offset syncs `syncs`;
+    /// `store` holds the reverse checkpoints already written (monotonic as
+    /// forward). The same steps as a forward round (docs/translation.md,
+    /// "Checkpoint decisions"), with the topic filter applied to the name on S
+    /// and the offset translated by [`translate_back`].
+    pub fn plan(
+        &self,
+        syncs: &OffsetSyncStore,
+        store: &CheckpointStore,
+        groups: &BTreeMap<String, GroupOffsets>,
+    ) -> RoundPlan {
+        let mut filtered = Vec::new();
+        let kept: BTreeMap<String, GroupOffsets> = groups
+            .iter()
+            .map(|(group, offsets)| {
+                let offsets = offsets
+                    .iter()
+                    .filter(|(tp, _)| {
+                        let keep = self
+                            .topic_filter
+                            .should_replicate_topic(&self.source_topic(&tp.topic));
+                        if !keep {
+                            filtered.push(SkippedPartition {
+                                group: group.clone(),
+                                upstream: (*tp).clone(),
+                                reason: SkipReason::Filtered,
+                            });
+                        }
+                        keep
+                    })
+                    .map(|(tp, c)| (tp.clone(), c.clone()))
+                    .collect();
+                (group.clone(), offsets)
+            })
+            .collect();
+        let back = self.back_flow();
+        let all = TopicFilter::accepting_all();
+        let round = CheckpointRound {
+            flow: &back,
+            policy: self.policy,
+            topic_filter: &all,
+        };
+        let mut plan = round.plan(&Backward { round: self, syncs }, store, &kept);
+        plan.skipped.append(&mut filtered);
+        plan.skipped
+            .sort_by(|a, b| (&a.group, &a.upstream).cmp(&(&b.group, &b.upstream)));
+        plan
+    }
+}
+
+/// Forward translation's interface over [`translate_back`]: a partition of T
+/// and an offset committed there in, the offset on S out.
+struct Backward<'a> {
+    round: &'a ReverseRound<'a>,
+    syncs: &'a OffsetSyncStore,
+}
+
+impl OffsetTranslator for Backward<'_> {
+    fn translate(&self, tp: &TopicPartition, upstream: i64) -> Translation {
+        let topic = self.round.source_topic(&tp.topic);
+        match translate_back(self.syncs, &topic, tp.partition, upstream) {
+            ReverseTranslation::NotReady => Translation::NotReady,
+            ReverseTranslation::NoSync => Translation::NoSync,
+            ReverseTranslation::TooOld => Translation::TooOld,
+            ReverseTranslation::Translated(p) => Translation::Translated(p.upstream),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -338,3 +338,133 @@ proptest! {
         }
     }
 }
+
+mod rounds {
+    use super::super::*;
+    use crate::checkpoint_store::CheckpointStore;
+    use crate::format::{Checkpoint, CheckpointKey};
+    use crate::round::{CommittedOffset, GroupOffsets, SkipReason};
+    use crate::sync_store::InitMode;
+    use std::collections::BTreeMap;
+
+    fn syncs() -> OffsetSyncStore {
+        let mut store = OffsetSyncStore::new(InitMode::LoadAllHistory);
+        store.finish_initial_read();
+        for topic in ["orders", "payments"] {
+            store.apply(topic, 0, 0, 0);
+            store.apply(topic, 0, 100, 140);
+        }
+        store
+    }
+
+    fn commits(entries: &[(&str, i64)]) -> BTreeMap<String, GroupOffsets> {
+        let offsets: GroupOffsets = entries
+            .iter()
+            .map(|&(topic, d)| {
+                (
+                    TopicPartition::new(topic, 0),
+                    Some(CommittedOffset::new(d, "meta")),
+                )
+            })
+            .collect();
+        BTreeMap::from([("g".to_string(), offsets)])
+    }
+
+    fn checkpoint(topic: &str, upstream: i64, downstream: i64) -> Checkpoint {
+        Checkpoint {
+            key: CheckpointKey {
+                group: "g".to_string(),
+                topic_partition: TopicPartition::new(topic, 0),
+            },
+            upstream_offset: upstream,
+            downstream_offset: downstream,
+            metadata: "meta".to_string(),
+        }
+    }
+
+    fn skips(plan: &RoundPlan) -> Vec<(String, SkipReason)> {
+        plan.skipped
+            .iter()
+            .map(|s| (s.upstream.topic.clone(), s.reason.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn remote_topics_go_back_to_their_source_names() {
+        let flow = Flow::new("S", "T");
+        let policy = ReplicationPolicy::new_default(None, None).unwrap();
+        let filter = TopicFilter::new(None, Some("payments")).unwrap();
+        let round = ReverseRound {
+            flow: &flow,
+            policy: &policy,
+            topic_filter: &filter,
+        };
+        assert_eq!(round.checkpoints_topic(), "T.checkpoints.internal");
+        assert_eq!(round.back_flow(), Flow::new("T", "S"));
+        let store = CheckpointStore::new(["g"]);
+        let plan = round.plan(
+            &syncs(),
+            &store,
+            &commits(&[
+                ("S.orders", 140),
+                ("orders", 5),
+                ("S.payments", 140),
+                ("S.missing", 3),
+            ]),
+        );
+        assert_eq!(plan.checkpoints, vec![checkpoint("orders", 140, 100)]);
+        assert_eq!(
+            skips(&plan),
+            vec![
+                ("S.missing".to_string(), SkipReason::NoSync),
+                ("S.payments".to_string(), SkipReason::Filtered),
+                // T's own topic: its name on S is T.orders, which has no syncs.
+                ("orders".to_string(), SkipReason::NoSync),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_identity_policy_keeps_the_names() {
+        let flow = Flow::new("S", "T");
+        let policy = ReplicationPolicy::new_identity(None, None, None).unwrap();
+        let filter = TopicFilter::default();
+        let round = ReverseRound {
+            flow: &flow,
+            policy: &policy,
+            topic_filter: &filter,
+        };
+        let plan = round.plan(
+            &syncs(),
+            &CheckpointStore::new(["g"]),
+            &commits(&[("orders", 120), ("payments", 0)]),
+        );
+        assert_eq!(
+            plan.checkpoints,
+            vec![checkpoint("orders", 120, 1), checkpoint("payments", 0, 0)]
+        );
+    }
+
+    #[test]
+    fn reverse_checkpoints_are_monotonic_as_forward() {
+        let flow = Flow::new("S", "T");
+        let policy = ReplicationPolicy::new_default(None, None).unwrap();
+        let filter = TopicFilter::default();
+        let round = ReverseRound {
+            flow: &flow,
+            policy: &policy,
+            topic_filter: &filter,
+        };
+        let mut store = CheckpointStore::new(["g"]);
+        store.on_produced(&[checkpoint("orders", 140, 100)]);
+        let again = round.plan(&syncs(), &store, &commits(&[("S.orders", 140)]));
+        assert!(again.checkpoints.is_empty());
+        assert_eq!(
+            skips(&again),
+            vec![("S.orders".to_string(), SkipReason::NotMoreRecent)]
+        );
+        // A group rewound on T gets its earlier position.
+        let rewound = round.plan(&syncs(), &store, &commits(&[("S.orders", 0)]));
+        assert_eq!(rewound.checkpoints, vec![checkpoint("orders", 0, 0)]);
+    }
+}
