@@ -560,6 +560,18 @@ impl TopicFilter {
     pub fn should_replicate_topic(&self, topic: &str) -> bool {
         self.0.accepts(topic)
     }
+
+    /// A filter that accepts every topic, for a plan whose topics were
+    /// filtered already under other names (reverse translation filters the
+    /// names on the source). Should its pattern not compile, it accepts none.
+    pub fn accepting_all() -> Self {
+        TopicFilter(IncludeExclude {
+            include: NameList {
+                regex: Regex::new(r"(?s)\A.*\z").ok(),
+            },
+            exclude: NameList { regex: None },
+        })
+    }
 }
 
 impl Default for TopicFilter {

@@ -25,6 +25,7 @@ pub mod group_sync;
 pub mod name;
 pub mod ownership;
 pub mod policy;
+pub mod reverse;
 pub mod round;
 pub mod schedule;
 pub mod topic_ids;
