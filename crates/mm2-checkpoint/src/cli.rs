@@ -206,6 +206,12 @@ pub struct ValidateArgs {
     /// checked`, and the output says that material was not checked.
     #[arg(long)]
     pub no_secrets: bool,
+    /// Only the flows whose target is one of these cluster aliases, as
+    /// MirrorMaker 2's --clusters: `FILE --clusters west east` (after FILE, or
+    /// with --config FILE, since it takes every word that follows) or
+    /// `--clusters west,east`; by default every enabled flow.
+    #[arg(long, value_name = "ALIAS", num_args = 1.., value_delimiter = ',')]
+    pub clusters: Vec<String>,
     /// Output format on stdout: `text` (the effective settings; errors on
     /// stderr) or `json` (one document with settings, errors and warnings).
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t = ValidateFormatArg::Text)]
@@ -260,6 +266,12 @@ pub struct RunArgs {
     /// How the configuration file is written.
     #[command(flatten)]
     pub config_format: ConfigFormatFlag,
+    /// Only the flows whose target is one of these cluster aliases, as
+    /// MirrorMaker 2's --clusters: `FILE --clusters west east` (after FILE, or
+    /// with --config FILE, since it takes every word that follows) or
+    /// `--clusters west,east`; by default every enabled flow.
+    #[arg(long, value_name = "ALIAS", num_args = 1.., value_delimiter = ',')]
+    pub clusters: Vec<String>,
     /// Run one round of every flow, then exit.
     #[arg(long)]
     pub once: bool,

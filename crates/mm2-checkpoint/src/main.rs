@@ -78,12 +78,15 @@ fn validate(args: &ValidateArgs) -> Result<(), u8> {
         true => Secrets::Skip,
         false => Secrets::Read,
     };
-    let validation = MirrorConfig::validate_file(
+    let mut validation = MirrorConfig::validate_file(
         path,
         args.config_format.format(),
         &ProcessEnvironment,
         secrets,
     );
+    validation
+        .keep_targets(&args.clusters)
+        .map_err(|e| usage(&format!("--clusters: {e}")))?;
     let passes = validation.passes(args.strict);
     match args.format {
         ValidateFormatArg::Json => {
@@ -131,7 +134,7 @@ fn report_errors(validation: &Validation) {
 fn run(args: RunArgs) -> Result<(), u8> {
     let filter = log_filter(&args.log)?;
     let log_format = log_format(&args.log)?;
-    let config = load_config(&args.config, &args.config_format)?;
+    let config = load_config(&args.config, &args.config_format, &args.clusters)?;
     if let Some(addr) = &args.metrics_addr {
         cli::check_metrics_addr(addr).map_err(|e| usage(&format!("--metrics-addr: {e}")))?;
     }
@@ -237,7 +240,7 @@ fn notify_systemd(metrics: &Metrics, shutdown: &ShutdownSignal) {
 fn translate(args: TranslateArgs) -> Result<(), u8> {
     let filter = log_filter(&args.log)?;
     let log_format = log_format(&args.log)?;
-    let config = load_config(&args.config, &args.config_format)?;
+    let config = load_config(&args.config, &args.config_format, &[])?;
     if !config.flows.iter().any(|f| f.name() == args.flow) {
         let enabled: Vec<String> = config.flows.iter().map(|f| f.name()).collect();
         return Err(usage(&format!(
@@ -329,17 +332,26 @@ fn usage(message: &str) -> u8 {
     EXIT_USAGE
 }
 
-/// Loads the configuration with its secrets, or prints every error (exit 2).
-fn load_config(file: &ConfigFile, format: &ConfigFormatFlag) -> Result<MirrorConfig, u8> {
+/// Loads the configuration in `file` with its secrets, keeping only the flows
+/// whose target is in `targets` (`--clusters`; empty: every flow), or prints
+/// every error (exit 2).
+fn load_config(
+    file: &ConfigFile,
+    format: &ConfigFormatFlag,
+    targets: &[String],
+) -> Result<MirrorConfig, u8> {
     let Some(path) = file.path() else {
         return Err(usage("give the configuration file with --config FILE"));
     };
-    let validation =
+    let mut validation =
         MirrorConfig::validate_file(path, format.format(), &ProcessEnvironment, Secrets::Read);
     if !validation.is_ok() {
         report_errors(&validation);
         return Err(EXIT_USAGE);
     }
+    validation
+        .keep_targets(targets)
+        .map_err(|e| usage(&format!("--clusters: {e}")))?;
     validation.into_config().map_err(|errors| {
         for e in &errors {
             console::err_line(&describe_config_error(e));

@@ -1517,3 +1517,90 @@ fn the_ipv6_wildcard_serves_ipv4_and_ipv6_clients() {
     let (code, _, stderr) = daemon.terminate();
     assert_eq!(code, Some(0), "{stderr}");
 }
+
+/// Three clusters and a flow into each of two of them.
+fn three_cluster_config(dir: &TempDir) -> PathBuf {
+    dir.write(
+        "mm2.properties",
+        "clusters = west, east, edge\n\
+         west.bootstrap.servers = 127.0.0.1:1\n\
+         east.bootstrap.servers = 127.0.0.1:1\n\
+         edge.bootstrap.servers = 127.0.0.1:1\n\
+         west->east.enabled = true\n\
+         east->west.enabled = true\n\
+         edge->east.enabled = true\n",
+    )
+}
+
+#[test]
+fn clusters_keeps_the_flows_into_the_listed_targets() {
+    let dir = TempDir::new("cli", "clusters-validate");
+    let config = three_cluster_config(&dir);
+    let (code, stdout, stderr) = run(&mut mm2(&["validate", path(&config)]));
+    assert_eq!(code, Some(0), "stderr: {stderr}");
+    for flow in ["west->east", "east->west", "edge->east"] {
+        assert!(stdout.contains(&format!("[flow {flow}]")), "{stdout}");
+    }
+    let (code, stdout, stderr) = run(&mut mm2(&[
+        "validate",
+        "--clusters",
+        "east",
+        "--config",
+        path(&config),
+    ]));
+    assert_eq!(code, Some(0), "stderr: {stderr}");
+    assert!(stdout.contains("[flow west->east]"), "{stdout}");
+    assert!(stdout.contains("[flow edge->east]"), "{stdout}");
+    assert!(!stdout.contains("[flow east->west]"), "{stdout}");
+    let (code, stdout, _) = run(&mut mm2(&[
+        "validate",
+        path(&config),
+        "--clusters",
+        "east",
+        "west",
+    ]));
+    assert_eq!(code, Some(0));
+    assert!(stdout.contains("[flow east->west]"), "{stdout}");
+    let (code, stdout, _) = run(&mut mm2(&[
+        "validate",
+        "--clusters",
+        "west,east",
+        "--config",
+        path(&config),
+    ]));
+    assert_eq!(code, Some(0));
+    assert!(stdout.contains("[flow east->west]"), "{stdout}");
+}
+
+#[test]
+fn clusters_naming_an_unknown_alias_exits_2_before_any_network_io() {
+    let dir = TempDir::new("cli", "clusters-unknown");
+    let config = three_cluster_config(&dir);
+    for command in ["validate", "run"] {
+        let (code, _, stderr) = run(&mut mm2(&[command, path(&config), "--clusters", "north"]));
+        assert_eq!(code, Some(2), "{command}: {stderr}");
+        assert!(
+            stderr.contains(
+                "--clusters: no cluster `north` in `clusters` (it lists west, east, edge)"
+            ),
+            "{command}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn run_with_clusters_that_no_flow_targets_has_nothing_to_do() {
+    let dir = TempDir::new("cli", "clusters-none");
+    let config = three_cluster_config(&dir);
+    // No flow goes into `edge`: nothing is started and nothing is dialled
+    // (the brokers' address refuses every connection).
+    let (code, _, stderr) = run(&mut mm2(&[
+        "run",
+        "--once",
+        path(&config),
+        "--clusters",
+        "edge",
+    ]));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("no enabled flow"), "{stderr}");
+}

@@ -94,6 +94,34 @@ impl Validation {
         self.is_ok() && (!strict || self.warnings.is_empty())
     }
 
+    /// Keeps only the flows whose target is one of `targets`, as MirrorMaker
+    /// 2's `--clusters` does (docs/deploy.md, "Topology"); no targets keeps
+    /// every flow. Refused, naming the alias, when a target is not in
+    /// `clusters` (nothing is changed then).
+    pub fn keep_targets(&mut self, targets: &[String]) -> Result<(), String> {
+        if targets.is_empty() {
+            return Ok(());
+        }
+        if let Some(unknown) = targets.iter().find(|t| !self.clusters.contains(t)) {
+            return Err(format!(
+                "no cluster `{unknown}` in `clusters` (it lists {})",
+                match self.clusters.is_empty() {
+                    true => "none".to_owned(),
+                    false => self.clusters.join(", "),
+                }
+            ));
+        }
+        let wanted = |name: &str| {
+            name.split_once("->")
+                .is_some_and(|(_, target)| targets.iter().any(|t| t == target))
+        };
+        self.flows.retain(|f| wanted(&f.name));
+        if let Some(config) = self.config.as_mut() {
+            config.flows.retain(|f| targets.contains(&f.target.alias));
+        }
+        Ok(())
+    }
+
     /// The flows left to MirrorMaker 2.
     pub fn left_to_mm2(&self) -> Vec<&str> {
         self.flows
