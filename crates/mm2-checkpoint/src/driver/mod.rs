@@ -22,7 +22,8 @@ mod translate;
 // What the binary, xtask and the end-to-end tests use of the driver besides
 // `run` and `translate`: a cluster client to seed and read topics with.
 pub use flow::FlowCluster;
-pub use kafka::{ClusterClient, CommitOutcome, OutRecord, fetch_options};
+pub use flow::cluster::CommitOutcome;
+pub use kafka::{ClusterClient, OutRecord, fetch_options};
 
 use std::fmt;
 

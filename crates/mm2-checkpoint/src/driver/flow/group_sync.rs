@@ -11,7 +11,8 @@ use crate::core::{
 };
 use crate::metrics;
 
-use super::super::kafka::{CommitOutcome, error_label};
+use super::super::kafka::error_label;
+use super::cluster::CommitOutcome;
 use super::{FlowCluster, FlowContext, StepCause, StepError, SyncSummary};
 
 impl<C: FlowCluster> FlowContext<C> {

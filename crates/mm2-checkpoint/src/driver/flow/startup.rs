@@ -9,7 +9,8 @@ use kafka_protocol::error::ResponseError;
 use crate::core::{CheckpointStore, FollowedOffsets, InitMode, OffsetSyncStore};
 use crate::metrics::TopicKind;
 
-use super::super::kafka::{CreateOutcome, error_label};
+use super::super::kafka::error_label;
+use super::cluster::CreateOutcome;
 use super::syncs::note_skipped;
 use super::{FlowCluster, FlowContext, FlowState, StepCause, StepError, is_group_denied};
 

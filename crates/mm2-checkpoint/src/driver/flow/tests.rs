@@ -9,6 +9,7 @@ use kafka_lite::records::{BatchBuilder, Codec, ConsumerRecord, decode_batches};
 use kafka_lite::{Error, PartitionReader, StartOffset};
 use kafka_protocol::error::ResponseError;
 
+use super::cluster::{CommitOutcome, CreateOutcome, DescribedGroup};
 use super::emit::ProduceLimits;
 use super::startup::plain_names;
 use super::{FlowCluster, FlowContext, FlowState, StepCause};
@@ -18,9 +19,7 @@ use crate::core::{
     Checkpoint, CheckpointKey, CheckpointStore, CommittedOffset, GroupOffsets, InitMode,
     OffsetSyncStore, TargetGroupState, TopicPartition,
 };
-use crate::driver::kafka::{
-    CommitOutcome, CreateOutcome, DescribedGroup, OutRecord, fetch_options,
-};
+use crate::driver::kafka::{OutRecord, fetch_options};
 use crate::metrics::Metrics;
 
 /// One partition-0 log.
