@@ -14,12 +14,12 @@ use crate::metrics::Metrics;
 
 use crate::shutdown::ShutdownSignal;
 
+use super::api::{DriverError, RunOptions, check_cpu};
 use super::flow::group_sync::sync_groups;
 use super::flow::sync_runner::{GroupSyncRunner, SyncDone, SyncStep};
 use super::flow::{CommitFollower, FlowContext, FlowState, StepCause, StepError};
 use super::kafka::ClusterClient;
 use super::membership::Role;
-use super::{DriverError, RunOptions, check_cpu};
 
 /// The current time as the core's schedule takes it (tokio's clock, so that
 /// tests with a paused runtime see their own time).

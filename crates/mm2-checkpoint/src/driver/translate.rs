@@ -14,10 +14,10 @@ use crate::core::{
 use crate::metrics::{Metrics, TopicKind};
 use crate::shutdown::ShutdownSignal;
 
+use super::api::{DriverError, TranslateFormat, TranslateOptions, TranslateReport, check_cpu};
 use super::flow::group_sync::refresh_target;
 use super::flow::read::read_to_end;
 use super::flow::{FlowContext, GroupSyncResult, carry_out_group_sync};
-use super::{DriverError, TranslateFormat, TranslateOptions, TranslateReport, check_cpu};
 
 /// One translated partition.
 struct Row<'a> {

@@ -1,5 +1,5 @@
 //! [`FlowCluster`]: the cluster operations a flow uses, so the orchestration
-//! can run on kafka-lite ([`ClusterClient`](crate::driver::ClusterClient)) or, in unit tests, in memory.
+//! can run on kafka-lite (`ClusterClient`) or, in unit tests, in memory.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -46,7 +46,7 @@ pub struct DescribedGroup {
 pub type FetchedCommits = Vec<(String, Result<GroupCommits, Error>)>;
 
 /// The operations a flow sends to one cluster, in the core's types.
-/// [`ClusterClient`](crate::driver::ClusterClient) implements it on kafka-lite (its implementation, in
+/// `ClusterClient` implements it on kafka-lite (its implementation, in
 /// `driver/kafka.rs`, documents what each method sends).
 pub trait FlowCluster: Clone + Send + Sync + 'static {
     /// The cluster's alias.
@@ -85,7 +85,7 @@ pub trait FlowCluster: Clone + Send + Sync + 'static {
     /// Committed offsets of `groups` in the shape a round's window is built
     /// from, one result per group in the order of `groups`. By default
     /// [`fetch_group_offsets`](Self::fetch_group_offsets), converted;
-    /// [`ClusterClient`](crate::driver::ClusterClient) decodes the answers straight into this shape.
+    /// `ClusterClient` decodes the answers straight into this shape.
     fn fetch_group_commits(
         &self,
         groups: &[String],

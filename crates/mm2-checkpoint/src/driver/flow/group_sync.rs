@@ -32,7 +32,7 @@ pub struct SyncSummary {
 
 /// One target group sync of every group of the store, its steps awaited
 /// one after the other (`run --once`); the run loop's
-/// [`GroupSyncRunner`](super::sync_runner::GroupSyncRunner) runs the same
+/// `GroupSyncRunner` (sync_runner.rs) runs the same
 /// steps beside the loop.
 pub async fn sync_groups<C: FlowCluster>(
     ctx: &FlowContext<C>,
