@@ -1,7 +1,9 @@
-//! The sync-history topic (docs/translation.md, "Restarts and compaction"):
-//! reading it at start, handing the restore decision's outcome to the store
-//! and the writer, and writing what the writer says once per emission round.
-//! Every decision is the core's (`core::sync_archive`).
+//! The sync-history stage ([`SyncHistory`]) keeps the sync-history topic
+//! (docs/translation.md, "Restarts and compaction"): reading it at start,
+//! handing the restore decision's outcome to the offset-sync store and the
+//! writer, feeding the writer every applied sync, and writing what the
+//! writer says once per emission round. Every decision is the core's
+//! (`core::sync_archive`).
 
 use crate::core::sync_archive::{ArchiveRestore, ArchiveWriter, RestoreDecision};
 use crate::core::{InitMode, OffsetSync, OffsetSyncStore, Precision, TopicPartition};

@@ -145,7 +145,8 @@ impl Checkpoints {
         Ok(())
     }
 
-    /// One emission round over every group of `self.groups`: OffsetFetch in
+    /// One emission round over every group of the stage, translated with
+    /// `syncs` and the decided searches of `content`: OffsetFetch in
     /// windows of `ROUND_WINDOW_GROUPS` (2,000 groups), each window planned and produced
     /// while the next one's answers come. Planning is per group, so windows
     /// decide what one plan of all groups would (a core property test checks
@@ -190,12 +191,10 @@ impl Checkpoints {
             fetched = ctx.step(s, "OffsetFetch", next_fetched)?;
         }
         content.end_round();
-        let summary = finish_round(ctx, &done, started);
-        // Once per round: the precise history's new syncs (docs/translation.md,
-        // "Restarts and compaction").
-        Ok(summary)
+        Ok(finish_round(ctx, &done, started))
     }
-    /// One emission round over every group of `self.groups`, planned from
+
+    /// One emission round over every group of the stage, planned from
     /// the commit follower's view instead of OffsetFetch: the first round after
     /// the follower's initial replay (docs/commit-follower.md section 3, "The
     /// first round"). The same windows, plan, produce, gauges and metrics as
@@ -265,8 +264,7 @@ impl Checkpoints {
             }
         }
         content.end_round();
-        let summary = finish_round(ctx, &done, started);
-        Ok(summary)
+        Ok(finish_round(ctx, &done, started))
     }
 
     /// Plans checkpoints for `groups` (their committed offsets, from OffsetFetch

@@ -1,7 +1,8 @@
-//! Content search inside the sync bracket (docs/translation.md, "Content
-//! search"): reads the records the core compares
-//! ([`crate::core::content_search`]), within a per-round budget, and keeps
-//! the decisions so a group that did not move costs nothing the next round.
+//! The content-search stage ([`ContentSearch`]): content search inside the
+//! sync bracket (docs/translation.md, "Content search") reads the records
+//! the core compares ([`crate::core::content_search`]), within a per-round
+//! budget, and the stage keeps the decisions so a group that did not move
+//! costs nothing the next round.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};

@@ -3,7 +3,8 @@
 //! anything is emitted, then hands each batch of commits to the core's
 //! [`FollowedOffsets`]; the run loop turns what changed into checkpoints.
 //! Every decision stays the core's: which records count, what a commit
-//! means, what to emit.
+//! means, what to emit. [`CommitFollower`] owns its reader and its view; its
+//! methods take the flow's context.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};

@@ -1,5 +1,7 @@
 //! Target group sync: refresh the target groups, plan with the core, carry
-//! the plan out. [`carry_out_group_sync`] is also `translate --apply`'s.
+//! the plan out. It holds no state of its own (the run loop's syncs are
+//! `GroupSyncRunner`'s, in sync_runner.rs), so its steps are functions of
+//! the flow's context. [`carry_out_group_sync`] is also `translate --apply`'s.
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -314,7 +314,7 @@ fn apply_sync<'r>(
             // The store discards the partition's history (as
             // MM2 does); say so, it is rare and worth knowing.
             tracing::warn!(
-                flow,
+                flow = %flow,
                 topic,
                 partition,
                 from = newest.upstream,
@@ -337,7 +337,7 @@ fn apply_sync<'r>(
             Precision::Mm2 => 0,
         };
         tracing::warn!(
-            flow,
+            flow = %flow,
             topic,
             partition,
             budget,
