@@ -2,7 +2,7 @@
 //! policy, topics and metrics) and what every stage shares: a failed step's
 //! error with its cause, the readiness flags, the warnings about groups an
 //! ACL refuses. The flow's changing state is its stages'
-//! (docs/architecture.md, "The driver").
+//! (docs/architecture.md, "driver and binary").
 
 use std::collections::BTreeSet;
 use std::fmt;
