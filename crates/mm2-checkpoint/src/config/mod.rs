@@ -4,11 +4,11 @@
 //! reads and derives, for every enabled flow `S->T`, the settings that MM2's
 //! `MirrorCheckpointConnector` for that flow would see:
 //!
-//! * [`properties`] parses the Java-properties text;
-//! * [`providers`] resolves `${env:NAME}` and `${file:path:key}` references;
+//! * `properties` parses the Java-properties text;
+//! * `providers` resolves `${env:NAME}` and `${file:path:key}` references;
 //! * this module decides which flows are enabled and layers keys the way
 //!   `MirrorMakerConfig` does (top-level `k` < `S->T.k` for connector keys);
-//! * [`security`] assembles one connection per cluster per flow from the
+//! * `security` assembles one connection per cluster per flow from the
 //!   `bootstrap.servers`, `security.protocol`, `ssl.*` and `sasl.*` keys;
 //! * [`keys`] is the table of the checkpoint keys (names, defaults, accepted
 //!   values, how `validate` shows them) that the readers and the report use;
@@ -16,7 +16,7 @@
 //!
 //! Everything here is checked up front and reported as a [`ConfigError`] naming
 //! the key (and line) to fix; [`MirrorConfig::validate_text`] reports every
-//! independent error of a file in one go ([`check`]). Secrets stay inside
+//! independent error of a file in one go (`check`). Secrets stay inside
 //! [`Secret`]. The user-facing description of every key is
 //! `docs/configuration.md`.
 

@@ -24,8 +24,9 @@ use tokio::sync::OnceCell;
 use crate::core::content_search::SideRead;
 use crate::core::{CommittedOffset, GroupCommits, GroupOffsets, TargetGroupState, TopicPartition};
 
-use super::flow::FlowCluster;
-use super::flow::cluster::FetchedCommits;
+use super::flow::cluster::{
+    CommitOutcome, CreateOutcome, DescribedGroup, FetchedCommits, FlowCluster,
+};
 
 /// A record to produce.
 #[derive(Clone, Debug)]
@@ -36,34 +37,6 @@ pub struct OutRecord {
     pub value: Vec<u8>,
     /// Timestamp (ms).
     pub timestamp: i64,
-}
-
-/// What `create_topic` found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CreateOutcome {
-    /// The topic was created.
-    Created,
-    /// It already existed.
-    AlreadyExisted,
-}
-
-/// What an admin-style offset commit did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CommitOutcome {
-    /// Every partition was committed.
-    Committed,
-    /// The broker refused: the group has active members (UNKNOWN_MEMBER_ID,
-    /// ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS).
-    GroupActive,
-}
-
-/// A described group: its state and member count.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DescribedGroup {
-    /// The group's state, in the core's terms.
-    pub state: TargetGroupState,
-    /// Number of members.
-    pub members: usize,
 }
 
 /// Connections to one cluster and the operations the driver sends to it.

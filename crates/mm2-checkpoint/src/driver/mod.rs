@@ -1,6 +1,6 @@
 //! The driver: runs the pure core on kafka-lite.
 //!
-//! Per enabled flow one task ([`flow`]): create the checkpoints topic, discover
+//! Per enabled flow one task (`flow`): create the checkpoints topic, discover
 //! the source groups, restore the checkpoint store, read the offset-syncs topic to
 //! its end, then emission rounds, group syncs and group refreshes on their
 //! intervals, with the offset-syncs topic followed in between. Every decision is
@@ -11,6 +11,7 @@
 //! The CLI hands over a validated [`MirrorConfig`], [`RunOptions`] /
 //! [`TranslateOptions`], a [`ShutdownSignal`] and [`Metrics`].
 
+mod api;
 mod connect;
 mod flow;
 mod kafka;
@@ -22,97 +23,16 @@ mod translate;
 // What the binary, xtask and the end-to-end tests use of the driver besides
 // `run` and `translate`: a cluster client to seed and read topics with.
 pub use flow::FlowCluster;
-pub use kafka::{ClusterClient, CommitOutcome, OutRecord, fetch_options};
+pub use flow::cluster::CommitOutcome;
+pub use kafka::{ClusterClient, OutRecord, fetch_options};
 
-use std::fmt;
+pub use api::{
+    DriverError, RunOptions, TranslateFormat, TranslateOptions, TranslateReport, uses_tls,
+};
 
 use crate::config::MirrorConfig;
 use crate::metrics::Metrics;
 use crate::shutdown::ShutdownSignal;
-
-/// How `mm2-checkpoint run` was asked to run.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub struct RunOptions {
-    /// `--once`: run one round of every enabled flow, then return.
-    pub once: bool,
-}
-
-/// Output format of `translate`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum TranslateFormat {
-    /// An aligned text table.
-    #[default]
-    Table,
-    /// A JSON document.
-    Json,
-}
-
-/// What `mm2-checkpoint translate` asks for.
-#[derive(Clone, Debug)]
-pub struct TranslateOptions {
-    /// The flow, `S->T`; the binary has checked that it is an enabled flow of the config.
-    pub flow: String,
-    /// Consumer groups of the source cluster to translate, by name.
-    pub groups: Vec<String>,
-    /// Also every group with checkpoints in the checkpoints topic that this
-    /// filter accepts (`--group-regex`, or every group for `--all-groups`).
-    pub matching: Option<crate::core::GroupFilter>,
-    /// How to print the result on stdout.
-    pub format: TranslateFormat,
-    /// `--apply`: also commit the translated offsets to the target groups.
-    pub apply: bool,
-}
-
-/// What `translate` did, beyond what it printed.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TranslateReport {
-    /// With `--apply`: every requested group whose checkpoints were not
-    /// committed (refused as active, at or ahead of the checkpoints, in an
-    /// unknown state, without a checkpoint, or the commit failed), with why.
-    pub not_applied: Vec<(String, String)>,
-}
-
-/// Why the driver stopped with a failure (exit code 1).
-#[derive(Debug)]
-pub enum DriverError {
-    /// No TLS crypto provider can run (a forced one this build or CPU
-    /// lacks, or a bad `MM2_TLS_PROVIDER`).
-    Cpu(String),
-    /// A flow could not be set up (connection settings, filters).
-    Setup(String),
-    /// `--once`: a flow's round could not complete.
-    Once {
-        /// The flow.
-        flow: String,
-        /// What failed.
-        error: String,
-    },
-    /// `translate`: reading or committing failed.
-    Translate(String),
-    /// A flow task panicked or was cancelled.
-    Task(String),
-    /// A signal (named) stopped `run --once` or `translate` before it finished.
-    Interrupted(String),
-}
-
-impl fmt::Display for DriverError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DriverError::Cpu(e) => write!(f, "{e}"),
-            DriverError::Setup(e) => write!(f, "{e}"),
-            DriverError::Once { flow, error } => {
-                write!(f, "flow {flow}: the round could not complete: {error}")
-            }
-            DriverError::Translate(e) => write!(f, "{e}"),
-            DriverError::Task(e) => write!(f, "a flow task failed: {e}"),
-            DriverError::Interrupted(signal) => {
-                write!(f, "interrupted by {signal} before finishing")
-            }
-        }
-    }
-}
-
-impl std::error::Error for DriverError {}
 
 /// Runs every enabled flow until `shutdown` fires (or one round with `--once`).
 pub async fn run(
@@ -133,22 +53,4 @@ pub async fn translate(
     shutdown: ShutdownSignal,
 ) -> Result<TranslateReport, DriverError> {
     translate::translate(config, options, shutdown).await
-}
-
-/// Whether any cluster of `config` is reached over TLS.
-pub fn uses_tls(config: &MirrorConfig) -> bool {
-    config
-        .flows
-        .iter()
-        .any(|f| f.source.tls.is_some() || f.target.tls.is_some())
-}
-
-/// Checks a TLS crypto provider can run here (kafka-lite chooses it once
-/// per process: docs/tls-providers.md). The binary checks this before any
-/// network I/O already; this is for other callers of the driver.
-pub(crate) fn check_cpu(config: &MirrorConfig) -> Result<(), DriverError> {
-    if uses_tls(config) {
-        crate::tls_provider::choice().map_err(|e| DriverError::Cpu(e.to_string()))?;
-    }
-    Ok(())
 }

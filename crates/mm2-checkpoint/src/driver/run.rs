@@ -14,12 +14,12 @@ use crate::metrics::Metrics;
 
 use crate::shutdown::ShutdownSignal;
 
-use super::flow::follow::CommitFollower;
+use super::api::{DriverError, RunOptions, check_cpu};
+use super::flow::group_sync::sync_groups;
 use super::flow::sync_runner::{GroupSyncRunner, SyncDone, SyncStep};
-use super::flow::{FlowContext, FlowState, StepCause, StepError};
+use super::flow::{CommitFollower, FlowContext, FlowState, StepCause, StepError};
 use super::kafka::ClusterClient;
 use super::membership::Role;
-use super::{DriverError, RunOptions, check_cpu};
 
 /// The current time as the core's schedule takes it (tokio's clock, so that
 /// tests with a paused runtime see their own time).
@@ -116,7 +116,7 @@ async fn run_once(ctx: &FlowContext, shutdown: &ShutdownSignal) -> Result<(), St
                 op: "startup",
                 error: StepCause::Driver { what: format!("interrupted by {reason}"), cause: None },
             }),
-            r = ctx.start() => r,
+            r = FlowState::start(ctx) => r,
         };
         match started {
             Ok(state) => break state,
@@ -138,10 +138,10 @@ async fn run_once(ctx: &FlowContext, shutdown: &ShutdownSignal) -> Result<(), St
             }
         }
     };
-    let summary = ctx.emit_round(&mut state).await?;
-    tracing::info!(flow = %ctx.name, groups = state.group_count(), emitted = summary.emitted, skipped = summary.skipped, elapsed_ms = summary.elapsed.as_millis() as u64, "emission round done");
+    let summary = state.emit_round(ctx).await?;
+    tracing::info!(flow = %ctx.name, groups = state.checkpoints.group_count(), emitted = summary.emitted, skipped = summary.skipped, elapsed_ms = summary.elapsed.as_millis() as u64, "emission round done");
     if ctx.cfg.sync_group_offsets_enabled {
-        let s = ctx.sync_groups(state.checkpoints()).await?;
+        let s = sync_groups(ctx, state.checkpoints.store()).await?;
         tracing::info!(
             flow = %ctx.name, committed = s.committed, skipped_active = s.skipped_active,
             skipped_target_ahead = s.skipped_target_ahead, skipped_unknown_state = s.skipped_unknown_state,
@@ -168,7 +168,7 @@ async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
         &mut schedule,
     )
     .await;
-    if let Some(done) = syncer.finish_commits(state.checkpoints()).await {
+    if let Some(done) = syncer.finish_commits(state.checkpoints.store()).await {
         report_sync(ctx, done, &mut schedule);
     }
 }
@@ -332,8 +332,8 @@ async fn start_flow(
     let mut backoff = Backoff::new(schedule::ROUND_BACKOFF_CAP);
     loop {
         let started = async {
-            let follower = ctx.open_follower().await?;
-            let state = ctx.start_with(follower.as_ref().map(|f| &f.view)).await?;
+            let follower = CommitFollower::open(ctx).await?;
+            let state = FlowState::start_with(ctx, follower.as_ref().map(|f| &f.view)).await?;
             Ok::<_, StepError>((follower, state))
         };
         let started = tokio::select! {
@@ -414,7 +414,7 @@ fn sync_stepped(
     state: &FlowState,
     schedule: &mut FlowSchedule,
 ) {
-    if let Some(done) = syncer.advance(step, state.checkpoints()) {
+    if let Some(done) = syncer.advance(step, state.checkpoints.store()) {
         report_sync(ctx, done, schedule);
     }
 }
@@ -433,7 +433,7 @@ async fn run_loop<'a>(
     let sync_enabled = ctx.cfg.sync_group_offsets_enabled;
     loop {
         // A wanted group sync starts as soon as the previous one ended.
-        syncer.start(state.checkpoints());
+        syncer.start(state.checkpoints.store());
         match schedule.next(now()) {
             Next::Follow => {
                 let Some(f) = follower.as_mut() else {
@@ -443,7 +443,7 @@ async fn run_loop<'a>(
                 // The fetch runs to its end (it is not cancel-safe); a group
                 // sync moves on meanwhile.
                 let r = {
-                    let step = ctx.follow_step(f);
+                    let step = f.step(ctx);
                     tokio::pin!(step);
                     loop {
                         tokio::select! {
@@ -490,11 +490,11 @@ async fn run_loop<'a>(
                 }
             }
             Next::Act(Action::PollSyncs) => {
-                let r = ctx.poll_syncs(state).await.map(|_| ()).map_err(|e| {
+                let r = state.poll_syncs(ctx).await.map(|_| ()).map_err(|e| {
                     tracing::warn!(flow = %ctx.name, error = %e, "reading new offset syncs failed");
                     e.to_string()
                 });
-                let new_syncs = state.has_new_syncs();
+                let new_syncs = state.syncs.has_new_syncs();
                 if let Some(r) = schedule.polled(now(), r, new_syncs) {
                     report(ctx, r);
                 }
@@ -512,7 +512,7 @@ async fn run_loop<'a>(
                 report(ctx, schedule.emitted_followed(r));
             }
             Next::Act(Action::RefreshGroups) => {
-                let r = ctx.refresh_groups(state).await;
+                let r = state.checkpoints.refresh_groups(ctx).await;
                 if let Err(e) = &r {
                     tracing::warn!(flow = %ctx.name, error = %e, "group refresh failed; retrying");
                 }
@@ -521,17 +521,19 @@ async fn run_loop<'a>(
             Next::Act(Action::Emit { from_view }) => {
                 if let Some(f) = follower.as_ref() {
                     // The safety net: every group the follower knows, by OffsetFetch.
-                    state.set_groups(f.view.group_names().map(str::to_owned).collect());
+                    state
+                        .checkpoints
+                        .set_groups(f.view.group_names().map(str::to_owned).collect());
                 }
                 // Catch up with the offset syncs before translating.
-                let r = match ctx.poll_syncs(state).await {
+                let r = match state.poll_syncs(ctx).await {
                     // The first round after the replay plans from the view,
                     // which holds every group's committed offsets; OffsetFetch
                     // stays the periodic safety net (docs/commit-follower.md
                     // section 3).
                     Ok(_) => match follower.as_ref() {
-                        Some(f) if from_view => ctx.emit_round_from_view(state, &f.view).await,
-                        _ => ctx.emit_round(state).await,
+                        Some(f) if from_view => state.emit_round_from_view(ctx, &f.view).await,
+                        _ => state.emit_round(ctx).await,
                     },
                     Err(e) => Err(e),
                 };
@@ -571,16 +573,16 @@ async fn reopen_follower(
     state: &mut FlowState,
 ) {
     tracing::warn!(flow = %ctx.name, "the commit follower keeps failing; reading __consumer_offsets again from its start");
-    match ctx.open_follower().await {
+    match CommitFollower::open(ctx).await {
         Ok(Some(mut f)) => {
             let groups: Vec<String> = f.view.group_names().map(str::to_owned).collect();
             f.view.mark_changed(&groups);
-            state.set_groups(groups);
+            state.checkpoints.set_groups(groups);
             *follower = Some(f);
         }
         Ok(None) => {
             *follower = None;
-            state.stop_following();
+            state.syncs.stop_following();
         }
         Err(e) => {
             tracing::warn!(flow = %ctx.name, error = %e, "reopening the commit follower failed; retrying later");
@@ -601,21 +603,21 @@ async fn emit_followed(
     // Catch up with the offset syncs first, as a polled round does: a sync
     // written before a commit must translate it (after an upstream rewind,
     // a commit translated by the older syncs would land far too low).
-    if let Err(e) = ctx.poll_syncs(state).await {
+    if let Err(e) = state.poll_syncs(ctx).await {
         tracing::warn!(flow = %ctx.name, error = %e, "reading new offset syncs failed; emitting the followed commits later");
         return Err(e.to_string());
     }
-    f.view.partitions_synced(&state.take_new_syncs());
+    f.view.partitions_synced(&state.syncs.take_new_syncs());
     let changed = f.view.take_changed();
     if changed.is_empty() {
         return Ok(BTreeSet::new());
     }
     let names: BTreeSet<String> = changed.keys().cloned().collect();
     for g in &names {
-        state.assign(g);
+        state.checkpoints.assign(g);
     }
-    match ctx
-        .emit_offsets(state, changed, Instant::now().into_std(), false)
+    match state
+        .emit_offsets(ctx, changed, Instant::now().into_std(), false)
         .await
     {
         Ok(summary) => {

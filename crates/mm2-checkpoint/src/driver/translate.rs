@@ -14,8 +14,10 @@ use crate::core::{
 use crate::metrics::{Metrics, TopicKind};
 use crate::shutdown::ShutdownSignal;
 
+use super::api::{DriverError, TranslateFormat, TranslateOptions, TranslateReport, check_cpu};
+use super::flow::group_sync::refresh_target;
+use super::flow::read::read_to_end;
 use super::flow::{FlowContext, GroupSyncResult, carry_out_group_sync};
-use super::{DriverError, TranslateFormat, TranslateOptions, TranslateReport, check_cpu};
 
 /// One translated partition.
 struct Row<'a> {
@@ -55,7 +57,8 @@ pub(super) async fn translate(
         Some(_) => CheckpointStore::for_filter(every_group()?),
         None => CheckpointStore::new(options.groups.iter().cloned()),
     };
-    let read = ctx.read_to_end(
+    let read = read_to_end(
+        &ctx,
         &ctx.target,
         &ctx.checkpoints_topic,
         TopicKind::Checkpoints,
@@ -119,7 +122,7 @@ pub(super) async fn translate(
     }
     let mut report = TranslateReport::default();
     let applied = if options.apply {
-        let Ok(described) = ctx.refresh_target(&groups).await else {
+        let Ok(described) = refresh_target(&ctx, &groups).await else {
             return Err(DriverError::Translate(format!(
                 "cluster {}: the target groups could not be described; nothing committed",
                 ctx.target.alias()

@@ -1,5 +1,5 @@
 //! [`FlowCluster`]: the cluster operations a flow uses, so the orchestration
-//! can run on kafka-lite ([`ClusterClient`]) or, in unit tests, in memory.
+//! can run on kafka-lite (`ClusterClient`) or, in unit tests, in memory.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -9,18 +9,44 @@ use kafka_lite::records::{BatchBuilder, ConsumerRecord, RecordRef};
 use kafka_lite::{AheadFetch, Error, PartitionReader, StartOffset};
 
 use crate::core::content_search::SideRead;
-use crate::core::{CommittedOffset, GroupCommits, GroupOffsets, TopicPartition, group_commits};
+use crate::core::{
+    CommittedOffset, GroupCommits, GroupOffsets, TargetGroupState, TopicPartition, group_commits,
+};
 
-#[cfg(doc)]
-use super::super::kafka::ClusterClient;
-use super::super::kafka::{CommitOutcome, CreateOutcome, DescribedGroup};
+/// What `create_topic` found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CreateOutcome {
+    /// The topic was created.
+    Created,
+    /// It already existed.
+    AlreadyExisted,
+}
+
+/// What an admin-style offset commit did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommitOutcome {
+    /// Every partition was committed.
+    Committed,
+    /// The broker refused: the group has active members (UNKNOWN_MEMBER_ID,
+    /// ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS).
+    GroupActive,
+}
+
+/// A described group: its state and member count.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DescribedGroup {
+    /// The group's state, in the core's terms.
+    pub state: TargetGroupState,
+    /// Number of members.
+    pub members: usize,
+}
 
 /// One result per group of an OffsetFetch, in the shape a round's window is
 /// built from.
 pub type FetchedCommits = Vec<(String, Result<GroupCommits, Error>)>;
 
 /// The operations a flow sends to one cluster, in the core's types.
-/// [`ClusterClient`] implements it on kafka-lite (its implementation, in
+/// `ClusterClient` implements it on kafka-lite (its implementation, in
 /// `driver/kafka.rs`, documents what each method sends).
 pub trait FlowCluster: Clone + Send + Sync + 'static {
     /// The cluster's alias.
@@ -59,7 +85,7 @@ pub trait FlowCluster: Clone + Send + Sync + 'static {
     /// Committed offsets of `groups` in the shape a round's window is built
     /// from, one result per group in the order of `groups`. By default
     /// [`fetch_group_offsets`](Self::fetch_group_offsets), converted;
-    /// [`ClusterClient`] decodes the answers straight into this shape.
+    /// `ClusterClient` decodes the answers straight into this shape.
     fn fetch_group_commits(
         &self,
         groups: &[String],

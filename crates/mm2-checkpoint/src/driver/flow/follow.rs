@@ -3,7 +3,8 @@
 //! anything is emitted, then hands each batch of commits to the core's
 //! [`FollowedOffsets`]; the run loop turns what changed into checkpoints.
 //! Every decision stays the core's: which records count, what a commit
-//! means, what to emit.
+//! means, what to emit. [`CommitFollower`] owns its reader and its view; its
+//! methods take the flow's context.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -17,7 +18,7 @@ use crate::core::{Applied, FollowedOffsets};
 use crate::metrics::{RecordSkipReason, TopicKind};
 
 use super::super::kafka::ClusterClient;
-use super::{FlowContext, StepCause, StepError};
+use super::context::{FlowContext, StepCause, StepError};
 
 /// The topic the follower reads.
 pub const CONSUMER_OFFSETS: &str = "__consumer_offsets";
@@ -43,15 +44,15 @@ enum Unavailable {
     Missing(Error),
 }
 
-impl FlowContext<ClusterClient> {
+impl CommitFollower {
     /// Opens the follower and replays `__consumer_offsets` to its end, as
     /// the flow's mode asks: `Ok(None)` means the flow polls (mode `poll`, or
     /// `auto` where the topic cannot be read, with one WARN naming the ACL).
     /// In mode `follow` a topic that cannot be read is an error.
-    pub async fn open_follower(&self) -> Result<Option<CommitFollower>, StepError> {
-        let mode = self.cfg.group_offsets_mode;
-        let Some(client) = self.commits_client.clone() else {
-            self.metrics.set_group_offsets_mode(&self.name, false);
+    pub async fn open(ctx: &FlowContext) -> Result<Option<CommitFollower>, StepError> {
+        let mode = ctx.cfg.group_offsets_mode;
+        let Some(client) = ctx.commits_client.clone() else {
+            ctx.metrics.set_group_offsets_mode(&ctx.name, false);
             return Ok(None);
         };
         let options = FetchOptions {
@@ -67,7 +68,7 @@ impl FlowContext<ClusterClient> {
             Err(e) => Err(match e.kafka_error() {
                 Some(ResponseError::TopicAuthorizationFailed) => Unavailable::Denied(e),
                 Some(ResponseError::UnknownTopicOrPartition) => Unavailable::Missing(e),
-                _ => return Err(self.follower_error("ListOffsets", e)),
+                _ => return Err(follower_error(ctx, "ListOffsets", e)),
             }),
         };
         let reader = match (opened, mode) {
@@ -76,67 +77,67 @@ impl FlowContext<ClusterClient> {
                 let e = match why {
                     Unavailable::Denied(e) | Unavailable::Missing(e) => e,
                 };
-                return Err(self.follower_error("ListOffsets", e));
+                return Err(follower_error(ctx, "ListOffsets", e));
             }
             (Err(why), _) => {
                 match why {
                     Unavailable::Denied(e) => tracing::warn!(
-                        flow = %self.name, cluster = self.source.alias(), error = %e,
+                        flow = %ctx.name, cluster = ctx.source.alias(), error = %e,
                         "cannot read {CONSUMER_OFFSETS} on cluster {}: the principal lacks Describe and \
                          Read on Topic:{CONSUMER_OFFSETS}; polling the groups' offsets every \
                          emit.checkpoints.interval.seconds instead (grant both to follow commits \
                          as they happen; see docs/commit-follower.md)",
-                        self.source.alias()
+                        ctx.source.alias()
                     ),
                     Unavailable::Missing(e) => tracing::info!(
-                        flow = %self.name, cluster = self.source.alias(), error = %e,
+                        flow = %ctx.name, cluster = ctx.source.alias(), error = %e,
                         "cluster {} has no {CONSUMER_OFFSETS} yet (no group has committed); polling \
                          the groups' offsets",
-                        self.source.alias()
+                        ctx.source.alias()
                     ),
                 }
-                self.metrics.set_group_offsets_mode(&self.name, false);
+                ctx.metrics.set_group_offsets_mode(&ctx.name, false);
                 return Ok(None);
             }
         };
         let mut follower = CommitFollower {
             client,
             reader,
-            view: FollowedOffsets::new(self.group_filter.clone(), self.topic_filter.clone()),
+            view: FollowedOffsets::new(ctx.group_filter.clone(), ctx.topic_filter.clone()),
             logged: BTreeSet::new(),
         };
-        self.replay(&mut follower).await?;
-        self.metrics.set_group_offsets_mode(&self.name, true);
+        follower.replay(ctx).await?;
+        ctx.metrics.set_group_offsets_mode(&ctx.name, true);
         Ok(Some(follower))
     }
 
     /// Reads `__consumer_offsets` to the end captured when the follower
     /// opened, logging progress every 5 s.
-    async fn replay(&self, f: &mut CommitFollower) -> Result<(), StepError> {
+    async fn replay(&mut self, ctx: &FlowContext) -> Result<(), StepError> {
         let began = Instant::now();
         let mut last_log = Instant::now();
-        let total = f.reader.remaining().max(1);
+        let total = self.reader.remaining().max(1);
         let mut records = 0u64;
-        while !f.reader.is_caught_up() {
-            records += self.follow_step(f).await? as u64;
-            let done = total.saturating_sub(f.reader.remaining()) as f64 / total as f64;
-            self.metrics
-                .set_initial_read_progress(&self.name, CONSUMER_OFFSETS, done);
+        while !self.reader.is_caught_up() {
+            records += self.step(ctx).await? as u64;
+            let done = total.saturating_sub(self.reader.remaining()) as f64 / total as f64;
+            ctx.metrics
+                .set_initial_read_progress(&ctx.name, CONSUMER_OFFSETS, done);
             if last_log.elapsed() >= Duration::from_secs(5) {
                 last_log = Instant::now();
                 tracing::info!(
-                    flow = %self.name, topic = CONSUMER_OFFSETS, records,
-                    remaining = f.reader.remaining(), "reading the {CONSUMER_OFFSETS} topic"
+                    flow = %ctx.name, topic = CONSUMER_OFFSETS, records,
+                    remaining = self.reader.remaining(), "reading the {CONSUMER_OFFSETS} topic"
                 );
             }
         }
-        self.metrics
-            .set_initial_read_progress(&self.name, CONSUMER_OFFSETS, 1.0);
-        f.view.clear_changed();
+        ctx.metrics
+            .set_initial_read_progress(&ctx.name, CONSUMER_OFFSETS, 1.0);
+        self.view.clear_changed();
         tracing::info!(
-            flow = %self.name, topic = CONSUMER_OFFSETS, records,
-            partitions = f.reader.partitions().count(), groups = f.view.group_count(),
-            group_partitions = f.view.partition_count(),
+            flow = %ctx.name, topic = CONSUMER_OFFSETS, records,
+            partitions = self.reader.partitions().count(), groups = self.view.group_count(),
+            group_partitions = self.view.partition_count(),
             elapsed_ms = began.elapsed().as_millis() as u64,
             "read the {CONSUMER_OFFSETS} topic to its end; following commits"
         );
@@ -146,15 +147,15 @@ impl FlowContext<ClusterClient> {
     /// One fetch of every partition of `__consumer_offsets` (waiting up to
     /// 100 ms for new commits), applied to the follower's view. Returns the
     /// number of records read.
-    pub async fn follow_step(&self, f: &mut CommitFollower) -> Result<usize, StepError> {
-        let client = f.client.clone();
+    pub async fn step(&mut self, ctx: &FlowContext) -> Result<usize, StepError> {
+        let client = self.client.clone();
         let polled = client
-            .poll_topic(&mut f.reader)
+            .poll_topic(&mut self.reader)
             .await
-            .map_err(|e| self.follower_error("Fetch", e))?;
+            .map_err(|e| follower_error(ctx, "Fetch", e))?;
         if let Some((partition, e)) = polled.failed.into_iter().next() {
             return Err(StepError {
-                cluster: self.source.alias().to_owned(),
+                cluster: ctx.source.alias().to_owned(),
                 op: "Fetch",
                 error: StepCause::Driver {
                     what: format!("cannot read {CONSUMER_OFFSETS} partition {partition}"),
@@ -169,23 +170,26 @@ impl FlowContext<ClusterClient> {
                 read += 1;
                 match consumer_offsets::decode(rec.key.as_deref(), rec.value.as_deref()) {
                     Ok(record) => {
-                        if matches!(f.view.apply(record), Applied::Committed | Applied::Removed) {
+                        if matches!(
+                            self.view.apply(record),
+                            Applied::Committed | Applied::Removed
+                        ) {
                             changed += 1;
                         }
                     }
-                    Err(e) => self.note_offsets_skipped(f, part.partition, rec.offset, &e),
+                    Err(e) => self.note_skipped(ctx, part.partition, rec.offset, &e),
                 }
             }
         }
         if changed > 0 {
-            self.metrics.followed_commits(&self.name, changed);
+            ctx.metrics.followed_commits(&ctx.name, changed);
         }
         Ok(read)
     }
 
-    fn note_offsets_skipped(
-        &self,
-        f: &mut CommitFollower,
+    fn note_skipped(
+        &mut self,
+        ctx: &FlowContext,
         partition: i32,
         offset: i64,
         e: &OffsetsDecodeError,
@@ -196,26 +200,27 @@ impl FlowContext<ClusterClient> {
             }
             _ => (RecordSkipReason::Corrupt, "corrupt"),
         };
-        self.metrics
-            .record_skipped(&self.name, TopicKind::ConsumerOffsets, reason);
-        if f.logged.insert(label) {
+        ctx.metrics
+            .record_skipped(&ctx.name, TopicKind::ConsumerOffsets, reason);
+        if self.logged.insert(label) {
             tracing::warn!(
-                flow = %self.name, topic = CONSUMER_OFFSETS, partition, offset, error = %e,
+                flow = %ctx.name, topic = CONSUMER_OFFSETS, partition, offset, error = %e,
                 "skipping a {label} record (logged once per kind; see records_skipped_total)"
             );
         }
     }
+}
 
-    fn follower_error(&self, op: &'static str, e: Error) -> StepError {
-        self.step::<()>(&self.source, op, Err(e))
-            .err()
-            .unwrap_or_else(|| StepError {
-                cluster: self.source.alias().to_owned(),
-                op,
-                error: StepCause::Driver {
-                    what: "the commit follower failed".into(),
-                    cause: None,
-                },
-            })
-    }
+/// A failure of the follower's `op` on the source, as the flow's step error.
+fn follower_error(ctx: &FlowContext, op: &'static str, e: Error) -> StepError {
+    ctx.step::<()>(&ctx.source, op, Err(e))
+        .err()
+        .unwrap_or_else(|| StepError {
+            cluster: ctx.source.alias().to_owned(),
+            op,
+            error: StepCause::Driver {
+                what: "the commit follower failed".into(),
+                cause: None,
+            },
+        })
 }

@@ -1,5 +1,7 @@
 //! Target group sync: refresh the target groups, plan with the core, carry
-//! the plan out. [`carry_out_group_sync`] is also `translate --apply`'s.
+//! the plan out. It holds no state of its own (the run loop's syncs are
+//! `GroupSyncRunner`'s, in sync_runner.rs), so its steps are functions of
+//! the flow's context. [`carry_out_group_sync`] is also `translate --apply`'s.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -11,144 +13,168 @@ use crate::core::{
 };
 use crate::metrics;
 
-use super::super::kafka::{CommitOutcome, error_label};
-use super::{FlowCluster, FlowContext, StepCause, StepError, SyncSummary};
+use super::super::kafka::error_label;
+use super::cluster::{CommitOutcome, FlowCluster};
+use super::context::{FlowContext, StepCause, StepError};
 
-impl<C: FlowCluster> FlowContext<C> {
-    /// One target group sync of every group of the store, its steps awaited
-    /// one after the other (`run --once`); the run loop's
-    /// [`GroupSyncRunner`](super::sync_runner::GroupSyncRunner) runs the same
-    /// steps beside the loop.
-    pub async fn sync_groups(&self, store: &CheckpointStore) -> Result<SyncSummary, StepError> {
-        let refreshed = self.refresh_for_sync(sync_group_names(store, None)).await;
-        let plan = refreshed.plan(store, None);
-        let summary = self.carry_out_sync(plan).await;
-        refreshed.finish(summary)
+/// What a group sync did, per outcome.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SyncSummary {
+    /// Groups committed.
+    pub committed: usize,
+    /// Groups skipped as active (also when the broker refused).
+    pub skipped_active: usize,
+    /// Groups already at or ahead of the checkpoints.
+    pub skipped_target_ahead: usize,
+    /// Groups in an unknown state.
+    pub skipped_unknown_state: usize,
+    /// Failed commits.
+    pub failed: usize,
+}
+
+/// One target group sync of every group of the store, its steps awaited
+/// one after the other (`run --once`); the run loop's
+/// `GroupSyncRunner` (sync_runner.rs) runs the same
+/// steps beside the loop.
+pub async fn sync_groups<C: FlowCluster>(
+    ctx: &FlowContext<C>,
+    store: &CheckpointStore,
+) -> Result<SyncSummary, StepError> {
+    let refreshed = refresh_for_sync(ctx, sync_group_names(store, None)).await;
+    let plan = refreshed.plan(store, None);
+    let summary = carry_out_sync(ctx, plan).await;
+    refreshed.finish(summary)
+}
+
+/// The first step of a group sync: describes `groups` on the target and
+/// reads the offsets of the idle ones. Reads the store not at all, so it
+/// can run while the flow emits.
+pub(super) async fn refresh_for_sync<C: FlowCluster>(
+    ctx: &FlowContext<C>,
+    groups: Vec<String>,
+) -> Refreshed {
+    match refresh_target(ctx, &groups).await {
+        Ok(groups) => Refreshed {
+            refresh: TargetRefresh::Done(groups),
+            failed: None,
+        },
+        Err(e) => Refreshed {
+            refresh: TargetRefresh::Failed,
+            failed: Some(describe_failed(ctx, e)),
+        },
     }
+}
 
-    /// The first step of a group sync: describes `groups` on the target and
-    /// reads the offsets of the idle ones. Reads the store not at all, so it
-    /// can run while the flow emits.
-    pub(super) async fn refresh_for_sync(&self, groups: Vec<String>) -> Refreshed {
-        match self.refresh_target(&groups).await {
-            Ok(groups) => Refreshed {
-                refresh: TargetRefresh::Done(groups),
-                failed: None,
+/// The error a group sync reports when describing the target failed.
+fn describe_failed<C: FlowCluster>(ctx: &FlowContext<C>, failed: StepError) -> StepError {
+    StepError {
+        cluster: ctx.target.alias().to_owned(),
+        op: "DescribeGroups",
+        error: StepCause::Driver {
+            what: "the target groups could not be described; no sync this round".into(),
+            cause: match failed.error {
+                StepCause::Client(e) => Some(Box::new(e)),
+                StepCause::Driver { cause, .. } => cause,
             },
-            Err(e) => Refreshed {
-                refresh: TargetRefresh::Failed,
-                failed: Some(self.describe_failed(e)),
-            },
-        }
+        },
     }
+}
 
-    fn describe_failed(&self, failed: StepError) -> StepError {
-        StepError {
-            cluster: self.target.alias().to_owned(),
-            op: "DescribeGroups",
-            error: StepCause::Driver {
-                what: "the target groups could not be described; no sync this round".into(),
-                cause: match failed.error {
-                    StepCause::Client(e) => Some(Box::new(e)),
-                    StepCause::Driver { cause, .. } => cause,
-                },
-            },
-        }
-    }
-
-    /// The last step of a group sync: carries out `plan`, logging and counting
-    /// every group's outcome.
-    pub(super) async fn carry_out_sync(&self, plan: GroupSyncPlan) -> SyncSummary {
-        let t = &self.target;
-        let mut summary = SyncSummary::default();
-        carry_out_group_sync(t, plan, |group, result| {
-            let m = match result {
-                GroupSyncResult::Committed { partitions, .. } => {
-                    tracing::info!(flow = %self.name, group, partitions, "synced the target group's offsets");
-                    summary.committed += 1;
-                    metrics::GroupSyncOutcome::Committed
-                }
-                GroupSyncResult::GroupActive => {
-                    tracing::info!(flow = %self.name, group, "the target group became active; not synced");
+/// The last step of a group sync: carries out `plan`, logging and counting
+/// every group's outcome.
+pub(super) async fn carry_out_sync<C: FlowCluster>(
+    ctx: &FlowContext<C>,
+    plan: GroupSyncPlan,
+) -> SyncSummary {
+    let t = &ctx.target;
+    let mut summary = SyncSummary::default();
+    carry_out_group_sync(t, plan, |group, result| {
+        let m = match result {
+            GroupSyncResult::Committed { partitions, .. } => {
+                tracing::info!(flow = %ctx.name, group, partitions, "synced the target group's offsets");
+                summary.committed += 1;
+                metrics::GroupSyncOutcome::Committed
+            }
+            GroupSyncResult::GroupActive => {
+                tracing::info!(flow = %ctx.name, group, "the target group became active; not synced");
+                summary.skipped_active += 1;
+                metrics::GroupSyncOutcome::SkippedActive
+            }
+            GroupSyncResult::CommitFailed(e) => {
+                ctx.metrics
+                    .request_error(t.alias(), "OffsetCommit", &error_label(&e));
+                tracing::warn!(flow = %ctx.name, cluster = t.alias(), group, error = %e, "OffsetCommit failed");
+                summary.failed += 1;
+                metrics::GroupSyncOutcome::Failed
+            }
+            GroupSyncResult::NotCommitted(decision) => match decision {
+                GroupSyncDecision::SkippedActive(_) => {
                     summary.skipped_active += 1;
                     metrics::GroupSyncOutcome::SkippedActive
                 }
-                GroupSyncResult::CommitFailed(e) => {
-                    self.metrics
-                        .request_error(t.alias(), "OffsetCommit", &error_label(&e));
-                    tracing::warn!(flow = %self.name, cluster = t.alias(), group, error = %e, "OffsetCommit failed");
-                    summary.failed += 1;
-                    metrics::GroupSyncOutcome::Failed
+                GroupSyncDecision::SkippedTargetAhead { .. } => {
+                    summary.skipped_target_ahead += 1;
+                    metrics::GroupSyncOutcome::SkippedTargetAhead
                 }
-                GroupSyncResult::NotCommitted(decision) => match decision {
-                    GroupSyncDecision::SkippedActive(_) => {
-                        summary.skipped_active += 1;
-                        metrics::GroupSyncOutcome::SkippedActive
-                    }
-                    GroupSyncDecision::SkippedTargetAhead { .. } => {
-                        summary.skipped_target_ahead += 1;
-                        metrics::GroupSyncOutcome::SkippedTargetAhead
-                    }
-                    GroupSyncDecision::SkippedUnknownState => {
-                        summary.skipped_unknown_state += 1;
-                        metrics::GroupSyncOutcome::SkippedUnknownState
-                    }
-                    GroupSyncDecision::NothingToDo | GroupSyncDecision::Commit { .. } => return,
-                },
-            };
-            self.metrics.group_synced(&self.name, m);
-        })
-        .await;
-        summary
-    }
+                GroupSyncDecision::SkippedUnknownState => {
+                    summary.skipped_unknown_state += 1;
+                    metrics::GroupSyncOutcome::SkippedUnknownState
+                }
+                GroupSyncDecision::NothingToDo | GroupSyncDecision::Commit { .. } => return,
+            },
+        };
+        ctx.metrics.group_synced(&ctx.name, m);
+    })
+    .await;
+    summary
+}
 
-    /// Describes `groups` on the target and lists the offsets of the Empty
-    /// ones. A failed describe fails the whole refresh (counted and logged).
-    pub async fn refresh_target(
-        &self,
-        groups: &[String],
-    ) -> Result<BTreeMap<String, TargetGroup>, StepError> {
-        let t = &self.target;
-        if groups.is_empty() {
-            return Ok(BTreeMap::new());
-        }
-        let described = match t.describe_groups(groups).await {
-            Ok(d) => d,
-            Err(e) => {
-                let e = self.step::<()>(t, "DescribeGroups", Err(e)).unwrap_err();
-                tracing::warn!(flow = %self.name, error = %e, "target refresh failed; no group sync this round");
-                return Err(e);
-            }
-        };
-        let empty: Vec<String> = described
-            .iter()
-            .filter(|(_, d)| d.state == TargetGroupState::Empty)
-            .map(|(g, _)| g.clone())
-            .collect();
-        let mut offsets = if empty.is_empty() {
-            BTreeMap::new()
-        } else {
-            match t.fetch_group_offsets(&empty).await {
-                Ok(o) => o,
-                Err(e) => {
-                    self.metrics
-                        .request_error(t.alias(), "OffsetFetch", &error_label(&e));
-                    tracing::warn!(flow = %self.name, cluster = t.alias(), error = %e, "OffsetFetch of target groups failed");
-                    BTreeMap::new()
-                }
-            }
-        };
-        let mut out = BTreeMap::new();
-        for (group, d) in described {
-            let committed = offsets.remove(&group).and_then(Result::ok).map(|o| {
-                o.into_iter()
-                    .map(|(tp, v)| (tp, v.map(|c| c.offset)))
-                    .collect()
-            });
-            out.insert(group, TargetGroup::from_state(d.state, committed));
-        }
-        Ok(out)
+/// Describes `groups` on the target and lists the offsets of the Empty
+/// ones. A failed describe fails the whole refresh (counted and logged).
+pub async fn refresh_target<C: FlowCluster>(
+    ctx: &FlowContext<C>,
+    groups: &[String],
+) -> Result<BTreeMap<String, TargetGroup>, StepError> {
+    let t = &ctx.target;
+    if groups.is_empty() {
+        return Ok(BTreeMap::new());
     }
+    let described = match t.describe_groups(groups).await {
+        Ok(d) => d,
+        Err(e) => {
+            let e = ctx.step::<()>(t, "DescribeGroups", Err(e)).unwrap_err();
+            tracing::warn!(flow = %ctx.name, error = %e, "target refresh failed; no group sync this round");
+            return Err(e);
+        }
+    };
+    let empty: Vec<String> = described
+        .iter()
+        .filter(|(_, d)| d.state == TargetGroupState::Empty)
+        .map(|(g, _)| g.clone())
+        .collect();
+    let mut offsets = if empty.is_empty() {
+        BTreeMap::new()
+    } else {
+        match t.fetch_group_offsets(&empty).await {
+            Ok(o) => o,
+            Err(e) => {
+                ctx.metrics
+                    .request_error(t.alias(), "OffsetFetch", &error_label(&e));
+                tracing::warn!(flow = %ctx.name, cluster = t.alias(), error = %e, "OffsetFetch of target groups failed");
+                BTreeMap::new()
+            }
+        }
+    };
+    let mut out = BTreeMap::new();
+    for (group, d) in described {
+        let committed = offsets.remove(&group).and_then(Result::ok).map(|o| {
+            o.into_iter()
+                .map(|(tp, v)| (tp, v.map(|c| c.offset)))
+                .collect()
+        });
+        out.insert(group, TargetGroup::from_state(d.state, committed));
+    }
+    Ok(out)
 }
 
 /// The groups a sync of `only` (all of the store's when `None`) describes.
@@ -223,15 +249,6 @@ pub enum GroupSyncResult {
 /// so they are carried out concurrently; each keeps its own safety check (the
 /// broker refuses an admin commit into a group with members).
 pub const GROUP_SYNC_CONCURRENCY: usize = 64;
-
-/// Connections to each target group coordinator that the commits of a group
-/// sync are spread over (kafka-lite's `coordinator_connections`). A broker
-/// serves one connection's requests one at a time, and the group coordinator
-/// of Kafka 4 lingers a few milliseconds on each offset write, so on one
-/// connection a sync of 1,000 groups took about 6 s however many commits were
-/// in flight (docs/benchmarks.md, "Commit → checkpoint latency"). A group
-/// keeps its connection, so its commits stay in order.
-pub const GROUP_SYNC_CONNECTIONS: usize = 16;
 
 /// Carries out a group-sync plan on `target`: issues the decided commits, up
 /// to [`GROUP_SYNC_CONCURRENCY`] at a time, and hands every group's result to

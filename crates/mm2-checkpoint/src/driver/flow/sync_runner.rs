@@ -26,8 +26,11 @@ use std::pin::Pin;
 
 use crate::core::CheckpointStore;
 
-use super::group_sync::{Refreshed, sync_group_names};
-use super::{FlowCluster, FlowContext, StepError, SyncSummary};
+use super::cluster::FlowCluster;
+use super::context::{FlowContext, StepError};
+use super::group_sync::{
+    Refreshed, SyncSummary, carry_out_sync, refresh_for_sync, sync_group_names,
+};
 
 /// What a finished sync reports to the loop.
 #[derive(Debug)]
@@ -37,7 +40,7 @@ pub struct SyncDone {
     pub full: bool,
     /// How many groups it covered.
     pub groups: usize,
-    /// Its outcome, as [`FlowContext::sync_groups`] reports it.
+    /// Its outcome, as [`sync_groups`](super::group_sync::sync_groups) reports it.
     pub result: Result<SyncSummary, StepError>,
 }
 
@@ -124,7 +127,7 @@ impl<'a, C: FlowCluster + 'a> GroupSyncRunner<'a, C> {
         let ctx = self.ctx;
         let groups = sync_group_names(store, only.as_ref());
         self.running = Some(Running::Refreshing(Box::pin(async move {
-            let refreshed = ctx.refresh_for_sync(groups).await;
+            let refreshed = refresh_for_sync(ctx, groups).await;
             Step::Refreshed { only, refreshed }
         })));
     }
@@ -153,7 +156,7 @@ impl<'a, C: FlowCluster + 'a> GroupSyncRunner<'a, C> {
                 let full = only.is_none();
                 let groups = plan.decisions.len();
                 self.running = Some(Running::Committing(Box::pin(async move {
-                    let summary = ctx.carry_out_sync(plan).await;
+                    let summary = carry_out_sync(ctx, plan).await;
                     Step::Done(SyncDone {
                         full,
                         groups,

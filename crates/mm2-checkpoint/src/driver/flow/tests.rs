@@ -9,8 +9,13 @@ use kafka_lite::records::{BatchBuilder, Codec, ConsumerRecord, decode_batches};
 use kafka_lite::{Error, PartitionReader, StartOffset};
 use kafka_protocol::error::ResponseError;
 
-use super::emit::ProduceLimits;
-use super::startup::plain_names;
+use super::archive::SyncHistory;
+use super::checkpoints::{Checkpoints, ProduceLimits};
+use super::cluster::{CommitOutcome, CreateOutcome, DescribedGroup};
+use super::content::ContentSearch;
+use super::groups::{discover_groups, plain_names};
+use super::offset_syncs::OffsetSyncs;
+use super::topics::ensure_checkpoints_topic;
 use super::{FlowCluster, FlowContext, FlowState, StepCause};
 use crate::config::{FlowConfig, MirrorConfig, ProcessEnvironment, Properties};
 use crate::core::format::OffsetSync;
@@ -18,9 +23,7 @@ use crate::core::{
     Checkpoint, CheckpointKey, CheckpointStore, CommittedOffset, GroupOffsets, InitMode,
     OffsetSyncStore, TargetGroupState, TopicPartition,
 };
-use crate::driver::kafka::{
-    CommitOutcome, CreateOutcome, DescribedGroup, OutRecord, fetch_options,
-};
+use crate::driver::kafka::{OutRecord, fetch_options};
 use crate::metrics::Metrics;
 
 /// One partition-0 log.
@@ -403,15 +406,10 @@ fn flow(extra: &str) -> (FlowContext<MemCluster>, MemCluster, MemCluster) {
 
 fn state(checkpoints: CheckpointStore) -> FlowState {
     FlowState {
-        syncs: OffsetSyncStore::new(InitMode::LoadAllHistory),
-        syncs_pos: 0,
-        checkpoints,
-        groups: vec!["g".to_owned()],
-        synced: None,
-        logged: BTreeSet::new(),
-        fallback_warned: BTreeSet::new(),
-        content: Default::default(),
-        archive: None,
+        syncs: OffsetSyncs::new(OffsetSyncStore::new(InitMode::LoadAllHistory), false),
+        checkpoints: Checkpoints::new(checkpoints, vec!["g".to_owned()]),
+        history: SyncHistory::default(),
+        content: ContentSearch::default(),
     }
 }
 
@@ -456,13 +454,15 @@ fn plain_names_keeps_literal_group_names_and_drops_patterns() {
 #[tokio::test]
 async fn a_deleted_checkpoints_topic_is_recreated_with_the_held_checkpoints() {
     let (ctx, _, target) = flow("");
-    ctx.ensure_checkpoints_topic().await.unwrap();
+    ensure_checkpoints_topic(&ctx).await.unwrap();
     let mut store = CheckpointStore::new(["g"]);
     store.on_produced(&[checkpoint(0, 10)]);
     let mut state = state(store);
     // Deleted while running.
     target.mem().topics.remove(&ctx.checkpoints_topic);
-    ctx.produce_checkpoints(&mut state, &[checkpoint(1, 20)])
+    state
+        .checkpoints
+        .produce(&ctx, &[checkpoint(1, 20)])
         .await
         .unwrap();
     // The held checkpoint (partition 0) is written again, then the new one.
@@ -470,7 +470,7 @@ async fn a_deleted_checkpoints_topic_is_recreated_with_the_held_checkpoints() {
         checkpoint_partitions(&target, &ctx.checkpoints_topic),
         [0, 1]
     );
-    assert_eq!(state.checkpoints.checkpoints().count(), 2);
+    assert_eq!(state.checkpoints.store().checkpoints().count(), 2);
 }
 
 #[tokio::test]
@@ -482,16 +482,16 @@ async fn offset_out_of_range_rereads_the_offset_syncs_from_the_start() {
     );
     let mut state = state(CheckpointStore::new(["g"]));
     // The topic was recreated shorter than our position.
-    state.syncs_pos = 7;
-    let applied = ctx.poll_syncs(&mut state).await.unwrap();
+    state.syncs.set_position(7);
+    let applied = state.poll_syncs(&ctx).await.unwrap();
     assert_eq!(applied, 2);
-    assert_eq!(state.syncs_pos, 2);
-    assert_eq!(state.syncs.partition_count(), 1);
+    assert_eq!(state.syncs.position(), 2);
+    assert_eq!(state.syncs.store().partition_count(), 1);
     // Following again reads nothing new.
-    assert_eq!(ctx.poll_syncs(&mut state).await.unwrap(), 0);
+    assert_eq!(state.poll_syncs(&ctx).await.unwrap(), 0);
     source.append(&ctx.syncs_topic, vec![sync_record(20, 25)]);
-    assert_eq!(ctx.poll_syncs(&mut state).await.unwrap(), 1);
-    assert_eq!(state.syncs_pos, 3);
+    assert_eq!(state.poll_syncs(&ctx).await.unwrap(), 1);
+    assert_eq!(state.syncs.position(), 3);
 }
 
 #[tokio::test]
@@ -499,10 +499,10 @@ async fn a_group_refused_by_an_acl_is_warned_about_once() {
     let (ctx, source, _) = flow("");
     source.mem().denied.insert("g".to_owned());
     let e = kafka("OffsetFetch", ResponseError::GroupAuthorizationFailed);
-    assert!(ctx.discover_groups().await.unwrap().is_empty());
+    assert!(discover_groups(&ctx).await.unwrap().is_empty());
     // The discovery above warned; later refusals of the same group only count.
     assert!(!ctx.note_group_denied(&source, "OffsetFetch", "g", &e));
-    assert!(ctx.discover_groups().await.unwrap().is_empty());
+    assert!(discover_groups(&ctx).await.unwrap().is_empty());
     // Another operation on the same group is warned about on its own.
     assert!(ctx.note_group_denied(&source, "ListGroups", "g", &e));
     let metrics = ctx.metrics.encode_prometheus().unwrap();
@@ -528,7 +528,7 @@ async fn group_sync_commits_many_groups_concurrently_but_bounded() {
         })
         .collect();
     store.on_produced(&checkpoints);
-    let summary = ctx.sync_groups(&store).await.unwrap();
+    let summary = super::group_sync::sync_groups(&ctx, &store).await.unwrap();
     assert_eq!(summary.committed, 100);
     let mem = target.mem();
     assert_eq!(mem.groups.len(), 100);
@@ -545,7 +545,7 @@ async fn group_sync_commits_an_absent_group_and_keeps_a_describe_error() {
     let (ctx, _, target) = flow("");
     let mut store = CheckpointStore::new(["g"]);
     store.on_produced(&[checkpoint(0, 10)]);
-    let summary = ctx.sync_groups(&store).await.unwrap();
+    let summary = super::group_sync::sync_groups(&ctx, &store).await.unwrap();
     assert_eq!(summary.committed, 1);
     let committed = target.mem().groups["g"].clone();
     assert_eq!(
@@ -553,7 +553,9 @@ async fn group_sync_commits_an_absent_group_and_keeps_a_describe_error() {
         Some(CommittedOffset::new(10, ""))
     );
     target.mem().describe_error = Some(ResponseError::CoordinatorNotAvailable);
-    let e = ctx.sync_groups(&store).await.unwrap_err();
+    let e = super::group_sync::sync_groups(&ctx, &store)
+        .await
+        .unwrap_err();
     assert_eq!(e.op, "DescribeGroups");
     let StepCause::Driver {
         cause: Some(cause), ..
@@ -701,12 +703,14 @@ async fn a_precise_flow_translates_lagging_groups_through_the_nearest_sync() {
     };
     commit("lagging", 6_050);
     commit("older", 2_050);
-    let mut state = ctx.start().await.unwrap_or_else(|e| panic!("{e}"));
+    let mut state = FlowState::start(&ctx)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
-        state.syncs.precision(),
+        state.syncs.store().precision(),
         crate::core::Precision::Precise { max_syncs: 50 }
     );
-    ctx.emit_round(&mut state).await.unwrap();
+    state.emit_round(&ctx).await.unwrap();
     // MM2's store restarts the group at 6,050 from offset 1; for 2,050 (older than the 50
     // syncs kept, 5,000 to 9,900) the precise store gives MM2's answer.
     let mut mm2 = OffsetSyncStore::new(InitMode::LoadAllHistory);
@@ -734,12 +738,12 @@ async fn a_precise_flow_translates_lagging_groups_through_the_nearest_sync() {
         metrics.contains("mm2_checkpoint_precise_fallback_partitions{flow=\"A->B\"} 1"),
         "{metrics}"
     );
-    assert!(state.fallback_warned.contains(&TopicPartition::new("t", 0)));
+    assert!(state.syncs.fallback_warned(&TopicPartition::new("t", 0)));
     // The topic was recreated shorter than our position: reread, still precise.
-    state.syncs_pos = 1_000;
-    ctx.poll_syncs(&mut state).await.unwrap();
+    state.syncs.set_position(1_000);
+    state.poll_syncs(&ctx).await.unwrap();
     assert_eq!(
-        state.syncs.precision(),
+        state.syncs.store().precision(),
         crate::core::Precision::Precise { max_syncs: 50 }
     );
 }
@@ -759,8 +763,10 @@ async fn a_precise_flow_keeps_its_history_in_the_sync_history_topic_across_compa
         source.mem().groups.insert("lagging".to_owned(), offsets);
     };
     commit(6_050);
-    let mut state = ctx.start().await.unwrap_or_else(|e| panic!("{e}"));
-    ctx.emit_round(&mut state).await.unwrap();
+    let mut state = FlowState::start(&ctx)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    state.emit_round(&ctx).await.unwrap();
     let history = ctx
         .sync_history_topic
         .clone()
@@ -768,7 +774,7 @@ async fn a_precise_flow_keeps_its_history_in_the_sync_history_topic_across_compa
     // 100 syncs: 3 sealed chunks, the open one, the mark.
     assert_eq!(target.records(&history).len(), 5);
     // A round without new syncs writes nothing.
-    ctx.emit_round(&mut state).await.unwrap();
+    state.emit_round(&ctx).await.unwrap();
     assert_eq!(target.records(&history).len(), 5);
 
     // Compaction leaves the newest sync only; a restart still translates the
@@ -781,9 +787,11 @@ async fn a_precise_flow_keeps_its_history_in_the_sync_history_topic_across_compa
         .records
         .retain(|r| r.offset == 99);
     commit(6_150);
-    let mut state = ctx.start().await.unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(state.syncs.precise_syncs(), 100);
-    ctx.emit_round(&mut state).await.unwrap();
+    let mut state = FlowState::start(&ctx)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(state.syncs.store().precise_syncs(), 100);
+    state.emit_round(&ctx).await.unwrap();
     assert_eq!(
         checkpoints_written(&target, &ctx.checkpoints_topic).last(),
         Some(&("lagging".to_owned(), 0, 6_150, 6_101))
@@ -805,7 +813,7 @@ fn untranslatable(metrics: &str, reason: &str) -> u64 {
 /// sets the skip gauges to the sum over all windows, once.
 #[tokio::test]
 async fn a_round_over_several_windows_emits_every_group_and_sums_the_skips() {
-    use super::emit::ROUND_WINDOW_GROUPS;
+    use super::checkpoints::ROUND_WINDOW_GROUPS;
     let (ctx, source, target) = flow("");
     source.append(&ctx.syncs_topic, vec![sync_record(0, 0)]);
     let n = 2 * ROUND_WINDOW_GROUPS + 7;
@@ -827,9 +835,11 @@ async fn a_round_over_several_windows_emits_every_group_and_sums_the_skips() {
     let refused = names[ROUND_WINDOW_GROUPS + 3].clone();
     source.mem().groups.remove(&refused);
     source.mem().denied.insert(refused.clone());
-    let mut state = ctx.start().await.unwrap_or_else(|e| panic!("{e}"));
-    state.groups = names.clone();
-    let summary = ctx.emit_round(&mut state).await.unwrap();
+    let mut state = FlowState::start(&ctx)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    state.checkpoints.set_groups(names.clone());
+    let summary = state.emit_round(&ctx).await.unwrap();
     assert_eq!((summary.emitted, summary.skipped), (n - 1, n - 1));
     let written: Vec<String> = checkpoints_written(&target, &ctx.checkpoints_topic)
         .into_iter()
@@ -845,7 +855,7 @@ async fn a_round_over_several_windows_emits_every_group_and_sums_the_skips() {
     assert_eq!(untranslatable(&metrics, "suppressed"), 0);
     // Nothing moved: the next round writes nothing, and the gauges move over
     // to "not more recent" for every window.
-    let summary = ctx.emit_round(&mut state).await.unwrap();
+    let summary = state.emit_round(&ctx).await.unwrap();
     assert_eq!((summary.emitted, summary.skipped), (0, 2 * (n - 1)));
     let metrics = ctx.metrics.encode_prometheus().unwrap();
     assert_eq!(untranslatable(&metrics, "no_sync"), (n - 1) as u64);
@@ -861,7 +871,7 @@ async fn a_round_over_several_windows_emits_every_group_and_sums_the_skips() {
 /// offsets writes, with the same summary and gauges.
 #[tokio::test]
 async fn a_round_from_the_followers_view_writes_what_offset_fetch_would() {
-    use super::emit::ROUND_WINDOW_GROUPS;
+    use super::checkpoints::ROUND_WINDOW_GROUPS;
     use crate::core::FollowedOffsets;
     use crate::core::consumer_offsets::{OffsetCommitValue, OffsetsRecord};
     let n = 2 * ROUND_WINDOW_GROUPS + 11;
@@ -892,24 +902,29 @@ async fn a_round_from_the_followers_view_writes_what_offset_fetch_would() {
         }
         view.clear_changed();
         source.mem().groups = view.groups();
-        let mut state = ctx.start().await.unwrap_or_else(|e| panic!("{e}"));
-        state.groups = view.group_names().map(str::to_owned).collect();
+        let mut state = FlowState::start(&ctx)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        state
+            .checkpoints
+            .set_groups(view.group_names().map(str::to_owned).collect());
         let summary = if from_view {
-            ctx.emit_round_from_view(&mut state, &view).await.unwrap()
+            state.emit_round_from_view(&ctx, &view).await.unwrap()
         } else {
-            ctx.emit_round(&mut state).await.unwrap()
+            state.emit_round(&ctx).await.unwrap()
         };
         let metrics = ctx.metrics.encode_prometheus().unwrap();
         // Every window's checkpoints are recorded once acknowledged, the
         // last window's too.
         let recorded: BTreeSet<String> = state
             .checkpoints
+            .store()
             .checkpoints()
             .map(|cp| cp.key.group)
             .collect();
         let written = checkpoints_written(&target, &ctx.checkpoints_topic);
         assert_eq!(
-            state.checkpoints.len(),
+            state.checkpoints.store().len(),
             written.len(),
             "from view: {from_view}"
         );
@@ -937,7 +952,7 @@ async fn a_round_from_the_followers_view_writes_what_offset_fetch_would() {
 /// it is produced. The store records exactly what the broker acknowledged.
 #[tokio::test]
 async fn a_failed_window_of_the_round_from_the_view_stops_it_after_the_earlier_windows() {
-    use super::emit::ROUND_WINDOW_GROUPS;
+    use super::checkpoints::ROUND_WINDOW_GROUPS;
     use crate::core::FollowedOffsets;
     use crate::core::consumer_offsets::{OffsetCommitValue, OffsetsRecord};
     let n = 3 * ROUND_WINDOW_GROUPS + 5;
@@ -963,15 +978,16 @@ async fn a_failed_window_of_the_round_from_the_view_stops_it_after_the_earlier_w
     }
     view.clear_changed();
     source.mem().groups = view.groups();
-    let mut state = ctx.start().await.unwrap_or_else(|e| panic!("{e}"));
-    state.groups = view.group_names().map(str::to_owned).collect();
+    let mut state = FlowState::start(&ctx)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    state
+        .checkpoints
+        .set_groups(view.group_names().map(str::to_owned).collect());
     // A group of the second window.
     let failing = names[ROUND_WINDOW_GROUPS + 7].clone();
     target.mem().fail_produce_of_group = Some(failing.clone());
-    let e = ctx
-        .emit_round_from_view(&mut state, &view)
-        .await
-        .unwrap_err();
+    let e = state.emit_round_from_view(&ctx, &view).await.unwrap_err();
     assert!(
         e.to_string().contains("NOT_ENOUGH_REPLICAS") || e.to_string().contains("replicas"),
         "{e}"
@@ -996,11 +1012,12 @@ async fn a_failed_window_of_the_round_from_the_view_stops_it_after_the_earlier_w
     // Recorded exactly when acknowledged.
     let recorded: BTreeSet<String> = state
         .checkpoints
+        .store()
         .checkpoints()
         .map(|cp| cp.key.group)
         .collect();
     assert_eq!(recorded, written);
-    assert!(state.checkpoints.produce_failures() > 0);
+    assert!(state.checkpoints.store().produce_failures() > 0);
 }
 
 /// Content search (docs/translation.md, "Content search"): the flow reads the
@@ -1026,9 +1043,11 @@ async fn content_search_writes_the_exact_position_and_searches_a_bracket_once() 
         Some(CommittedOffset::new(450, "")),
     )]);
     source.mem().groups.insert("g".to_owned(), offsets);
-    let mut state = ctx.start().await.unwrap_or_else(|e| panic!("{e}"));
-    ctx.emit_round(&mut state).await.unwrap();
-    ctx.emit_round(&mut state).await.unwrap();
+    let mut state = FlowState::start(&ctx)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    state.emit_round(&ctx).await.unwrap();
+    state.emit_round(&ctx).await.unwrap();
     assert_eq!(
         checkpoints_written(&target, &ctx.checkpoints_topic),
         [("g".to_owned(), 0, 450, 450)]
@@ -1056,6 +1075,7 @@ fn partitions(n: i32) -> Vec<Checkpoint> {
 fn recorded(state: &FlowState) -> BTreeSet<i32> {
     state
         .checkpoints
+        .store()
         .checkpoints()
         .map(|cp| cp.key.topic_partition.partition)
         .collect()
@@ -1066,7 +1086,7 @@ fn recorded(state: &FlowState) -> BTreeSet<i32> {
 #[tokio::test]
 async fn chunks_of_one_call_are_produced_concurrently_within_the_limits() {
     let (ctx, _, target) = flow("");
-    ctx.ensure_checkpoints_topic().await.unwrap();
+    ensure_checkpoints_topic(&ctx).await.unwrap();
     let mut state = state(CheckpointStore::new(["g"]));
     let cps = partitions(10);
     let limits = ProduceLimits {
@@ -1074,7 +1094,9 @@ async fn chunks_of_one_call_are_produced_concurrently_within_the_limits() {
         bytes: 1 << 20,
         in_flight: 2,
     };
-    ctx.produce_chunks_with(&mut state, &cps, limits)
+    state
+        .checkpoints
+        .produce_chunks_with(&ctx, &cps, limits)
         .await
         .unwrap();
     let mem = target.mem();
@@ -1090,7 +1112,7 @@ async fn chunks_of_one_call_are_produced_concurrently_within_the_limits() {
     landed.sort_unstable();
     assert_eq!(landed, (0..10).collect::<Vec<_>>());
     assert_eq!(recorded(&state), (0..10).collect());
-    assert_eq!(state.checkpoints.produce_failures(), 0);
+    assert_eq!(state.checkpoints.store().produce_failures(), 0);
 }
 
 /// A chunk holds at most `limits.bytes` (keys, values and the per-record
@@ -1098,7 +1120,7 @@ async fn chunks_of_one_call_are_produced_concurrently_within_the_limits() {
 #[tokio::test]
 async fn chunks_are_bounded_by_bytes() {
     let (ctx, _, target) = flow("");
-    ctx.ensure_checkpoints_topic().await.unwrap();
+    ensure_checkpoints_topic(&ctx).await.unwrap();
     let mut state = state(CheckpointStore::new(["g"]));
     let cps = partitions(7);
     let one = cps[0].encode_key().unwrap().len() + cps[0].encode_value().unwrap().len() + 21;
@@ -1107,7 +1129,9 @@ async fn chunks_are_bounded_by_bytes() {
         bytes: 2 * one + 1,
         in_flight: 4,
     };
-    ctx.produce_chunks_with(&mut state, &cps, limits)
+    state
+        .checkpoints
+        .produce_chunks_with(&ctx, &cps, limits)
         .await
         .unwrap();
     assert_eq!(target.mem().produce_sizes.iter().sum::<usize>(), 7);
@@ -1116,7 +1140,9 @@ async fn chunks_are_bounded_by_bytes() {
     // Smaller than one record: one record per request.
     target.mem().produce_sizes.clear();
     let limits = ProduceLimits { bytes: 1, ..limits };
-    ctx.produce_chunks_with(&mut state, &cps, limits)
+    state
+        .checkpoints
+        .produce_chunks_with(&ctx, &cps, limits)
         .await
         .unwrap();
     assert_eq!(target.mem().produce_sizes, vec![1; 7]);
@@ -1128,7 +1154,7 @@ async fn chunks_are_bounded_by_bytes() {
 #[tokio::test]
 async fn a_failed_chunk_among_several_in_flight_fails_the_call_and_is_not_recorded() {
     let (ctx, _, target) = flow("");
-    ctx.ensure_checkpoints_topic().await.unwrap();
+    ensure_checkpoints_topic(&ctx).await.unwrap();
     let mut state = state(CheckpointStore::new(["g"]));
     // Chunks [0, 1], [2, 3], ... [18, 19]; the one with partition 2 fails.
     target.mem().fail_produce_of_partition = Some(2);
@@ -1138,8 +1164,9 @@ async fn a_failed_chunk_among_several_in_flight_fails_the_call_and_is_not_record
         bytes: 1 << 20,
         in_flight: 4,
     };
-    let e = ctx
-        .produce_chunks_with(&mut state, &cps, limits)
+    let e = state
+        .checkpoints
+        .produce_chunks_with(&ctx, &cps, limits)
         .await
         .unwrap_err();
     assert_eq!(e.kafka_error(), Some(ResponseError::NotEnoughReplicas));
@@ -1157,7 +1184,7 @@ async fn a_failed_chunk_among_several_in_flight_fails_the_call_and_is_not_record
     // Recorded exactly when acknowledged.
     assert_eq!(recorded(&state), landed);
     assert!(landed.len() < 20 - 2, "chunks after the failure were sent");
-    assert_eq!(state.checkpoints.produce_failures(), 2);
+    assert_eq!(state.checkpoints.store().produce_failures(), 2);
 }
 
 /// A target that allows one produce in flight (an owner's transactions
@@ -1165,7 +1192,7 @@ async fn a_failed_chunk_among_several_in_flight_fails_the_call_and_is_not_record
 #[tokio::test]
 async fn one_produce_at_a_time_when_the_target_allows_one() {
     let (ctx, _, target) = flow("");
-    ctx.ensure_checkpoints_topic().await.unwrap();
+    ensure_checkpoints_topic(&ctx).await.unwrap();
     target.mem().produce_in_flight = Some(1);
     let mut state = state(CheckpointStore::new(["g"]));
     let cps = partitions(10);
@@ -1174,7 +1201,9 @@ async fn one_produce_at_a_time_when_the_target_allows_one() {
         bytes: 1 << 20,
         in_flight: 4,
     };
-    ctx.produce_chunks_with(&mut state, &cps, limits)
+    state
+        .checkpoints
+        .produce_chunks_with(&ctx, &cps, limits)
         .await
         .unwrap();
     assert_eq!(target.mem().most_produces_in_flight, 1);
@@ -1190,7 +1219,7 @@ async fn one_produce_at_a_time_when_the_target_allows_one() {
 #[tokio::test]
 async fn an_unencodable_checkpoint_is_skipped_and_its_neighbours_recorded() {
     let (ctx, _, target) = flow("");
-    ctx.ensure_checkpoints_topic().await.unwrap();
+    ensure_checkpoints_topic(&ctx).await.unwrap();
     let mut state = state(CheckpointStore::new(["g"]));
     let mut cps = partitions(6);
     cps[1].metadata = "m".repeat(40_000);
@@ -1200,7 +1229,9 @@ async fn an_unencodable_checkpoint_is_skipped_and_its_neighbours_recorded() {
         bytes: 1 << 20,
         in_flight: 4,
     };
-    ctx.produce_chunks_with(&mut state, &cps, limits)
+    state
+        .checkpoints
+        .produce_chunks_with(&ctx, &cps, limits)
         .await
         .unwrap();
     let mut landed = checkpoint_partitions(&target, &ctx.checkpoints_topic);
@@ -1213,7 +1244,7 @@ async fn an_unencodable_checkpoint_is_skipped_and_its_neighbours_recorded() {
 fn encoded_parts_leave_out_the_skipped_indexes() {
     let cps = partitions(6);
     let parts = |skipped: &[usize]| -> Vec<Vec<i32>> {
-        super::emit::encoded_parts(&cps[2..6], 2, skipped)
+        super::checkpoints::encoded_parts(&cps[2..6], 2, skipped)
             .into_iter()
             .map(|p| p.iter().map(|c| c.key.topic_partition.partition).collect())
             .collect()
