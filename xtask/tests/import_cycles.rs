@@ -102,14 +102,6 @@ const ALLOWED_CYCLES: &[&[&str]] = &[
         "crates/kafka-lite/src/data/topic_reader.rs",
     ],
     &[
-        "crates/mm2-checkpoint-core/src/sync_history.rs",
-        "crates/mm2-checkpoint-core/src/sync_store.rs",
-    ],
-    &[
-        "crates/mm2-checkpoint-core/src/round.rs",
-        "crates/mm2-checkpoint-core/src/window.rs",
-    ],
-    &[
         "crates/mm2-checkpoint/src/metrics/follower.rs",
         "crates/mm2-checkpoint/src/metrics/latency.rs",
         "crates/mm2-checkpoint/src/metrics/membership.rs",
