@@ -62,20 +62,6 @@ const ALLOWED_CYCLES: &[&[&str]] = &[
         "crates/mm2-checkpoint/src/driver/run.rs",
         "crates/mm2-checkpoint/src/driver/translate.rs",
     ],
-    // Not yet broken on this branch.
-    &[
-        "xtask/src/perf/bench/args.rs",
-        "xtask/src/perf/bench/latency/args.rs",
-        "xtask/src/perf/bench/latency/mod.rs",
-        "xtask/src/perf/bench/latency/report.rs",
-        "xtask/src/perf/bench/latency/stats.rs",
-        "xtask/src/perf/bench/mm2.rs",
-        "xtask/src/perf/bench/mod.rs",
-        "xtask/src/perf/bench/precise.rs",
-        "xtask/src/perf/bench/report.rs",
-        "xtask/src/perf/bench/seed.rs",
-        "xtask/src/perf/bench/side_by_side.rs",
-    ],
 ];
 
 /// The crates checked, by directory, with their module-tree roots.
