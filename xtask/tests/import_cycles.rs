@@ -569,12 +569,11 @@ impl Tree {
             );
         }
         for glob in &module.globs {
-            if let Some(Target::Module(g)) = self.resolve(m, glob, false, depth + 1) {
-                if g != m {
-                    if let Some(t) = self.lookup(g, name, more, false, depth + 1) {
-                        return Some(t);
-                    }
-                }
+            if let Some(Target::Module(g)) = self.resolve(m, glob, false, depth + 1)
+                && g != m
+                && let Some(t) = self.lookup(g, name, more, false, depth + 1)
+            {
+                return Some(t);
             }
         }
         None
@@ -584,14 +583,14 @@ impl Tree {
         for (m, module) in self.modules.iter().enumerate() {
             let from = graph.node(&slash(&self.files[module.file]));
             for path in &module.refs {
-                if let Some(Target::Item { file }) = self.resolve(m, path, true, 0) {
-                    if file != module.file {
-                        let to = graph.node(&slash(&self.files[file]));
-                        graph.edges[from]
-                            .entry(to)
-                            .or_default()
-                            .insert(path.join("::"));
-                    }
+                if let Some(Target::Item { file }) = self.resolve(m, path, true, 0)
+                    && file != module.file
+                {
+                    let to = graph.node(&slash(&self.files[file]));
+                    graph.edges[from]
+                        .entry(to)
+                        .or_default()
+                        .insert(path.join("::"));
                 }
             }
         }
@@ -616,16 +615,14 @@ fn module_file(
     read: &dyn Fn(&Path) -> Option<String>,
 ) -> PathBuf {
     for attr in &module.attrs {
-        if attr.path().is_ident("path") {
-            if let syn::Meta::NameValue(nv) = &attr.meta {
-                if let syn::Expr::Lit(syn::ExprLit {
-                    lit: syn::Lit::Str(s),
-                    ..
-                }) = &nv.value
-                {
-                    return normalise(&here.join(s.value()));
-                }
-            }
+        if attr.path().is_ident("path")
+            && let syn::Meta::NameValue(nv) = &attr.meta
+            && let syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(s),
+                ..
+            }) = &nv.value
+        {
+            return normalise(&here.join(s.value()));
         }
     }
     let name = module.ident.to_string();
