@@ -47,6 +47,7 @@ mod client;
 mod config;
 mod connection;
 mod counts;
+mod credentials;
 mod data;
 mod error;
 pub mod frame;
@@ -74,12 +75,12 @@ pub use api::ApiRequest;
 pub use backoff::RetryPolicy;
 pub use client::{BrokerInfo, Client, ClusterMetadata, PartitionMetadata, TopicMetadata};
 pub use config::{
-    AwsMskIamSettings, BearerToken, BoxFuture, ClientCertConfig, ConnectionConfig, CredentialError,
-    CredentialProvider, DEFAULT_MAX_FRAME_BYTES, DynamicCredentials, Pem, PemBytes, SaslConfig,
-    SaslMechanismKind, Secret, TlsConfig,
+    AwsMskIamSettings, ClientCertConfig, ConnectionConfig, DEFAULT_MAX_FRAME_BYTES,
+    DynamicCredentials, Pem, PemBytes, SaslConfig, SaslMechanismKind, TlsConfig,
 };
 pub use connection::{BrokerConnection, Connector, SendWindow};
 pub use counts::RequestCounts;
+pub use credentials::{BearerToken, BoxFuture, CredentialError, CredentialProvider, Secret};
 pub use data::{
     AheadFetch, FetchOptions, FetchedPartition, IsolationLevel, ListedOffset, OffsetSpec,
     PartitionOffset, PartitionReader, PartitionRecords, ProduceOptions, RawFetch, StartOffset,

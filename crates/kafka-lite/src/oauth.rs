@@ -30,7 +30,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD as BASE64, URL_SAFE_NO_PAD as BASE64URL};
 use tokio::sync::Mutex;
 
-use crate::config::{BearerToken, BoxFuture, CredentialError, CredentialProvider, Secret};
+use crate::credentials::{BearerToken, BoxFuture, CredentialError, CredentialProvider, Secret};
 use crate::http::{HttpClient, HttpRequest, HttpUrl};
 
 /// Where tokens come from.

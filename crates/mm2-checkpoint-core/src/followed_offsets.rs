@@ -24,9 +24,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::consumer_offsets::OffsetsRecord;
 use super::filter::{GroupFilter, TopicFilter};
 use super::name::{Name, by_name};
-use super::round::{CommittedOffset, GroupOffsets};
 use super::topic_ids::TopicIds;
-use super::types::TopicPartition;
+use super::types::{CommittedOffset, GroupOffsets, TopicPartition};
 use super::window::OffsetsWindow;
 
 /// What [`FollowedOffsets::apply`] did with one record.

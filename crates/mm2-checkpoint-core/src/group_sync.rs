@@ -35,8 +35,7 @@
 use std::collections::BTreeMap;
 
 use super::checkpoint_store::CheckpointStore;
-use super::round::CommittedOffset;
-use super::types::TopicPartition;
+use super::types::{CommittedOffset, TopicPartition};
 
 /// A consumer group's state on the target, as `DescribeGroups` /
 /// `ConsumerGroupDescribe` report it.

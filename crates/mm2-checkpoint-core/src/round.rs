@@ -37,31 +37,10 @@ use super::filter::TopicFilter;
 use super::format::{Checkpoint, CheckpointKey};
 use super::policy::{Flow, ReplicationPolicy};
 use super::types::{OffsetTranslator, TopicPartition, Translation};
+// The round's input types live in types.rs (window.rs takes them too); named here
+// as well, where the benches and examples import them.
+pub use super::types::{CommittedOffset, GroupOffsets};
 use super::window::OffsetsWindow;
-
-/// A source group's commit for one partition.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CommittedOffset {
-    /// The committed offset.
-    pub offset: i64,
-    /// The commit metadata; the driver passes `""` for a null metadata, as Kafka's
-    /// `OffsetAndMetadata` does.
-    pub metadata: String,
-}
-
-impl CommittedOffset {
-    /// `offset` with commit metadata `metadata`.
-    pub fn new(offset: i64, metadata: impl Into<String>) -> Self {
-        CommittedOffset {
-            offset,
-            metadata: metadata.into(),
-        }
-    }
-}
-
-/// A source group's committed offsets: `None` means the partition is committed at
-/// -1 (ListConsumerGroupOffsets returns no offset for it).
-pub type GroupOffsets = BTreeMap<TopicPartition, Option<CommittedOffset>>;
 
 /// Why a partition got no checkpoint this round.
 #[derive(Clone, Debug, PartialEq, Eq)]

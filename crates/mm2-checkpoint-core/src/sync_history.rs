@@ -15,7 +15,7 @@
 
 use std::collections::VecDeque;
 
-use super::sync_store::OffsetSync;
+use super::types::OffsetSync;
 
 /// Largest span (upstream or downstream) a rebase may leave between the new base
 /// and the newest sync. Half the `u32` range, so a partition that rebased has at

@@ -24,6 +24,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 use super::sync_history::{Pushed, SyncHistory};
+// OffsetSync lives in types.rs (sync_history.rs takes it too); named here as well,
+// where the rest of the workspace imports it.
+pub use super::types::OffsetSync;
 use super::types::{OffsetTranslator, TopicPartition, Translation};
 
 /// Number of history slots kept per source partition (MM2's `Long.SIZE`).
@@ -36,32 +39,6 @@ const RING_ENTRIES: usize = SLOTS_PER_PARTITION + 1;
 
 /// Index of the last slot, the "generation floor".
 const LAST_SLOT: usize = SLOTS_PER_PARTITION - 1;
-
-/// One offset sync: the record at `upstream` offset of the source partition was written
-/// at `downstream` offset of its remote partition on the target (docs/behaviour.md A.2).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct OffsetSync {
-    /// Offset of the record in the source partition.
-    pub upstream: i64,
-    /// Offset the record got in the remote (replicated) partition.
-    pub downstream: i64,
-}
-
-impl OffsetSync {
-    /// Builds an offset sync.
-    pub const fn new(upstream: i64, downstream: i64) -> Self {
-        Self {
-            upstream,
-            downstream,
-        }
-    }
-}
-
-impl fmt::Display for OffsetSync {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.upstream, self.downstream)
-    }
-}
 
 /// How the syncs read before the end of the offset-syncs topic are used (docs/behaviour.md C.4).
 ///

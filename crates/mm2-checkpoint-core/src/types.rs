@@ -1,5 +1,6 @@
 //! Small domain types shared by every part of the core.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// A topic-partition, written `topic-N` like Kafka's `TopicPartition.toString`.
@@ -53,4 +54,54 @@ pub enum Translation {
 pub trait OffsetTranslator {
     /// Translates upstream offset `upstream` of source partition `tp` (docs/behaviour.md C.5).
     fn translate(&self, tp: &TopicPartition, upstream: i64) -> Translation;
+}
+
+/// A source group's commit for one partition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommittedOffset {
+    /// The committed offset.
+    pub offset: i64,
+    /// The commit metadata; the driver passes `""` for a null metadata, as Kafka's
+    /// `OffsetAndMetadata` does.
+    pub metadata: String,
+}
+
+impl CommittedOffset {
+    /// `offset` with commit metadata `metadata`.
+    pub fn new(offset: i64, metadata: impl Into<String>) -> Self {
+        CommittedOffset {
+            offset,
+            metadata: metadata.into(),
+        }
+    }
+}
+
+/// A source group's committed offsets: `None` means the partition is committed at
+/// -1 (ListConsumerGroupOffsets returns no offset for it).
+pub type GroupOffsets = BTreeMap<TopicPartition, Option<CommittedOffset>>;
+
+/// One offset sync: the record at `upstream` offset of the source partition was written
+/// at `downstream` offset of its remote partition on the target (docs/behaviour.md A.2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct OffsetSync {
+    /// Offset of the record in the source partition.
+    pub upstream: i64,
+    /// Offset the record got in the remote (replicated) partition.
+    pub downstream: i64,
+}
+
+impl OffsetSync {
+    /// Builds an offset sync.
+    pub const fn new(upstream: i64, downstream: i64) -> Self {
+        Self {
+            upstream,
+            downstream,
+        }
+    }
+}
+
+impl fmt::Display for OffsetSync {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.upstream, self.downstream)
+    }
 }

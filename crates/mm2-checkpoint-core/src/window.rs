@@ -20,8 +20,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 use std::sync::Arc;
 
-use super::round::{CommittedOffset, GroupOffsets};
-use super::types::TopicPartition;
+use super::types::{CommittedOffset, GroupOffsets, TopicPartition};
 
 /// A group's commits as OffsetFetch answered them: (upstream topic, partition,
 /// commit), in the answer's order; the topic name shared by consecutive

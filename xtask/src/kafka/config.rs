@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use super::oauth::OAuthFiles;
-use super::start::ClusterPlan;
 use super::{AclUsers, Credentials, Password, SaslUsers};
 use crate::certs::TestPki;
 
@@ -254,3 +253,15 @@ rootLogger.appenderRef.stdout.ref = STDOUT
 logger.request.name = kafka.request.logger
 logger.request.level = WARN
 ";
+
+/// The ports of one cluster's listeners and controller.
+pub(super) struct ClusterPlan {
+    pub(super) name: &'static str,
+    pub(super) plaintext: u16,
+    pub(super) sasl_plaintext: u16,
+    pub(super) ssl: u16,
+    pub(super) mtls: u16,
+    pub(super) oauth: u16,
+    pub(super) sasl_ssl: u16,
+    pub(super) controller: u16,
+}

@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
+use super::layout::{Layout, read_clusters_file};
 use super::process::{is_our_broker, signal};
 use super::start::{launch, wait_until_serving};
-use super::{Layout, read_clusters_file};
 use crate::maven::KafkaRuntime;
 
 /// `cargo xtask soak` only: SIGKILLs the broker of cluster `name` of

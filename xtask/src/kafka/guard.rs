@@ -5,7 +5,8 @@ use std::time::Instant;
 
 use anyhow::Result;
 
-use super::{Layout, down, up};
+use super::commands::{down, up};
+use super::layout::Layout;
 
 /// How a [`ClustersGuard`] talks about stopping (or keeping) the clusters.
 #[derive(Debug, Clone, Copy)]

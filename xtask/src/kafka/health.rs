@@ -1,8 +1,9 @@
 //! The health check behind `kafka status` and `kafka up`'s "already up": every
 //! broker alive and ours, every listener answering.
 
+use super::layout::{CLUSTER_NAMES, LEGACY_NAME, Layout};
 use super::process::is_our_broker;
-use super::{CLUSTER_NAMES, ClustersFile, LEGACY_NAME, Layout, LegacyClusterInfo};
+use super::{ClustersFile, LegacyClusterInfo};
 use crate::probe;
 
 /// Checks every cluster; prints the findings if `print`. True if all healthy.

@@ -18,7 +18,7 @@ use anyhow::{Context, Result, bail};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
-use super::Layout;
+use super::layout::Layout;
 use crate::certs::openssl;
 
 /// The listener's `connections.max.reauth.ms`: short, so a test of a minute

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use super::{CLUSTER_NAMES, LEGACY_NAME, Layout};
+use super::layout::{CLUSTER_NAMES, LEGACY_NAME, Layout};
 use crate::procfs;
 
 /// How long a broker may take to stop after SIGTERM before it gets SIGKILL.

@@ -14,13 +14,14 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 use super::config::{
-    BROKER_LOG4J, acl_users, legacy_server_properties, server_properties, users,
+    BROKER_LOG4J, ClusterPlan, acl_users, legacy_server_properties, server_properties, users,
     write_client_configs,
 };
+use super::layout::{LEGACY_NAME, Layout, SECURE_CLUSTER};
 use super::oauth::{self, OAuthFiles};
 use super::{
-    AclUsers, ClusterInfo, Credentials, LEGACY_NAME, Layout, LegacyClusterInfo, Listeners,
-    PlaintextListener, SECURE_CLUSTER, SaslUsers, TlsFiles,
+    AclUsers, ClusterInfo, Credentials, LegacyClusterInfo, Listeners, PlaintextListener, SaslUsers,
+    TlsFiles,
 };
 use crate::certs::TestPki;
 use crate::maven::{KAFKA_VERSION, KafkaRuntime};
@@ -64,17 +65,6 @@ fn broker_heap() -> Result<String> {
             Ok(format!("-Xmx{v}"))
         }
     }
-}
-
-pub(super) struct ClusterPlan {
-    pub(super) name: &'static str,
-    pub(super) plaintext: u16,
-    pub(super) sasl_plaintext: u16,
-    pub(super) ssl: u16,
-    pub(super) mtls: u16,
-    pub(super) oauth: u16,
-    pub(super) sasl_ssl: u16,
-    pub(super) controller: u16,
 }
 
 pub(super) fn start_cluster(

@@ -28,9 +28,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use super::AwsCredentials;
+use super::keys::AwsCredentials;
 use super::sigv4::{self, AmzDate, Scope};
-use crate::config::{BoxFuture, CredentialError, CredentialProvider, Secret};
+use crate::credentials::{BoxFuture, CredentialError, CredentialProvider, Secret};
 use crate::http::{HttpClient, HttpClientConfig, HttpRequest, HttpResponse, HttpUrl};
 
 /// What the chain reads from the host: environment variables and files.

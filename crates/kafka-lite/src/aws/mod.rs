@@ -4,46 +4,15 @@
 //! "AWS MSK IAM".
 
 pub mod credentials;
+mod keys;
 pub mod sigv4;
+
+pub use self::keys::AwsCredentials;
 
 pub use crate::sasl::aws_msk_iam::{
     MskIamBearerTokens, VERSION as MSK_IAM_VERSION, oauth_token as msk_iam_oauth_token,
     payload as msk_iam_payload,
 };
-
-use std::fmt;
-use std::time::SystemTime;
-
-use crate::config::Secret;
-
-/// AWS credentials: an access key, its secret, and for temporary
-/// credentials a session token and an expiry. `Debug` shows only the
-/// access key id (which AWS does not treat as a secret).
-#[derive(Clone, PartialEq, Eq)]
-pub struct AwsCredentials {
-    /// `AKIA...` or `ASIA...`.
-    pub access_key_id: String,
-    /// The secret access key (redacted in `Debug`).
-    pub secret_access_key: Secret,
-    /// The session token of temporary credentials (redacted in `Debug`).
-    pub session_token: Option<Secret>,
-    /// When temporary credentials expire.
-    pub expires_at: Option<SystemTime>,
-}
-
-impl fmt::Debug for AwsCredentials {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AwsCredentials")
-            .field("access_key_id", &self.access_key_id)
-            .field("secret_access_key", &self.secret_access_key)
-            .field(
-                "session_token",
-                &self.session_token.as_ref().map(|_| "<redacted>"),
-            )
-            .field("expires_at", &self.expires_at)
-            .finish()
-    }
-}
 
 /// The AWS region a host name contains, as the MSK IAM library finds it:
 /// MSK broker names end in `.kafka.<region>.amazonaws.com` (or
@@ -74,6 +43,7 @@ fn looks_like_region(label: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::credentials::Secret;
 
     #[test]
     fn the_region_comes_from_msk_broker_names() {

@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256};
 
-use super::AwsCredentials;
+use super::keys::AwsCredentials;
 
 /// The algorithm name SigV4 writes everywhere.
 pub const ALGORITHM: &str = "AWS4-HMAC-SHA256";
@@ -312,7 +312,7 @@ pub fn presign(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Secret;
+    use crate::credentials::Secret;
 
     // Cases of the AWS SigV4 test suite, as published with AWS's signing
     // libraries (see docs/configuration.md, "AWS MSK IAM"): the credentials,

@@ -32,6 +32,7 @@
 mod coordinators;
 mod metadata;
 mod retry;
+mod routing;
 
 use std::collections::HashMap;
 use std::fmt;

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use kafka_protocol::error::ResponseError;
 
-use super::IsolationLevel;
+use super::common::IsolationLevel;
 use super::fetch::{
     FetchOptions, FetchedBytes, FetchedPartition, RawFetch, fetch_bytes_on, fetch_on,
 };

@@ -7,7 +7,7 @@ use kafka_protocol::messages::fetch_response::PartitionData;
 use kafka_protocol::messages::{FetchRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
-use super::{IsolationLevel, partition_context};
+use super::common::{IsolationLevel, partition_context};
 use crate::records::{self, AbortedTransaction, ConsumerRecord, RecordRef};
 use crate::{BrokerConnection, Error};
 

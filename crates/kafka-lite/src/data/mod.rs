@@ -21,12 +21,14 @@
 
 mod client;
 pub use client::AheadFetch;
+mod common;
 mod fetch;
 mod offsets;
 pub(crate) mod produce;
 mod reader;
 mod topic_reader;
 
+pub use common::IsolationLevel;
 pub use fetch::{FetchOptions, FetchedPartition, RawFetch};
 pub use offsets::{ListedOffset, OffsetSpec, PartitionOffset};
 pub use produce::ProduceOptions;
@@ -37,28 +39,6 @@ use kafka_protocol::error::ResponseError;
 
 use crate::Error;
 
-/// Which records a read may see (Kafka's `isolation.level`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum IsolationLevel {
-    /// Every record up to the high watermark, including records of open
-    /// and aborted transactions (`read_uncommitted`, Kafka's default).
-    #[default]
-    ReadUncommitted,
-    /// Records up to the last stable offset (LSO), without the records of
-    /// aborted transactions (`read_committed`).
-    ReadCommitted,
-}
-
-impl IsolationLevel {
-    /// The protocol's `isolation_level` byte.
-    fn to_protocol(self) -> i8 {
-        match self {
-            IsolationLevel::ReadUncommitted => 0,
-            IsolationLevel::ReadCommitted => 1,
-        }
-    }
-}
-
 impl Error {
     /// Whether the broker answered OFFSET_OUT_OF_RANGE: the offset asked for
     /// is before the log start (deleted by retention) or after the log end.
@@ -66,9 +46,4 @@ impl Error {
     pub fn is_offset_out_of_range(&self) -> bool {
         self.kafka_error() == Some(ResponseError::OffsetOutOfRange)
     }
-}
-
-/// `topic-partition` as used in error contexts.
-fn partition_context(topic: &str, partition: i32) -> String {
-    format!("topic-partition {topic}-{partition}")
 }

@@ -5,7 +5,7 @@ use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListO
 use kafka_protocol::messages::{ListOffsetsRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
-use super::{IsolationLevel, partition_context};
+use super::common::{IsolationLevel, partition_context};
 use crate::{BrokerConnection, Error};
 
 const API: &str = "ListOffsets";

@@ -6,7 +6,7 @@ use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProdu
 use kafka_protocol::messages::{ProduceRequest, TopicName, TransactionalId};
 use kafka_protocol::protocol::StrBytes;
 
-use super::partition_context;
+use super::common::partition_context;
 use crate::records::{self, Codec, ProducerRecord};
 use crate::{BrokerConnection, Error};
 

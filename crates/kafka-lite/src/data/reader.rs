@@ -5,7 +5,7 @@
 //! loaded: read everything that was there at startup, know when that is done,
 //! then keep up with what is appended later.
 
-use super::IsolationLevel;
+use super::common::IsolationLevel;
 use super::fetch::{
     FetchOptions, FetchedBytes, FetchedPartition, RawFetch, fetch_bytes_on, fetch_on, fetch_raw_on,
 };

@@ -23,7 +23,7 @@ use std::io::{self, Read};
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::compression::{Compressor, Gzip, Snappy};
 
-use super::Codec;
+use super::codec::Codec;
 
 /// Why a compressed record payload could not be turned back into records bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]

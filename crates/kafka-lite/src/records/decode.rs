@@ -3,15 +3,16 @@
 
 use bytes::Bytes;
 
+use super::codec::Codec;
 use super::compression::{self, DecompressError};
-use super::{
+use super::layout::{
     ATTR_CODEC_MASK, ATTR_CONTROL, ATTR_LOG_APPEND_TIME, ATTR_TRANSACTIONAL, ATTRIBUTES_AT,
-    BASE_OFFSET_AT, BASE_SEQUENCE_AT, BATCH_HEADER_LEN, BATCH_LENGTH_AT, CRC_AT, Codec,
-    ConsumerRecord, DecodedBatch, FIRST_TIMESTAMP_AT, Header, LAST_OFFSET_DELTA_AT,
-    LEADER_EPOCH_AT, LOG_OVERHEAD, MAGIC_AT, MAX_DECOMPRESSED_BATCH_BYTES, MAX_TIMESTAMP_AT,
-    MIN_RECORD_LEN, PRODUCER_EPOCH_AT, PRODUCER_ID_AT, RECORD_COUNT_AT, RecordsError,
-    TimestampType, read_i16, read_i32, read_i64,
+    BASE_OFFSET_AT, BASE_SEQUENCE_AT, BATCH_HEADER_LEN, BATCH_LENGTH_AT, CRC_AT,
+    FIRST_TIMESTAMP_AT, LAST_OFFSET_DELTA_AT, LEADER_EPOCH_AT, LOG_OVERHEAD, MAGIC_AT,
+    MAX_DECOMPRESSED_BATCH_BYTES, MAX_TIMESTAMP_AT, MIN_RECORD_LEN, PRODUCER_EPOCH_AT,
+    PRODUCER_ID_AT, RECORD_COUNT_AT, read_i16, read_i32, read_i64,
 };
+use super::{ConsumerRecord, DecodedBatch, Header, RecordsError, TimestampType};
 
 /// Decodes the record batches at the front of `bytes` (the `records` field of a Fetch
 /// response partition), consuming them.

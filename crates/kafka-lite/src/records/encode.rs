@@ -9,7 +9,8 @@ use kafka_protocol::records::{
     RecordBatchEncoder, RecordEncodeOptions, TimestampType as KpTimestampType,
 };
 
-use super::{Codec, ProducerRecord, RecordsError, compression};
+use super::codec::Codec;
+use super::{ProducerRecord, RecordsError, compression};
 
 /// Encodes `records` as one v2 record batch compressed with `codec`, ready to be the
 /// `records` field of a Produce request partition.
@@ -143,8 +144,8 @@ impl BatchBuilder {
     /// An empty batch whose buffer first holds `capacity` bytes of records
     /// (it grows as needed).
     pub fn with_capacity(capacity: usize) -> Self {
-        let mut buf = BytesMut::with_capacity(super::BATCH_HEADER_LEN + capacity);
-        buf.resize(super::BATCH_HEADER_LEN, 0);
+        let mut buf = BytesMut::with_capacity(super::layout::BATCH_HEADER_LEN + capacity);
+        buf.resize(super::layout::BATCH_HEADER_LEN, 0);
         BatchBuilder {
             buf,
             records: 0,
@@ -280,7 +281,7 @@ impl BatchBuilder {
         codec: Codec,
         producer: Option<BatchProducer>,
     ) -> Result<Bytes, RecordsError> {
-        use super::{
+        use super::layout::{
             ATTR_TRANSACTIONAL, ATTRIBUTES_AT, BASE_OFFSET_AT, BASE_SEQUENCE_AT, BATCH_HEADER_LEN,
             BATCH_LENGTH_AT, CRC_AT, FIRST_TIMESTAMP_AT, LAST_OFFSET_DELTA_AT, LEADER_EPOCH_AT,
             LOG_OVERHEAD, MAGIC_AT, MAX_TIMESTAMP_AT, PRODUCER_EPOCH_AT, PRODUCER_ID_AT,

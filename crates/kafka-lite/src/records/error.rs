@@ -2,9 +2,9 @@
 
 use std::fmt;
 
-use super::Codec;
+use super::codec::Codec;
 #[cfg(doc)]
-use super::MAX_DECOMPRESSED_BATCH_BYTES;
+use super::layout::MAX_DECOMPRESSED_BATCH_BYTES;
 
 /// Why record batches could not be encoded or decoded.
 ///

@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 
-use super::Codec;
+use super::codec::Codec;
 
 /// How the timestamps of a batch were assigned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

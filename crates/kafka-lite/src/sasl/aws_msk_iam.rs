@@ -14,7 +14,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::{SaslError, SaslMechanism, SaslStep};
+use super::mechanism::{SaslError, SaslMechanism, SaslStep};
 use crate::aws::AwsCredentials;
 use crate::aws::sigv4::{self, AmzDate, Scope};
 
@@ -130,7 +130,7 @@ pub fn oauth_token(
 #[derive(Debug)]
 pub struct MskIamBearerTokens {
     /// Where the AWS credentials come from.
-    pub credentials: std::sync::Arc<dyn crate::config::CredentialProvider<AwsCredentials>>,
+    pub credentials: std::sync::Arc<dyn crate::credentials::CredentialProvider<AwsCredentials>>,
     /// The region of the cluster (the AWS SDK's region chain; the broker
     /// host is not known to a token provider, as in the Java library).
     pub region: String,
@@ -138,12 +138,14 @@ pub struct MskIamBearerTokens {
     pub user_agent: String,
 }
 
-impl crate::config::CredentialProvider<crate::config::BearerToken> for MskIamBearerTokens {
+impl crate::credentials::CredentialProvider<crate::credentials::BearerToken>
+    for MskIamBearerTokens
+{
     fn credential(
         &self,
-    ) -> crate::config::BoxFuture<
+    ) -> crate::credentials::BoxFuture<
         '_,
-        Result<crate::config::BearerToken, crate::config::CredentialError>,
+        Result<crate::credentials::BearerToken, crate::credentials::CredentialError>,
     > {
         Box::pin(async move {
             let credentials = self.credentials.credential().await?;
@@ -153,8 +155,8 @@ impl crate::config::CredentialProvider<crate::config::BearerToken> for MskIamBea
                 &self.user_agent,
                 SystemTime::now(),
             );
-            Ok(crate::config::BearerToken {
-                value: crate::config::Secret::new(token),
+            Ok(crate::credentials::BearerToken {
+                value: crate::credentials::Secret::new(token),
                 expires_at: Some(expires_at),
                 extensions: Vec::new(),
             })
@@ -239,7 +241,7 @@ impl SaslMechanism for AwsMskIam {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Secret;
+    use crate::credentials::Secret;
     use std::time::UNIX_EPOCH;
 
     fn credentials(token: Option<&str>) -> AwsCredentials {

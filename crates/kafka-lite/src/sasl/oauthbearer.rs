@@ -7,8 +7,8 @@
 //! the exchange with a SaslAuthenticate error. The JSON is kept so that the
 //! error the caller sees carries the broker's reason.
 
-use super::{SaslError, SaslMechanism, SaslStep};
-use crate::config::BearerToken;
+use super::mechanism::{SaslError, SaslMechanism, SaslStep};
+use crate::credentials::BearerToken;
 
 /// RFC 7628's key/value separator.
 const KVSEP: u8 = 0x01;
@@ -131,7 +131,7 @@ impl SaslMechanism for OAuthBearer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Secret;
+    use crate::credentials::Secret;
 
     fn token(value: &str, extensions: &[(&str, &str)]) -> BearerToken {
         BearerToken {

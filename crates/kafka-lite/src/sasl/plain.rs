@@ -1,7 +1,7 @@
 //! SASL PLAIN (RFC 4616): one message, `authzid NUL authcid NUL password`.
 
-use super::{SaslError, SaslMechanism, SaslStep};
-use crate::config::Secret;
+use super::mechanism::{SaslError, SaslMechanism, SaslStep};
+use crate::credentials::Secret;
 
 /// The PLAIN mechanism. The password crosses the wire as-is, so use it over TLS.
 #[derive(Debug)]

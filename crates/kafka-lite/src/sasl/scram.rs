@@ -14,8 +14,8 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256, Sha512};
 
-use super::{SaslError, SaslMechanism, SaslStep};
-use crate::config::Secret;
+use super::mechanism::{SaslError, SaslMechanism, SaslStep};
+use crate::credentials::Secret;
 
 /// Highest iteration count accepted from a server, so a hostile server
 /// cannot make the client spin for minutes in PBKDF2.

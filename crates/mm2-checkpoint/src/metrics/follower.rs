@@ -6,7 +6,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use super::{FlowLabels, Metrics, flow_labels};
+use super::labels::{FlowLabels, flow_labels};
 
 /// The ways a flow learns its groups' commits (label `mode`).
 const MODES: [&str; 2] = ["follow", "poll"];
@@ -53,11 +53,11 @@ impl FollowerMetrics {
     }
 }
 
-impl Metrics {
+impl FollowerMetrics {
     /// Creates `flow`'s follower series at 0 (both modes 0 until the flow
     /// decides).
     pub(super) fn register_follower_flow(&self, flow: &str) {
-        let f = &self.inner.follower;
+        let f = self;
         for mode in MODES {
             let _ = f.mode.get_or_create(&ModeLabels {
                 flow: flow.to_string(),
@@ -70,12 +70,10 @@ impl Metrics {
 
     /// Sets `group_offsets_mode{flow,mode}`: 1 for `following` (follow) or not
     /// (poll), 0 for the other mode.
-    pub fn set_group_offsets_mode(&self, flow: &str, following: bool) {
+    pub(super) fn set_group_offsets_mode(&self, flow: &str, following: bool) {
         let running = if following { "follow" } else { "poll" };
         for mode in MODES {
-            self.inner
-                .follower
-                .mode
+            self.mode
                 .get_or_create(&ModeLabels {
                     flow: flow.to_string(),
                     mode,
@@ -85,19 +83,13 @@ impl Metrics {
     }
 
     /// Adds `count` to `followed_commits_total{flow}`.
-    pub fn followed_commits(&self, flow: &str, count: u64) {
-        self.inner
-            .follower
-            .commits
-            .get_or_create(&flow_labels(flow))
-            .inc_by(count);
+    pub(super) fn followed_commits(&self, flow: &str, count: u64) {
+        self.commits.get_or_create(&flow_labels(flow)).inc_by(count);
     }
 
     /// Adds `count` to `follower_corrections_total{flow}`.
-    pub fn follower_corrections(&self, flow: &str, count: u64) {
-        self.inner
-            .follower
-            .corrections
+    pub(super) fn follower_corrections(&self, flow: &str, count: u64) {
+        self.corrections
             .get_or_create(&flow_labels(flow))
             .inc_by(count);
     }

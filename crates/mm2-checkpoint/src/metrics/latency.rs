@@ -18,7 +18,6 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use super::Metrics;
 use crate::config::metrics::{LatencyGranularity, MetricsSettings};
 use crate::core::name::{Name, NameKey, by_name};
 use crate::core::topic_ids::TopicIds;
@@ -627,12 +626,12 @@ impl LatencyMetrics {
     }
 }
 
-impl Metrics {
+impl LatencyMetrics {
     /// Sets the checkpoint latency of `group`'s checkpoint of `topic`
     /// `partition` in `flow`: the time from the checkpoint record's timestamp
     /// to the broker's acknowledgement (MM2's `checkpoint-latency-ms`). At a
     /// coarser granularity the series of the group or flow takes the value.
-    pub fn set_checkpoint_latency(
+    pub(super) fn set_checkpoint_latency(
         &self,
         flow: &str,
         group: &str,
@@ -646,7 +645,7 @@ impl Metrics {
     /// [`set_checkpoint_latency`](Self::set_checkpoint_latency) of every
     /// (group, topic, partition) of `checkpoints`, all acknowledged with the
     /// same `latency`: the series' index is locked once for them all.
-    pub fn set_checkpoint_latencies<'a>(
+    pub(super) fn set_checkpoint_latencies<'a>(
         &self,
         flow: &str,
         checkpoints: impl IntoIterator<Item = (&'a str, &'a str, i32)>,
@@ -655,7 +654,7 @@ impl Metrics {
         let now = Instant::now();
         let ms = i64::try_from(latency.as_millis()).unwrap_or(i64::MAX);
         let mut index = self.latency_index();
-        let lat = &self.inner.latency;
+        let lat = self;
         let by_partition = match lat.granularity {
             _ if lat.mm2.is_some() => None,
             LatencyGranularity::Flow => None,
@@ -718,7 +717,7 @@ impl Metrics {
         partition: i32,
         ms: i64,
     ) {
-        let lat = &self.inner.latency;
+        let lat = self;
         let flow_name = index.intern(flow);
         let group_name = index.intern(group);
         let (series_topic, series_partition) = match lat.granularity {
@@ -769,7 +768,7 @@ impl Metrics {
 
     /// Removes every checkpoint-latency series of `group` in `flow` (the
     /// group was deleted or is no longer checkpointed).
-    pub fn remove_checkpoint_latency_group(&self, flow: &str, group: &str) {
+    pub(super) fn remove_checkpoint_latency_group(&self, flow: &str, group: &str) {
         let mut index = self.latency_index();
         self.remove_latency_group(&mut index, flow, group);
         index.forget_unused_names();
@@ -793,7 +792,7 @@ impl Metrics {
         if groups.is_empty() {
             index.series.remove(flow);
         }
-        let lat = &self.inner.latency;
+        let lat = self;
         let Some(mm2) = &lat.mm2 else {
             // No MM2 statistics or families to remove.
             for e in &series.entries {
@@ -832,7 +831,7 @@ impl Metrics {
     /// Removes the checkpoint-latency series of every group of `flow` for
     /// which `keep` returns false. Call it after each round with the set of
     /// groups still checkpointed.
-    pub fn retain_checkpoint_latency_groups(&self, flow: &str, keep: impl Fn(&str) -> bool) {
+    pub(super) fn retain_checkpoint_latency_groups(&self, flow: &str, keep: impl Fn(&str) -> bool) {
         let mut index = self.latency_index();
         let gone: Vec<Name> = index
             .series
@@ -860,10 +859,6 @@ impl Metrics {
 
     pub(super) fn latency_index(&self) -> std::sync::MutexGuard<'_, LatencyIndex> {
         // The index holds no invariant a panicking holder could break halfway.
-        self.inner
-            .latency
-            .index
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.index.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

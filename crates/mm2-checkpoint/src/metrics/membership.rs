@@ -6,7 +6,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use super::{FlowLabels, Metrics, flow_labels};
+use super::labels::{FlowLabels, flow_labels};
 
 /// A member's role in its flow's group (label `role`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,10 +90,10 @@ impl MembershipMetrics {
     }
 }
 
-impl Metrics {
+impl MembershipMetrics {
     /// Sets `membership_role{flow,role}` to 1 for `role`, 0 for the others.
-    pub fn set_member_role(&self, flow: &str, role: MemberRole) {
-        let m = &self.inner.membership;
+    pub(super) fn set_member_role(&self, flow: &str, role: MemberRole) {
+        let m = self;
         for r in MemberRole::ALL {
             m.role
                 .get_or_create(&RoleLabels {
@@ -105,8 +105,8 @@ impl Metrics {
     }
 
     /// A (re)join of `flow`'s group completed at `generation`.
-    pub fn member_joined(&self, flow: &str, generation: i32) {
-        let m = &self.inner.membership;
+    pub(super) fn member_joined(&self, flow: &str, generation: i32) {
+        let m = self;
         let labels = flow_labels(flow);
         m.generation
             .get_or_create(&labels)
@@ -115,20 +115,12 @@ impl Metrics {
     }
 
     /// This instance took `flow` over.
-    pub fn member_took_over(&self, flow: &str) {
-        self.inner
-            .membership
-            .takeovers
-            .get_or_create(&flow_labels(flow))
-            .inc();
+    pub(super) fn member_took_over(&self, flow: &str) {
+        self.takeovers.get_or_create(&flow_labels(flow)).inc();
     }
 
     /// A write of `flow` was refused: this instance no longer owns it.
-    pub fn fenced_write(&self, flow: &str) {
-        self.inner
-            .membership
-            .fenced
-            .get_or_create(&flow_labels(flow))
-            .inc();
+    pub(super) fn fenced_write(&self, flow: &str) {
+        self.fenced.get_or_create(&flow_labels(flow)).inc();
     }
 }

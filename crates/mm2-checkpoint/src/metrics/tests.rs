@@ -2,6 +2,7 @@
 
 use super::*;
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 fn metrics() -> Metrics {
     Metrics::new("1.2.3", "rustls+test")

@@ -4,7 +4,22 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 
-use super::USAGE;
+/// The usage text of `cargo xtask bench`, shown with every argument error.
+pub(super) const USAGE: &str = "\
+usage: cargo xtask bench [-- CRITERION ARGS]
+       cargo xtask bench mm2 [--groups 10,100,1000,5000,10000|0] [--partitions 10]
+                             [--ours-only-groups 100000] [--mm2-jvm stock,small]
+                             [--build dist|release]
+                             [--variants group-sync,tls-scram|none]
+                             [--variant-groups 1000]
+                             [--syncs 1000000] [--window 30] [--out FILE]
+       cargo xtask bench latency [--quick] [--groups 1000] [--partitions 10]
+                             [--seconds 60] [--sides follow,poll,mm2-1s,mm2-60s]
+                             [--heavy-groups 2000] [--big-groups 10000]
+                             [--big-seconds 20] [--keep-topics] [--out FILE]
+       cargo xtask bench reread [--records 1000010] [--pace RECORDS_PER_SECOND]
+       cargo xtask bench precise [--sizes 1000x10000,10000x1000] [--max-syncs N]
+                             [--out FILE]";
 
 /// The JVM settings MM2's Connect worker runs with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -63,3 +63,8 @@ impl ClusterEnv {
             .clone())
     }
 }
+
+/// `r` with a kafka-lite error turned into anyhow's, naming `what` failed.
+pub(super) fn lite<T>(what: &str, r: Result<T, kafka_lite::Error>) -> Result<T> {
+    r.map_err(|e| anyhow::anyhow!("{what}: {e}"))
+}

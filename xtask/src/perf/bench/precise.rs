@@ -32,8 +32,9 @@ use mm2_checkpoint::core::{
 };
 use mm2_checkpoint::driver::FlowCluster;
 
+use super::env::lite;
 use super::process::{Guard, sample};
-use super::seed::{SHIFT, SYNC_STEP, lite, sync_record};
+use super::seed::{SHIFT, SYNC_STEP, sync_record};
 use super::side_by_side::{Bench, Flow, git_head};
 use crate::{procfs, topics};
 
@@ -68,7 +69,7 @@ impl PreciseArgs {
             let mut value = || {
                 it.next()
                     .copied()
-                    .with_context(|| format!("{a} needs a value\n\n{}", super::USAGE))
+                    .with_context(|| format!("{a} needs a value\n\n{}", super::args::USAGE))
             };
             match a {
                 "--sizes" => {
@@ -97,7 +98,7 @@ impl PreciseArgs {
                 "--out" => out.out = Some(PathBuf::from(value()?)),
                 other => bail!(
                     "bench precise: unknown option {other:?}\n\n{}",
-                    super::USAGE
+                    super::args::USAGE
                 ),
             }
         }

@@ -207,3 +207,8 @@ impl Drop for Guard {
         let _ = self.child.wait();
     }
 }
+
+/// The cargo that runs this xtask (`$CARGO`), for the builds a bench starts.
+pub(super) fn cargo() -> std::ffi::OsString {
+    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
+}

@@ -181,11 +181,11 @@ pub struct CatchUp {
     /// MM2: spawn → the offset-syncs topic read, full topic.
     pub mm2_spawn_to_loaded_full_s: f64,
     /// Kafka's own consumer on the full topic (`ConsumerPerformance`).
-    pub kafka_consumer: Option<super::side_by_side::KafkaConsumerRate>,
+    pub kafka_consumer: Option<KafkaConsumerRate>,
     /// The same tuned for throughput (64 MiB fetches).
-    pub kafka_consumer_tuned: Option<super::side_by_side::KafkaConsumerRate>,
+    pub kafka_consumer_tuned: Option<KafkaConsumerRate>,
     /// kafka-lite Fetches of the same topic, records not decoded.
-    pub raw_fetch: Option<super::side_by_side::RawFetchRate>,
+    pub raw_fetch: Option<RawFetchRate>,
     /// Load average before the run.
     pub loadavg: String,
 }
@@ -552,4 +552,35 @@ pub fn render_raw(r: &Report) -> String {
         }
     }
     t
+}
+
+/// What Kafka's `ConsumerPerformance` reported.
+#[derive(Debug, Clone, serde::Serialize)]
+pub(super) struct KafkaConsumerRate {
+    /// Records consumed.
+    pub records: u64,
+    /// Records a second over the whole run (`nMsg.sec`).
+    pub records_per_s: f64,
+    /// Records a second over the fetch time, group join excluded
+    /// (`fetch.nMsg.sec`).
+    pub fetch_records_per_s: f64,
+}
+
+/// kafka-lite's Fetches of the catch-up topic with the records left undecoded.
+#[derive(Debug, Clone, serde::Serialize)]
+pub(super) struct RawFetchRate {
+    /// Records the batch headers counted.
+    pub records: u64,
+    /// Bytes of the batches.
+    pub bytes: u64,
+    /// Fetch requests.
+    pub fetches: u64,
+    /// The end offset read to.
+    pub end: i64,
+    /// `max_bytes` of each Fetch.
+    pub max_bytes: i32,
+    /// Wall time of the Fetches.
+    pub secs: f64,
+    /// Records a second.
+    pub records_per_s: f64,
 }

@@ -9,6 +9,7 @@ use mm2_checkpoint::core::{CommittedOffset, TopicPartition};
 use mm2_checkpoint::driver::FlowCluster;
 use mm2_checkpoint::driver::OutRecord;
 
+use super::env::lite;
 use super::side_by_side::{Bench, Flow};
 use crate::topics;
 
@@ -20,10 +21,6 @@ pub(super) const SYNCS_PER_PARTITION: i64 = 11;
 pub(super) const SHIFT: i64 = 7;
 /// Records per produce request when filling a syncs topic.
 const PRODUCE_BATCH: usize = 5_000;
-
-pub(super) fn lite<T>(what: &str, r: Result<T, kafka_lite::Error>) -> Result<T> {
-    r.map_err(|e| anyhow::anyhow!("{what}: {e}"))
-}
 
 pub(super) fn sync_record(topic: &str, partition: i32, upstream: i64) -> Result<OutRecord> {
     let sync = OffsetSync {

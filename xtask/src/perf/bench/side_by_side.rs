@@ -16,11 +16,11 @@ use mm2_checkpoint::driver::FlowCluster;
 
 use super::args::Mm2Args;
 use super::args::{Mm2Jvm, OursBuild, Variant};
-use super::cargo;
 use super::env::ClusterEnv;
-use super::process::{Guard, ProcSample, clock_ticks, sample};
+use super::process::{Guard, ProcSample, cargo, clock_ticks, sample};
 use super::report::{
-    CatchUp, Incomplete, KafkaProducerRate, Report, RunResult, SizeResult, render_raw, render_table,
+    CatchUp, Incomplete, KafkaConsumerRate, KafkaProducerRate, RawFetchRate, Report, RunResult,
+    SizeResult, render_raw, render_table,
 };
 use crate::kafka::ClusterInfo;
 use crate::{procfs, topics};
@@ -290,7 +290,7 @@ impl Bench {
         }
         let remote = topics::remote(&flow.source_alias, &flow.topic);
         self.rt.block_on(async {
-            super::seed::lite(
+            super::env::lite(
                 &format!("creating {remote} on the target"),
                 self.target
                     .create_topic(&remote, flow.partitions, 1, &[])
@@ -567,7 +567,7 @@ impl Bench {
         let record_size = key_bytes / flow.groups.len() + 2 + 8 + 8 + 2;
         let topic = format!("bench-produce-ref-{id}");
         self.rt.block_on(async {
-            super::seed::lite(
+            super::env::lite(
                 &format!("creating {topic} on the target"),
                 self.target.create_topic(&topic, 1, 1, &[]).await,
             )
@@ -677,37 +677,6 @@ pub(super) fn parse_producer_performance(
         records_per_s: per_s.parse().ok().filter(|r: &f64| *r > 0.0)?,
         settings,
     })
-}
-
-/// What Kafka's `ConsumerPerformance` reported.
-#[derive(Debug, Clone, serde::Serialize)]
-pub(super) struct KafkaConsumerRate {
-    /// Records consumed.
-    pub records: u64,
-    /// Records a second over the whole run (`nMsg.sec`).
-    pub records_per_s: f64,
-    /// Records a second over the fetch time, group join excluded
-    /// (`fetch.nMsg.sec`).
-    pub fetch_records_per_s: f64,
-}
-
-/// kafka-lite's Fetches of the catch-up topic with the records left undecoded.
-#[derive(Debug, Clone, serde::Serialize)]
-pub(super) struct RawFetchRate {
-    /// Records the batch headers counted.
-    pub records: u64,
-    /// Bytes of the batches.
-    pub bytes: u64,
-    /// Fetch requests.
-    pub fetches: u64,
-    /// The end offset read to.
-    pub end: i64,
-    /// `max_bytes` of each Fetch.
-    pub max_bytes: i32,
-    /// Wall time of the Fetches.
-    pub secs: f64,
-    /// Records a second.
-    pub records_per_s: f64,
 }
 
 /// The numbers of `ConsumerPerformance`'s data line (after the header

@@ -223,7 +223,7 @@ fn table_has_a_row_per_metric_and_size_and_the_catch_up() {
                  250000.0, 3000, 1000, 120.0, 4000000.0\n",
             ),
             kafka_consumer_tuned: None,
-            raw_fetch: Some(super::side_by_side::RawFetchRate {
+            raw_fetch: Some(super::report::RawFetchRate {
                 records: 1_000_000,
                 bytes: 50_000_000,
                 fetches: 12,

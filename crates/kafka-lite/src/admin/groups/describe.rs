@@ -12,7 +12,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::group_id;
+use super::names::group_id;
 use crate::client::{BrokerInfo, Client};
 use crate::error::Error;
 

@@ -14,10 +14,8 @@
 //! neither describes is `Dead` (it does not exist).
 
 mod describe;
+mod names;
 mod offsets;
-
-use kafka_protocol::messages::{GroupId, TopicName};
-use kafka_protocol::protocol::StrBytes;
 
 #[cfg(doc)]
 use crate::client::Client;
@@ -25,15 +23,8 @@ use crate::client::Client;
 pub use self::describe::{
     GroupDescription, GroupMember, GroupState, GroupType, ListedGroup, ListedGroups,
 };
+pub(crate) use self::names::group_id;
 pub use self::offsets::{
     CommitResults, CommittedOffset, CommittedRef, FetchedOffset, GroupOffsets, OffsetFetchOptions,
     OffsetToCommit,
 };
-
-pub(crate) fn group_id(name: &str) -> GroupId {
-    GroupId(StrBytes::from_string(name.to_string()))
-}
-
-fn topic_name(name: &str) -> TopicName {
-    TopicName(StrBytes::from_string(name.to_string()))
-}

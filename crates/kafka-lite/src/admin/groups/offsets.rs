@@ -14,7 +14,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 
-use super::{group_id, topic_name};
+use super::names::{group_id, topic_name};
 use crate::admin::{TopicPartition, is_coordinator_error};
 use crate::client::{BrokerInfo, Client};
 use crate::connection::BrokerConnection;

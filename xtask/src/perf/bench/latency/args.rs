@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 
-use super::super::USAGE;
+use super::super::args::USAGE;
 use super::super::args::positive;
 
 /// Who is measured in one run.

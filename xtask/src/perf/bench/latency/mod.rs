@@ -37,10 +37,11 @@ use mm2_checkpoint::core::{CommittedOffset, TopicPartition};
 use mm2_checkpoint::driver::FlowCluster;
 use mm2_checkpoint::driver::{ClusterClient, fetch_options};
 
+use super::env::lite;
 use super::logs::ours_offsets_replay;
 use super::mm2::JVM_OPTS;
 use super::process::{Guard, cpu_per_round, sample};
-use super::seed::{lite, sync_record};
+use super::seed::sync_record;
 use super::side_by_side::{Bench, FIRST_ROUND_TIMEOUT, Flow, git_head};
 use crate::{procfs, topics};
 
