@@ -89,7 +89,11 @@ pub fn run(root: &Path, args: &[&str]) -> Result<ExitCode> {
     if !status.success() {
         bail!("building mm2-checkpoint failed");
     }
-    let bin = root.join("target").join("debug").join("mm2-checkpoint");
+    // Cargo's target directory, so a CARGO_TARGET_DIR is honoured.
+    let bin = crate::dist::artefact::Package::load(root)?
+        .target_dir
+        .join("debug")
+        .join("mm2-checkpoint");
     kafka::up(&layout)?;
     let result = soak(&layout, &bin, Duration::from_secs(seconds), follow).and_then(|summary| {
         let members = membership_phase(root, &layout)?;

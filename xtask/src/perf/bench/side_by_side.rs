@@ -716,7 +716,9 @@ fn ours_binary(root: &Path, build: OursBuild) -> Result<PathBuf> {
             if !status.success() {
                 bail!("`cargo build --release -p mm2-checkpoint` failed ({status})");
             }
-            Ok(root.join("target").join("release").join("mm2-checkpoint"))
+            // Cargo's target directory, so a CARGO_TARGET_DIR is honoured.
+            let target = crate::dist::artefact::Package::load(root)?.target_dir;
+            Ok(target.join("release").join("mm2-checkpoint"))
         }
         OursBuild::Dist => {
             use crate::dist::artefact::{Arch, Package, Variant};
