@@ -20,6 +20,7 @@ mod follower;
 mod labels;
 mod latency;
 mod membership;
+mod process;
 mod readiness;
 mod registry;
 mod requests;

@@ -315,6 +315,7 @@ impl Metrics {
         settings: MetricsSettings,
     ) -> Self {
         let mut root = Registry::default();
+        root.register_collector(Box::new(super::process::ProcessCollector));
         let latency = LatencyMetrics::new(settings);
         latency.register_mm2(&mut root);
         let registry = root.sub_registry_with_prefix(PREFIX);

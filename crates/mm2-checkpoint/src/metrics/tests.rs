@@ -519,7 +519,11 @@ fn a_registered_flow_has_a_zero_series_in_every_family_but_latency() {
             "{family} has no sample in\n{text}"
         );
     }
-    for line in text.lines().filter(|l| !l.starts_with('#')) {
+    // The process metrics are the process's, not a flow's.
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with("process_"))
+    {
         let value = line.rsplit(' ').next().unwrap_or_default();
         let zero = value == "0" || value == "0.0";
         assert!(
@@ -605,7 +609,8 @@ fn latencies_set_together_are_the_latencies_set_one_by_one() {
             );
             // The MM2 families' order is their hash map's, so compared sorted.
             let sorted = |m: &Metrics| {
-                let mut lines: Vec<String> = exposition(m).lines().map(str::to_owned).collect();
+                let text = super::process::without_process_metrics(&exposition(m));
+                let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
                 lines.sort();
                 lines
             };
@@ -665,6 +670,75 @@ proptest::proptest! {
             let series = |m: &Metrics| samples(m, "mm2_checkpoint_checkpoint_latency_ms{");
             proptest::prop_assert_eq!(series(&one), series(&all));
             proptest::prop_assert_eq!(held(&one), held(&all));
+        }
+    }
+}
+
+mod process_metrics {
+    use super::super::process::{ProcessSample, boot_time, max_open_files, stat_fields, status_kb};
+    use super::*;
+
+    #[test]
+    fn stat_fields_are_counted_after_the_command_name() {
+        // A command name with a space and a parenthesis in it.
+        let stat = "4242 (mm2 (x) y) S 1 4242 4242 0 -1 4194560 2000 0 0 0 \
+                    150 25 0 0 20 0 9 0 123456 20000000 5000 18446744073709551615";
+        let f = stat_fields(stat).expect("parsed");
+        assert_eq!(f.cpu_ticks, 175);
+        assert_eq!(f.start_ticks, 123_456);
+        assert_eq!(stat_fields("no parenthesis"), None);
+        assert_eq!(stat_fields("1 (x) S 1 2"), None);
+    }
+
+    #[test]
+    fn status_limits_and_boot_time_are_read() {
+        let status =
+            "Name:\tmm2-checkpoint\nVmSize:\t   20480 kB\nVmRSS:\t    9000 kB\nThreads:\t9\n";
+        assert_eq!(status_kb(status, "VmRSS:"), Some(9000.0 * 1024.0));
+        assert_eq!(status_kb(status, "VmSize:"), Some(20480.0 * 1024.0));
+        assert_eq!(status_kb(status, "VmHWM:"), None);
+        let limits = "Limit                     Soft Limit           Hard Limit           Units     \n\
+                      Max open files            1048576              1048576              files     \n";
+        assert_eq!(max_open_files(limits), Some(1_048_576.0));
+        let unlimited =
+            "Max open files            unlimited            unlimited            files     \n";
+        assert_eq!(max_open_files(unlimited), None);
+        assert_eq!(
+            boot_time("cpu  1 2 3\nbtime 1796600000\n"),
+            Some(1_796_600_000)
+        );
+        assert_eq!(boot_time("cpu  1 2 3\n"), None);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_scrape_carries_the_process_metrics_on_linux() {
+        let sample = ProcessSample::read();
+        assert!(sample.cpu_seconds.is_some_and(|v| v >= 0.0), "{sample:?}");
+        assert!(sample.resident_bytes.is_some_and(|v| v > 0.0), "{sample:?}");
+        assert!(sample.open_fds.is_some_and(|v| v >= 3.0), "{sample:?}");
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock")
+            .as_secs_f64();
+        let start = sample.start_time_seconds.expect("start time");
+        assert!(
+            start <= now + 1.0 && start > now - 86_400.0,
+            "{start} vs {now}"
+        );
+        let text = Metrics::new("test", "none")
+            .encode_prometheus()
+            .expect("encoded");
+        for name in [
+            "process_cpu_seconds_total ",
+            "process_resident_memory_bytes ",
+            "process_virtual_memory_bytes ",
+            "process_open_fds ",
+            "process_start_time_seconds ",
+            "process_threads ",
+            "# TYPE process_cpu_seconds_total counter",
+        ] {
+            assert!(text.contains(name), "{name} missing:\n{text}");
         }
     }
 }
