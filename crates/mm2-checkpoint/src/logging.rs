@@ -6,7 +6,7 @@
 //! with `RUST_LOG`-style directives (`info`, `mm2_checkpoint=debug,kafka_lite=warn`)
 //! from `--log-level`, else the `MM2_LOG` environment variable, else `info`.
 //! The line format is `--log-format`, else the `MM2_LOG_FORMAT` environment
-//! variable, else text (docs/operations.md, "Logs").
+//! variable, else text (docs/operations.md, "Logging").
 //! Messages from crates that use the `log` facade (rustls) are bridged in.
 //!
 //! Secrets never reach a log line: configuration types keep them in

@@ -1,6 +1,6 @@
 //! Graceful shutdown: one shared [`ShutdownSignal`], triggered by SIGTERM/SIGINT.
 //! SIGHUP stops nothing: it is logged, and the process carries on
-//! (docs/operations.md, "Signals").
+//! (docs/operations.md, "Stopping").
 //!
 //! The first signal asks every task to finish what it is doing (end the round,
 //! leave nothing half-written) and return. A second signal means the operator

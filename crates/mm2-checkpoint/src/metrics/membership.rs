@@ -1,4 +1,4 @@
-//! Membership series (docs/membership.md, "Metrics"): who owns each flow.
+//! Membership series (docs/membership.md, "Readiness, metrics and logs"): who owns each flow.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
