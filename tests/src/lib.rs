@@ -20,12 +20,18 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 pub mod access;
+pub mod binary;
+pub mod faults;
+pub mod files;
 pub mod http;
+pub mod interop;
 pub mod java;
 pub mod mm2;
 pub mod oauth;
+pub mod operations;
 pub mod process;
 pub mod stored;
+pub mod world;
 
 /// Environment variable naming the cluster file; `cargo xtask test` sets it.
 pub const CLUSTERS_FILE_ENV: &str = "MM2_CLUSTERS_FILE";

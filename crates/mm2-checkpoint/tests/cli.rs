@@ -2,13 +2,11 @@
 //! what it prints. None of them needs a broker (those that do are in
 //! cli_brokers.rs).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use common::TempDir;
+use e2e::files::TempDir;
 
 const BIN: &str = env!("CARGO_BIN_EXE_mm2-checkpoint");
 
@@ -717,7 +715,7 @@ fn mistyped_log_level_exits_2_at_once_naming_value_and_accepted_forms() {
     assert!(stderr.contains("did you mean `warn`?"), "{stderr}");
 }
 
-use common::SIGTERM_BOUND;
+use e2e::binary::SIGTERM_BOUND;
 
 /// A TCP port that accepts connections and never answers: a request sent
 /// there waits for its timeout.
@@ -733,7 +731,7 @@ fn silent_port() -> (std::net::TcpListener, String) {
 fn sigterm_during_startup_retries_ends_the_daemon_with_0() {
     let dir = TempDir::new("cli", "sigterm-retry");
     let config = config_with(&dir, "");
-    let mut daemon = common::Daemon::spawn(&mut mm2(&["run", path(&config)]));
+    let mut daemon = e2e::binary::Daemon::spawn(&mut mm2(&["run", path(&config)]));
     daemon.wait_for("cannot reach cluster");
     let (code, took, stderr) = daemon.terminate();
     eprintln!("SIGTERM to exit during connection retries: {took:?}");
@@ -754,7 +752,7 @@ fn sigterm_with_a_request_in_flight_ends_the_daemon_with_0() {
              A->B.enabled = true\n"
         ),
     );
-    let mut daemon = common::Daemon::spawn(&mut mm2(&["run", path(&config)]));
+    let mut daemon = e2e::binary::Daemon::spawn(&mut mm2(&["run", path(&config)]));
     daemon.wait_for("mm2-checkpoint starting");
     std::thread::sleep(Duration::from_millis(500));
     let (code, took, stderr) = daemon.terminate();
@@ -773,7 +771,7 @@ fn sigterm_before_once_or_translate_finished_exits_1() {
         &["run", "--once", path(&config)][..],
         &["translate", path(&config), "--flow", "A->B", "--group", "g"],
     ] {
-        let mut daemon = common::Daemon::spawn(&mut mm2(args));
+        let mut daemon = e2e::binary::Daemon::spawn(&mut mm2(args));
         daemon.wait_for("cannot reach cluster");
         let (code, took, stderr) = daemon.terminate();
         eprintln!("SIGTERM to exit of {}: {took:?}", args[0]);
@@ -1360,7 +1358,7 @@ fn validate_help_says_what_strict_and_no_secrets_cover() {
 fn sighup_is_logged_and_the_daemon_carries_on() {
     let dir = TempDir::new("cli", "sighup");
     let config = config_with(&dir, "");
-    let mut daemon = common::Daemon::spawn(&mut mm2(&["run", path(&config)]));
+    let mut daemon = e2e::binary::Daemon::spawn(&mut mm2(&["run", path(&config)]));
     daemon.wait_for("mm2-checkpoint starting");
     for _ in 0..2 {
         daemon.signal("HUP");
@@ -1398,7 +1396,7 @@ fn the_daemon_tells_systemd_it_started_and_is_stopping() {
         String::from_utf8_lossy(&buf[..n]).into_owned()
     };
     let mut daemon =
-        common::Daemon::spawn(mm2(&["run", path(&config)]).env("NOTIFY_SOCKET", &socket_path));
+        e2e::binary::Daemon::spawn(mm2(&["run", path(&config)]).env("NOTIFY_SOCKET", &socket_path));
     let ready = recv();
     assert!(ready.starts_with("READY=1\nSTATUS="), "{ready}");
     daemon.wait_for("cannot reach cluster");
