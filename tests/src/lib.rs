@@ -1,5 +1,9 @@
-//! Shared helpers for the end-to-end tests: the cluster file written by
-//! `cargo xtask kafka up`.
+//! The one support library of the end-to-end tests in `tests/tests/` (and of
+//! `crates/mm2-checkpoint/tests/cli.rs`): here the cluster file written by
+//! `cargo xtask kafka up`; in the modules, by subject, the binary
+//! ([`binary`]), one test's world on the clusters ([`world`]), the daemon under
+//! faults ([`faults`]), the real MirrorMaker 2 ([`mm2`], [`interop`]), Kafka's
+//! Java code ([`java`]) and the rest (docs/testing.md lists them).
 //!
 //! Every end-to-end test runs against two real Apache Kafka clusters,
 //! `source` and `target`, that xtask starts once for the whole test run. This

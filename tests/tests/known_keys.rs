@@ -1,5 +1,6 @@
-//! `src/config/kafka-4.1.1-keys.txt`, the key names `validate` knows MirrorMaker 2
-//! reads, must be exactly what Kafka's own configuration definitions declare:
+//! `crates/mm2-checkpoint/src/config/kafka-4.1.1-keys.txt`, the key names
+//! `validate` knows MirrorMaker 2 reads, must be exactly what Kafka's own
+//! configuration definitions declare:
 //! `tests/java/ConfigKeys.java` prints them from the cached Kafka jars.
 //! `MM2_UPDATE_KNOWN_KEYS=1` rewrites the file instead of comparing.
 
