@@ -1,5 +1,5 @@
 //! The one support library of the end-to-end tests in `tests/tests/` (and of
-//! `crates/mm2-checkpoint/tests/cli.rs`): here the cluster file written by
+//! `crates/mm2-checkpoint/tests/cli/`): here the cluster file written by
 //! `cargo xtask kafka up`; in the modules, by subject, the binary
 //! ([`binary`]), one test's world on the clusters ([`world`]), the daemon under
 //! faults ([`faults`]), the real MirrorMaker 2 ([`mm2`], [`interop`]), Kafka's
