@@ -26,7 +26,6 @@ use serde::{Deserialize, Serialize};
 pub mod access;
 pub mod binary;
 pub mod faults;
-pub mod files;
 pub mod http;
 pub mod interop;
 pub mod java;
@@ -34,6 +33,7 @@ pub mod mm2;
 pub mod oauth;
 pub mod operations;
 pub mod process;
+pub mod scratch;
 pub mod stored;
 pub mod world;
 

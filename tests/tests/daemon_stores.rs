@@ -20,7 +20,7 @@ use e2e::{Listener, clusters};
 const STORE_PASSWORD: &str = "store-Pw-7731";
 const KEY_PASSWORD: &str = "key-Pw-5520";
 
-use e2e::files::{path_str as s, tool};
+use e2e::scratch::{path_str as s, tool};
 
 /// The stores of one test, made from the target cluster's test CA and client
 /// certificate.

@@ -148,7 +148,7 @@ const ESTATES: [Estate; 15] = [
     },
 ];
 
-use e2e::files::{TempDir, path_str as s, tool};
+use e2e::scratch::{TempDir, path_str as s, tool};
 
 /// A self-signed P-256 certificate and its key.
 fn self_signed(cert: &Path, key: &Path, cn: &str) {

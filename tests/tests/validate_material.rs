@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use e2e::binary::mm2;
 
-use e2e::files::{TempDir, path_str as s};
+use e2e::scratch::{TempDir, path_str as s};
 
 /// A self-signed P-256 certificate `<name>.crt` with its key `<name>.key`,
 /// valid for `days` days from now.

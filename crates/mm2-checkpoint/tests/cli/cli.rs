@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use e2e::files::TempDir;
+use e2e::scratch::TempDir;
 
 const BIN: &str = env!("CARGO_BIN_EXE_mm2-checkpoint");
 

@@ -19,7 +19,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use e2e::files::{openssl, write};
+use e2e::scratch::{openssl, write};
 use kafka_lite::TlsConfig;
 use pki::{Identity, make_pki};
 use rustls::pki_types::pem::PemObject;
