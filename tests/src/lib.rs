@@ -488,6 +488,14 @@ pub fn target_dir() -> PathBuf {
         .join("target")
 }
 
+/// Milliseconds since the Unix epoch, for record timestamps.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or_default()
+}
+
 /// A name no other test (in this process or a concurrent one) uses:
 /// `<prefix>-<pid>-<millis>-<counter>`. Use it for topics and groups on the
 /// shared clusters.

@@ -2,22 +2,14 @@
 //! tests that run it over different transports and broker versions.
 
 use std::collections::BTreeMap;
-use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::unique_name;
+use crate::{now_ms, unique_name};
 use bytes::Bytes;
 use kafka_lite::records::{Codec, ProducerRecord};
 use kafka_lite::{
     Client, CreateTopicOutcome, FetchOptions, GroupState, IsolationLevel, OffsetSpec,
     OffsetToCommit, ProduceOptions, StartOffset, TopicPartition,
 };
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or_default()
-}
 
 /// Creates a topic, produces (LZ4), lists offsets, fetches, reads to the end,
 /// commits and fetches group offsets, describes and lists the group, all

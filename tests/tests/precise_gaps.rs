@@ -30,7 +30,7 @@ use bytes::Bytes;
 use e2e::interop::{ok, run_once_per_mode};
 use e2e::java::helpers;
 use e2e::mm2::{Mm2Config, Mm2Process, OFFSET_SYNCS_TOPIC, SOURCE_ALIAS, remote_topic};
-use e2e::{Listener, clusters, unique_name};
+use e2e::{Listener, clusters, now_ms, unique_name};
 use kafka_lite::ProduceOptions;
 use kafka_lite::records::{Header, ProducerRecord};
 use mm2_checkpoint::core::{CommittedOffset, TopicPartition};
@@ -73,13 +73,6 @@ fn record(i: i64, timestamp: i64) -> ProducerRecord {
         value: Some(Bytes::from(format!("value-0-{i}"))),
         headers,
     }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 /// The source offset a record's value names.

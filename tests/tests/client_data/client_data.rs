@@ -13,10 +13,10 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use e2e::{clusters, unique_name};
+use e2e::{clusters, now_ms, unique_name};
 use kafka_lite::records::{BatchBuilder, Codec, ConsumerRecord, Header, ProducerRecord};
 use kafka_lite::{
     Client, ConnectionConfig, CreateTopicOutcome, Error, FetchOptions, FetchedPartition,
@@ -49,13 +49,6 @@ async fn create_topic(client: &Client, prefix: &str) -> String {
         .unwrap_or_else(|e| panic!("create topic {topic}: {e}"));
     assert_eq!(outcome, CreateTopicOutcome::Created);
     topic
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or_default()
 }
 
 fn record(key: &str, value: &str, timestamp: i64) -> ProducerRecord {
