@@ -1,5 +1,9 @@
-//! Shared helpers for the end-to-end tests: the cluster file written by
-//! `cargo xtask kafka up`.
+//! The one support library of the end-to-end tests in `tests/tests/` (and of
+//! `crates/mm2-checkpoint/tests/cli/`): here the cluster file written by
+//! `cargo xtask kafka up`; in the modules, by subject, the binary
+//! ([`binary`]), one test's world on the clusters ([`world`]), the daemon under
+//! faults ([`faults`]), the real MirrorMaker 2 ([`mm2`], [`interop`]), Kafka's
+//! Java code ([`java`]) and the rest (docs/testing.md lists them).
 //!
 //! Every end-to-end test runs against two real Apache Kafka clusters,
 //! `source` and `target`, that xtask starts once for the whole test run. This
@@ -20,12 +24,18 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 pub mod access;
+pub mod binary;
+pub mod faults;
 pub mod http;
+pub mod interop;
 pub mod java;
 pub mod mm2;
 pub mod oauth;
+pub mod operations;
 pub mod process;
+pub mod scratch;
 pub mod stored;
+pub mod world;
 
 /// Environment variable naming the cluster file; `cargo xtask test` sets it.
 pub const CLUSTERS_FILE_ENV: &str = "MM2_CLUSTERS_FILE";
@@ -476,6 +486,14 @@ pub fn target_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("..")
         .join("target")
+}
+
+/// Milliseconds since the Unix epoch, for record timestamps.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or_default()
 }
 
 /// A name no other test (in this process or a concurrent one) uses:

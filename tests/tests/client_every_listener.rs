@@ -9,8 +9,6 @@
 //! `client_data.rs`, `client_groups.rs` and `client_topics.rs`; this file shows that
 //! none of them depends on the transport or the authentication underneath.
 
-mod common;
-
 use std::time::Duration;
 
 use e2e::access::Access;
@@ -54,7 +52,7 @@ async fn every_operation_with(access: Access, provider: Option<TlsProviderReques
         None => format!("{access:?}"),
         Some(p) => format!("{access:?}{}", p.name()),
     };
-    common::every_operation(&client, &what, "every-listener").await;
+    e2e::operations::every_operation(&client, &what, "every-listener").await;
 }
 
 #[tokio::test]
@@ -138,5 +136,5 @@ async fn every_operation_over_mtls_with_pem_in_memory() {
     let client = Client::connect(vec![bootstrap], config)
         .await
         .unwrap_or_else(|e| panic!("connect over mTLS with in-memory PEM: {e}"));
-    common::every_operation(&client, "MtlsInMemory", "every-listener").await;
+    e2e::operations::every_operation(&client, "MtlsInMemory", "every-listener").await;
 }

@@ -3,8 +3,6 @@
 //! negotiation, and that broker really advertises other version ranges than
 //! the Kafka 4 clusters.
 
-mod common;
-
 use std::time::Duration;
 
 use e2e::clusters;
@@ -72,7 +70,7 @@ async fn every_operation_works_against_a_kafka_3_9_broker() {
     let client = Client::connect(vec![legacy.bootstrap.plaintext.clone()], config())
         .await
         .unwrap_or_else(|e| panic!("connect to the legacy cluster: {e}"));
-    common::every_operation(
+    e2e::operations::every_operation(
         &client,
         &format!("Kafka {} PLAINTEXT", legacy.kafka_version),
         "legacy-broker",

@@ -119,7 +119,7 @@ commands:
   bench reread [--records 1000010] [--pace RECORDS_PER_SECOND]
                     the re-read after a failover against lag with the real
                     MirrorMaker 2's own checkpoints beside ours in both modes
-                    (the ignored test tests/reread_real_mm2.rs; without --pace
+                    (the ignored test tests/tests/reread_real_mm2.rs; without --pace
                     MM2 mirrors a backlog); table on stdout. See docs/benchmarks.md
   bench precise [--sizes 1000x10000,10000x1000] [--max-syncs N] [--out FILE]
                     the release daemon in mm2 and precise translation modes

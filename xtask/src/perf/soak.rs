@@ -605,14 +605,7 @@ fn membership_phase(root: &Path, layout: &Layout) -> Result<String> {
         "rolling_restarts_keep_checkpoints_monotonic_for_both_isolations_and_one_writer_at_a_time";
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut child = Command::new(cargo)
-        .args([
-            "test",
-            "-p",
-            "mm2-checkpoint",
-            "--test",
-            "daemon_membership",
-            TEST,
-        ])
+        .args(["test", "-p", "e2e", "--test", "daemon_membership", TEST])
         .args(["--", "--exact", "--nocapture"])
         .env(e2e::CLUSTERS_FILE_ENV, layout.clusters_file())
         .env("MM2_ROLLING_RESTARTS", RESTARTS.to_string())

@@ -43,7 +43,7 @@
 //! a run with an empty one.
 //!
 //! The fourth, `bench reread`, runs the ignored integration test
-//! `crates/mm2-checkpoint/tests/reread_real_mm2.rs` against the bench's
+//! `tests/tests/reread_real_mm2.rs` against the bench's
 //! clusters: the real MirrorMaker 2 mirrors about a million records and
 //! checkpoints groups at lags 100 to 10^6 beside ours in both modes.
 //!
@@ -148,7 +148,7 @@ fn reread(root: &Path, args: &[&str]) -> Result<ExitCode> {
     }
     let env = ClusterEnv::acquire(root)?;
     let status = Command::new(cargo())
-        .args(["test", "-p", "mm2-checkpoint", "--test", "reread_real_mm2"])
+        .args(["test", "-p", "e2e", "--test", "reread_real_mm2"])
         .args(["--", "--ignored", "--nocapture"])
         .envs(env_vars)
         .env("MM2_CLUSTERS_FILE", &env.path)

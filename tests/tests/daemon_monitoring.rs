@@ -1,0 +1,370 @@
+//! The monitoring kit against real software (docs/operations.md, Metrics and
+//! Dashboard and alerts): every metric family docs/operations.md documents is
+//! served from start-up and nothing undocumented is; Prometheus's `promtool`
+//! checks and unit-tests `deploy/monitoring/alerts.yml`; and a real Prometheus
+//! (Debian's `prometheus` package) scraping a running daemon answers every
+//! query of `deploy/monitoring/grafana-dashboard.json` with data, loads the
+//! alert rules and serves the MirrorMaker 2-compatible latency names.
+
+use std::collections::BTreeSet;
+use std::io::{Read as _, Write as _};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use e2e::faults::{Daemon, free_port, get, wait_for};
+use e2e::world::{World, rt};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn monitoring_dir() -> PathBuf {
+    repo().join("deploy/monitoring")
+}
+
+/// `name` on `PATH`; fails the test, saying how to install it, if absent.
+fn prometheus_tool(name: &str) -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "`{name}` is not on PATH: install Debian's `prometheus` package \
+                 (`apt-get install prometheus`; `cargo xtask test` and `cargo xtask kafka up` \
+                 install it with the cluster tools)"
+            )
+        })
+}
+
+/// The metric families of docs/operations.md's Metrics section: the first
+/// column of its `metric` tables, with our prefix where the table leaves it
+/// out.
+fn documented_families() -> BTreeSet<String> {
+    let doc = std::fs::read_to_string(repo().join("docs/operations.md")).expect("operations.md");
+    let start = doc.find("\n## Metrics\n").expect("a Metrics section");
+    let section = &doc[start + 1..];
+    let end = section[3..].find("\n## ").map_or(section.len(), |e| e + 3);
+    // Rows of the tables whose first column is `metric`.
+    let mut in_metric_table = false;
+    section[..end]
+        .lines()
+        .filter(|l| {
+            if l.starts_with("| metric |") {
+                in_metric_table = true;
+            } else if !l.starts_with('|') {
+                in_metric_table = false;
+            }
+            in_metric_table
+        })
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split('`').next())
+        .map(|name| {
+            // MM2's names and the standard process metrics carry no prefix.
+            if name.starts_with("kafka_connect_mirror") || name.starts_with("process_") {
+                name.to_string()
+            } else {
+                format!("mm2_checkpoint_{name}")
+            }
+        })
+        .collect()
+}
+
+/// The family names of an exposition's sample lines (histogram and counter
+/// suffixes folded back into their family's documented name).
+fn families_with_samples(body: &str) -> BTreeSet<String> {
+    body.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .filter_map(|l| l.split(['{', ' ']).next())
+        .map(|name| {
+            ["_bucket", "_count", "_sum"]
+                .iter()
+                .find_map(|s| name.strip_suffix(s))
+                .filter(|base| base.ends_with("_seconds"))
+                .unwrap_or(name)
+                .to_string()
+        })
+        .collect()
+}
+
+/// The families an exposition declares (`# TYPE` lines), counters with the
+/// `_total` suffix their samples carry.
+fn declared_families(body: &str) -> BTreeSet<String> {
+    body.lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| {
+            let mut parts = l.split(' ');
+            let name = parts.next()?;
+            Some(match parts.next() {
+                Some("counter") if !name.ends_with("_total") => format!("{name}_total"),
+                _ => name.to_string(),
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn every_documented_family_is_served_from_start_up_and_nothing_else() {
+    let documented = documented_families();
+    assert!(documented.len() > 15, "{documented:?}");
+    let rt = rt();
+    let w = World::new(&rt, "families", 1);
+    let group = w.seed(&rt, &[(0, 0, 3), (0, 10, 13)], &[(0, 10)]);
+    let config = w.properties(&group, "mm2-checkpoint.metrics.mm2.names.enabled = true");
+    let daemon = Daemon::start(&config, &w.dir.join("daemon.log"));
+    let mut first = None;
+    wait_for("the first scrape", Duration::from_secs(30), || {
+        first = get(&daemon.addr, "/metrics").filter(|(status, _)| *status == 200);
+        first.is_some()
+    });
+    let (_, body) = first.expect("scraped");
+    // The latency families have a series per checkpointed group, so they
+    // appear with the first checkpoint; every other family has its series
+    // from the first scrape on.
+    let latency = |f: &&String| f.contains("checkpoint_latency_ms");
+    let served = families_with_samples(&body);
+    let missing: Vec<&String> = documented
+        .iter()
+        .filter(|f| !latency(f) && !served.contains(*f))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "no sample of {missing:?} at start-up in\n{body}"
+    );
+    let emitted = format!(
+        "mm2_checkpoint_checkpoints_emitted_total{{flow=\"{}->{}\"}}",
+        w.s, w.t
+    );
+    wait_for("the first checkpoint", Duration::from_secs(60), || {
+        daemon.metric(&emitted) == Some(1.0)
+    });
+    let (_, body) = get(&daemon.addr, "/metrics").expect("metrics");
+    let served = families_with_samples(&body);
+    let missing: Vec<&String> = documented.difference(&served).collect();
+    assert!(missing.is_empty(), "no sample of {missing:?} in\n{body}");
+    let undocumented: Vec<String> = declared_families(&body)
+        .difference(&documented)
+        .cloned()
+        .collect();
+    assert!(
+        undocumented.is_empty(),
+        "served but not in docs/operations.md: {undocumented:?}"
+    );
+    assert_eq!(daemon.sigterm().code(), Some(0));
+}
+
+#[test]
+fn promtool_checks_and_unit_tests_the_alert_rules() {
+    let promtool = prometheus_tool("promtool");
+    for args in [
+        ["check", "rules", "alerts.yml"],
+        ["test", "rules", "alerts.test.yml"],
+    ] {
+        let out = Command::new(&promtool)
+            .args(args)
+            .current_dir(monitoring_dir())
+            .output()
+            .expect("run promtool");
+        assert!(
+            out.status.success(),
+            "promtool {}: {}\n{}{}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// A Prometheus server started for one test, killed when dropped.
+struct Prometheus {
+    child: Child,
+    addr: String,
+}
+
+impl Prometheus {
+    /// Starts Prometheus on a free loopback port, scraping `target` every
+    /// second and evaluating `deploy/monitoring/alerts.yml`; waits until it
+    /// is ready.
+    fn start(dir: &Path, target: &str) -> Prometheus {
+        let binary = prometheus_tool("prometheus");
+        let addr = format!("127.0.0.1:{}", free_port());
+        let config = dir.join("prometheus.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
+                 rule_files:\n  - {rules}\n\
+                 scrape_configs:\n  - job_name: mm2-checkpoint\n    static_configs:\n      \
+                 - targets: ['{target}']\n",
+                rules = monitoring_dir().join("alerts.yml").display()
+            ),
+        )
+        .expect("write prometheus.yml");
+        let log = std::fs::File::create(dir.join("prometheus.log")).expect("prometheus log");
+        let child = Command::new(binary)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("prometheus-data").display()
+            ))
+            .arg(format!("--web.listen-address={addr}"))
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start prometheus");
+        let prometheus = Prometheus { child, addr };
+        wait_for("Prometheus to be ready", Duration::from_secs(60), || {
+            http_get(&prometheus.addr, "/-/ready").is_some_and(|(status, _)| status == 200)
+        });
+        prometheus
+    }
+
+    /// The `data` of an API answer for `path`, if the call succeeded.
+    fn api(&self, path: &str) -> Option<serde_json::Value> {
+        let (status, body) = http_get(&self.addr, path)?;
+        let json: serde_json::Value = serde_json::from_str(&body).ok()?;
+        (status == 200 && json["status"] == "success").then(|| json["data"].clone())
+    }
+
+    /// The result vector of the instant query `expr`.
+    fn query(&self, expr: &str) -> Vec<serde_json::Value> {
+        self.api(&format!("/api/v1/query?query={}", url_encode(expr)))
+            .and_then(|data| data["result"].as_array().cloned())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One HTTP/1.0 GET (so the answer is never chunked): status and body.
+fn http_get(addr: &str, path: &str) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).ok()?;
+    let status = buf.split_whitespace().nth(1)?.parse().ok()?;
+    let body = buf.split_once("\r\n\r\n").map(|(_, b)| b.to_string())?;
+    Some((status, body))
+}
+
+fn url_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Every (panel title, query) of the dashboard, with its variables set as
+/// Grafana would for "All" flows and a 1-minute rate interval.
+fn dashboard_queries() -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(monitoring_dir().join("grafana-dashboard.json"))
+        .expect("read the dashboard");
+    let dashboard: serde_json::Value = serde_json::from_str(&text).expect("dashboard JSON");
+    let panels = dashboard["panels"].as_array().expect("panels");
+    let mut queries = Vec::new();
+    for panel in panels {
+        let title = panel["title"].as_str().expect("panel title");
+        let targets = panel["targets"].as_array().expect("panel targets");
+        assert!(!targets.is_empty(), "panel {title} has no query");
+        for target in targets {
+            let expr = target["expr"].as_str().expect("a PromQL expr");
+            let expr = expr
+                .replace("$flow", ".*")
+                .replace("$__rate_interval", "1m");
+            queries.push((title.to_string(), expr));
+        }
+    }
+    queries
+}
+
+#[test]
+fn prometheus_scrapes_the_daemon_and_every_dashboard_query_returns_data() {
+    let queries = dashboard_queries();
+    assert!(queries.len() >= 10, "{queries:?}");
+    let rt = rt();
+    let w = World::new(&rt, "prometheus", 1);
+    let group = w.seed(&rt, &[(0, 0, 3), (0, 10, 13)], &[(0, 10)]);
+    let config = w.properties(
+        &group,
+        "sync.group.offsets.enabled = true\nmm2-checkpoint.metrics.mm2.names.enabled = true",
+    );
+    let daemon = Daemon::start(&config, &w.dir.join("daemon.log"));
+    let emitted = format!(
+        "mm2_checkpoint_checkpoints_emitted_total{{flow=\"{}->{}\"}}",
+        w.s, w.t
+    );
+    wait_for("the first checkpoint", Duration::from_secs(60), || {
+        daemon.metric(&emitted) == Some(1.0)
+    });
+    let prometheus = Prometheus::start(&w.dir, &daemon.addr);
+    let mut empty: Vec<(String, String)> = queries.clone();
+    let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        wait_for(
+            "data for every dashboard query",
+            Duration::from_secs(90),
+            || {
+                empty.retain(|(_, expr)| prometheus.query(expr).is_empty());
+                empty.is_empty()
+            },
+        );
+    }));
+    assert!(
+        waited.is_ok(),
+        "dashboard queries without data after 90 s: {empty:#?}"
+    );
+    // The series the panels read are this daemon's.
+    let flow = format!("{}->{}", w.s, w.t);
+    let emitted = prometheus.query("mm2_checkpoint_checkpoints_emitted_total");
+    assert!(
+        emitted
+            .iter()
+            .any(|s| s["metric"]["flow"] == flow.as_str() && s["value"][1] == "1"),
+        "{emitted:?}"
+    );
+    // A dashboard built on MM2's names (Strimzi's rules) finds our series.
+    let mm2 = prometheus.query(&format!(
+        "kafka_connect_mirror_mirrorcheckpointconnector_checkpoint_latency_ms_max\
+         {{source=\"{}\",target=\"{}\",group=\"{group}\",topic=\"{}\",partition=\"0\"}}",
+        w.s,
+        w.t,
+        w.remote_topic()
+    ));
+    assert_eq!(mm2.len(), 1, "{mm2:?}");
+    // Prometheus loaded and evaluates every alert rule.
+    let mut rules = Vec::new();
+    wait_for("the alert rules evaluated", Duration::from_secs(30), || {
+        rules = prometheus
+            .api("/api/v1/rules")
+            .and_then(|d| d["groups"][0]["rules"].as_array().cloned())
+            .unwrap_or_default();
+        rules.len() == 4 && rules.iter().all(|r| r["health"] == "ok")
+    });
+    let names: BTreeSet<&str> = rules.iter().filter_map(|r| r["name"].as_str()).collect();
+    assert_eq!(
+        names,
+        BTreeSet::from([
+            "MM2CheckpointNotReady",
+            "MM2CheckpointRequestErrors",
+            "MM2CheckpointStale",
+            "MM2CheckpointUntranslatablePartitions",
+        ])
+    );
+    // A healthy daemon fires none of them.
+    let firing = prometheus.query("ALERTS{alertstate=\"firing\"}");
+    assert!(firing.is_empty(), "{firing:?}");
+    drop(prometheus);
+    assert_eq!(daemon.sigterm().code(), Some(0));
+}
