@@ -32,7 +32,7 @@ use super::{
     HA_CONFIG_LINE, KUBERNETES_VALIDATE, KUBERNETES_VERSIONS, PIP_HINT, check_manifests, text,
     tool, validate_secret_example, yaml_documents,
 };
-use crate::dist::artefact::which;
+use crate::dist::artefact::{RUN_ARGS, which};
 
 /// The Helm release `.ci/run` installs when `helm` is missing.
 pub const HELM_VERSION: &str = "v3.21.4";
@@ -47,7 +47,11 @@ const CRD_FILES: [&str; 2] = [
     "monitoring.coreos.com_prometheusrules.yaml",
 ];
 /// The values files rendered besides the defaults, in the chart's `ci/`.
-pub const VALUES_FILES: [&str; 2] = ["ci/ha-values.yaml", "ci/monitoring-values.yaml"];
+pub const VALUES_FILES: [&str; 3] = [
+    "ci/ha-values.yaml",
+    "ci/monitoring-values.yaml",
+    "ci/strimzi-values.yaml",
+];
 /// The chart's copy of the alerting rules.
 const CHART_ALERTS: &str = "files/alerts.yml";
 const RELEASE: &str = "mm2-checkpoint";
@@ -194,7 +198,19 @@ pub fn check_chart(chart: &Path, alerts: &Path, scratch: &Path) -> Result<()> {
     );
     eprintln!("xtask: helm: replicaCount 2 without membership does not render");
 
+    // `clusters`: the image's default arguments, then --clusters.
+    let docs = render("clusters", &["--set", "clusters={backup,dr}"])?;
+    let mut expected: Vec<&str> = RUN_ARGS.to_vec();
+    expected.extend(["--clusters", "backup,dr"]);
+    ensure!(
+        container(&docs)?["args"] == json!(expected),
+        "clusters: the container's args must be {}",
+        json!(expected)
+    );
+    eprintln!("xtask: helm: clusters runs the image's default arguments and --clusters");
+
     check_monitoring(&renders[2], alerts)?;
+    check_strimzi(&renders[3], &scratch)?;
 
     // The checksum annotation follows the config, and only it.
     let checksum = |extra: &[&str]| -> Result<Value> {
@@ -480,6 +496,74 @@ fn check_ha(docs: &[Value], scratch: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Where the Strimzi example mounts the secrets Strimzi makes.
+const STRIMZI_MOUNTS: &str = "/etc/kafka";
+
+/// The Strimzi example (docs/deploy.md, "Strimzi"): every directory its
+/// mm2.properties reads under [`STRIMZI_MOUNTS`] is mounted from a Secret,
+/// and with stand-ins for Strimzi's files (a fresh CA, client certificate
+/// and key, a password) it passes `mm2-checkpoint validate --strict`.
+fn check_strimzi(docs: &[Value], scratch: &Path) -> Result<()> {
+    let secret = find(docs, "Secret")?;
+    let props = secret["stringData"]["mm2.properties"]
+        .as_str()
+        .context("strimzi: no mm2.properties")?;
+    let mounts = container(docs)?["volumeMounts"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let dir = scratch.join("strimzi");
+    let pki = crate::certs::generate(&dir.join("pki"))?;
+    let stand_ins = [
+        ("ca.crt", &pki.ca_pem),
+        ("user.crt", &pki.client_cert_pem),
+        ("user.key", &pki.client_key_pem),
+    ];
+    let root = dir.join("mounts");
+    let mut read = 0;
+    for path in props
+        .split(|c: char| c.is_whitespace() || c == '"' || c == '}' || c == '$' || c == '{')
+        .filter_map(|word| word.strip_prefix("dir:").or(Some(word)))
+        .filter(|word| word.starts_with(&format!("{STRIMZI_MOUNTS}/")))
+    {
+        // `/etc/kafka/<mount>/<file>` or, for the directory provider,
+        // `/etc/kafka/<mount>:<file>`.
+        let (mount, file) = match path.split_once(':') {
+            Some((mount, file)) => (mount, file),
+            None => path.rsplit_once('/').context("a path without a file")?,
+        };
+        ensure!(
+            mounts.iter().any(|m| m["mountPath"] == mount),
+            "strimzi: mm2.properties reads {mount}, which no volume is mounted at"
+        );
+        let local = root.join(mount.trim_start_matches('/'));
+        fs::create_dir_all(&local)?;
+        match stand_ins.iter().find(|(name, _)| *name == file) {
+            Some((_, from)) => {
+                fs::copy(from, local.join(file))?;
+            }
+            None => fs::write(local.join(file), "stand-in")?,
+        }
+        read += 1;
+    }
+    ensure!(
+        read > 0,
+        "strimzi: mm2.properties reads nothing under {STRIMZI_MOUNTS}"
+    );
+    let local_root = root.join(STRIMZI_MOUNTS.trim_start_matches('/'));
+    let mut rewritten = secret.clone();
+    rewritten["stringData"]["mm2.properties"] = json!(props.replace(
+        STRIMZI_MOUNTS,
+        local_root.to_str().context("a non-UTF-8 path")?
+    ));
+    validate_secret_example(&rewritten, &dir, "", "the chart's Strimzi example")?;
+    eprintln!(
+        "xtask: helm: strimzi: the {read} files mm2.properties reads under {STRIMZI_MOUNTS} are \
+         all on mounted Secrets"
+    );
+    Ok(())
+}
+
 /// The ServiceMonitor scrapes the Service's `metrics` port; the
 /// PrometheusRule holds alerts.yml's groups; the extra volumes are mounted.
 fn check_monitoring(docs: &[Value], alerts: &Path) -> Result<()> {
@@ -555,6 +639,28 @@ mod tests {
             run.contains(&format!("helm.sh/helm/v3/cmd/helm@{HELM_VERSION}"))
                 || run.contains(&format!("helm_version={HELM_VERSION}")),
             ".ci/run must install helm {HELM_VERSION}"
+        );
+    }
+
+    #[test]
+    fn docs_deploy_md_shows_the_checked_strimzi_example() {
+        let doc = include_str!("../../../docs/deploy.md");
+        let values = include_str!("../../../deploy/helm/mm2-checkpoint/ci/strimzi-values.yaml");
+        let body: String = values
+            .lines()
+            .skip_while(|l| l.starts_with('#'))
+            .map(|l| {
+                if l.is_empty() {
+                    "\n".to_string()
+                } else {
+                    format!("   {l}\n")
+                }
+            })
+            .collect();
+        // The block sits in a numbered list, indented by three spaces.
+        assert!(
+            doc.contains(&body),
+            "docs/deploy.md must show ci/strimzi-values.yaml (after its comment) verbatim"
         );
     }
 
