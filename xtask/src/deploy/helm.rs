@@ -603,6 +603,12 @@ fn check_monitoring(docs: &[Value], alerts: &Path) -> Result<()> {
         docs.iter().all(|d| d["kind"] != "Secret"),
         "monitoring: with config.existingSecret the chart must not create a Secret"
     );
+    ensure!(
+        find(docs, "Deployment")?["spec"]["template"]["metadata"]["annotations"]
+            .get("checksum/config")
+            .is_none(),
+        "monitoring: with config.existingSecret there is no content to hash: no checksum/config"
+    );
     let pod = &find(docs, "Deployment")?["spec"]["template"]["spec"];
     let mounts = container(docs)?["volumeMounts"]
         .as_array()
