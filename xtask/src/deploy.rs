@@ -14,6 +14,7 @@
 //!   (Debian `systemd`) in a scratch root, with no diagnostics at all (it
 //!   exits 0 on unknown keys and bad values, and only warns); its
 //!   `ExecStart=` runs [`RUN_ARGS`].
+//! * `deploy/helm/mm2-checkpoint/`: rendered and validated, see [`helm`].
 //!
 //! Each tool is first shown a broken copy (an unknown field, an unknown key)
 //! and must reject it, so a tool that accepts everything fails the check.
@@ -27,6 +28,8 @@ use anyhow::{Context, Result, bail, ensure};
 use serde_json::{Value, json};
 
 use crate::dist::artefact::{BINARY, CONFIG_PATH, METRICS_PORT, RUN_ARGS, RUN_AS};
+
+mod helm;
 
 /// The Kubernetes versions the manifests are validated against: the oldest
 /// we document (`unhealthyPodEvictionPolicy` is on by default from 1.27) and
@@ -61,6 +64,11 @@ pub fn check_deploy(root: &Path, args: &[&str]) -> Result<()> {
     fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
     check_kubernetes(&root.join("deploy/kubernetes"), &scratch)?;
     check_systemd(&root.join("deploy/systemd").join(UNIT), &scratch)?;
+    helm::check_chart(
+        &root.join("deploy/helm/mm2-checkpoint"),
+        &root.join("deploy/monitoring/alerts.yml"),
+        &scratch,
+    )?;
     fs::remove_dir_all(&scratch)?;
     eprintln!("xtask: check-deploy passed");
     Ok(())
@@ -258,7 +266,7 @@ fn check_kubernetes(dir: &Path, scratch: &Path) -> Result<()> {
         "xtask: the Deployment runs the image's default arguments, probes /readyz and /healthz \
          on port {METRICS_PORT} and mounts the Secret's mm2.properties at {CONFIG_PATH}"
     );
-    validate_secret_example(one_of(&resources, "Secret")?, scratch, "")?;
+    validate_secret_example(one_of(&resources, "Secret")?, scratch, "", SECRET_EXAMPLE)?;
     check_ha_overlay(&dir.join(HA_OVERLAY), &resources, scratch)?;
     Ok(())
 }
@@ -349,7 +357,7 @@ fn check_ha_overlay(dir: &Path, base: &[(String, Value)], scratch: &Path) -> Res
         spec["replicas"]
     );
     let secret = one_of(base, "Secret")?;
-    validate_secret_example(secret, &scratch.join("ha"), HA_CONFIG_LINE)
+    validate_secret_example(secret, &scratch.join("ha"), HA_CONFIG_LINE, SECRET_EXAMPLE)
 }
 
 /// Applies one JSON Patch (RFC 6902) operation of kind `replace`, `add` (to
@@ -383,7 +391,12 @@ fn apply_json_patch_op(doc: &mut Value, op: &Value) -> Result<()> {
 /// `mm2.properties`, with the Secret's files written to a scratch directory
 /// that stands in for the mount point (the config's paths are rewritten to
 /// it) and a freshly made CA in place of the `ca.pem` placeholder.
-fn validate_secret_example(secret: &Value, scratch: &Path, extra_line: &str) -> Result<()> {
+fn validate_secret_example(
+    secret: &Value,
+    scratch: &Path,
+    extra_line: &str,
+    what: &str,
+) -> Result<()> {
     let (mount, config_file) = CONFIG_PATH.rsplit_once('/').context("CONFIG_PATH")?;
     let dir = scratch.join("secret");
     fs::create_dir_all(&dir)?;
@@ -416,14 +429,11 @@ fn validate_secret_example(secret: &Value, scratch: &Path, extra_line: &str) -> 
         .context("running `cargo run -p mm2-checkpoint -- validate`")?;
     ensure!(
         out.status.success(),
-        "{SECRET_EXAMPLE}: `mm2-checkpoint validate --strict` refuses its {config_file} \
-         ({}): {}",
+        "{what}: `mm2-checkpoint validate --strict` refuses its {config_file} ({}): {}",
         out.status,
         String::from_utf8_lossy(&out.stderr).trim()
     );
-    eprintln!(
-        "xtask: {SECRET_EXAMPLE}: its {config_file} passes `mm2-checkpoint validate --strict`"
-    );
+    eprintln!("xtask: {what}: its {config_file} passes `mm2-checkpoint validate --strict`");
     Ok(())
 }
 
@@ -436,10 +446,7 @@ fn one_of<'a>(resources: &'a [(String, Value)], kind: &str) -> Result<&'a Value>
         .collect();
     match found.as_slice() {
         [one] => Ok(one),
-        _ => bail!(
-            "expected one {kind} in deploy/kubernetes, found {}",
-            found.len()
-        ),
+        _ => bail!("expected one {kind}, found {}", found.len()),
     }
 }
 

@@ -89,8 +89,10 @@ commands:
                     image's own entrypoint and command in its unpacked rootfs
                     against the test clusters until /readyz answers 200
   check-deploy      check the Dockerfile against the image, deploy/kubernetes/
-                    with kubernetes-validate --strict (PyPI) and the systemd unit
-                    with systemd-analyze verify
+                    with kubernetes-validate --strict (PyPI), the systemd unit
+                    with systemd-analyze verify, and the Helm chart in
+                    deploy/helm/ (helm lint and template, kubernetes-validate,
+                    the prometheus-operator CRD schemas via the Go module proxy)
   fuzz [--seconds N] [TARGET...]
                     build and run each cargo-fuzz target (all by default) for
                     N seconds (default 60) after replaying its regressions;
