@@ -28,7 +28,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::{Value, json};
 
-use super::{
+use super::kubernetes::{
     HA_CONFIG_LINE, KUBERNETES_VALIDATE, KUBERNETES_VERSIONS, PIP_HINT, check_manifests, text,
     tool, validate_secret_example, yaml_documents,
 };
