@@ -29,8 +29,8 @@ use anyhow::{Context, Result, bail, ensure};
 use serde_json::{Value, json};
 
 use super::kubernetes::{
-    HA_CONFIG_LINE, KUBERNETES_VALIDATE, KUBERNETES_VERSIONS, PIP_HINT, check_manifests, text,
-    tool, validate_secret_example, yaml_documents,
+    HA_CONFIG_LINE, KUBERNETES_VALIDATE, KUBERNETES_VERSIONS, PIP_HINT, check_ha_spread,
+    check_manifests, text, tool, validate_secret_example, yaml_documents,
 };
 use crate::dist::artefact::{RUN_ARGS, which};
 
@@ -440,40 +440,8 @@ fn check_crd_control(crds: &Path, scratch: &Path) -> Result<()> {
 /// Two replicas that never share a node, never all down, membership on.
 fn check_ha(docs: &[Value], scratch: &Path) -> Result<()> {
     let deployment = find(docs, "Deployment")?;
+    check_ha_spread(deployment, find(docs, "PodDisruptionBudget")?)?;
     let spec = &deployment["spec"];
-    ensure!(
-        spec["replicas"].as_u64().is_some_and(|n| n >= 2)
-            && spec["strategy"]["type"] == "RollingUpdate"
-            && spec["strategy"]["rollingUpdate"]["maxUnavailable"] == 0,
-        "ha: the Deployment must run two or more replicas with a RollingUpdate that keeps \
-         every replica until its successor is ready (maxUnavailable: 0)"
-    );
-    let pod = &spec["template"];
-    let terms = pod["spec"]["affinity"]["podAntiAffinity"]
-        ["requiredDuringSchedulingIgnoredDuringExecution"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let labels = pod["metadata"]["labels"]
-        .as_object()
-        .context("no pod labels")?;
-    ensure!(
-        terms.iter().any(|t| {
-            t["topologyKey"] == "kubernetes.io/hostname"
-                && t["labelSelector"]["matchLabels"]
-                    .as_object()
-                    .is_some_and(|m| {
-                        !m.is_empty() && m.iter().all(|(k, v)| labels.get(k) == Some(v))
-                    })
-        }),
-        "ha: the pods need a required podAntiAffinity on kubernetes.io/hostname that selects \
-         their own labels, so two replicas never share a node"
-    );
-    let pdb = find(docs, "PodDisruptionBudget")?;
-    ensure!(
-        pdb["spec"]["minAvailable"] == 1 && pdb["spec"].get("maxUnavailable").is_none(),
-        "ha: the PodDisruptionBudget must keep one instance (minAvailable: 1)"
-    );
     let secret = find(docs, "Secret")?;
     let props = secret["stringData"]["mm2.properties"]
         .as_str()

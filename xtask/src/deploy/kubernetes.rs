@@ -235,6 +235,29 @@ pub(super) fn check_ha_overlay(dir: &Path, base: &[(String, Value)], scratch: &P
     );
     let find = |kind: &str| rendered.iter().find(|r| r["kind"] == kind);
     let deployment = find("Deployment").context("ha: no Deployment")?;
+    let pdb = find("PodDisruptionBudget").context("ha: no PodDisruptionBudget")?;
+    check_ha_spread(deployment, pdb)?;
+    let spec = &deployment["spec"];
+    let header = fs::read_to_string(dir.join(KUSTOMIZATION))?;
+    ensure!(
+        header.contains(HA_CONFIG_LINE),
+        "ha/{KUSTOMIZATION} must tell which line the Secret's mm2.properties needs"
+    );
+    eprintln!(
+        "xtask: ha: the overlay renders to {} valid manifests: {} replicas on different nodes (required podAntiAffinity), RollingUpdate with maxUnavailable 0, PodDisruptionBudget minAvailable 1",
+        rendered.len(),
+        spec["replicas"]
+    );
+    let secret = one_of(base, "Secret")?;
+    validate_secret_example(secret, &scratch.join("ha"), HA_CONFIG_LINE, SECRET_EXAMPLE)
+}
+
+/// What an HA deployment needs, whichever way it is made (the kustomize
+/// overlay or the Helm chart): two or more replicas rolled one at a time
+/// without going below their number, never two on one node (a required
+/// podAntiAffinity on `kubernetes.io/hostname` selecting the pods' own
+/// labels), and a PodDisruptionBudget that keeps one.
+pub(super) fn check_ha_spread(deployment: &Value, pdb: &Value) -> Result<()> {
     let spec = &deployment["spec"];
     ensure!(
         spec["replicas"].as_u64().is_some_and(|n| n >= 2)
@@ -243,23 +266,32 @@ pub(super) fn check_ha_overlay(dir: &Path, base: &[(String, Value)], scratch: &P
         "ha: the Deployment must run two or more replicas with a RollingUpdate that keeps \
          every replica until its successor is ready (maxUnavailable: 0)"
     );
-    let pdb = find("PodDisruptionBudget").context("ha: no PodDisruptionBudget")?;
+    let pod = &spec["template"];
+    let terms = pod["spec"]["affinity"]["podAntiAffinity"]
+        ["requiredDuringSchedulingIgnoredDuringExecution"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let labels = pod["metadata"]["labels"]
+        .as_object()
+        .context("no pod labels")?;
+    ensure!(
+        terms.iter().any(|t| {
+            t["topologyKey"] == "kubernetes.io/hostname"
+                && t["labelSelector"]["matchLabels"]
+                    .as_object()
+                    .is_some_and(|m| {
+                        !m.is_empty() && m.iter().all(|(k, v)| labels.get(k) == Some(v))
+                    })
+        }),
+        "ha: the pods need a required podAntiAffinity on kubernetes.io/hostname that selects \
+         their own labels, so two replicas never share a node"
+    );
     ensure!(
         pdb["spec"]["minAvailable"] == 1 && pdb["spec"].get("maxUnavailable").is_none(),
         "ha: the PodDisruptionBudget must keep one instance (minAvailable: 1)"
     );
-    let header = fs::read_to_string(dir.join(KUSTOMIZATION))?;
-    ensure!(
-        header.contains(HA_CONFIG_LINE),
-        "ha/{KUSTOMIZATION} must tell which line the Secret's mm2.properties needs"
-    );
-    eprintln!(
-        "xtask: ha: the overlay renders to {} valid manifests: {} replicas, RollingUpdate with maxUnavailable 0, PodDisruptionBudget minAvailable 1",
-        rendered.len(),
-        spec["replicas"]
-    );
-    let secret = one_of(base, "Secret")?;
-    validate_secret_example(secret, &scratch.join("ha"), HA_CONFIG_LINE, SECRET_EXAMPLE)
+    Ok(())
 }
 
 /// Applies one JSON Patch (RFC 6902) operation of kind `replace`, `add` (to
