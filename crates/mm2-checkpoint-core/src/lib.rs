@@ -18,6 +18,7 @@ pub use types::{OffsetTranslator, TopicPartition, Translation};
 pub mod checkpoint_store;
 pub mod consumer_offsets;
 pub mod content_search;
+pub mod cutover;
 pub mod filter;
 pub mod followed_offsets;
 pub mod format;

@@ -97,13 +97,9 @@ pub fn translate_back(
     if !store.is_ready() {
         return ReverseTranslation::NotReady;
     }
-    let Some(layout) = store.layout(topic, partition) else {
+    let Some(mut syncs) = store.known_syncs(topic, partition) else {
         return ReverseTranslation::NoSync;
     };
-    let mut syncs: Vec<OffsetSync> = layout.slots().to_vec();
-    if let Some(history) = store.precise_history(topic, partition) {
-        syncs.extend(history.syncs());
-    }
     translate_through(&mut syncs, downstream)
 }
 

@@ -807,6 +807,19 @@ impl OffsetSyncStore {
         self.history(topic, partition).map(PartitionHistory::layout)
     }
 
+    /// Every sync held for `topic`-`partition`: its slots and, with
+    /// [`Precision::Precise`], its history, unordered and with repeats; `None`
+    /// if it has no history. What reverse translation and the cutover
+    /// decisions read (docs/translation.md, "Reverse translation").
+    pub fn known_syncs(&self, topic: &str, partition: i32) -> Option<Vec<OffsetSync>> {
+        let layout = self.layout(topic, partition)?;
+        let mut syncs: Vec<OffsetSync> = layout.slots().to_vec();
+        if let Some(history) = self.precise_history(topic, partition) {
+            syncs.extend(history.syncs());
+        }
+        Some(syncs)
+    }
+
     /// Forgets the history of `topic`-`partition`, e.g. when the partition no longer
     /// exists upstream. Later translations give [`Translation::NoSync`] until a new
     /// sync arrives, which then starts a fresh history. Returns whether it had one.
