@@ -38,7 +38,11 @@ Exit codes:
   1  runtime failure (a broker or the network failed, a signal stopped run --once or
      translate before it finished, or a second signal cut shutdown short)
   2  usage or configuration error (detected before any network I/O)
-  3  translate --apply: at least one requested group was not committed (each is named on stderr)";
+  3  translate --apply: at least one requested group was not committed (each is named on stderr)
+  4  cutover: every group was committed (or, without --execute, would be), some partition
+     with a re-read bound above 0 (printed per partition)
+  5  cutover: at least one group was refused, timed out waiting, or not committed (each is
+     named on stderr); 0 from cutover means every group exact";
 
 /// MirrorMaker 2 checkpointing (offset translation and consumer group offset
 /// sync) as one small binary. Reads MM2's own mm2.properties.
@@ -67,6 +71,11 @@ pub enum Command {
     /// Translate the committed offsets of consumer groups across one flow, and
     /// optionally commit them on the target.
     Translate(TranslateArgs),
+    /// Move consumer groups from one side of a flow to the other (a planned
+    /// failover, or failing back): wait until the mirror covers their final
+    /// commits, then print the positions (a dry run) or, with --execute,
+    /// commit them.
+    Cutover(CutoverArgs),
     /// Print a shell completion script for bash, zsh, fish, elvish or
     /// powershell, e.g. `mm2-checkpoint completions bash > /etc/bash_completion.d/mm2-checkpoint`.
     Completions(CompletionsArgs),
@@ -342,6 +351,75 @@ pub struct TranslateArgs {
     pub log: LogArgs,
 }
 
+/// Options of `cutover`. The groups are the union of `--group`,
+/// `--groups-file` and `--group-regex`; at least one is needed.
+#[derive(Debug, Args)]
+#[group(id = "cutover_selection", required = true, multiple = true)]
+pub struct CutoverArgs {
+    /// The configuration file.
+    #[command(flatten)]
+    pub config: ConfigFile,
+    /// How the configuration file is written.
+    #[command(flatten)]
+    pub config_format: ConfigFormatFlag,
+    /// The flow whose mirror and offset syncs carry the groups, `SOURCE->TARGET`
+    /// (quote it in a shell).
+    #[arg(long, value_name = "SOURCE->TARGET")]
+    pub flow: String,
+    /// The cluster the groups go to: the flow's TARGET (forward, from SOURCE)
+    /// or its SOURCE (back, from TARGET).
+    #[arg(long, value_name = "CLUSTER")]
+    pub to: String,
+    /// A consumer group to move; repeat for more groups.
+    #[arg(long = "group", value_name = "GROUP", group = "cutover_selection")]
+    pub groups: Vec<String>,
+    /// Read group names from FILE, one per line (`-` for stdin); blank lines
+    /// and lines starting with `#` are skipped.
+    #[arg(long, value_name = "FILE", group = "cutover_selection")]
+    pub groups_file: Option<PathBuf>,
+    /// Also every group on the cluster the groups leave whose whole name
+    /// matches REGEX (Java syntax, a comma-separated list like MM2's `groups`).
+    #[arg(long, value_name = "REGEX", group = "cutover_selection")]
+    pub group_regex: Option<String>,
+    /// How long to wait for the mirror and the offset syncs to cover the
+    /// groups' final commits: a number with a unit, `ms`, `s`, `m` or `h`
+    /// (e.g. `90s`, `5m`).
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    pub timeout: std::time::Duration,
+    /// Commit the positions on the cluster the groups go to. Without it,
+    /// only print what would be committed (a dry run).
+    #[arg(long)]
+    pub execute: bool,
+    /// Output format on stdout.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = TranslateFormatArg::Table)]
+    pub format: TranslateFormatArg,
+    /// Logging.
+    #[command(flatten)]
+    pub log: LogArgs,
+}
+
+/// Parses a duration of `--timeout`: digits and a unit (`ms`, `s`, `m`, `h`).
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let digits = text.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let unit = &text[digits.len()..];
+    let n: u64 = digits.parse().map_err(|_| {
+        format!("`{text}` is not a duration: a whole number and a unit, e.g. 90s or 5m")
+    })?;
+    let ms = match unit {
+        "ms" => Some(n),
+        "s" => n.checked_mul(1_000),
+        "m" => n.checked_mul(60_000),
+        "h" => n.checked_mul(3_600_000),
+        _ => {
+            return Err(format!(
+                "`{text}` has no unit or an unknown one: use ms, s, m or h, e.g. 90s or 5m"
+            ));
+        }
+    };
+    ms.map(std::time::Duration::from_millis)
+        .ok_or_else(|| format!("`{text}` is too long"))
+}
+
 /// Checks that `--metrics-addr` looks like `HOST:PORT` (resolving and binding
 /// happen later and fail as runtime errors).
 pub fn check_metrics_addr(addr: &str) -> Result<(), String> {
@@ -586,6 +664,75 @@ mod tests {
             parse(&["man"]).expect("parses").command,
             Command::Man
         ));
+    }
+
+    #[test]
+    fn cutover_takes_a_direction_groups_a_timeout_and_execute() {
+        let cli = parse(&[
+            "cutover",
+            "m",
+            "--flow",
+            "A->B",
+            "--to",
+            "B",
+            "--group",
+            "g",
+            "--group-regex",
+            "pay.*",
+            "--timeout",
+            "90s",
+            "--execute",
+            "--format",
+            "json",
+        ])
+        .expect("parses");
+        let Command::Cutover(c) = cli.command else {
+            panic!("not cutover");
+        };
+        assert_eq!((c.flow.as_str(), c.to.as_str()), ("A->B", "B"));
+        assert_eq!(c.groups, ["g"]);
+        assert_eq!(c.group_regex.as_deref(), Some("pay.*"));
+        assert_eq!(c.timeout, std::time::Duration::from_secs(90));
+        assert!(c.execute);
+        assert_eq!(c.format, TranslateFormatArg::Json);
+        let Command::Cutover(c) = parse(&[
+            "cutover", "m", "--flow", "A->B", "--to", "A", "--group", "g",
+        ])
+        .expect("parses")
+        .command
+        else {
+            panic!("not cutover");
+        };
+        assert!(!c.execute, "a dry run by default");
+        assert_eq!(c.timeout, std::time::Duration::from_secs(300));
+    }
+
+    #[test]
+    fn cutover_needs_a_group_and_a_side_to_go_to() {
+        let e = parse(&["cutover", "m", "--flow", "A->B", "--to", "B"]).expect_err("refused");
+        assert_eq!(e.kind(), ErrorKind::MissingRequiredArgument);
+        let e = parse(&["cutover", "m", "--flow", "A->B", "--group", "g"]).expect_err("refused");
+        assert_eq!(e.kind(), ErrorKind::MissingRequiredArgument);
+    }
+
+    #[test]
+    fn durations_need_a_unit() {
+        assert_eq!(
+            parse_duration("250ms"),
+            Ok(std::time::Duration::from_millis(250))
+        );
+        assert_eq!(
+            parse_duration("5m"),
+            Ok(std::time::Duration::from_secs(300))
+        );
+        assert_eq!(
+            parse_duration("2h"),
+            Ok(std::time::Duration::from_secs(7200))
+        );
+        assert!(parse_duration("300").unwrap_err().contains("no unit"));
+        assert!(parse_duration("5 m").is_err());
+        assert!(parse_duration("m").is_err());
+        assert!(parse_duration("99999999999999999h").is_err());
     }
 
     #[test]

@@ -8,7 +8,9 @@
 //! Exit codes: 0 success (for `run`, also stopped by a signal), 1 runtime
 //! failure (or a signal stopped `run --once` or `translate` before it
 //! finished), 2 usage or configuration error, 3 `translate --apply` could not
-//! commit every requested group (docs/operations.md, "Exit codes").
+//! commit every requested group, 4 `cutover` committed (or would commit) every
+//! group with a re-read bound somewhere, 5 `cutover` refused, timed out on or
+//! did not commit some group (docs/operations.md, "Exit codes").
 
 mod cli;
 
@@ -22,14 +24,15 @@ use mm2_checkpoint::config::{
     self, ConfigError, MirrorConfig, ProcessEnvironment, Secrets, Validation,
 };
 use mm2_checkpoint::core::GroupFilter;
-use mm2_checkpoint::driver::{self, RunOptions, TranslateOptions};
+use mm2_checkpoint::core::cutover::{Direction, Outcome};
+use mm2_checkpoint::driver::{self, CutoverOptions, RunOptions, TranslateOptions};
 use mm2_checkpoint::metrics::{Metrics, MetricsServer};
 use mm2_checkpoint::shutdown::{self, ShutdownReason, ShutdownSignal};
 use mm2_checkpoint::{console, logging, notify};
 
 use cli::{
-    Cli, Command, ConfigFile, ConfigFormatFlag, LogArgs, RunArgs, TranslateArgs, ValidateArgs,
-    ValidateFormatArg,
+    Cli, Command, ConfigFile, ConfigFormatFlag, CutoverArgs, LogArgs, RunArgs, TranslateArgs,
+    ValidateArgs, ValidateFormatArg,
 };
 
 /// A broker, the network or the runtime failed.
@@ -38,6 +41,11 @@ const EXIT_FAILURE: u8 = 1;
 const EXIT_USAGE: u8 = 2;
 /// `translate --apply` ran, but at least one requested group was not committed.
 const EXIT_NOT_APPLIED: u8 = 3;
+/// `cutover`: every group committed (or, in a dry run, would be), some
+/// partition with a re-read bound above 0.
+const EXIT_CUTOVER_BOUNDED: u8 = 4;
+/// `cutover`: some group refused, timed out or not committed.
+const EXIT_CUTOVER_REFUSED: u8 = 5;
 
 fn main() -> ExitCode {
     std::panic::set_hook(Box::new(log_panic));
@@ -53,6 +61,7 @@ fn main() -> ExitCode {
         Command::Validate(args) => validate(&args),
         Command::Run(args) => run(args),
         Command::Translate(args) => translate(args),
+        Command::Cutover(args) => cutover(args),
         Command::Completions(args) => {
             console::out_bytes(&cli::completions(args.shell));
             Ok(())
@@ -299,6 +308,89 @@ fn translate(args: TranslateArgs) -> Result<(), u8> {
             ));
         }
         Err(EXIT_NOT_APPLIED)
+    });
+    stop_runtime(runtime);
+    outcome
+}
+
+fn cutover(args: CutoverArgs) -> Result<(), u8> {
+    let filter = log_filter(&args.log)?;
+    let log_format = log_format(&args.log)?;
+    let config = load_config(&args.config, &args.config_format, &[])?;
+    let Some(flow) = config.flows.iter().find(|f| f.name() == args.flow) else {
+        let enabled: Vec<String> = config.flows.iter().map(|f| f.name()).collect();
+        return Err(usage(&format!(
+            "--flow: `{}` is not an enabled flow of the configuration; enabled flows: {}",
+            args.flow,
+            enabled.join(", ")
+        )));
+    };
+    let direction = if args.to == flow.target.alias {
+        Direction::Forward
+    } else if args.to == flow.source.alias {
+        Direction::Back
+    } else {
+        return Err(usage(&format!(
+            "--to: `{}` is neither side of flow {}: use `{}` (forward, groups leave {}) or `{}` (back, groups leave {})",
+            args.to,
+            args.flow,
+            flow.target.alias,
+            flow.source.alias,
+            flow.source.alias,
+            flow.target.alias
+        )));
+    };
+    if args.groups.iter().any(|g| g.is_empty()) {
+        return Err(usage("--group: a group name cannot be empty"));
+    }
+    let mut groups = args.groups.clone();
+    if let Some(file) = &args.groups_file {
+        groups.extend(read_groups_file(file)?);
+    }
+    let matching = args
+        .group_regex
+        .as_deref()
+        .map(|regex| {
+            GroupFilter::new(Some(regex), Some(""))
+                .map_err(|e| usage(&format!("--group-regex (read like MM2's `groups`): {e}")))
+        })
+        .transpose()?;
+    if groups.is_empty() && matching.is_none() {
+        return Err(usage("--groups-file: the file names no group"));
+    }
+    let provider = tls_provider(&config)?;
+    start_logging(log_format, filter)?;
+    let runtime = build_runtime()?;
+    let shutdown = install_signals(&runtime)?;
+    log_tls_provider(&provider);
+    let outcome = runtime.block_on(async move {
+        let options = CutoverOptions {
+            flow: args.flow,
+            direction,
+            groups,
+            matching,
+            format: args.format.into(),
+            timeout: args.timeout,
+            execute: args.execute,
+        };
+        let report = until_shutdown(
+            driver::cutover(config, options, shutdown.clone()),
+            &shutdown,
+        )
+        .await
+        .unwrap_or_else(|reason| Err(driver::DriverError::Interrupted(reason.to_string())))
+        .map_err(|e| {
+            tracing::error!(error = %e, "cutover failed");
+            EXIT_FAILURE
+        })?;
+        for (group, why) in &report.not_committed {
+            console::err_line(&format!("cutover: group {group}: {why}"));
+        }
+        match report.outcome {
+            Outcome::AllExact => Ok(()),
+            Outcome::Bounded => Err(EXIT_CUTOVER_BOUNDED),
+            Outcome::Refused => Err(EXIT_CUTOVER_REFUSED),
+        }
     });
     stop_runtime(runtime);
     outcome

@@ -1,5 +1,5 @@
-//! What the driver's callers hand it and get back: the options of `run`
-//! and `translate`, `translate`'s report, the driver's errors; and the check
+//! What the driver's callers hand it and get back: the options of `run`,
+//! `translate` and `cutover`, their reports, the driver's errors; and the check
 //! that a TLS crypto provider can run. The driver's modules import these
 //! from here, so none of them imports driver/mod.rs (which calls into them).
 
@@ -49,6 +49,37 @@ pub struct TranslateReport {
     pub not_applied: Vec<(String, String)>,
 }
 
+/// What `mm2-checkpoint cutover` asks for (docs/operations.md, "Planned
+/// cutover").
+#[derive(Clone, Debug)]
+pub struct CutoverOptions {
+    /// The flow, `S->T`; the binary has checked that it is an enabled flow of the config.
+    pub flow: String,
+    /// Which way the groups move: forward (S to T) or back (T to S).
+    pub direction: crate::core::cutover::Direction,
+    /// Consumer groups to move, by name.
+    pub groups: Vec<String>,
+    /// Also every group on the side left that this filter accepts.
+    pub matching: Option<crate::core::GroupFilter>,
+    /// How to print the plan on stdout.
+    pub format: TranslateFormat,
+    /// How long to wait for the mirror and the offset syncs to cover the
+    /// groups' final commits.
+    pub timeout: std::time::Duration,
+    /// `--execute`: commit the positions; otherwise only print the plan.
+    pub execute: bool,
+}
+
+/// What `cutover` did, beyond what it printed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CutoverReport {
+    /// Whether every group was (with `--execute`) or would be committed, and
+    /// exactly: the exit code tells these apart.
+    pub outcome: crate::core::cutover::Outcome,
+    /// Every group not committed (in a dry run: that would not be), with why.
+    pub not_committed: Vec<(String, String)>,
+}
+
 /// Why the driver stopped with a failure (exit code 1).
 #[derive(Debug)]
 pub enum DriverError {
@@ -64,7 +95,7 @@ pub enum DriverError {
         /// What failed.
         error: String,
     },
-    /// `translate`: reading or committing failed.
+    /// `translate` or `cutover`: reading or committing failed.
     Translate(String),
     /// A flow task panicked or was cancelled.
     Task(String),

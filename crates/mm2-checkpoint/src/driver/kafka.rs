@@ -15,8 +15,9 @@ use kafka_lite::kafka_error_name;
 use kafka_lite::records::{BatchBuilder, Codec, ConsumerRecord, RecordRef};
 use kafka_lite::{
     AheadFetch, Client, ConnectionConfig, CreateTopicOutcome, Error, FetchOptions, GroupState,
-    IsolationLevel, OffsetFetchOptions, OffsetToCommit, PartitionReader, ProduceOptions,
-    RetryPolicy, SendWindow, StartOffset, TopicPoll, TopicReader, TransactionalProducer,
+    IsolationLevel, OffsetFetchOptions, OffsetSpec, OffsetToCommit, PartitionReader,
+    ProduceOptions, RetryPolicy, SendWindow, StartOffset, TopicPoll, TopicReader,
+    TransactionalProducer,
 };
 use kafka_protocol::error::ResponseError;
 use tokio::sync::OnceCell;
@@ -153,6 +154,31 @@ impl ClusterClient {
     /// kafka-lite's client of this cluster (connecting on first use).
     pub async fn kafka(&self) -> Result<&Client, Error> {
         self.client().await
+    }
+
+    /// The end offsets (high watermarks) of `partitions`, one ListOffsets
+    /// per leader; a partition whose answer is an error (a topic that does
+    /// not exist) is left out of the map. Used by `cutover`.
+    pub async fn end_offsets(
+        &self,
+        partitions: &[TopicPartition],
+    ) -> Result<BTreeMap<TopicPartition, i64>, Error> {
+        let queries: Vec<(&str, i32, OffsetSpec)> = partitions
+            .iter()
+            .map(|tp| (tp.topic.as_str(), tp.partition, OffsetSpec::Latest))
+            .collect();
+        let listed = self
+            .client()
+            .await?
+            .list_offsets(&queries, IsolationLevel::ReadUncommitted)
+            .await;
+        Ok(listed
+            .into_iter()
+            .filter_map(|l| {
+                let offset = l.result.ok()?.offset?;
+                Some((TopicPartition::new(l.topic, l.partition), offset))
+            })
+            .collect())
     }
 
     /// Starts writing as a flow's owner: takes `transactional_id` over

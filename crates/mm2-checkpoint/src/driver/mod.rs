@@ -13,6 +13,7 @@
 
 mod api;
 mod connect;
+mod cutover;
 mod flow;
 mod kafka;
 mod membership;
@@ -27,7 +28,8 @@ pub use flow::cluster::CommitOutcome;
 pub use kafka::{ClusterClient, OutRecord, fetch_options};
 
 pub use api::{
-    DriverError, RunOptions, TranslateFormat, TranslateOptions, TranslateReport, uses_tls,
+    CutoverOptions, CutoverReport, DriverError, RunOptions, TranslateFormat, TranslateOptions,
+    TranslateReport, uses_tls,
 };
 
 use crate::config::MirrorConfig;
@@ -42,6 +44,18 @@ pub async fn run(
     metrics: Metrics,
 ) -> Result<(), DriverError> {
     run::run(config, options, shutdown, metrics).await
+}
+
+/// Moves `options.groups` across `options.flow` (docs/operations.md,
+/// "Planned cutover"): waits until the offset syncs cover their final
+/// commits, prints the plan in `options.format` and, with `--execute`,
+/// commits it; the report tells the outcome.
+pub async fn cutover(
+    config: MirrorConfig,
+    options: CutoverOptions,
+    shutdown: ShutdownSignal,
+) -> Result<CutoverReport, DriverError> {
+    cutover::cutover(config, options, shutdown).await
 }
 
 /// Translates the committed offsets of `options.groups` across `options.flow`,

@@ -135,7 +135,16 @@ pub async fn refresh_target<C: FlowCluster>(
     ctx: &FlowContext<C>,
     groups: &[String],
 ) -> Result<BTreeMap<String, TargetGroup>, StepError> {
-    let t = &ctx.target;
+    refresh_groups(ctx, &ctx.target, groups).await
+}
+
+/// [`refresh_target`] on cluster `t` of the flow (`cutover` back to the
+/// source commits there).
+pub async fn refresh_groups<C: FlowCluster>(
+    ctx: &FlowContext<C>,
+    t: &C,
+    groups: &[String],
+) -> Result<BTreeMap<String, TargetGroup>, StepError> {
     if groups.is_empty() {
         return Ok(BTreeMap::new());
     }

@@ -1,0 +1,357 @@
+//! A planned cutover both ways with the real MirrorMaker 2 and Kafka's own
+//! Java consumer, while producers keep writing (docs/operations.md, "Planned
+//! cutover" and its runbook, whose steps this test takes in order).
+//!
+//! MM2 4.1.1 mirrors a fresh two-partition topic from `source` to `target`
+//! with `offset.lag.max = 10` (so most commits fall between two syncs and
+//! get a re-read bound) and its checkpoint connector refused. A producer
+//! thread writes to both partitions all along; every record names its
+//! partition and source offset (`value-<p>-<i>`).
+//!
+//! Forward: a consumer group reads some records on the source, commits and
+//! leaves (the runbook's "stop the consumers"). `cutover --to target` as a
+//! dry run commits nothing; with `--execute` it commits the group on the
+//! remote topic. The group then resumes on the target with
+//! `auto.offset.reset=none` (so it reads from the committed positions or
+//! fails): per partition, no record from its source commit on is missing and
+//! it reads again at most the printed bound (none where printed exact).
+//!
+//! Back: the group leaves the target in turn, `cutover --to source
+//! --execute` carries its commits on the remote topic back through the same
+//! offset syncs, and it resumes on the source: nothing missing after the
+//! last record it read on the target, re-reads within the printed bound.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use bytes::Bytes;
+use e2e::binary::mm2;
+use e2e::interop::{ok, our_config, test_dir};
+use e2e::java::helpers;
+use e2e::mm2::{Mm2Config, Mm2Process, SOURCE_ALIAS, TARGET_ALIAS, remote_topic};
+use e2e::{Listener, clusters, unique_name};
+use kafka_lite::ProduceOptions;
+use kafka_lite::records::ProducerRecord;
+use mm2_checkpoint::driver::FlowCluster;
+
+const PARTITIONS: i32 = 2;
+const STARTUP_BUDGET: Duration = Duration::from_secs(120);
+
+/// Writes `value-<p>-<i>` (i = the source offset) to every partition of
+/// `topic`, a few records at a time, until stopped.
+struct Producer {
+    stop: Arc<AtomicBool>,
+    /// Records written to each partition so far (the lowest of the two).
+    written: Arc<AtomicI64>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Producer {
+    fn start(topic: &str) -> Producer {
+        let stop = Arc::new(AtomicBool::new(false));
+        let written = Arc::new(AtomicI64::new(0));
+        let (topic, stop2, written2) = (topic.to_owned(), stop.clone(), written.clone());
+        let thread = std::thread::spawn(move || {
+            let rt = e2e::world::rt();
+            let client = e2e::world::client(clusters().source());
+            let kafka = ok(rt.block_on(client.kafka()), "source client");
+            let mut next = 0i64;
+            while !stop2.load(Ordering::Relaxed) {
+                for p in 0..PARTITIONS {
+                    // Now: a timestamp far in the past would let retention
+                    // delete the records under the consumers.
+                    let timestamp = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+                    let records: Vec<ProducerRecord> = (next..next + 5)
+                        .map(|i| ProducerRecord {
+                            timestamp,
+                            key: None,
+                            value: Some(Bytes::from(format!("value-{p}-{i}"))),
+                            headers: Vec::new(),
+                        })
+                        .collect();
+                    let base = ok(
+                        rt.block_on(kafka.produce(&topic, p, &records, &ProduceOptions::default())),
+                        "producing to the source",
+                    );
+                    assert_eq!(base, next, "source offsets are the record numbers");
+                }
+                next += 5;
+                written2.store(next, Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        Producer {
+            stop,
+            written,
+            thread: Some(thread),
+        }
+    }
+
+    fn wait_for(&self, records: i64) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while self.written.load(Ordering::Relaxed) < records {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the producer is stuck"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Producer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// What a group member read of one partition: the offset it started at, and
+/// the source offsets the records named.
+#[derive(Debug, Default, Clone)]
+struct Read {
+    from: Option<i64>,
+    indexes: Vec<i64>,
+}
+
+/// Consumes as group member (`tests/java/GroupConsume.java`); returns what
+/// it read, per partition.
+fn consume(
+    bootstrap: &str,
+    group: &str,
+    topic: &str,
+    count: u32,
+    reset: &str,
+) -> BTreeMap<i32, Read> {
+    let out = ok(
+        helpers().run(
+            "GroupConsume",
+            &[bootstrap, group, topic, &count.to_string(), reset],
+        ),
+        "GroupConsume",
+    );
+    let mut read: BTreeMap<i32, Read> = BTreeMap::new();
+    for line in out.lines() {
+        let fields: Vec<&str> = line.split(' ').collect();
+        let ["record", partition, offset, value] = fields.as_slice() else {
+            panic!("unexpected GroupConsume line: {line}");
+        };
+        let partition: i32 = partition.parse().expect("partition");
+        let index = value
+            .strip_prefix(&format!("value-{partition}-"))
+            .and_then(|i| i.parse().ok())
+            .unwrap_or_else(|| panic!("a record not from the source topic: {line}"));
+        let r = read.entry(partition).or_default();
+        r.from.get_or_insert(offset.parse().expect("offset"));
+        r.indexes.push(index);
+    }
+    read
+}
+
+/// One partition of a cutover's JSON.
+#[derive(Debug)]
+struct Planned {
+    committed: i64,
+    translated: i64,
+    reread: i64,
+    status: String,
+}
+
+/// Runs `cutover` (the runbook's command) and returns its exit code and its
+/// partitions by partition number, checking the JSON's frame.
+fn cutover(props: &Path, to: &str, group: &str, execute: bool) -> (i32, BTreeMap<i32, Planned>) {
+    let mut args = vec![
+        "cutover",
+        "--config",
+        props.to_str().expect("utf-8"),
+        "--flow",
+        "source->target",
+        "--to",
+        to,
+        "--group",
+        group,
+        "--timeout",
+        "60s",
+        "--format",
+        "json",
+    ];
+    if execute {
+        args.push("--execute");
+    }
+    let out = mm2(&args, Duration::from_secs(90));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let code = out.status.code().expect("an exit code");
+    let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!("cutover printed no JSON ({e}), exit {code}:\n{stdout}\n{stderr}")
+    });
+    assert_eq!(doc["to"], to, "{doc}");
+    assert_eq!(doc["execute"], execute, "{doc}");
+    let g = &doc["groups"][0];
+    assert_eq!(g["group"], group, "{doc}");
+    assert_eq!(g["decision"], "ready", "{doc}\n{stderr}");
+    assert_eq!(g["committed"], execute, "{doc}\n{stderr}");
+    let mut parts = BTreeMap::new();
+    for p in g["partitions"].as_array().expect("partitions") {
+        let status = p["status"].as_str().expect("status").to_owned();
+        assert!(status == "exact" || status == "bounded", "{doc}");
+        parts.insert(
+            i32::try_from(p["partition"].as_i64().expect("partition")).expect("i32"),
+            Planned {
+                committed: p["committed_offset"].as_i64().expect("committed"),
+                translated: p["translated_offset"].as_i64().expect("translated"),
+                reread: p["reread_bound"].as_i64().expect("bound"),
+                status,
+            },
+        );
+    }
+    assert_eq!(parts.len(), PARTITIONS as usize, "{doc}");
+    let all_exact = parts.values().all(|p| p.status == "exact");
+    assert_eq!(code, if all_exact { 0 } else { 4 }, "{doc}\n{stderr}");
+    println!("cutover --to {to} (execute: {execute}): exit {code}, {parts:?}");
+    (code, parts)
+}
+
+/// Checks a resumed group: from `position` (the first source offset it had
+/// not read) on, nothing up to the last record it read is missing, and it
+/// read again at most `bound` records below `position`.
+fn check_resumed(what: &str, position: i64, bound: i64, read: &[i64]) {
+    let seen: BTreeSet<i64> = read.iter().copied().collect();
+    let last = *seen
+        .last()
+        .unwrap_or_else(|| panic!("{what}: read nothing"));
+    let lost: Vec<i64> = (position..=last).filter(|i| !seen.contains(i)).collect();
+    assert!(
+        lost.is_empty(),
+        "{what}: lost {lost:?} (resumed from {position})"
+    );
+    let again = read.iter().filter(|&&i| i < position).count() as i64;
+    assert!(
+        again <= bound,
+        "{what}: read {again} again, above the printed bound {bound}"
+    );
+    println!(
+        "{what}: resumed at {position}, read {} records, {again} again (bound {bound})",
+        read.len()
+    );
+}
+
+#[test]
+fn planned_cutover_both_ways_with_producers_writing_loses_nothing_and_rereads_within_the_bound() {
+    let c = clusters();
+    let rt = e2e::world::rt();
+    let source = c.source().bootstrap.get(Listener::Plaintext);
+    let target = c.target().bootstrap.get(Listener::Plaintext);
+    let topic = unique_name("cutover");
+    let remote = remote_topic(&topic);
+    let group = format!("{topic}-app");
+    let source_client = e2e::world::client(c.source());
+    let target_client = e2e::world::client(c.target());
+    ok(
+        rt.block_on(source_client.create_topic(&topic, PARTITIONS, 1, &[])),
+        "creating the source topic",
+    );
+    let mut config = Mm2Config::new(&topic, "none").without_checkpoints();
+    config.offset_lag_max = 10;
+    let mm2_process = ok(
+        Mm2Process::start_replicating(c, &config, STARTUP_BUDGET),
+        "starting MirrorMaker 2 and its replication task",
+    );
+    let producer = Producer::start(&topic);
+    producer.wait_for(200);
+    let dir = test_dir(&topic);
+    let props = our_config(&dir, &topic, ".*", "");
+
+    // Runbook step 1: the application's consumers stop on the source. Here
+    // the group reads part of what is there, commits and leaves.
+    let on_source = consume(source, &group, &topic, 150, "earliest");
+
+    // Step 2: the dry run commits nothing.
+    let (_, planned) = cutover(&props, TARGET_ALIAS, &group, false);
+    let on_target = ok(
+        rt.block_on(target_client.fetch_group_offsets(std::slice::from_ref(&group))),
+        "listing the group on the target",
+    );
+    assert!(
+        on_target
+            .get(&group)
+            .is_none_or(|o| o.as_ref().is_ok_and(|o| o.is_empty())),
+        "a dry run committed: {on_target:?}"
+    );
+    for (p, plan) in &planned {
+        let read_on_source = on_source
+            .get(p)
+            .and_then(|r| r.indexes.iter().max())
+            .map_or(0, |m| m + 1);
+        assert_eq!(
+            plan.committed, read_on_source,
+            "partition {p}: the group's final commit"
+        );
+    }
+
+    // Step 3: execute, while the producer keeps writing.
+    let (_, forward) = cutover(&props, TARGET_ALIAS, &group, true);
+    producer.wait_for(producer.written.load(Ordering::Relaxed) + 100);
+
+    // Step 4: the consumers start on the target, from the committed positions.
+    let on_target = consume(target, &group, &remote, 0, "none");
+    let mut read_on_target = BTreeMap::new();
+    for p in 0..PARTITIONS {
+        let plan = &forward[&p];
+        let read = on_target.get(&p).cloned().unwrap_or_default();
+        assert_eq!(
+            read.from,
+            Some(plan.translated),
+            "partition {p}: resumed where cutover printed"
+        );
+        let bound = if plan.status == "exact" {
+            0
+        } else {
+            plan.reread
+        };
+        check_resumed(
+            &format!("forward, partition {p}"),
+            plan.committed,
+            bound,
+            &read.indexes,
+        );
+        read_on_target.insert(p, *read.indexes.iter().max().expect("read on the target"));
+    }
+
+    // The way back: the group has left the target; it goes back to the
+    // source through the same flow's offset syncs.
+    producer.wait_for(producer.written.load(Ordering::Relaxed) + 100);
+    let (_, back) = cutover(&props, SOURCE_ALIAS, &group, true);
+    producer.wait_for(producer.written.load(Ordering::Relaxed) + 100);
+    let on_source_again = consume(source, &group, &topic, 0, "none");
+    for p in 0..PARTITIONS {
+        let plan = &back[&p];
+        let read = on_source_again.get(&p).cloned().unwrap_or_default();
+        assert_eq!(
+            read.from,
+            Some(plan.translated),
+            "partition {p}: resumed where cutover printed"
+        );
+        let bound = if plan.status == "exact" {
+            0
+        } else {
+            plan.reread
+        };
+        check_resumed(
+            &format!("back, partition {p}"),
+            read_on_target[&p] + 1,
+            bound,
+            &read.indexes,
+        );
+    }
+    drop(producer);
+    drop(mm2_process);
+}
