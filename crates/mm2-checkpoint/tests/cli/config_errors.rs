@@ -478,3 +478,68 @@ fn translate_group_selection_errors_exit_2() {
         assert!(started.elapsed() < Duration::from_secs(5));
     }
 }
+
+/// `cutover`'s argument errors exit 2 before any network I/O: an unknown
+/// flow, a `--to` that is neither side of it, a bad timeout, a bad group
+/// selection, or none.
+#[test]
+fn cutover_argument_errors_exit_2_before_any_network_io() {
+    let dir = TempDir::new("cli", "cutover-args");
+    let config = config_with(&dir, "");
+    let missing = dir.0.join("nope.txt");
+    let empty = dir.write("empty.txt", "# nobody\n\n");
+    let base = ["cutover", path(&config)];
+    for (extra, expect) in [
+        (
+            vec!["--flow", "B->A", "--to", "A", "--group", "g"],
+            "--flow: `B->A` is not an enabled flow",
+        ),
+        (
+            vec!["--flow", "A->B", "--to", "C", "--group", "g"],
+            "--to: `C` is neither side of flow A->B",
+        ),
+        (
+            vec![
+                "--flow",
+                "A->B",
+                "--to",
+                "B",
+                "--group",
+                "g",
+                "--timeout",
+                "5",
+            ],
+            "no unit",
+        ),
+        (
+            vec![
+                "--flow",
+                "A->B",
+                "--to",
+                "B",
+                "--groups-file",
+                path(&missing),
+            ],
+            "--groups-file: cannot read",
+        ),
+        (
+            vec!["--flow", "A->B", "--to", "B", "--groups-file", path(&empty)],
+            "--groups-file: the file names no group",
+        ),
+        (
+            vec!["--flow", "A->B", "--to", "B", "--group-regex", "(?<=a)b"],
+            "--group-regex",
+        ),
+        (vec!["--flow", "A->B", "--to", "B"], "required"),
+        (vec!["--flow", "A->B", "--group", "g"], "--to"),
+    ] {
+        let mut args = base.to_vec();
+        args.extend(extra);
+        let started = Instant::now();
+        let (code, stdout, stderr) = run(&mut mm2(&args));
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expect), "{args:?}: {stderr}");
+        assert_eq!(stdout, "", "{args:?}");
+        assert!(started.elapsed() < Duration::from_secs(5), "{args:?}");
+    }
+}
