@@ -20,6 +20,13 @@
 //! --execute` carries its commits on the remote topic back through the same
 //! offset syncs, and it resumes on the source: nothing missing after the
 //! last record it read on the target, re-reads within the printed bound.
+//!
+//! The `cutover` commands of the forward and back steps are the runbook's,
+//! read from docs/operations.md and run as written there (with this test's
+//! file, flow, clusters and group put in), their tables parsed. A second
+//! group goes forward with precise translation and content search on, as
+//! JSON: content search proves every position exact except a commit just
+//! past a sync, which the syncs alone answer.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -165,9 +172,120 @@ struct Planned {
     status: String,
 }
 
-/// Runs `cutover` (the runbook's command) and returns its exit code and its
-/// partitions by partition number, checking the JSON's frame.
-fn cutover(props: &Path, to: &str, group: &str, execute: bool) -> (i32, BTreeMap<i32, Planned>) {
+/// The `mm2-checkpoint cutover` command lines of the planned cutover
+/// runbook in docs/operations.md, in order: the dry run, then the execution.
+fn runbook_commands() -> Vec<String> {
+    let page = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/operations.md"),
+    )
+    .expect("docs/operations.md");
+    let section = page
+        .split("\n## Planned cutover runbook\n")
+        .nth(1)
+        .expect("the runbook section")
+        .split("\n## ")
+        .next()
+        .unwrap_or_default();
+    let commands: Vec<String> = section
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("mm2-checkpoint cutover "))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(
+        commands.len(),
+        2,
+        "the runbook's dry run and execution: {commands:?}"
+    );
+    assert!(!commands[0].contains("--execute") && commands[1].ends_with("--execute"));
+    commands
+}
+
+/// Runs a runbook command line as written, with this test's file, flow,
+/// cluster and group in place of the runbook's, and parses its table:
+/// the exit code and the partitions by number.
+fn run_runbook(line: &str, props: &Path, to: &str, group: &str) -> (i32, BTreeMap<i32, Planned>) {
+    let line = line
+        .replace(
+            "--config mm2.properties",
+            &format!("--config {}", props.display()),
+        )
+        .replace("--flow 'S->T'", "--flow source->target")
+        .replace("--to T", &format!("--to {to}"))
+        .replace("--group G", &format!("--group {group}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(&words[..2], ["mm2-checkpoint", "cutover"], "{line}");
+    assert!(
+        !line.contains('\'') && !line.contains("S->T"),
+        "substituted: {line}"
+    );
+    let execute = line.contains("--execute");
+    let out = mm2(&words[1..], Duration::from_secs(90));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let code = out.status.code().expect("an exit code");
+    let mut rows = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("GROUP "))
+        .skip(1);
+    let mut parts = BTreeMap::new();
+    for row in rows.by_ref().take_while(|l| *l != "# groups:") {
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        let [
+            g,
+            _topic,
+            partition,
+            committed,
+            _to_topic,
+            translated,
+            reread,
+            status,
+            ..,
+        ] = cells[..]
+        else {
+            panic!("a short row: {row}\n{stdout}");
+        };
+        assert_eq!(g, group, "{stdout}");
+        assert!(
+            status == "exact" || status == "bounded",
+            "{stdout}\n{stderr}"
+        );
+        parts.insert(
+            partition.parse().expect("partition"),
+            Planned {
+                committed: committed.parse().expect("committed"),
+                translated: translated.parse().expect("translated"),
+                reread: reread.parse().expect("re-read"),
+                status: status.to_owned(),
+            },
+        );
+    }
+    let result = rows.next().unwrap_or_default();
+    let expected = if execute {
+        format!("{group}: committed {PARTITIONS} partitions on {to}")
+    } else {
+        format!("{group}: dry run: would be committed")
+    };
+    assert!(
+        result.starts_with(&expected),
+        "{result:?}, not {expected:?}:\n{stdout}\n{stderr}"
+    );
+    assert_eq!(parts.len(), PARTITIONS as usize, "{stdout}");
+    let all_exact = parts.values().all(|p| p.status == "exact");
+    assert_eq!(code, if all_exact { 0 } else { 4 }, "{stdout}\n{stderr}");
+    println!("runbook: {line}: exit {code}, {parts:?}");
+    (code, parts)
+}
+
+/// Runs `cutover --format json` and returns its exit code and its partitions
+/// by partition number with the sync each was translated through, checking
+/// the JSON's frame.
+fn cutover_json(
+    props: &Path,
+    to: &str,
+    group: &str,
+    execute: bool,
+) -> (i32, BTreeMap<i32, (Planned, i64)>) {
     let mut args = vec![
         "cutover",
         "--config",
@@ -205,16 +323,19 @@ fn cutover(props: &Path, to: &str, group: &str, execute: bool) -> (i32, BTreeMap
         assert!(status == "exact" || status == "bounded", "{doc}");
         parts.insert(
             i32::try_from(p["partition"].as_i64().expect("partition")).expect("i32"),
-            Planned {
-                committed: p["committed_offset"].as_i64().expect("committed"),
-                translated: p["translated_offset"].as_i64().expect("translated"),
-                reread: p["reread_bound"].as_i64().expect("bound"),
-                status,
-            },
+            (
+                Planned {
+                    committed: p["committed_offset"].as_i64().expect("committed"),
+                    translated: p["translated_offset"].as_i64().expect("translated"),
+                    reread: p["reread_bound"].as_i64().expect("bound"),
+                    status,
+                },
+                p["sync"]["source_offset"].as_i64().expect("sync"),
+            ),
         );
     }
     assert_eq!(parts.len(), PARTITIONS as usize, "{doc}");
-    let all_exact = parts.values().all(|p| p.status == "exact");
+    let all_exact = parts.values().all(|(p, _)| p.status == "exact");
     assert_eq!(code, if all_exact { 0 } else { 4 }, "{doc}\n{stderr}");
     println!("cutover --to {to} (execute: {execute}): exit {code}, {parts:?}");
     (code, parts)
@@ -244,8 +365,26 @@ fn check_resumed(what: &str, position: i64, bound: i64, read: &[i64]) {
     );
 }
 
+/// Checks a group that resumed on the other side against its plan.
+fn check_plan(what: &str, plan: &Planned, position: i64, read: Option<&Read>) -> i64 {
+    let read = read.cloned().unwrap_or_default();
+    assert_eq!(
+        read.from,
+        Some(plan.translated),
+        "{what}: resumed where cutover printed"
+    );
+    let bound = if plan.status == "exact" {
+        0
+    } else {
+        plan.reread
+    };
+    check_resumed(what, position, bound, &read.indexes);
+    *read.indexes.iter().max().expect("read something")
+}
+
 #[test]
 fn planned_cutover_both_ways_with_producers_writing_loses_nothing_and_rereads_within_the_bound() {
+    let runbook = runbook_commands();
     let c = clusters();
     let rt = e2e::world::rt();
     let source = c.source().bootstrap.get(Listener::Plaintext);
@@ -253,6 +392,7 @@ fn planned_cutover_both_ways_with_producers_writing_loses_nothing_and_rereads_wi
     let topic = unique_name("cutover");
     let remote = remote_topic(&topic);
     let group = format!("{topic}-app");
+    let precise_group = format!("{topic}-precise");
     let source_client = e2e::world::client(c.source());
     let target_client = e2e::world::client(c.target());
     ok(
@@ -269,13 +409,23 @@ fn planned_cutover_both_ways_with_producers_writing_loses_nothing_and_rereads_wi
     producer.wait_for(200);
     let dir = test_dir(&topic);
     let props = our_config(&dir, &topic, ".*", "");
+    let precise_dir = dir.join("precise");
+    std::fs::create_dir_all(&precise_dir).expect("dir");
+    let precise_props = our_config(
+        &precise_dir,
+        &topic,
+        ".*",
+        "mm2-checkpoint.offset.translation = precise\n\
+         mm2-checkpoint.offset.translation.content.search = true\n",
+    );
 
     // Runbook step 1: the application's consumers stop on the source. Here
-    // the group reads part of what is there, commits and leaves.
+    // each group reads part of what is there, commits and leaves.
     let on_source = consume(source, &group, &topic, 150, "earliest");
+    let precise_on_source = consume(source, &precise_group, &topic, 150, "earliest");
 
     // Step 2: the dry run commits nothing.
-    let (_, planned) = cutover(&props, TARGET_ALIAS, &group, false);
+    let (_, planned) = run_runbook(&runbook[0], &props, TARGET_ALIAS, &group);
     let on_target = ok(
         rt.block_on(target_client.fetch_group_offsets(std::slice::from_ref(&group))),
         "listing the group on the target",
@@ -298,58 +448,73 @@ fn planned_cutover_both_ways_with_producers_writing_loses_nothing_and_rereads_wi
     }
 
     // Step 3: execute, while the producer keeps writing.
-    let (_, forward) = cutover(&props, TARGET_ALIAS, &group, true);
+    let (_, forward) = run_runbook(&runbook[1], &props, TARGET_ALIAS, &group);
+    // Step 4: the group's offsets on the target are the printed ones.
+    let committed = ok(
+        rt.block_on(target_client.fetch_group_offsets(std::slice::from_ref(&group))),
+        "listing the group on the target",
+    );
+    let committed = ok(
+        committed[&group].clone(),
+        "the group's offsets on the target",
+    );
+    for (p, plan) in &forward {
+        let tp = mm2_checkpoint::core::TopicPartition::new(&remote, *p);
+        let offset = committed
+            .get(&tp)
+            .and_then(|c| c.as_ref())
+            .map(|c| c.offset);
+        assert_eq!(offset, Some(plan.translated), "partition {p}");
+    }
+    // With precise translation and content search, as JSON.
+    let (_, precise) = cutover_json(&precise_props, TARGET_ALIAS, &precise_group, true);
+    for (p, (plan, sync_upstream)) in &precise {
+        assert!(
+            plan.status == "exact" || plan.committed == sync_upstream + 1,
+            "partition {p}: content search proves a position between two syncs: {plan:?}"
+        );
+    }
     producer.wait_for(producer.written.load(Ordering::Relaxed) + 100);
 
-    // Step 4: the consumers start on the target, from the committed positions.
+    // Step 5: the consumers start on the target, from the committed positions.
     let on_target = consume(target, &group, &remote, 0, "none");
+    let precise_on_target = consume(target, &precise_group, &remote, 0, "none");
     let mut read_on_target = BTreeMap::new();
     for p in 0..PARTITIONS {
         let plan = &forward[&p];
-        let read = on_target.get(&p).cloned().unwrap_or_default();
-        assert_eq!(
-            read.from,
-            Some(plan.translated),
-            "partition {p}: resumed where cutover printed"
-        );
-        let bound = if plan.status == "exact" {
-            0
-        } else {
-            plan.reread
-        };
-        check_resumed(
+        let last = check_plan(
             &format!("forward, partition {p}"),
+            plan,
             plan.committed,
-            bound,
-            &read.indexes,
+            on_target.get(&p),
         );
-        read_on_target.insert(p, *read.indexes.iter().max().expect("read on the target"));
+        read_on_target.insert(p, last);
+        let plan = &precise[&p].0;
+        let read_before = precise_on_source
+            .get(&p)
+            .and_then(|r| r.indexes.iter().max())
+            .map_or(0, |m| m + 1);
+        assert_eq!(plan.committed, read_before, "partition {p}");
+        check_plan(
+            &format!("forward, precise, partition {p}"),
+            plan,
+            plan.committed,
+            precise_on_target.get(&p),
+        );
     }
 
-    // The way back: the group has left the target; it goes back to the
-    // source through the same flow's offset syncs.
+    // The way back, by the same runbook: the group has left the target (step
+    // 1); it goes back to the source through the same flow's offset syncs.
     producer.wait_for(producer.written.load(Ordering::Relaxed) + 100);
-    let (_, back) = cutover(&props, SOURCE_ALIAS, &group, true);
+    let (_, back) = run_runbook(&runbook[1], &props, SOURCE_ALIAS, &group);
     producer.wait_for(producer.written.load(Ordering::Relaxed) + 100);
     let on_source_again = consume(source, &group, &topic, 0, "none");
     for p in 0..PARTITIONS {
-        let plan = &back[&p];
-        let read = on_source_again.get(&p).cloned().unwrap_or_default();
-        assert_eq!(
-            read.from,
-            Some(plan.translated),
-            "partition {p}: resumed where cutover printed"
-        );
-        let bound = if plan.status == "exact" {
-            0
-        } else {
-            plan.reread
-        };
-        check_resumed(
+        check_plan(
             &format!("back, partition {p}"),
+            &back[&p],
             read_on_target[&p] + 1,
-            bound,
-            &read.indexes,
+            on_source_again.get(&p),
         );
     }
     drop(producer);

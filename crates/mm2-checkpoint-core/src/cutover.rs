@@ -132,6 +132,15 @@ impl PartitionDecision {
         }
     }
 
+    /// The offset sync the position was translated through, when decided.
+    pub fn through(&self) -> Option<OffsetSync> {
+        match self {
+            PartitionDecision::Exact { through, .. }
+            | PartitionDecision::Bounded { through, .. } => Some(*through),
+            _ => None,
+        }
+    }
+
     /// How many records may be read again: 0 when exact, `None` when undecided.
     pub fn reread(&self) -> Option<i64> {
         match self {
@@ -154,6 +163,11 @@ pub struct ForwardFacts<'a> {
     pub syncs: &'a [OffsetSync],
     /// The end offset of the remote partition on T, if listed.
     pub end_there: Option<i64>,
+    /// The position content search proved for the commit, if it ran and
+    /// proved one ([`crate::content_search::decide`]: the records the group
+    /// read since the sync, found copied one for one right after the sync's
+    /// copy).
+    pub proven: Option<i64>,
 }
 
 /// Decides one group-partition of a forward cutover.
@@ -170,7 +184,8 @@ pub struct ForwardFacts<'a> {
 /// offset-sync store would have seen a rewind and started a new generation
 /// (docs/translation.md, "Cutover decisions"). The bound counts those offsets,
 /// not U - u - 1: a mirror that restarted between two syncs copied some
-/// records twice. Until such a sync is known the partition waits.
+/// records twice. Until such a sync is known the partition waits. A
+/// position content search proved is exact, covered or not.
 pub fn decide_forward(facts: &ForwardFacts<'_>) -> PartitionDecision {
     let committed = facts.committed;
     let position = match facts.translation {
@@ -202,6 +217,23 @@ pub fn decide_forward(facts: &ForwardFacts<'_>) -> PartitionDecision {
             find(committed.saturating_sub(1), position.saturating_sub(1)).filter(|_| caught_up)
         })
         .filter(|_| !copied_again);
+    // Content search answers from the sync the position came through, and
+    // never below it.
+    let proven = facts.proven.filter(|&d| d >= position).and_then(|d| {
+        let through = facts
+            .syncs
+            .iter()
+            .copied()
+            .find(|s| s.upstream < committed && s.downstream == position.saturating_sub(1))?;
+        Some((d, through))
+    });
+    if let Some((position, through)) = proven {
+        return check_fits(
+            PartitionDecision::Exact { position, through },
+            position,
+            facts.end_there,
+        );
+    }
     let decided = if let Some(through) = exact {
         PartitionDecision::Exact { position, through }
     } else {

@@ -19,6 +19,7 @@ fn forward(syncs: &[(i64, i64)], committed: i64, end_there: Option<i64>) -> Part
         translation: store.translate_offset("t", 0, committed),
         syncs: &known,
         end_there,
+        proven: None,
     })
 }
 
@@ -78,6 +79,42 @@ fn a_commit_past_the_newest_sync_waits_until_a_sync_covers_it() {
 }
 
 #[test]
+fn a_position_content_search_proved_is_exact_even_before_a_sync_covers_it() {
+    let mut store = OffsetSyncStore::new(InitMode::LoadAllHistory);
+    store.finish_initial_read();
+    store.apply("t", 0, 10, 110);
+    let known = store.known_syncs("t", 0).unwrap_or_default();
+    let facts = |proven, end_there| ForwardFacts {
+        committed: 15,
+        translation: store.translate_offset("t", 0, 15),
+        syncs: &known,
+        end_there,
+        proven,
+    };
+    assert_eq!(
+        decide_forward(&facts(Some(115), Some(130))),
+        PartitionDecision::Exact {
+            position: 115,
+            through: sync(10, 110)
+        }
+    );
+    // Never below the sync answer, never past the end.
+    assert_eq!(
+        decide_forward(&facts(Some(100), Some(130))),
+        PartitionDecision::Wait(WaitReason::NotCovered {
+            newest: Some(sync(10, 110))
+        })
+    );
+    assert_eq!(
+        decide_forward(&facts(Some(115), Some(112))),
+        PartitionDecision::Refused(Refusal::PastEnd {
+            position: 115,
+            end: 112
+        })
+    );
+}
+
+#[test]
 fn a_partition_without_syncs_waits_and_one_before_every_sync_is_refused() {
     assert_eq!(
         forward(&[], 15, Some(130)),
@@ -95,6 +132,7 @@ fn a_partition_without_syncs_waits_and_one_before_every_sync_is_refused() {
             translation: store.translate_offset("t", 0, 1),
             syncs: &[],
             end_there: Some(5),
+            proven: None,
         }),
         PartitionDecision::Wait(WaitReason::NotReady)
     );
@@ -411,6 +449,7 @@ proptest! {
                     translation: store.translate_offset("t", 0, u),
                     syncs: &known,
                     end_there: Some(end),
+                    proven: None,
                 });
                 let (Some(position), Some(reread)) = (decided.position(), decided.reread()) else {
                     continue;

@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use crate::config::MirrorConfig;
+use crate::core::content_search::{Bracket, bracket};
 use crate::core::cutover::{
     BackFacts, Direction, ForwardFacts, GroupDecision, GroupPlan, Outcome, PartitionDecision,
     PartitionPlan, Side, WaitReason, decide_back, decide_forward, decide_group, outcome, time_out,
@@ -33,6 +34,7 @@ use crate::shutdown::ShutdownSignal;
 
 use super::api::{CutoverOptions, CutoverReport, DriverError, TranslateFormat, check_cpu};
 use super::flow::archive::SyncHistory;
+use super::flow::content::ContentSearch;
 use super::flow::group_sync::refresh_groups;
 use super::flow::offset_syncs::OffsetSyncs;
 use super::flow::{FlowCluster, FlowContext, GroupSyncResult, carry_out_group_sync};
@@ -89,8 +91,9 @@ pub(super) async fn cutover(
 
     let started = Instant::now();
     let deadline = started + options.timeout;
+    let mut proofs = Proofs::default();
     let mut plans = loop {
-        let mut plans = gather(&ctx, direction, &groups, syncs.store()).await?;
+        let mut plans = gather(&ctx, direction, &groups, syncs.store(), &mut proofs).await?;
         if wait_over(&plans) {
             break plans;
         }
@@ -239,6 +242,7 @@ async fn gather(
     direction: Direction,
     groups: &[String],
     store: &OffsetSyncStore,
+    proofs: &mut Proofs,
 ) -> Result<Vec<GroupPlan>, DriverError> {
     let (left, there) = sides(ctx, direction);
     if groups.is_empty() {
@@ -300,7 +304,11 @@ async fn gather(
     let mut plans = Vec::with_capacity(skeletons.len());
     for (group, left_side, mut partitions) in skeletons {
         for p in &mut partitions {
-            p.decision = decide(store, direction, p, &left_ends, &there_ends);
+            let proven = match direction {
+                Direction::Forward => proofs.proven(ctx, store, &p.left, p.committed).await,
+                Direction::Back => None,
+            };
+            p.decision = decide(store, direction, p, proven, &left_ends, &there_ends);
         }
         let there_side = match refreshed.get(group) {
             Some(TargetGroup::Empty(committed)) => Side::Idle(
@@ -323,6 +331,7 @@ fn decide(
     store: &OffsetSyncStore,
     direction: Direction,
     p: &PartitionPlan,
+    proven: Option<i64>,
     left_ends: &BTreeMap<TopicPartition, i64>,
     there_ends: &BTreeMap<TopicPartition, i64>,
 ) -> PartitionDecision {
@@ -336,6 +345,7 @@ fn decide(
                 translation: store.translate_offset(topic, partition, p.committed),
                 syncs: &known,
                 end_there,
+                proven,
             })
         }
         Direction::Back => {
@@ -349,6 +359,43 @@ fn decide(
                 end_there,
             })
         }
+    }
+}
+
+/// Content search for a forward cutover, when the flow enables it
+/// (`mm2-checkpoint.offset.translation.content.search`, with precise
+/// translation): it can prove the exact position of a commit between two
+/// syncs (docs/translation.md, "Content search"). Each bracket is searched
+/// once; a new sync above the commit makes a new bracket, searched again.
+#[derive(Default)]
+struct Proofs {
+    search: ContentSearch,
+    decided: BTreeMap<(TopicPartition, i64), (Bracket, Option<i64>)>,
+}
+
+impl Proofs {
+    /// The position content search proves for commit `upstream` of `tp`, if any.
+    async fn proven(
+        &mut self,
+        ctx: &FlowContext,
+        store: &OffsetSyncStore,
+        tp: &TopicPartition,
+        upstream: i64,
+    ) -> Option<i64> {
+        if !ctx.cfg.content_search {
+            return None;
+        }
+        let b = bracket(store, tp, upstream)?;
+        let key = (tp.clone(), upstream);
+        if let Some((seen, proven)) = self.decided.get(&key)
+            && *seen == b
+        {
+            return *proven;
+        }
+        // `None`: a transient read error, searched again on the next pass.
+        let proven = self.search.search_one(ctx, tp, &b).await?.ok();
+        self.decided.insert(key, (b, proven));
+        proven
     }
 }
 

@@ -238,6 +238,10 @@ impl Output<'_> {
                                 to_topic: &p.there.topic,
                                 translated_offset: p.decision.position(),
                                 reread_bound: p.decision.reread(),
+                                sync: p.decision.through().map(|s| JsonSync {
+                                    source_offset: s.upstream,
+                                    target_offset: s.downstream,
+                                }),
                                 status: st,
                                 reason: why,
                             }
@@ -296,9 +300,20 @@ struct JsonPartition<'a> {
     to_topic: &'a str,
     translated_offset: Option<i64>,
     reread_bound: Option<i64>,
+    /// The offset sync translated through.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sync: Option<JsonSync>,
     status: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<String>,
+}
+
+/// An offset sync: the record at `source_offset` on S was copied to
+/// `target_offset` on T.
+#[derive(Serialize)]
+struct JsonSync {
+    source_offset: i64,
+    target_offset: i64,
 }
 
 #[cfg(test)]
@@ -405,7 +420,7 @@ mod tests {
              \"outcome\":\"refused\",\"groups\":[{\"group\":\"billing\",\"decision\":\"ready\",\
              \"committed\":true,\"result\":\"committed 1 partitions on T\",\"partitions\":[{\"topic\":\"orders\",\
              \"partition\":0,\"committed_offset\":15,\"to_topic\":\"S.orders\",\"translated_offset\":111,\
-             \"reread_bound\":9,\"status\":\"bounded\"}]}]}\n"
+             \"reread_bound\":9,\"sync\":{\"source_offset\":10,\"target_offset\":110},\"status\":\"bounded\"}]}]}\n"
         );
     }
 }

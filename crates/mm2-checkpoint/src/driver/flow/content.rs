@@ -147,8 +147,9 @@ impl ContentSearch {
     }
 
     /// Reads both sides of `b` (one Fetch each) and decides. `None` for a
-    /// transient read error (not decided: searched again next round).
-    async fn search_one<C: FlowCluster>(
+    /// transient read error (not decided: searched again next round). The
+    /// rounds' search and `cutover` (forward) call it.
+    pub async fn search_one<C: FlowCluster>(
         &mut self,
         ctx: &FlowContext<C>,
         tp: &TopicPartition,
