@@ -365,6 +365,104 @@ fn check_resumed(what: &str, position: i64, bound: i64, read: &[i64]) {
     );
 }
 
+/// What the runbook's step 2 warns of: a group with members on the side it
+/// goes to is refused at once, and a group whose commit no offset sync
+/// reaches waits with progress on stderr and is refused when the timeout
+/// passes; exit 5, nothing committed.
+fn refusals(props: &Path, topic: &str, remote: &str) {
+    let c = clusters();
+    let rt = e2e::world::rt();
+    let source_client = e2e::world::client(c.source());
+    let target_client = e2e::world::client(c.target());
+    let busy = format!("{topic}-busy");
+    let late = format!("{topic}-late");
+    for (group, offset) in [(&busy, 10), (&late, 1_000_000)] {
+        let offsets = BTreeMap::from([(
+            mm2_checkpoint::core::TopicPartition::new(topic, 0),
+            mm2_checkpoint::core::CommittedOffset::new(offset, ""),
+        )]);
+        ok(
+            rt.block_on(source_client.commit_group_offsets(group, &offsets)),
+            "committing on the source",
+        );
+    }
+    // A member of `busy` on the target.
+    let mut member = std::process::Command::new(c.tool("kafka-console-consumer"))
+        .args([
+            "--bootstrap-server",
+            c.target().bootstrap.get(Listener::Plaintext),
+        ])
+        .args(["--topic", remote, "--group", &busy])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn kafka-console-consumer");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let described = rt.block_on(target_client.describe_groups(std::slice::from_ref(&busy)));
+        if described.is_ok_and(|d| d.get(&busy).is_some_and(|g| g.members > 0)) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the console consumer never joined"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let out = mm2(
+        &[
+            "cutover",
+            "--config",
+            props.to_str().expect("utf-8"),
+            "--flow",
+            "source->target",
+            "--to",
+            TARGET_ALIAS,
+            "--group",
+            &busy,
+            "--group",
+            &late,
+            "--timeout",
+            "3s",
+            "--execute",
+        ],
+        Duration::from_secs(60),
+    );
+    let _ = member.kill();
+    let _ = member.wait();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains(&format!(
+            "{busy}: refused: not committed: the group has active members on {TARGET_ALIAS}"
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("refused: timed out: no offset sync at or past the commit yet"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("cutover: waiting "),
+        "progress on stderr: {stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("cutover: group {late}: ")),
+        "{stderr}"
+    );
+    let committed = ok(
+        rt.block_on(target_client.fetch_group_offsets(std::slice::from_ref(&late))),
+        "listing the group on the target",
+    );
+    assert!(
+        committed
+            .get(&late)
+            .is_none_or(|o| o.as_ref().is_ok_and(|o| o.is_empty())),
+        "a refused group was committed: {committed:?}"
+    );
+}
+
 /// Checks a group that resumed on the other side against its plan.
 fn check_plan(what: &str, plan: &Planned, position: i64, read: Option<&Read>) -> i64 {
     let read = read.cloned().unwrap_or_default();
@@ -418,6 +516,8 @@ fn planned_cutover_both_ways_with_producers_writing_loses_nothing_and_rereads_wi
         "mm2-checkpoint.offset.translation = precise\n\
          mm2-checkpoint.offset.translation.content.search = true\n",
     );
+
+    refusals(&props, &topic, &remote);
 
     // Runbook step 1: the application's consumers stop on the source. Here
     // each group reads part of what is there, commits and leaves.
