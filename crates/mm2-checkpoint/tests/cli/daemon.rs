@@ -103,8 +103,8 @@ fn sigterm_with_a_request_in_flight_ends_the_daemon_with_0() {
     assert!(took < SIGTERM_BOUND, "took {took:?}");
 }
 
-/// `run --once` and `translate` stopped by SIGTERM before they finished exit
-/// 1 and say so.
+/// `run --once`, `translate` and `cutover` stopped by SIGTERM before they
+/// finished exit 1 and say so.
 #[test]
 fn sigterm_before_once_or_translate_finished_exits_1() {
     let dir = TempDir::new("cli", "sigterm-once");
@@ -112,6 +112,17 @@ fn sigterm_before_once_or_translate_finished_exits_1() {
     for args in [
         &["run", "--once", path(&config)][..],
         &["translate", path(&config), "--flow", "A->B", "--group", "g"],
+        &[
+            "cutover",
+            path(&config),
+            "--flow",
+            "A->B",
+            "--to",
+            "B",
+            "--group",
+            "g",
+            "--execute",
+        ],
     ] {
         let mut daemon = e2e::binary::Daemon::spawn(&mut mm2(args));
         daemon.wait_for("cannot reach cluster");
