@@ -531,13 +531,20 @@ impl Metrics {
     /// This instance stopped writing `flow` (its ownership ended, or the
     /// process stops): `flow_owned{flow}` becomes 0, and the flow's
     /// `last_round_timestamp_seconds` and checkpoint-latency series go
-    /// away, so a former owner reports neither a stale timestamp nor
-    /// latencies of writes that are now another instance's.
+    /// away and its `untranslatable_partitions` and
+    /// `precise_fallback_partitions` return to 0, so a former owner reports
+    /// neither a stale timestamp nor figures of work that is now another
+    /// instance's.
     pub fn flow_stopped(&self, flow: &str) {
         let labels = flow_labels(flow);
         self.inner.flow_owned.get_or_create(&labels).set(0);
         self.inner.last_round.remove(&labels);
         self.inner.latency.remove_latency_flow(flow);
+        // What the last round found is the writer's to report now.
+        for reason in UntranslatableReason::ALL {
+            self.set_untranslatable_partitions(flow, reason, 0);
+        }
+        self.set_precise_fallback_partitions(flow, 0);
     }
 
     /// Sets `last_round_timestamp_seconds{flow}` to now: an emission round

@@ -800,8 +800,16 @@ fn a_stopped_flow_drops_its_timestamp_and_latency_and_exports_owned_0() {
         m.flow_running("A->B");
         m.round_succeeded("A->B");
         m.set_checkpoint_latency("A->B", "g", "t", 0, Duration::from_millis(3));
+        m.set_untranslatable_partitions("A->B", UntranslatableReason::NoSync, 4);
+        m.set_precise_fallback_partitions("A->B", 2);
         assert!(!samples(&m, "mm2_checkpoint_checkpoint_latency_ms{").is_empty());
         m.flow_stopped("A->B");
+        for line in samples(&m, "mm2_checkpoint_untranslatable_partitions{")
+            .iter()
+            .chain(&samples(&m, "mm2_checkpoint_precise_fallback_partitions{"))
+        {
+            assert!(line.ends_with(" 0"), "{granularity:?}: {line}");
+        }
         assert_eq!(
             samples(&m, "mm2_checkpoint_flow_owned"),
             ["mm2_checkpoint_flow_owned{flow=\"A->B\"} 0"],
@@ -825,4 +833,24 @@ fn a_stopped_flow_drops_its_timestamp_and_latency_and_exports_owned_0() {
             ["mm2_checkpoint_last_round_timestamp_seconds{flow=\"A->B\"} 0.0"]
         );
     }
+}
+
+#[test]
+fn a_member_exports_its_fenced_writes_and_takeovers_at_0_from_its_start() {
+    let m = metrics();
+    assert!(samples(&m, "mm2_checkpoint_fenced_writes_total").is_empty());
+    m.set_member_role("A->B", MemberRole::Joining);
+    assert_eq!(
+        samples(&m, "mm2_checkpoint_fenced_writes_total"),
+        ["mm2_checkpoint_fenced_writes_total{flow=\"A->B\"} 0"]
+    );
+    assert_eq!(
+        samples(&m, "mm2_checkpoint_membership_takeovers_total"),
+        ["mm2_checkpoint_membership_takeovers_total{flow=\"A->B\"} 0"]
+    );
+    m.fenced_write("A->B");
+    assert_eq!(
+        samples(&m, "mm2_checkpoint_fenced_writes_total"),
+        ["mm2_checkpoint_fenced_writes_total{flow=\"A->B\"} 1"]
+    );
 }
