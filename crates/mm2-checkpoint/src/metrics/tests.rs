@@ -4,8 +4,39 @@ use super::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+/// A registry with per-partition latency series (the finest; the default is
+/// per flow, see `the_default_is_one_latency_series_per_flow`).
 fn metrics() -> Metrics {
-    Metrics::new("1.2.3", "rustls+test")
+    Metrics::with_settings(
+        "1.2.3",
+        "rustls+test",
+        MetricsSettings {
+            latency_granularity: LatencyGranularity::Partition,
+            mm2_names: false,
+        },
+    )
+}
+
+#[test]
+fn the_default_is_one_latency_series_per_flow() {
+    let m = Metrics::new("1.2.3", "rustls+test");
+    for g in 0..100 {
+        m.set_checkpoint_latency(
+            "A->B",
+            &format!("g{g}"),
+            "t",
+            g % 10,
+            Duration::from_millis(5),
+        );
+    }
+    m.set_checkpoint_latency("B->A", "g", "t", 0, Duration::from_millis(9));
+    assert_eq!(
+        samples(&m, "mm2_checkpoint_checkpoint_latency_ms{"),
+        [
+            "mm2_checkpoint_checkpoint_latency_ms{flow=\"A->B\"} 5",
+            "mm2_checkpoint_checkpoint_latency_ms{flow=\"B->A\"} 9",
+        ]
+    );
 }
 
 fn exposition(m: &Metrics) -> String {

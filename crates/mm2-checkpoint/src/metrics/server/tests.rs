@@ -3,6 +3,7 @@
 use super::*;
 use crate::metrics::process::without_process_metrics;
 use crate::metrics::readiness::STARTUP;
+use crate::metrics::{LatencyGranularity, MetricsSettings};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -19,7 +20,16 @@ async fn start(limits: ServerLimits) -> Running {
         .expect("bind")
         .with_limits(limits);
     let addr = server.local_addr().expect("local addr");
-    let metrics = Metrics::new("9.9.9", "test-tls");
+    // Per-partition latency series, so that a few thousand checkpoints make
+    // an exposition of several pieces.
+    let metrics = Metrics::with_settings(
+        "9.9.9",
+        "test-tls",
+        MetricsSettings {
+            latency_granularity: LatencyGranularity::Partition,
+            mm2_names: false,
+        },
+    );
     let shutdown = ShutdownSignal::new();
     let task = tokio::spawn(server.serve(metrics.clone(), shutdown.clone()));
     Running {
