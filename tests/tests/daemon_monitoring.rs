@@ -452,8 +452,9 @@ fn alert_key(name: &str, labels: &serde_json::Value) -> String {
 /// instance-down and no-owner rules pending (their `for` is minutes; the
 /// expression being true is what this checks) and nothing else but the new
 /// owner's short not-ready while it restores; the standby takes over and
-/// no-owner resolves; the killed daemon restarted as a standby resolves the
-/// rest.
+/// no-owner resolves; restarted with a configuration error the killed
+/// daemon exits 2 and instance-down stays the only alert; restarted with
+/// the right one, as a standby, it resolves that too.
 #[test]
 fn prometheus_sees_a_handover_of_an_ha_pair_and_nothing_on_the_standby() {
     let rt = rt();
@@ -603,6 +604,34 @@ fn prometheus_sees_a_handover_of_an_ha_pair_and_nothing_on_the_standby() {
                 .any(|s| s["metric"]["instance"] == addrs[standby].as_str())
         },
     );
+
+    // Restarted with a configuration error, it exits 2 before serving
+    // anything: the instance stays down, and that is the only alert.
+    let broken = w.dir.join("broken.properties");
+    let text = std::fs::read_to_string(&config).expect("read the config");
+    std::fs::write(
+        &broken,
+        format!("{text}\nmm2-checkpoint.metrics.latency.granularity = topic\n"),
+    )
+    .expect("write the broken config");
+    let mut refused = Daemon::start_at(&broken, &logs[owner], &addrs[owner]);
+    assert_eq!(refused.child.wait().expect("wait").code(), Some(2));
+    let only_down = |p: &Prometheus| -> Vec<String> {
+        p.active_alerts()
+            .iter()
+            .map(|(name, _, labels)| alert_key(name, labels))
+            .collect()
+    };
+    wait_for(
+        "instance-down the only active alert",
+        Duration::from_secs(60),
+        || only_down(&prometheus) == [down.clone()],
+    );
+    for _ in 0..5 {
+        assert_eq!(only_down(&prometheus), [down.clone()]);
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    drop(refused);
 
     // The killed daemon comes back where Prometheus looks for it, as a
     // standby: every alert resolves.
