@@ -628,7 +628,7 @@ fn prometheus_sees_a_handover_of_an_ha_pair_and_nothing_on_the_standby() {
         || only_down(&prometheus) == [down.clone()],
     );
     for _ in 0..5 {
-        assert_eq!(only_down(&prometheus), [down.clone()]);
+        assert_eq!(only_down(&prometheus), std::slice::from_ref(&down));
         std::thread::sleep(Duration::from_secs(1));
     }
     drop(refused);
