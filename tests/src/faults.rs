@@ -52,7 +52,13 @@ impl Daemon {
     /// Starts `run --config <config> --metrics-addr <free port>`, appending
     /// its log to `log`.
     pub fn start(config: &Path, log: &Path) -> Daemon {
-        let addr = format!("127.0.0.1:{}", free_port());
+        Daemon::start_at(config, log, &format!("127.0.0.1:{}", free_port()))
+    }
+
+    /// [`Daemon::start`] with the metrics on `addr`, e.g. to restart a
+    /// daemon where a scraper looks for it.
+    pub fn start_at(config: &Path, log: &Path, addr: &str) -> Daemon {
+        let addr = addr.to_string();
         let file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)

@@ -38,11 +38,16 @@ fn the_daemon_follows_new_syncs_serves_metrics_and_exits_0_on_sigterm() {
         body.contains("mm2_checkpoint_round_duration_seconds_count"),
         "{body}"
     );
-    let latency = format!(
-        "mm2_checkpoint_checkpoint_latency_ms{{flow=\"{flow}\",group=\"{group}\",topic=\"{}\",partition=\"0\"}}",
-        w.remote_topic()
-    );
+    // One latency series for the flow (the default granularity).
+    let latency = format!("mm2_checkpoint_checkpoint_latency_ms{{flow=\"{flow}\"}} ");
     assert!(body.contains(&latency), "no {latency} in\n{body}");
+    assert_eq!(
+        body.lines()
+            .filter(|l| l.starts_with("mm2_checkpoint_checkpoint_latency_ms{"))
+            .count(),
+        1,
+        "{body}"
+    );
     let downs: Vec<i64> = w
         .checkpoints(&rt)
         .iter()

@@ -185,10 +185,15 @@ struct Prometheus {
 }
 
 impl Prometheus {
-    /// Starts Prometheus on a free loopback port, scraping `target` every
-    /// second and evaluating `deploy/monitoring/alerts.yml`; waits until it
-    /// is ready.
-    fn start(dir: &Path, target: &str) -> Prometheus {
+    /// Starts Prometheus on a free loopback port, scraping `targets` (job
+    /// `mm2-checkpoint`) every second and evaluating
+    /// `deploy/monitoring/alerts.yml` every second; waits until it is ready.
+    fn start(dir: &Path, targets: &[&str]) -> Prometheus {
+        let targets = targets
+            .iter()
+            .map(|t| format!("'{t}'"))
+            .collect::<Vec<_>>()
+            .join(", ");
         let binary = prometheus_tool("prometheus");
         let addr = format!("127.0.0.1:{}", free_port());
         let config = dir.join("prometheus.yml");
@@ -198,7 +203,7 @@ impl Prometheus {
                 "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
                  rule_files:\n  - {rules}\n\
                  scrape_configs:\n  - job_name: mm2-checkpoint\n    static_configs:\n      \
-                 - targets: ['{target}']\n",
+                 - targets: [{targets}]\n",
                 rules = monitoring_dir().join("alerts.yml").display()
             ),
         )
@@ -227,6 +232,20 @@ impl Prometheus {
         let (status, body) = http_get(&self.addr, path)?;
         let json: serde_json::Value = serde_json::from_str(&body).ok()?;
         (status == 200 && json["status"] == "success").then(|| json["data"].clone())
+    }
+
+    /// The active alerts (pending or firing): (name, state, labels).
+    fn active_alerts(&self) -> Vec<(String, String, serde_json::Value)> {
+        self.api("/api/v1/alerts")
+            .and_then(|data| data["alerts"].as_array().cloned())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|a| {
+                let name = a["labels"]["alertname"].as_str().unwrap_or("").to_string();
+                let state = a["state"].as_str().unwrap_or("").to_string();
+                (name, state, a["labels"].clone())
+            })
+            .collect()
     }
 
     /// The result vector of the instant query `expr`.
@@ -290,16 +309,41 @@ fn dashboard_queries() -> Vec<(String, String)> {
     queries
 }
 
+/// Every alert rule of `deploy/monitoring/alerts.yml`.
+const ALERTS: [&str; 11] = [
+    "MM2CheckpointAbsent",
+    "MM2CheckpointFencedWrites",
+    "MM2CheckpointInstanceDown",
+    "MM2CheckpointLatencyHigh",
+    "MM2CheckpointNoOwner",
+    "MM2CheckpointNotReady",
+    "MM2CheckpointPreciseFallback",
+    "MM2CheckpointRequestErrors",
+    "MM2CheckpointSeveralOwners",
+    "MM2CheckpointStale",
+    "MM2CheckpointUntranslatablePartitions",
+];
+
+/// A dashboard query that reads series only instances with membership on
+/// export (checked by the HA test instead of the single daemon's).
+fn membership_only(expr: &str) -> bool {
+    expr.contains("mm2_checkpoint_membership_") || expr.contains("mm2_checkpoint_fenced_writes")
+}
+
 #[test]
 fn prometheus_scrapes_the_daemon_and_every_dashboard_query_returns_data() {
-    let queries = dashboard_queries();
+    let queries: Vec<(String, String)> = dashboard_queries()
+        .into_iter()
+        .filter(|(_, expr)| !membership_only(expr))
+        .collect();
     assert!(queries.len() >= 10, "{queries:?}");
     let rt = rt();
     let w = World::new(&rt, "prometheus", 1);
     let group = w.seed(&rt, &[(0, 0, 3), (0, 10, 13)], &[(0, 10)]);
     let config = w.properties(
         &group,
-        "sync.group.offsets.enabled = true\nmm2-checkpoint.metrics.mm2.names.enabled = true",
+        "sync.group.offsets.enabled = true\nmm2-checkpoint.metrics.mm2.names.enabled = true\n\
+         mm2-checkpoint.metrics.latency.granularity = partition",
     );
     let daemon = Daemon::start(&config, &w.dir.join("daemon.log"));
     let emitted = format!(
@@ -309,7 +353,7 @@ fn prometheus_scrapes_the_daemon_and_every_dashboard_query_returns_data() {
     wait_for("the first checkpoint", Duration::from_secs(60), || {
         daemon.metric(&emitted) == Some(1.0)
     });
-    let prometheus = Prometheus::start(&w.dir, &daemon.addr);
+    let prometheus = Prometheus::start(&w.dir, &[&daemon.addr]);
     let mut empty: Vec<(String, String)> = queries.clone();
     let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         wait_for(
@@ -350,21 +394,256 @@ fn prometheus_scrapes_the_daemon_and_every_dashboard_query_returns_data() {
             .api("/api/v1/rules")
             .and_then(|d| d["groups"][0]["rules"].as_array().cloned())
             .unwrap_or_default();
-        rules.len() == 4 && rules.iter().all(|r| r["health"] == "ok")
+        rules.len() == ALERTS.len() && rules.iter().all(|r| r["health"] == "ok")
     });
     let names: BTreeSet<&str> = rules.iter().filter_map(|r| r["name"].as_str()).collect();
-    assert_eq!(
-        names,
-        BTreeSet::from([
-            "MM2CheckpointNotReady",
-            "MM2CheckpointRequestErrors",
-            "MM2CheckpointStale",
-            "MM2CheckpointUntranslatablePartitions",
-        ])
-    );
-    // A healthy daemon fires none of them.
-    let firing = prometheus.query("ALERTS{alertstate=\"firing\"}");
-    assert!(firing.is_empty(), "{firing:?}");
+    assert_eq!(names, BTreeSet::from(ALERTS));
+    // A healthy daemon fires none of them, nor has one pending.
+    let active = prometheus.query("ALERTS");
+    assert!(active.is_empty(), "{active:?}");
     drop(prometheus);
     assert_eq!(daemon.sigterm().code(), Some(0));
+}
+
+/// The metric `name` of the world's flow.
+fn flow_metric(w: &World, name: &str) -> String {
+    format!("{name}{{flow=\"{}->{}\"}}", w.s, w.t)
+}
+
+/// The index of the daemon that owns the world's flow, once one of `daemons`
+/// owns it and every other stands by.
+fn settled_owner(daemons: &[&Daemon], w: &World) -> usize {
+    let role = |d: &Daemon, r: &str| {
+        d.metric(&format!(
+            "mm2_checkpoint_membership_role{{flow=\"{}->{}\",role=\"{r}\"}}",
+            w.s, w.t
+        )) == Some(1.0)
+    };
+    let mut owner = None;
+    wait_for(
+        "one owner, the others standing by",
+        Duration::from_secs(60),
+        || {
+            let owners: Vec<usize> = (0..daemons.len())
+                .filter(|&i| role(daemons[i], "owner"))
+                .collect();
+            let standbys = daemons.iter().filter(|d| role(d, "standby")).count();
+            owner = owners.first().copied();
+            owners.len() == 1 && standbys == daemons.len() - 1
+        },
+    );
+    owner.expect("an owner")
+}
+
+/// An alert as this test names it: its name and the label that says where
+/// (`instance` or `flow`).
+fn alert_key(name: &str, labels: &serde_json::Value) -> String {
+    let place = labels["instance"]
+        .as_str()
+        .or(labels["flow"].as_str())
+        .unwrap_or("");
+    format!("{name} {place}")
+}
+
+/// Two daemons with membership on, scraped by a real Prometheus that
+/// evaluates the shipped rules (docs/operations.md, Dashboard and alerts):
+/// while both run (a SIGHUP included) no rule is even pending, and only the
+/// owner exports a round timestamp; SIGKILL of the owner makes the
+/// instance-down and no-owner rules pending (their `for` is minutes; the
+/// expression being true is what this checks) and nothing else but the new
+/// owner's short not-ready while it restores; the standby takes over and
+/// no-owner resolves; restarted with a configuration error the killed
+/// daemon exits 2 and instance-down stays the only alert; restarted with
+/// the right one, as a standby, it resolves that too.
+#[test]
+fn prometheus_sees_a_handover_of_an_ha_pair_and_nothing_on_the_standby() {
+    let rt = rt();
+    let w = World::new(&rt, "ha-alerts", 1);
+    let group = w.seed(&rt, &[(0, 0, 3), (0, 10, 13)], &[(0, 10)]);
+    let config = w.properties(
+        &group,
+        "mm2-checkpoint.membership.enabled = true\n\
+         mm2-checkpoint.membership.session.timeout.ms = 6000\n\
+         mm2-checkpoint.membership.heartbeat.interval.ms = 1000\n",
+    );
+    let flow = format!("{}->{}", w.s, w.t);
+    let logs: Vec<PathBuf> = (0..2)
+        .map(|i| w.dir.join(format!("member-{i}.log")))
+        .collect();
+    let mut daemons: Vec<Option<Daemon>> = logs
+        .iter()
+        .map(|l| Some(Daemon::start(&config, l)))
+        .collect();
+    let addrs: Vec<String> = daemons.iter().flatten().map(|d| d.addr.clone()).collect();
+    let both: Vec<&Daemon> = daemons.iter().flatten().collect();
+    let owner = settled_owner(&both, &w);
+    let standby = 1 - owner;
+    wait_for("the first checkpoint", Duration::from_secs(60), || {
+        both[owner].metric(&flow_metric(&w, "mm2_checkpoint_checkpoints_emitted_total"))
+            == Some(1.0)
+    });
+    for d in &both {
+        wait_for("both ready", Duration::from_secs(30), || {
+            d.ready() == Some(200)
+        });
+    }
+    // The standby exports no round timestamp and flow_owned 0.
+    assert_eq!(
+        both[standby].metric(&flow_metric(
+            &w,
+            "mm2_checkpoint_last_round_timestamp_seconds"
+        )),
+        None
+    );
+    assert_eq!(
+        both[standby].metric(&flow_metric(&w, "mm2_checkpoint_flow_owned")),
+        Some(0.0)
+    );
+    let prometheus = Prometheus::start(&w.dir, &[&addrs[0], &addrs[1]]);
+    let owned_by = |p: &Prometheus| -> Vec<String> {
+        p.query("mm2_checkpoint_flow_owned == 1")
+            .iter()
+            .filter(|s| s["metric"]["flow"] == flow.as_str())
+            .filter_map(|s| s["metric"]["instance"].as_str().map(str::to_string))
+            .collect()
+    };
+    wait_for(
+        "Prometheus to see the owner",
+        Duration::from_secs(30),
+        || {
+            owned_by(&prometheus) == [addrs[owner].clone()]
+                && prometheus.query("up == 1").len() == 2
+        },
+    );
+    // Prometheus evaluates the rules from its start, before its first scrape
+    // answered: `MM2CheckpointAbsent` may be pending from that evaluation
+    // until the next one.
+    wait_for(
+        "an evaluation with both instances scraped",
+        Duration::from_secs(30),
+        || prometheus.active_alerts().is_empty(),
+    );
+    // Healthy, with a SIGHUP to each (logged, ignored): over ten
+    // evaluations no rule becomes even pending.
+    for d in &both {
+        let hup = std::process::Command::new("kill")
+            .args(["-HUP", &d.child.id().to_string()])
+            .status()
+            .expect("kill -HUP");
+        assert!(hup.success());
+    }
+    for _ in 0..10 {
+        let active = prometheus.active_alerts();
+        assert!(active.is_empty(), "active on a healthy pair: {active:?}");
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let stamps = prometheus.query("mm2_checkpoint_last_round_timestamp_seconds");
+    assert_eq!(stamps.len(), 1, "only the owner's: {stamps:?}");
+    assert_eq!(stamps[0]["metric"]["instance"], addrs[owner].as_str());
+    // The dashboard's HA panels have data; one writer per flow.
+    let mut empty: Vec<(String, String)> = dashboard_queries();
+    assert!(empty.iter().filter(|(_, e)| membership_only(e)).count() >= 3);
+    wait_for(
+        "data for every dashboard query",
+        Duration::from_secs(60),
+        || {
+            empty.retain(|(_, expr)| prometheus.query(expr).is_empty());
+            empty.is_empty()
+        },
+    );
+    let writers = prometheus.query(&format!(
+        "sum by (flow) (mm2_checkpoint_flow_owned{{flow=\"{flow}\"}})"
+    ));
+    assert_eq!(writers.len(), 1, "{writers:?}");
+    assert_eq!(writers[0]["value"][1], "1", "{writers:?}");
+
+    // SIGKILL the owner.
+    daemons[owner].take().expect("the owner").kill9();
+    let mut seen: BTreeSet<String> = BTreeSet::new();
+    let down = format!("MM2CheckpointInstanceDown {}", addrs[owner]);
+    let no_owner = format!("MM2CheckpointNoOwner {flow}");
+    wait_for(
+        "instance-down and no-owner pending, then the standby owning the flow",
+        Duration::from_secs(60),
+        || {
+            for (name, _, labels) in prometheus.active_alerts() {
+                seen.insert(alert_key(&name, &labels));
+            }
+            seen.contains(&down)
+                && seen.contains(&no_owner)
+                && owned_by(&prometheus) == [addrs[standby].clone()]
+        },
+    );
+    wait_for("no-owner to resolve", Duration::from_secs(30), || {
+        let active = prometheus.active_alerts();
+        for (name, _, labels) in &active {
+            seen.insert(alert_key(name, labels));
+        }
+        !active
+            .iter()
+            .any(|(name, _, _)| name == "MM2CheckpointNoOwner")
+    });
+    let allowed = BTreeSet::from([
+        down.clone(),
+        no_owner.clone(),
+        // The new owner restores from the checkpoints topic first.
+        format!("MM2CheckpointNotReady {}", addrs[standby]),
+    ]);
+    let unexpected: Vec<&String> = seen.difference(&allowed).collect();
+    assert!(
+        unexpected.is_empty(),
+        "unexpected alerts in the handover: {unexpected:?}"
+    );
+    wait_for(
+        "a round of the new owner in Prometheus",
+        Duration::from_secs(60),
+        || {
+            prometheus
+                .query("mm2_checkpoint_last_round_timestamp_seconds > 0")
+                .iter()
+                .any(|s| s["metric"]["instance"] == addrs[standby].as_str())
+        },
+    );
+
+    // Restarted with a configuration error, it exits 2 before serving
+    // anything: the instance stays down, and that is the only alert.
+    let broken = w.dir.join("broken.properties");
+    let text = std::fs::read_to_string(&config).expect("read the config");
+    std::fs::write(
+        &broken,
+        format!("{text}\nmm2-checkpoint.metrics.latency.granularity = topic\n"),
+    )
+    .expect("write the broken config");
+    let mut refused = Daemon::start_at(&broken, &logs[owner], &addrs[owner]);
+    assert_eq!(refused.child.wait().expect("wait").code(), Some(2));
+    let only_down = |p: &Prometheus| -> Vec<String> {
+        p.active_alerts()
+            .iter()
+            .map(|(name, _, labels)| alert_key(name, labels))
+            .collect()
+    };
+    wait_for(
+        "instance-down the only active alert",
+        Duration::from_secs(60),
+        || only_down(&prometheus) == [down.clone()],
+    );
+    for _ in 0..5 {
+        assert_eq!(only_down(&prometheus), std::slice::from_ref(&down));
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    drop(refused);
+
+    // The killed daemon comes back where Prometheus looks for it, as a
+    // standby: every alert resolves.
+    let back = Daemon::start_at(&config, &logs[owner], &addrs[owner]);
+    wait_for("every alert resolved", Duration::from_secs(60), || {
+        back.metric(&flow_metric(&w, "mm2_checkpoint_flow_owned")) == Some(0.0)
+            && prometheus.query("up == 1").len() == 2
+            && prometheus.active_alerts().is_empty()
+    });
+    assert_eq!(owned_by(&prometheus), [addrs[standby].clone()]);
+    drop(prometheus);
+    assert_eq!(back.sigterm().code(), Some(0));
+    let last = daemons[standby].take().expect("the new owner");
+    assert_eq!(last.sigterm().code(), Some(0));
 }

@@ -235,7 +235,16 @@ fn main() {
     report("checkpoint store: last checkpoints (kept)", s, entries);
 
     let s = snap();
-    let metrics = Metrics::new("0.0.0", "test");
+    // Per-partition latency series (opt-in; the default, `flow`, keeps one
+    // per flow): the largest set the estate can have.
+    let metrics = Metrics::with_settings(
+        "0.0.0",
+        "test",
+        mm2_checkpoint::metrics::MetricsSettings {
+            latency_granularity: mm2_checkpoint::metrics::LatencyGranularity::Partition,
+            mm2_names: false,
+        },
+    );
     report("metrics: registry (kept)", s, entries);
     let s = snap();
     for cp in &cps {

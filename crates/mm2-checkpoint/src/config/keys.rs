@@ -527,7 +527,7 @@ keys! {
     /// The labels of the checkpoint-latency series.
     LATENCY_GRANULARITY = Key {
         name: "mm2-checkpoint.metrics.latency.granularity",
-        default: Default::Value("partition"),
+        default: Default::Value("flow"),
         accepted: Accepted::Words(|| {
             LatencyGranularity::ALL.map(LatencyGranularity::as_str).to_vec()
         }),

@@ -28,13 +28,10 @@ mod tests {
     }
 
     #[test]
-    fn defaults_are_partition_granularity_without_mm2_names() {
+    fn defaults_are_flow_granularity_without_mm2_names() {
         let config = load("").expect("accepted");
         assert_eq!(config.metrics, MetricsSettings::default());
-        assert_eq!(
-            config.metrics.latency_granularity,
-            LatencyGranularity::Partition
-        );
+        assert_eq!(config.metrics.latency_granularity, LatencyGranularity::Flow);
         assert!(!config.metrics.mm2_names);
     }
 
@@ -57,8 +54,12 @@ mod tests {
             "{:?}",
             config.no_effect_keys
         );
-        let flow = load(&format!("{LATENCY_GRANULARITY_KEY} = flow\n")).expect("accepted");
-        assert_eq!(flow.metrics.latency_granularity, LatencyGranularity::Flow);
+        let partition =
+            load(&format!("{LATENCY_GRANULARITY_KEY} = partition\n")).expect("accepted");
+        assert_eq!(
+            partition.metrics.latency_granularity,
+            LatencyGranularity::Partition
+        );
     }
 
     #[test]

@@ -365,12 +365,13 @@ pub struct UnknownKey {
 /// How finely the checkpoint-latency series are labelled.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum LatencyGranularity {
-    /// One series per flow, group, topic and partition (as MM2).
-    #[default]
+    /// One series per flow, group, topic and partition (as MM2; opt-in: a
+    /// million series at 100,000 groups of 10 partitions).
     Partition,
     /// One series per flow and group.
     Group,
-    /// One series per flow.
+    /// One series per flow (the default: bounded whatever the estate).
+    #[default]
     Flow,
 }
 
@@ -403,7 +404,7 @@ impl FromStr for LatencyGranularity {
 /// The metrics settings of the whole process.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MetricsSettings {
-    /// `mm2-checkpoint.metrics.latency.granularity` (default `partition`).
+    /// `mm2-checkpoint.metrics.latency.granularity` (default `flow`).
     pub latency_granularity: LatencyGranularity,
     /// `mm2-checkpoint.metrics.mm2.names.enabled` (default false): also export
     /// the checkpoint latency under the names Strimzi's rules give MM2's

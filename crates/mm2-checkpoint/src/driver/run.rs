@@ -105,6 +105,7 @@ pub(super) async fn run(
 /// `--once`: start (retrying until `admin.timeout.ms`), one emission round, one
 /// group sync if enabled.
 async fn run_once(ctx: &FlowContext, shutdown: &ShutdownSignal) -> Result<(), StepError> {
+    ctx.metrics.flow_running(&ctx.name);
     let mut retry = RetryUntil::new(
         schedule::ONCE_BACKOFF_CAP,
         schedule::after(now(), ctx.cfg.admin_timeout),
@@ -154,6 +155,14 @@ async fn run_once(ctx: &FlowContext, shutdown: &ShutdownSignal) -> Result<(), St
 /// The daemon loop of one flow. Returns when `shutdown` fires; an operation in
 /// flight (a produce or a group sync's commits) finishes first.
 async fn run_forever(ctx: &FlowContext, shutdown: &ShutdownSignal) {
+    ctx.metrics.flow_running(&ctx.name);
+    run_flow(ctx, shutdown).await;
+    ctx.metrics.flow_stopped(&ctx.name);
+}
+
+/// [`run_forever`]'s work, between the metrics of this instance starting and
+/// stopping to write the flow.
+async fn run_flow(ctx: &FlowContext, shutdown: &ShutdownSignal) {
     let Some((mut follower, mut state)) = start_flow(ctx, shutdown).await else {
         return;
     };

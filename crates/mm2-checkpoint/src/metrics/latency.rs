@@ -850,6 +850,36 @@ impl LatencyMetrics {
         index.forget_unused_names();
     }
 
+    /// Removes every checkpoint-latency series of `flow`, its flow-level
+    /// series too: this instance stopped writing the flow, so the figures
+    /// are another instance's to report now.
+    pub(super) fn remove_latency_flow(&self, flow: &str) {
+        self.retain_checkpoint_latency_groups(flow, |_| false);
+        let mut index = self.latency_index();
+        let Some((flow_name, _)) = index.flow_series.remove_entry(flow) else {
+            return;
+        };
+        if let Some(mm2) = &self.mm2 {
+            let key = LatencyKey {
+                flow: flow_name,
+                group: None,
+                topic: None,
+                partition: None,
+            };
+            index.stats.remove(&key);
+            let (source, target) = index.aliases(flow);
+            let labels = Mm2Labels {
+                source,
+                target,
+                key,
+            };
+            for family in mm2.each() {
+                family.remove(&labels);
+            }
+        }
+        index.forget_unused_names();
+    }
+
     /// Records the connector aliases MM2 would tag `flow`'s series with.
     pub(super) fn set_latency_aliases(&self, flow: &str, source: &str, target: &str) {
         let mut index = self.latency_index();

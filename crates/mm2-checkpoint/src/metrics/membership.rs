@@ -94,6 +94,12 @@ impl MembershipMetrics {
     /// Sets `membership_role{flow,role}` to 1 for `role`, 0 for the others.
     pub(super) fn set_member_role(&self, flow: &str, role: MemberRole) {
         let m = self;
+        // The counters exist at 0 from the member's start, so that the
+        // first fenced write or takeover is an increase to `rate()` and
+        // `increase()`, not a new series.
+        let labels = flow_labels(flow);
+        let _ = m.takeovers.get_or_create(&labels);
+        let _ = m.fenced.get_or_create(&labels);
         for r in MemberRole::ALL {
             m.role
                 .get_or_create(&RoleLabels {

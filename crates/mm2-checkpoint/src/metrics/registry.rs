@@ -270,6 +270,7 @@ struct Inner {
     checkpoints_emitted: Family<FlowLabels, Counter>,
     latency: LatencyMetrics,
     last_round: Family<FlowLabels, RatioGauge>,
+    flow_owned: Family<FlowLabels, Gauge>,
     round_duration: Family<FlowLabels, Histogram, fn() -> Histogram>,
     offset_syncs_read: Family<FlowLabels, Counter>,
     untranslatable: Family<UntranslatableLabels, Gauge>,
@@ -329,8 +330,14 @@ impl Metrics {
         let last_round = Family::<FlowLabels, RatioGauge>::default();
         registry.register(
             "last_round_timestamp_seconds",
-            "Unix time at which the flow's last emission round succeeded (0 before the first)",
+            "Unix time at which the flow's last emission round on this instance succeeded (0 before the first); only while this instance writes the flow",
             last_round.clone(),
+        );
+        let flow_owned = Family::<FlowLabels, Gauge>::default();
+        registry.register(
+            "flow_owned",
+            "1 while this instance writes the flow (always without membership; as its owner with it), else 0; sum by flow over the instances is the number of writers",
+            flow_owned.clone(),
         );
         let round_duration: Family<FlowLabels, Histogram, fn() -> Histogram> =
             Family::new_with_constructor(round_histogram);
@@ -415,6 +422,7 @@ impl Metrics {
                 checkpoints_emitted,
                 latency,
                 last_round,
+                flow_owned,
                 round_duration,
                 offset_syncs_read,
                 untranslatable,
@@ -467,7 +475,9 @@ impl Metrics {
         let _ = i.checkpoints_emitted.get_or_create(&labels);
         let _ = i.round_duration.get_or_create(&labels);
         let _ = i.offset_syncs_read.get_or_create(&labels);
-        let _ = i.last_round.get_or_create(&labels);
+        // 0 until the flow runs here: without membership at once, with it
+        // while this instance owns the flow (`flow_running`).
+        i.flow_owned.get_or_create(&labels).set(0);
         for reason in UntranslatableReason::ALL {
             self.set_untranslatable_partitions(name, reason, 0);
         }
@@ -503,6 +513,38 @@ impl Metrics {
         }
         self.register_follower_flow(name);
         self.set_latency_aliases(name, flow.connector_source, flow.connector_target);
+    }
+
+    /// This instance starts writing `flow` (the flow's loop starts: at
+    /// once without membership, at each takeover with it):
+    /// `flow_owned{flow}` becomes 1 and `last_round_timestamp_seconds{flow}`
+    /// appears, at 0 until the first round succeeds. The series of the
+    /// writer's work are only ever exported by the writer, so an instance
+    /// that does not run a flow exports no timestamp for it
+    /// (docs/operations.md, Metrics on owners and standbys).
+    pub fn flow_running(&self, flow: &str) {
+        let labels = flow_labels(flow);
+        self.inner.flow_owned.get_or_create(&labels).set(1);
+        let _ = self.inner.last_round.get_or_create(&labels);
+    }
+
+    /// This instance stopped writing `flow` (its ownership ended, or the
+    /// process stops): `flow_owned{flow}` becomes 0, and the flow's
+    /// `last_round_timestamp_seconds` and checkpoint-latency series go
+    /// away and its `untranslatable_partitions` and
+    /// `precise_fallback_partitions` return to 0, so a former owner reports
+    /// neither a stale timestamp nor figures of work that is now another
+    /// instance's.
+    pub fn flow_stopped(&self, flow: &str) {
+        let labels = flow_labels(flow);
+        self.inner.flow_owned.get_or_create(&labels).set(0);
+        self.inner.last_round.remove(&labels);
+        self.inner.latency.remove_latency_flow(flow);
+        // What the last round found is the writer's to report now.
+        for reason in UntranslatableReason::ALL {
+            self.set_untranslatable_partitions(flow, reason, 0);
+        }
+        self.set_precise_fallback_partitions(flow, 0);
     }
 
     /// Sets `last_round_timestamp_seconds{flow}` to now: an emission round

@@ -24,7 +24,10 @@
 //! connection to take each piece; it holds no lock a round takes while it
 //! waits. Each write to the scraper gets [`ServerLimits::write_timeout`]; a
 //! scraper that stops reading for that long loses the connection, and the
-//! encoding stops. Answers are not compressed (`Accept-Encoding` is ignored).
+//! encoding stops. When the request's `Accept-Encoding` lists `gzip` (as
+//! Prometheus' does), `/metrics` is gzip-compressed as it streams (fast
+//! level, on a blocking thread of its own, `Content-Encoding: gzip`); the other
+//! answers are never compressed.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -138,6 +141,8 @@ struct Request {
     wants_openmetrics: bool,
     /// An HTTP/1.0 request: no chunked answer.
     http10: bool,
+    /// `Accept-Encoding` accepts gzip.
+    gzip: bool,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -182,7 +187,7 @@ async fn handle(
         Err(HeadError::TimedOut) => Response::text(408, "request timed out\n"),
     };
     let written = match response.body {
-        Body::Exposition { openmetrics } => {
+        Body::Exposition { openmetrics, gzip } => {
             let head = response.head(Framing::streamed(http10));
             let body = (!response.head_only).then_some(openmetrics);
             send_exposition(
@@ -190,7 +195,7 @@ async fn handle(
                 metrics,
                 &head,
                 body,
-                http10,
+                Transfer { http10, gzip },
                 limits.write_timeout,
             )
             .await
@@ -232,45 +237,111 @@ async fn write_within(timeout: Duration, stream: &mut TcpStream, bytes: &[u8]) -
     }
 }
 
+/// How the exposition's bytes travel.
+#[derive(Clone, Copy)]
+struct Transfer {
+    /// Raw until the connection closes, not chunked.
+    http10: bool,
+    /// gzip-compressed.
+    gzip: bool,
+}
+
+/// The pieces of the exposition as they are to be sent.
+enum Pieces {
+    /// The text as the encoder hands it over.
+    Plain(mpsc::Receiver<String>),
+    /// The compressor's output.
+    Gzip(mpsc::Receiver<Vec<u8>>),
+}
+
+impl Pieces {
+    async fn next(&mut self) -> Option<Vec<u8>> {
+        match self {
+            Pieces::Plain(rx) => rx.recv().await.map(String::into_bytes),
+            Pieces::Gzip(rx) => rx.recv().await,
+        }
+    }
+}
+
+/// Compresses the encoder's pieces from `rx` into gzip pieces to `tx`, on a
+/// blocking thread. The gzip trailer is sent only once `encoder` ended well, so
+/// a failed encoding never looks like a whole (shorter) answer. An error
+/// means the answer was not sent whole.
+fn gzip_pieces(
+    mut rx: mpsc::Receiver<String>,
+    tx: mpsc::Sender<Vec<u8>>,
+    encoder: tokio::task::JoinHandle<Result<(), std::fmt::Error>>,
+    runtime: tokio::runtime::Handle,
+) -> Result<(), ()> {
+    use std::io::Write as _;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    while let Some(piece) = rx.blocking_recv() {
+        gz.write_all(piece.as_bytes()).map_err(|_| ())?;
+        if !gz.get_ref().is_empty() {
+            tx.blocking_send(std::mem::take(gz.get_mut()))
+                .map_err(|_| ())?;
+        }
+    }
+    if !matches!(runtime.block_on(encoder), Ok(Ok(()))) {
+        return Err(());
+    }
+    let rest = gz.finish().map_err(|_| ())?;
+    tx.blocking_send(rest).map_err(|_| ())
+}
+
 /// Writes `head`, then, unless `openmetrics` is `None` (a HEAD request), the
-/// exposition piece by piece as a blocking thread encodes it: as chunks, or
-/// raw for an HTTP/1.0 request. Each write gets `timeout`. Returning early
-/// drops the receiver, which ends the encoding at its next piece.
+/// exposition piece by piece as a blocking thread encodes it (and, for
+/// gzip, another compresses it): as chunks, or raw for an HTTP/1.0 request.
+/// Each write gets `timeout`. Returning early drops the receiver, which ends
+/// the encoding at its next piece.
 async fn send_exposition(
     stream: &mut TcpStream,
     metrics: &Metrics,
     head: &[u8],
     openmetrics: Option<bool>,
-    http10: bool,
+    transfer: Transfer,
     timeout: Duration,
 ) -> Result<(), ()> {
+    let http10 = transfer.http10;
     write_within(timeout, stream, head).await?;
     let Some(openmetrics) = openmetrics else {
         return Ok(());
     };
     // One piece in the channel, one being written, one being filled.
-    let (tx, mut rx) = mpsc::channel::<String>(1);
+    let (tx, rx) = mpsc::channel::<String>(1);
     let encoder = {
         let metrics = metrics.clone();
         tokio::task::spawn_blocking(move || metrics.stream_exposition(openmetrics, tx))
     };
-    while let Some(piece) = rx.recv().await {
+    // The task whose success means the whole answer was handed over.
+    let (mut pieces, finished) = if transfer.gzip {
+        let (ztx, zrx) = mpsc::channel::<Vec<u8>>(1);
+        let runtime = tokio::runtime::Handle::current();
+        let compressor =
+            tokio::task::spawn_blocking(move || gzip_pieces(rx, ztx, encoder, runtime));
+        let finished = tokio::spawn(async move { matches!(compressor.await, Ok(Ok(()))) });
+        (Pieces::Gzip(zrx), finished)
+    } else {
+        let finished = tokio::spawn(async move { matches!(encoder.await, Ok(Ok(()))) });
+        (Pieces::Plain(rx), finished)
+    };
+    while let Some(piece) = pieces.next().await {
         if piece.is_empty() {
             // A zero-size chunk would end the body.
             continue;
         }
         if http10 {
-            write_within(timeout, stream, piece.as_bytes()).await?;
+            write_within(timeout, stream, &piece).await?;
         } else {
             let size = format!("{:x}\r\n", piece.len());
             write_within(timeout, stream, size.as_bytes()).await?;
-            write_within(timeout, stream, piece.as_bytes()).await?;
+            write_within(timeout, stream, &piece).await?;
             write_within(timeout, stream, b"\r\n").await?;
         }
     }
     // The sender is gone: the encoding ended. If it failed, end without the
     // last chunk, so that the scraper sees a cut answer, not a short one.
-    if !matches!(encoder.await, Ok(Ok(()))) {
+    if !finished.await.unwrap_or(false) {
         tracing::debug!("metrics endpoint: the exposition could not be encoded");
         return Err(());
     }
@@ -338,12 +409,15 @@ fn parse_head(head: &[u8]) -> Result<Request, HeadError> {
         return Err(HeadError::Malformed);
     }
     let mut wants_openmetrics = false;
+    let mut gzip = false;
     for line in lines.take_while(|l| !l.is_empty()) {
         let (name, value) = line.split_once(':').ok_or(HeadError::Malformed)?;
-        if name.trim().eq_ignore_ascii_case("accept")
-            && value.contains("application/openmetrics-text")
-        {
+        let name = name.trim();
+        if name.eq_ignore_ascii_case("accept") && value.contains("application/openmetrics-text") {
             wants_openmetrics = true;
+        }
+        if name.eq_ignore_ascii_case("accept-encoding") {
+            gzip |= accepts_gzip(value);
         }
     }
     let path = target.split_once('?').map_or(target, |(p, _)| p);
@@ -356,6 +430,24 @@ fn parse_head(head: &[u8]) -> Result<Request, HeadError> {
         path: path.to_string(),
         wants_openmetrics,
         http10: version == "HTTP/1.0",
+        gzip,
+    })
+}
+
+/// Whether an `Accept-Encoding` value accepts gzip: a `gzip` (or `x-gzip`)
+/// coding whose `q` is not 0. A bare `*` is not taken as a request to
+/// compress.
+fn accepts_gzip(value: &str) -> bool {
+    value.split(',').any(|coding| {
+        let mut parts = coding.split(';').map(str::trim);
+        let name = parts.next().unwrap_or_default();
+        let refused = parts.any(|p| {
+            p.split_once('=').is_some_and(|(k, v)| {
+                k.trim().eq_ignore_ascii_case("q")
+                    && v.trim().parse::<f64>().is_ok_and(|q| q <= 0.0)
+            })
+        });
+        (name.eq_ignore_ascii_case("gzip") || name.eq_ignore_ascii_case("x-gzip")) && !refused
     })
 }
 
@@ -378,6 +470,7 @@ fn route(request: &Request, readiness: &Readiness) -> Response {
             // Encoded while it is sent (`send_exposition`).
             body: Body::Exposition {
                 openmetrics: request.wants_openmetrics,
+                gzip: request.gzip,
             },
             allow: false,
             head_only: false,
@@ -404,8 +497,9 @@ struct Response {
 enum Body {
     /// A small answer, sent whole with its length.
     Bytes(Vec<u8>),
-    /// The metrics exposition, encoded while it is sent.
-    Exposition { openmetrics: bool },
+    /// The metrics exposition, encoded (and gzip-compressed if `gzip`) while
+    /// it is sent.
+    Exposition { openmetrics: bool, gzip: bool },
 }
 
 /// How the end of the body is marked.
@@ -476,8 +570,12 @@ impl Response {
             Framing::Chunked => "Transfer-Encoding: chunked\r\n".to_string(),
             Framing::Close => String::new(),
         };
+        let encoding = match self.body {
+            Body::Exposition { gzip: true, .. } => "Content-Encoding: gzip\r\n",
+            _ => "",
+        };
         let mut out = format!(
-            "HTTP/1.1 {} {reason}\r\nContent-Type: {}\r\n{framing}Connection: close\r\n",
+            "HTTP/1.1 {} {reason}\r\nContent-Type: {}\r\n{encoding}{framing}Connection: close\r\n",
             self.status, self.content_type,
         );
         if self.allow {

@@ -1,6 +1,6 @@
 //! The `/metrics` exposition written in bounded pieces instead of one text.
 //!
-//! At the default latency granularity there is one series per
+//! At `partition` latency granularity (opt-in) there is one series per
 //! group-partition, ~150 MB of text at 1,000,000 of them. The encoder
 //! (`prometheus-client`) writes into a [`std::fmt::Write`] synchronously, so a
 //! scrape runs it on a blocking thread with a [`StreamWriter`]: the text

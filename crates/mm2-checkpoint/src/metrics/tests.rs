@@ -4,8 +4,39 @@ use super::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+/// A registry with per-partition latency series (the finest; the default is
+/// per flow, see `the_default_is_one_latency_series_per_flow`).
 fn metrics() -> Metrics {
-    Metrics::new("1.2.3", "rustls+test")
+    Metrics::with_settings(
+        "1.2.3",
+        "rustls+test",
+        MetricsSettings {
+            latency_granularity: LatencyGranularity::Partition,
+            mm2_names: false,
+        },
+    )
+}
+
+#[test]
+fn the_default_is_one_latency_series_per_flow() {
+    let m = Metrics::new("1.2.3", "rustls+test");
+    for g in 0..100 {
+        m.set_checkpoint_latency(
+            "A->B",
+            &format!("g{g}"),
+            "t",
+            g % 10,
+            Duration::from_millis(5),
+        );
+    }
+    m.set_checkpoint_latency("B->A", "g", "t", 0, Duration::from_millis(9));
+    assert_eq!(
+        samples(&m, "mm2_checkpoint_checkpoint_latency_ms{"),
+        [
+            "mm2_checkpoint_checkpoint_latency_ms{flow=\"A->B\"} 5",
+            "mm2_checkpoint_checkpoint_latency_ms{flow=\"B->A\"} 9",
+        ]
+    );
 }
 
 fn exposition(m: &Metrics) -> String {
@@ -498,7 +529,7 @@ fn a_registered_flow_has_a_zero_series_in_every_family_but_latency() {
         .collect();
     for family in [
         "mm2_checkpoint_checkpoints_emitted_total",
-        "mm2_checkpoint_last_round_timestamp_seconds",
+        "mm2_checkpoint_flow_owned",
         "mm2_checkpoint_round_duration_seconds_count",
         "mm2_checkpoint_offset_syncs_read_total",
         "mm2_checkpoint_untranslatable_partitions",
@@ -741,4 +772,116 @@ mod process_metrics {
             assert!(text.contains(name), "{name} missing:\n{text}");
         }
     }
+}
+
+fn register_a_to_b(m: &Metrics) {
+    m.register_flow(&FlowIdentity {
+        name: "A->B",
+        source: "A",
+        target: "B",
+        connector_source: "A",
+        connector_target: "B",
+        offset_syncs_topic: "mm2-offset-syncs.B.internal",
+    });
+}
+
+#[test]
+fn a_flow_this_instance_does_not_run_exports_no_round_timestamp_and_owned_0() {
+    let m = metrics();
+    register_a_to_b(&m);
+    assert!(samples(&m, "mm2_checkpoint_last_round_timestamp_seconds").is_empty());
+    assert_eq!(
+        samples(&m, "mm2_checkpoint_flow_owned"),
+        ["mm2_checkpoint_flow_owned{flow=\"A->B\"} 0"]
+    );
+}
+
+#[test]
+fn a_running_flow_exports_owned_1_and_a_timestamp_from_0_to_its_last_round() {
+    let m = metrics();
+    register_a_to_b(&m);
+    m.flow_running("A->B");
+    assert_eq!(
+        samples(&m, "mm2_checkpoint_flow_owned"),
+        ["mm2_checkpoint_flow_owned{flow=\"A->B\"} 1"]
+    );
+    assert_eq!(
+        samples(&m, "mm2_checkpoint_last_round_timestamp_seconds"),
+        ["mm2_checkpoint_last_round_timestamp_seconds{flow=\"A->B\"} 0.0"]
+    );
+    m.round_succeeded("A->B");
+    let line = samples(&m, "mm2_checkpoint_last_round_timestamp_seconds").concat();
+    let value: f64 = line
+        .rsplit(' ')
+        .next()
+        .and_then(|v| v.parse().ok())
+        .expect("a value");
+    assert!(value > 1.7e9, "{line}");
+}
+
+#[test]
+fn a_stopped_flow_drops_its_timestamp_and_latency_and_exports_owned_0() {
+    for granularity in [
+        LatencyGranularity::Partition,
+        LatencyGranularity::Group,
+        LatencyGranularity::Flow,
+    ] {
+        let m = with(granularity, true);
+        register_a_to_b(&m);
+        m.flow_running("A->B");
+        m.round_succeeded("A->B");
+        m.set_checkpoint_latency("A->B", "g", "t", 0, Duration::from_millis(3));
+        m.set_untranslatable_partitions("A->B", UntranslatableReason::NoSync, 4);
+        m.set_precise_fallback_partitions("A->B", 2);
+        assert!(!samples(&m, "mm2_checkpoint_checkpoint_latency_ms{").is_empty());
+        m.flow_stopped("A->B");
+        for line in samples(&m, "mm2_checkpoint_untranslatable_partitions{")
+            .iter()
+            .chain(&samples(&m, "mm2_checkpoint_precise_fallback_partitions{"))
+        {
+            assert!(line.ends_with(" 0"), "{granularity:?}: {line}");
+        }
+        assert_eq!(
+            samples(&m, "mm2_checkpoint_flow_owned"),
+            ["mm2_checkpoint_flow_owned{flow=\"A->B\"} 0"],
+            "{granularity:?}"
+        );
+        let text = exposition(&m);
+        for gone in [
+            "mm2_checkpoint_last_round_timestamp_seconds{",
+            "mm2_checkpoint_checkpoint_latency_ms{",
+            "kafka_connect_mirror_mirrorcheckpointconnector_checkpoint_latency_ms",
+        ] {
+            assert!(
+                !text.lines().any(|l| l.starts_with(gone)),
+                "{granularity:?}: {gone} left in\n{text}"
+            );
+        }
+        // Owning it again starts from 0, not from the former tenure's round.
+        m.flow_running("A->B");
+        assert_eq!(
+            samples(&m, "mm2_checkpoint_last_round_timestamp_seconds"),
+            ["mm2_checkpoint_last_round_timestamp_seconds{flow=\"A->B\"} 0.0"]
+        );
+    }
+}
+
+#[test]
+fn a_member_exports_its_fenced_writes_and_takeovers_at_0_from_its_start() {
+    let m = metrics();
+    assert!(samples(&m, "mm2_checkpoint_fenced_writes_total").is_empty());
+    m.set_member_role("A->B", MemberRole::Joining);
+    assert_eq!(
+        samples(&m, "mm2_checkpoint_fenced_writes_total"),
+        ["mm2_checkpoint_fenced_writes_total{flow=\"A->B\"} 0"]
+    );
+    assert_eq!(
+        samples(&m, "mm2_checkpoint_membership_takeovers_total"),
+        ["mm2_checkpoint_membership_takeovers_total{flow=\"A->B\"} 0"]
+    );
+    m.fenced_write("A->B");
+    assert_eq!(
+        samples(&m, "mm2_checkpoint_fenced_writes_total"),
+        ["mm2_checkpoint_fenced_writes_total{flow=\"A->B\"} 1"]
+    );
 }

@@ -3,6 +3,7 @@
 use super::*;
 use crate::metrics::process::without_process_metrics;
 use crate::metrics::readiness::STARTUP;
+use crate::metrics::{LatencyGranularity, MetricsSettings};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -19,7 +20,16 @@ async fn start(limits: ServerLimits) -> Running {
         .expect("bind")
         .with_limits(limits);
     let addr = server.local_addr().expect("local addr");
-    let metrics = Metrics::new("9.9.9", "test-tls");
+    // Per-partition latency series, so that a few thousand checkpoints make
+    // an exposition of several pieces.
+    let metrics = Metrics::with_settings(
+        "9.9.9",
+        "test-tls",
+        MetricsSettings {
+            latency_granularity: LatencyGranularity::Partition,
+            mm2_names: false,
+        },
+    );
     let shutdown = ShutdownSignal::new();
     let task = tokio::spawn(server.serve(metrics.clone(), shutdown.clone()));
     Running {
@@ -479,8 +489,136 @@ fn parses_request_line_path_and_accept() {
             path: "/metrics".to_string(),
             wants_openmetrics: true,
             http10: false,
+            gzip: false,
         }
     );
+}
+
+#[test]
+fn accept_encoding_asks_for_gzip_unless_its_q_is_0() {
+    for (value, gzip) in [
+        ("gzip", true),
+        ("identity, gzip;q=0.5", true),
+        ("deflate, GZIP", true),
+        ("x-gzip", true),
+        ("gzip;q=0", false),
+        ("gzip; q=0.000", false),
+        ("deflate", false),
+        ("*", false),
+        ("gzipped", false),
+    ] {
+        let head = format!("GET /metrics HTTP/1.1\r\nAccept-Encoding: {value}\r\n\r\n");
+        let r = parse_head(head.as_bytes()).expect("parses");
+        assert_eq!(r.gzip, gzip, "{value}");
+    }
+}
+
+/// Sends `request`, reads the whole answer as bytes: the head and the body,
+/// dechunked (it must end with the last chunk) if chunked.
+async fn exchange_bytes(addr: SocketAddr, request: &[u8]) -> (String, Vec<u8>) {
+    let mut stream = TcpStream::connect(addr).await.expect("connect");
+    let answer = tokio::time::timeout(TIMEOUT, async {
+        stream.write_all(request).await.expect("send request");
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).await.expect("read answer");
+        answer
+    })
+    .await
+    .expect("answer within the timeout");
+    let end = answer
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a head");
+    let head = String::from_utf8_lossy(&answer[..end]).into_owned();
+    let mut rest = &answer[end + 4..];
+    if !head.contains("\r\nTransfer-Encoding: chunked") {
+        return (head, rest.to_vec());
+    }
+    let mut body = Vec::new();
+    loop {
+        let line = rest.windows(2).position(|w| w == b"\r\n").expect("a size");
+        let size = usize::from_str_radix(std::str::from_utf8(&rest[..line]).expect("hex"), 16)
+            .expect("a chunk size");
+        rest = &rest[line + 2..];
+        if size == 0 {
+            assert_eq!(rest, b"\r\n", "the last chunk ends the answer");
+            return (head, body);
+        }
+        body.extend_from_slice(&rest[..size]);
+        assert_eq!(&rest[size..size + 2], b"\r\n");
+        rest = &rest[size + 2..];
+    }
+}
+
+fn gunzip(bytes: &[u8]) -> String {
+    use std::io::Read as _;
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(bytes)
+        .read_to_string(&mut text)
+        .expect("a whole gzip stream");
+    text
+}
+
+#[tokio::test]
+async fn metrics_are_gzipped_when_asked_byte_for_byte_the_text() {
+    let s = start_default().await;
+    // Enough series for several pieces of the stream.
+    for g in 0..3000 {
+        s.metrics.set_checkpoint_latency(
+            "A->B",
+            &format!("group-{g}"),
+            "topic",
+            g % 10,
+            Duration::from_millis(5),
+        );
+    }
+    let text = s.metrics.encode_prometheus().expect("encodes");
+    assert!(
+        text.len() > 3 * super::super::stream::PIECE,
+        "{}",
+        text.len()
+    );
+    for version in ["HTTP/1.1", "HTTP/1.0"] {
+        let request = format!("GET /metrics {version}\r\nAccept-Encoding: gzip\r\n\r\n");
+        let (head, body) = exchange_bytes(s.addr, request.as_bytes()).await;
+        assert!(head.contains("\r\nContent-Encoding: gzip\r\n"), "{head}");
+        assert!(
+            body.len() < text.len() / 4,
+            "{} of {}",
+            body.len(),
+            text.len()
+        );
+        let sent = gunzip(&body);
+        // The process metrics may change between two expositions.
+        let ours = |t: &str| -> Vec<String> {
+            t.lines()
+                .filter(|l| !l.starts_with("process_"))
+                .map(str::to_string)
+                .collect()
+        };
+        assert_eq!(ours(&sent), ours(&text), "{version}");
+    }
+    // Without the header, or refused, the text is sent as it is.
+    for request in [
+        "GET /metrics HTTP/1.1\r\n\r\n",
+        "GET /metrics HTTP/1.1\r\nAccept-Encoding: gzip;q=0\r\n\r\n",
+    ] {
+        let (head, body) = exchange_bytes(s.addr, request.as_bytes()).await;
+        assert!(!head.contains("Content-Encoding"), "{head}");
+        assert!(
+            String::from_utf8(body)
+                .expect("text")
+                .contains("mm2_checkpoint_build_info")
+        );
+    }
+    // The other paths are never compressed.
+    let (head, body) = exchange_bytes(
+        s.addr,
+        b"GET /healthz HTTP/1.1\r\nAccept-Encoding: gzip\r\n\r\n",
+    )
+    .await;
+    assert!(!head.contains("Content-Encoding"), "{head}");
+    assert_eq!(body, b"ok\n");
 }
 
 #[test]
