@@ -15,8 +15,9 @@ use kafka_lite::kafka_error_name;
 use kafka_lite::records::{BatchBuilder, Codec, ConsumerRecord, RecordRef};
 use kafka_lite::{
     AheadFetch, Client, ConnectionConfig, CreateTopicOutcome, Error, FetchOptions, GroupState,
-    IsolationLevel, OffsetFetchOptions, OffsetToCommit, PartitionReader, ProduceOptions,
-    RetryPolicy, SendWindow, StartOffset, TopicPoll, TopicReader, TransactionalProducer,
+    IsolationLevel, OffsetFetchOptions, OffsetSpec, OffsetToCommit, PartitionReader,
+    ProduceOptions, RetryPolicy, SendWindow, StartOffset, TopicPoll, TopicReader,
+    TransactionalProducer,
 };
 use kafka_protocol::error::ResponseError;
 use tokio::sync::OnceCell;
@@ -547,6 +548,36 @@ impl FlowCluster for ClusterClient {
         visit: F,
     ) -> Result<Option<usize>, Error> {
         reader.read_visit(self.client().await?, visit).await
+    }
+
+    /// The high watermarks of `partitions` by ListOffsets (latest,
+    /// read_uncommitted); UNKNOWN_TOPIC_OR_PARTITION leaves a partition out,
+    /// any other error fails the call.
+    async fn end_offsets(
+        &self,
+        partitions: &[TopicPartition],
+    ) -> Result<BTreeMap<TopicPartition, i64>, Error> {
+        let client = self.client().await?;
+        let queries: Vec<(&str, i32, OffsetSpec)> = partitions
+            .iter()
+            .map(|tp| (tp.topic.as_str(), tp.partition, OffsetSpec::Latest))
+            .collect();
+        let mut ends = BTreeMap::new();
+        for answer in client
+            .list_offsets(&queries, IsolationLevel::ReadUncommitted)
+            .await
+        {
+            match answer.result {
+                Ok(found) => {
+                    if let Some(end) = found.offset {
+                        ends.insert(TopicPartition::new(answer.topic, answer.partition), end);
+                    }
+                }
+                Err(e) if e.kafka_error() == Some(ResponseError::UnknownTopicOrPartition) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(ends)
     }
 
     /// The Fetch [`read_visit`](Self::read_visit) would make next, made now

@@ -63,6 +63,10 @@ struct Mem {
     fail_produce_of_group: Option<String>,
     /// What `produce_in_flight` answers (none: no limit).
     produce_in_flight: Option<usize>,
+    /// The end offsets of data partitions (reverse rounds check against them).
+    ends: BTreeMap<TopicPartition, i64>,
+    /// ListOffsets fails with this.
+    list_offsets_error: Option<ResponseError>,
 }
 
 /// A cluster in memory; clones share it.
@@ -356,6 +360,20 @@ impl FlowCluster for MemCluster {
             .collect();
         reader.seek(log.end());
         Ok((records, log.end()))
+    }
+
+    async fn end_offsets(
+        &self,
+        partitions: &[TopicPartition],
+    ) -> Result<BTreeMap<TopicPartition, i64>, Error> {
+        let mem = self.mem();
+        if let Some(e) = mem.list_offsets_error {
+            return Err(kafka("ListOffsets", e));
+        }
+        Ok(partitions
+            .iter()
+            .filter_map(|tp| mem.ends.get(tp).map(|&end| (tp.clone(), end)))
+            .collect())
     }
 
     async fn fetch_side(
