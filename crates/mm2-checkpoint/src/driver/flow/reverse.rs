@@ -72,11 +72,6 @@ impl<C: FlowCluster> ReverseCheckpoints<C> {
         &self.back
     }
 
-    /// The reverse checkpoints written so far (none before the first round).
-    pub fn store(&self) -> Option<&CheckpointStore> {
-        self.checkpoints.as_ref().map(Checkpoints::store)
-    }
-
     /// One reverse round of flow `ctx`, translating through its offset-sync
     /// store `syncs` (the flow's own: nothing is read twice). Fails, having
     /// written nothing of the round, when the target's groups cannot be read
