@@ -67,11 +67,6 @@ impl<C: FlowCluster> ReverseCheckpoints<C> {
         }
     }
 
-    /// The reversed context (checkpoints topic, clusters) the stage runs on.
-    pub fn context(&self) -> &FlowContext<C> {
-        &self.back
-    }
-
     /// One reverse round of flow `ctx`, translating through its offset-sync
     /// store `syncs` (the flow's own: nothing is read twice). Fails, having
     /// written nothing of the round, when the target's groups cannot be read
