@@ -1336,10 +1336,7 @@ async fn a_reverse_round_writes_t_to_s_checkpoints_on_the_source_and_raises_the_
     commit(&source, "t", 60);
     commit(&target, "A.t", 150);
     let mut reverse = super::ReverseCheckpoints::new(&ctx);
-    assert_eq!(
-        reverse.context().checkpoints_topic,
-        "B.checkpoints.internal"
-    );
+    assert_eq!(ctx.reversed().checkpoints_topic, "B.checkpoints.internal");
     let summary = reverse.round(&ctx, &syncs).await.unwrap();
     assert_eq!((summary.emitted, summary.past_end), (1, 0));
     // MM2's T->S flow's checkpoints topic, on the source: key (g, t-0),
