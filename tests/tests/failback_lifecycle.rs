@@ -2,25 +2,27 @@
 //! "Failing back"): MM2 4.1.1 mirrors a fresh one-partition topic S->T while
 //! records are produced (its checkpoint connector refused, so the offset syncs
 //! are its own and every checkpoint is ours). A group consumes part of the
-//! topic on S; `mm2-checkpoint run --once` (group sync and reverse checkpoints
-//! on) fails it over to T, where a consumer reads on from the synced offset
-//! and commits; a second `run --once` writes the reverse checkpoint to
-//! `target.checkpoints.internal` on S and raises the group there; then the
+//! topic on S; mm2-checkpoint (group sync and reverse checkpoints on) fails it
+//! over to T, where a consumer reads on from the synced offset and commits;
+//! mm2-checkpoint writes the reverse checkpoint to
+//! `target.checkpoints.internal` on S and raises the group there (with
+//! `run --once` twice, or the daemon running throughout); then the
 //! group fails back the way an application does, with
 //! `RemoteClusterUtils.translateOffsets` on S (remote alias `target`) and a
 //! consumer reading on to the end. Every record names its source offset, so
 //! the test counts the records lost (never read in any phase: must be 0) and
 //! those read twice (only the failback's, at most the distance to the
 //! offset sync it was translated through). Once with MM2's default
-//! replication policy and translation, once with the identity policy (the
-//! remote topic has the source's name) and precise translation, where the
-//! failback resumes right after the newest of MM2's syncs at or below the
-//! commit on T.
+//! replication policy and translation and `run --once`, once with the
+//! identity policy (the remote topic has the source's name), precise
+//! translation and the daemon, where the failback resumes right after the
+//! newest of MM2's syncs at or below the commit on T.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use e2e::binary::Daemon;
 use e2e::interop::{ok, our_config, run_once, test_dir};
 use e2e::java::helpers;
 use e2e::mm2::{Mm2Config, Mm2Process, SOURCE_ALIAS, TARGET_ALIAS};
@@ -117,9 +119,34 @@ fn commit(
     );
 }
 
+/// Polls `group`'s committed offset of `topic`-0 on `cluster` until `done`
+/// holds (at most [`BUDGET`]); returns it and how long it took.
+fn wait_committed(
+    rt: &tokio::runtime::Runtime,
+    cluster: &e2e::Cluster,
+    group: &str,
+    topic: &str,
+    done: impl Fn(Option<i64>) -> bool,
+) -> (Option<i64>, Duration) {
+    let t0 = Instant::now();
+    loop {
+        let now = committed(rt, cluster, group, topic);
+        if done(now) {
+            return (now, t0.elapsed());
+        }
+        assert!(
+            t0.elapsed() < BUDGET,
+            "group {group} on {}: still at {now:?}",
+            cluster.name
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// The lifecycle under the identity policy or MM2's default one, with
-/// `precise` translation or the default (`mm2`).
-fn lifecycle(identity: bool, precise: bool) {
+/// `precise` translation or the default (`mm2`), with `run --once` for the
+/// failover and the failback or with the daemon running throughout.
+fn lifecycle(identity: bool, precise: bool, daemon: bool) {
     let started = Instant::now();
     let c = clusters();
     let rt = e2e::world::rt();
@@ -178,12 +205,25 @@ fn lifecycle(identity: bool, precise: bool) {
         &format!("{topic}-.*"),
         &format!(
             "{policy}sync.group.offsets.enabled = true\n\
+             sync.group.offsets.interval.seconds = 1\n\
              mm2-checkpoint.emit.reverse.checkpoints.enabled = true\n"
         ),
     );
-    run_once(&properties);
-    let on_t = committed(&rt, c.target(), &group, &remote)
-        .unwrap_or_else(|| panic!("the group was not synced into T"));
+    let mut running = daemon.then(|| {
+        Daemon::spawn(
+            std::process::Command::new(e2e::binary::mm2_checkpoint())
+                .args(["run", "--config"])
+                .arg(&properties),
+        )
+    });
+    if running.is_none() {
+        run_once(&properties);
+    }
+    let (on_t, took) = wait_committed(&rt, c.target(), &group, &remote, |o| o.is_some());
+    let on_t = on_t.expect("synced into T");
+    if daemon {
+        eprintln!("failback: the daemon synced the group into T in {took:?}");
+    }
     assert!(on_t <= READ_ON_S, "synced into T past its position: {on_t}");
 
     // The application consumes on T from there up to READ_ON_T and commits.
@@ -198,7 +238,18 @@ fn lifecycle(identity: bool, precise: bool) {
     commit(&rt, c.target(), &group, &remote, READ_ON_T);
 
     // Failback: the reverse checkpoint on S, and the group raised there.
-    let log = run_once(&properties);
+    let log = match running.take() {
+        None => run_once(&properties),
+        Some(d) => {
+            let (_, took) = wait_committed(&rt, c.source(), &group, &topic, |o| {
+                o.is_some_and(|o| o > READ_ON_S)
+            });
+            eprintln!("failback: the daemon raised the group on S in {took:?}");
+            let (code, _, log) = d.terminate();
+            assert_eq!(code, Some(0), "the daemon's exit\n{log}");
+            log
+        }
+    };
     let back_topic = format!("{TARGET_ALIAS}.checkpoints.internal");
     let reverse: Vec<_> = ok(java.checkpoints(s_bootstrap, &back_topic), "reading S")
         .into_iter()
@@ -268,10 +319,11 @@ fn lifecycle(identity: bool, precise: bool) {
     let lost = (0..RECORDS).filter(|o| !seen.contains(o)).count();
     let reread = read.len() - seen.len();
     eprintln!(
-        "failback ({}{}): on T from {on_t}, back on S from {position} (commit on T {READ_ON_T}, \
+        "failback ({}{}{}): on T from {on_t}, back on S from {position} (commit on T {READ_ON_T}, \
          sync {through}); lost {lost}, read again {reread}; {:.1} s",
         if identity { "identity" } else { "default" },
         if precise { ", precise" } else { "" },
+        if daemon { ", daemon" } else { ", run --once" },
         started.elapsed().as_secs_f64()
     );
     assert_eq!(lost, 0, "records lost");
@@ -296,10 +348,11 @@ fn lifecycle(identity: bool, precise: bool) {
 
 #[test]
 fn failover_and_failback_with_the_default_policy_lose_nothing() {
-    lifecycle(false, false);
+    lifecycle(false, false, false);
 }
 
 #[test]
-fn failover_and_failback_with_the_identity_policy_and_precise_translation_lose_nothing() {
-    lifecycle(true, true);
+fn failover_and_failback_with_the_identity_policy_and_precise_translation_in_the_daemon_lose_nothing()
+ {
+    lifecycle(true, true, true);
 }
