@@ -1453,3 +1453,49 @@ async fn a_group_that_never_committed_on_the_target_gets_nothing() {
     assert!(summary.synced.is_none());
     assert_eq!(committed_at(&source, "t"), Some(60));
 }
+
+/// One full sync of the run loop's runner, to its end.
+async fn full_sync(
+    runner: &mut super::sync_runner::GroupSyncRunner<'_, MemCluster>,
+    store: &CheckpointStore,
+) -> super::group_sync::SyncSummary {
+    runner.want_full();
+    runner.start(store);
+    let described = runner.next_step().await;
+    assert!(runner.advance(described, store).is_none());
+    let committed = runner.next_step().await;
+    let done = runner.advance(committed, store).expect("the sync ended");
+    done.result.unwrap()
+}
+
+#[tokio::test]
+async fn with_reverse_checkpoints_the_forward_sync_does_not_undo_a_rewind_on_the_target() {
+    use super::sync_runner::GroupSyncRunner;
+    for reverse in [false, true] {
+        let (ctx, _, target) = flow(&format!(
+            "A->B.mm2-checkpoint.emit.reverse.checkpoints.enabled = {reverse}\n"
+        ));
+        let mut store = CheckpointStore::new(["g"]);
+        store.on_produced(&[checkpoint_of("g", 0, 10)]);
+        let mut runner = GroupSyncRunner::new(&ctx);
+        assert_eq!(full_sync(&mut runner, &store).await.committed, 1);
+        assert_eq!(target_offset(&target, "g"), Some(10));
+        // An operator rewinds the idle group on B to process again.
+        commit(&target, "A.t", 2);
+        let s = full_sync(&mut runner, &store).await;
+        if reverse {
+            // Both directions sync: the older commit on A does not win.
+            assert_eq!(s.committed, 0);
+            assert_eq!(target_offset(&target, "g"), Some(2));
+        } else {
+            // MM2's forward sync alone raises it again, as MM2 does.
+            assert_eq!(s.committed, 1);
+            assert_eq!(target_offset(&target, "g"), Some(10));
+            continue;
+        }
+        // The group commits again on A: that checkpoint is newer, and wins.
+        store.on_produced(&[checkpoint_of("g", 0, 12)]);
+        assert_eq!(full_sync(&mut runner, &store).await.committed, 1);
+        assert_eq!(target_offset(&target, "g"), Some(12));
+    }
+}
