@@ -1,0 +1,118 @@
+//! Reverse checkpoints against bad input, end to end (docs/operations.md,
+//! "Failing back"): a topic deleted and created again on the source since its
+//! offset syncs, and a group that never committed on the target. The offset
+//! syncs are written as MM2 writes them; `run --once` runs the reverse round
+//! after the forward one. (The whole lifecycle with the real MirrorMaker 2 is
+//! `failback_lifecycle.rs`.)
+
+use e2e::binary::run_once;
+use e2e::world::{World, checkpoints_in, committed_offsets, policy, rt};
+
+/// The flow's config with group sync and reverse checkpoints on.
+fn config(w: &World, group: &str) -> std::path::PathBuf {
+    w.properties(
+        group,
+        "sync.group.offsets.enabled = true\n\
+         mm2-checkpoint.emit.reverse.checkpoints.enabled = true",
+    )
+}
+
+/// Appends records `from..to` to the upstream topic on the source.
+fn fill(rt: &tokio::runtime::Runtime, w: &World, from: i32, to: i32) {
+    let records: Vec<(Vec<u8>, Vec<u8>)> = (from..to)
+        .map(|i| (format!("k{i}").into_bytes(), format!("v{i}").into_bytes()))
+        .collect();
+    let refs: Vec<(&[u8], &[u8])> = records
+        .iter()
+        .map(|(k, v)| (k.as_slice(), v.as_slice()))
+        .collect();
+    w.write_raw(rt, &w.source, &w.topic, &refs);
+}
+
+#[test]
+fn no_reverse_checkpoint_past_the_end_of_a_source_topic_created_again() {
+    let rt = rt();
+    let w = World::new(&rt, "revrecreated", 1);
+    // The syncs describe 101 records of the topic's first life on S; the
+    // topic now on S (created again) holds 20.
+    let group = w.seed(&rt, &[(0, 0, 0), (0, 100, 100)], &[(0, 5)]);
+    fill(&rt, &w, 0, 20);
+    // The group read 150 on T (after the failover).
+    w.commit_target(&rt, &group, &[(0, 150)]);
+    let out = run_once(&config(&w, &group));
+    let log = String::from_utf8_lossy(&out.stderr);
+    let back = policy().checkpoints_topic(&w.t);
+    let mine = |rt: &tokio::runtime::Runtime| -> Vec<(i64, i64)> {
+        checkpoints_in(rt, &w.source, &back)
+            .into_iter()
+            .filter(|cp| cp.key.group == group)
+            .map(|cp| (cp.upstream_offset, cp.downstream_offset))
+            .collect()
+    };
+    assert!(mine(&rt).is_empty(), "a reverse checkpoint past the end");
+    assert!(
+        log.contains("is past the partition's end") && log.contains("101 > 20"),
+        "no warning naming the position and the end:\n{log}"
+    );
+    assert_eq!(
+        committed_offsets(&rt, &w.source, &group, &w.topic),
+        [(0, 5)].into(),
+        "the group on S was moved"
+    );
+    // Once the partition reaches the position, the reverse checkpoint is
+    // written and the group raised.
+    fill(&rt, &w, 20, 101);
+    run_once(&config(&w, &group));
+    assert_eq!(mine(&rt), [(150, 101)]);
+    assert_eq!(
+        committed_offsets(&rt, &w.source, &group, &w.topic),
+        [(0, 101)].into()
+    );
+}
+
+#[test]
+fn a_group_that_never_committed_on_the_target_gets_no_reverse_checkpoint() {
+    let rt = rt();
+    let w = World::new(&rt, "revnever", 1);
+    fill(&rt, &w, 0, 200);
+    let group = w.seed(&rt, &[(0, 0, 0), (0, 100, 100)], &[(0, 5)]);
+    let out = run_once(&config(&w, &group));
+    // The forward round synced the group into T (5 → 1), so it has a commit
+    // on T now; its reverse position (1 → 1) is not ahead of 5 on S.
+    let back = policy().checkpoints_topic(&w.t);
+    let reverse: Vec<_> = checkpoints_in(&rt, &w.source, &back)
+        .into_iter()
+        .filter(|cp| cp.key.group == group)
+        .map(|cp| (cp.upstream_offset, cp.downstream_offset))
+        .collect();
+    assert_eq!(
+        w.target_offsets(&rt, &group),
+        [(0, 1)].into(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(reverse, [(1, 1)]);
+    assert_eq!(
+        committed_offsets(&rt, &w.source, &group, &w.topic),
+        [(0, 5)].into(),
+        "the group on S was lowered"
+    );
+    // A group only on S, without group sync into T: nothing at all.
+    let w = World::new(&rt, "revnever2", 1);
+    fill(&rt, &w, 0, 200);
+    let group = w.seed(&rt, &[(0, 0, 0), (0, 100, 100)], &[(0, 5)]);
+    run_once(&w.properties(
+        &group,
+        "mm2-checkpoint.emit.reverse.checkpoints.enabled = true",
+    ));
+    let back = policy().checkpoints_topic(&w.t);
+    assert!(
+        checkpoints_in(&rt, &w.source, &back)
+            .iter()
+            .all(|cp| cp.key.group != group)
+    );
+    assert_eq!(
+        committed_offsets(&rt, &w.source, &group, &w.topic),
+        [(0, 5)].into()
+    );
+}
