@@ -68,6 +68,52 @@ fn no_reverse_checkpoint_past_the_end_of_a_source_topic_created_again() {
         committed_offsets(&rt, &w.source, &group, &w.topic),
         [(0, 101)].into()
     );
+    // `translate` of the flow T->S reads them, as `translateOffsets` on S does.
+    let c = e2e::clusters();
+    let back_config = w.dir.join("back.properties");
+    std::fs::write(
+        &back_config,
+        format!(
+            "clusters = {s}, {t}\n{s}.bootstrap.servers = {sb}\n{t}.bootstrap.servers = {tb}\n\
+             {t}->{s}.enabled = true\n",
+            s = w.s,
+            t = w.t,
+            sb = c.source().bootstrap.get(e2e::Listener::Plaintext),
+            tb = c.target().bootstrap.get(e2e::Listener::Plaintext),
+        ),
+    )
+    .expect("write back.properties");
+    let flow = format!("{}->{}", w.t, w.s);
+    let out = e2e::binary::mm2(
+        &[
+            "translate",
+            "--config",
+            back_config.to_str().expect("utf-8"),
+            "--flow",
+            &flow,
+            "--group",
+            &group,
+            "--format",
+            "json",
+        ],
+        std::time::Duration::from_secs(60),
+    );
+    assert!(
+        out.status.success(),
+        "translate failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON output");
+    let offsets = &doc["groups"][0]["offsets"][0];
+    assert_eq!(
+        (
+            offsets["topic"].as_str(),
+            offsets["partition"].as_i64(),
+            offsets["target_offset"].as_i64()
+        ),
+        (Some(w.topic.as_str()), Some(0), Some(101)),
+        "{doc}"
+    );
 }
 
 #[test]
