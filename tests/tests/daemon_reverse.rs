@@ -1,6 +1,7 @@
 //! Reverse checkpoints against bad input, end to end (docs/operations.md,
 //! "Failing back"): a topic deleted and created again on the source since its
-//! offset syncs, and a group that never committed on the target. The offset
+//! offset syncs, a group that never committed on the target, and a group
+//! with members (KIP-848 protocol) on the source. The offset
 //! syncs are written as MM2 writes them; `run --once` runs the reverse round
 //! after the forward one. (The whole lifecycle with the real MirrorMaker 2 is
 //! `failback_lifecycle.rs`.)
@@ -161,4 +162,92 @@ fn a_group_that_never_committed_on_the_target_gets_no_reverse_checkpoint() {
         committed_offsets(&rt, &w.source, &group, &w.topic),
         [(0, 5)].into()
     );
+}
+
+#[test]
+fn a_group_with_kip_848_members_on_the_source_is_never_written() {
+    use mm2_checkpoint::core::TargetGroupState;
+    use mm2_checkpoint::driver::FlowCluster;
+    use std::time::{Duration, Instant};
+    let rt = rt();
+    let w = World::new(&rt, "revactive", 1);
+    fill(&rt, &w, 0, 200);
+    let group = w.seed(&rt, &[(0, 0, 0), (0, 100, 100)], &[(0, 5)]);
+    w.commit_target(&rt, &group, &[(0, 150)]);
+    // A consumer of the new protocol in the group on S, committing nothing.
+    let c = e2e::clusters();
+    let member = std::process::Command::new(c.tool("kafka-console-consumer"))
+        .args([
+            "--bootstrap-server",
+            c.source().bootstrap.get(e2e::Listener::Plaintext),
+            "--topic",
+            &w.topic,
+            "--group",
+            &group,
+            "--consumer-property",
+            "group.protocol=consumer",
+            "--consumer-property",
+            "enable.auto.commit=false",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn kafka-console-consumer");
+    let mut member = scopeguard(member);
+    let started = Instant::now();
+    loop {
+        let described = rt
+            .block_on(w.source.describe_groups(std::slice::from_ref(&group)))
+            .expect("describe");
+        if described
+            .get(&group)
+            .is_some_and(|d| d.state == TargetGroupState::Stable)
+        {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the consumer never joined {group} on S: {described:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let out = run_once(&config(&w, &group));
+    let log = String::from_utf8_lossy(&out.stderr);
+    let back = policy().checkpoints_topic(&w.t);
+    // The reverse checkpoint is written; the group on S is left alone.
+    assert!(
+        checkpoints_in(&rt, &w.source, &back)
+            .iter()
+            .any(|cp| cp.key.group == group && cp.downstream_offset == 101),
+        "{log}"
+    );
+    assert_eq!(
+        committed_offsets(&rt, &w.source, &group, &w.topic),
+        [(0, 5)].into(),
+        "a group with members on S was written:\n{log}"
+    );
+    // Left alone by our decision (it was described with members), not only by
+    // the broker's refusal of the commit.
+    assert!(
+        log.contains("group sync into the source done")
+            && log.contains("skipped_active=1")
+            && !log.contains("became active"),
+        "{log}"
+    );
+    let _ = member.0.kill();
+    let _ = member.0.wait();
+}
+
+/// Kills the child on drop (a failed assertion leaves no consumer behind).
+struct Guard(std::process::Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn scopeguard(child: std::process::Child) -> Guard {
+    Guard(child)
 }
