@@ -153,6 +153,64 @@ impl GroupSyncPlan {
     }
 }
 
+/// The checkpoints a running flow's group sync has already decided upon, per
+/// group and target partition: the rule of the newer commit when both
+/// directions sync (docs/translation.md, "Group sync into the source").
+///
+/// The forward sync repeats every checkpoint each interval, so an idle group
+/// an operator rewound on the target (to process again) would be raised
+/// straight back to the checkpoint of the source's older commit. With
+/// reverse checkpoints on, the flow's syncs keep only the partitions whose
+/// checkpoint is new since this sync last decided upon it: a checkpoint is
+/// written at most once; a rewind on the target stays until the group commits
+/// again on the source, a newer commit. A group whose state was unknown is
+/// decided again next time. Held in memory: after a restart every
+/// checkpoint is new once.
+#[derive(Clone, Debug, Default)]
+pub struct DecidedCheckpoints {
+    decided: BTreeMap<(String, TopicPartition), (i64, i64)>,
+}
+
+impl DecidedCheckpoints {
+    /// Takes out of `plan`'s commits every partition whose checkpoint in
+    /// `store` was decided upon by an earlier plan (a group left with nothing
+    /// becomes [`GroupSyncDecision::NothingToDo`]), and remembers the
+    /// checkpoints of every group this plan decides (all but unknown ones).
+    pub fn keep_new(&mut self, plan: &mut GroupSyncPlan, store: &CheckpointStore) {
+        for (group, decision) in plan.decisions.iter_mut() {
+            if matches!(
+                decision,
+                GroupSyncDecision::SkippedUnknownState | GroupSyncDecision::NothingToDo
+            ) {
+                continue;
+            }
+            let Some(checkpoints) = store.group(group) else {
+                continue;
+            };
+            let current: BTreeMap<TopicPartition, (i64, i64)> = checkpoints
+                .iter()
+                .map(|(topic, partition, cp)| {
+                    (
+                        TopicPartition::new(topic, partition),
+                        (cp.upstream_offset, cp.downstream_offset),
+                    )
+                })
+                .collect();
+            if let GroupSyncDecision::Commit { offsets, .. } = decision {
+                offsets.retain(|tp, _| {
+                    self.decided.get(&(group.clone(), tp.clone())) != current.get(tp)
+                });
+                if offsets.is_empty() {
+                    *decision = GroupSyncDecision::NothingToDo;
+                }
+            }
+            for (tp, cp) in current {
+                self.decided.insert((group.clone(), tp), cp);
+            }
+        }
+    }
+}
+
 /// Decides the target group commits of one sync round from the checkpoint store
 /// and this round's refresh. Covers the store's assigned groups and every group
 /// with checkpoints.
@@ -428,6 +486,56 @@ mod tests {
         let plan = plan_group_sync(&s, &TargetRefresh::Failed);
         assert!(plan.commits().next().is_none());
         assert_eq!(plan.decisions["g"], GroupSyncDecision::SkippedUnknownState);
+    }
+
+    #[test]
+    fn a_checkpoint_decided_upon_is_not_synced_again() {
+        let mut s = store(&[("g", "S.t", 0, 10), ("g", "S.t", 1, 20)]);
+        let mut decided = DecidedCheckpoints::default();
+        let behind = |a, b| {
+            refresh(&[(
+                "g",
+                TargetGroup::Empty(BTreeMap::from([
+                    (tp("S.t", 0), Some(a)),
+                    (tp("S.t", 1), Some(b)),
+                ])),
+            )])
+        };
+        let mut plan = plan_group_sync(&s, &behind(0, 0));
+        decided.keep_new(&mut plan, &s);
+        assert_eq!(
+            offsets(&plan, "g").unwrap(),
+            [("S.t-0".to_string(), 10), ("S.t-1".to_string(), 20)]
+        );
+        // An operator rewinds the idle group on the target: the same
+        // checkpoints are not written again.
+        let mut plan = plan_group_sync(&s, &behind(3, 4));
+        decided.keep_new(&mut plan, &s);
+        assert!(plan.commits().next().is_none());
+        assert_eq!(plan.decisions["g"], GroupSyncDecision::NothingToDo);
+        // The group commits again on the source: its new checkpoint is.
+        let mut cp = Checkpoint {
+            key: CheckpointKey {
+                group: "g".to_string(),
+                topic_partition: tp("S.t", 1),
+            },
+            upstream_offset: 130,
+            downstream_offset: 30,
+            metadata: String::new(),
+        };
+        s.on_produced(std::slice::from_ref(&cp));
+        let mut plan = plan_group_sync(&s, &behind(3, 4));
+        decided.keep_new(&mut plan, &s);
+        assert_eq!(offsets(&plan, "g").unwrap(), [("S.t-1".to_string(), 30)]);
+        // A group whose state was unknown is decided again next time.
+        cp.downstream_offset = 40;
+        cp.upstream_offset = 140;
+        s.on_produced(std::slice::from_ref(&cp));
+        let mut plan = plan_group_sync(&s, &TargetRefresh::Failed);
+        decided.keep_new(&mut plan, &s);
+        let mut plan = plan_group_sync(&s, &behind(3, 4));
+        decided.keep_new(&mut plan, &s);
+        assert_eq!(offsets(&plan, "g").unwrap(), [("S.t-1".to_string(), 40)]);
     }
 
     #[test]

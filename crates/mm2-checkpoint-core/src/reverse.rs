@@ -28,6 +28,8 @@ use std::collections::BTreeMap;
 
 use crate::checkpoint_store::CheckpointStore;
 use crate::filter::TopicFilter;
+use crate::format::Checkpoint;
+use crate::group_sync::{GroupSyncPlan, TargetRefresh, plan_group_sync_for};
 use crate::policy::{Flow, ReplicationPolicy};
 use crate::round::{CheckpointRound, GroupOffsets, RoundPlan, SkipReason, SkippedPartition};
 use crate::sync_store::{OffsetSync, OffsetSyncStore};
@@ -225,6 +227,47 @@ impl ReverseRound<'_> {
             .sort_by(|a, b| (&a.group, &a.upstream).cmp(&(&b.group, &b.upstream)));
         plan
     }
+}
+
+/// Takes out of `plan` the reverse checkpoints whose position on S lies past
+/// the end of their S partition, or whose partition S does not have (`ends`
+/// holds the end offset of every S partition that exists), and returns them.
+/// Such a partition is not the one the flow's offset syncs describe: its
+/// topic was deleted and created again on S since (docs/translation.md,
+/// "Reverse checkpoints"). Nothing may be written for it: a consumer given
+/// that position would skip the records the new topic gets up to it.
+pub fn keep_within_ends(
+    plan: &mut RoundPlan,
+    ends: &BTreeMap<TopicPartition, i64>,
+) -> Vec<Checkpoint> {
+    let (kept, past): (Vec<Checkpoint>, Vec<Checkpoint>) = std::mem::take(&mut plan.checkpoints)
+        .into_iter()
+        .partition(|cp| {
+            ends.get(&cp.key.topic_partition)
+                .is_some_and(|&end| cp.downstream_offset <= end)
+        });
+    plan.checkpoints = kept;
+    past
+}
+
+/// The group sync into S of one reverse round (docs/translation.md, "Group
+/// sync into the source"): the checkpoints the round has just written
+/// (`fresh`, each acknowledged by S) and nothing else, into groups that have
+/// no members, never lowering a committed offset (the forward rules of
+/// [`plan_group_sync_for`]).
+///
+/// Only fresh checkpoints are written, so a group's offset on S is raised
+/// once per commit on T that moved it, never again afterwards: the side with
+/// the newer commit wins. An operator who rewinds an idle group on S (to
+/// process again) keeps that position until the group commits again on T;
+/// a sync that repeated the last reverse checkpoint every round would undo
+/// the rewind.
+pub fn plan_reverse_sync(fresh: &[Checkpoint], refresh: &TargetRefresh) -> GroupSyncPlan {
+    let groups: std::collections::BTreeSet<&str> =
+        fresh.iter().map(|cp| cp.key.group.as_str()).collect();
+    let mut store = CheckpointStore::new(groups.iter().copied());
+    store.on_produced(fresh);
+    plan_group_sync_for(&store, groups, refresh)
 }
 
 /// Forward translation's interface over [`translate_back`]: a partition of T

@@ -133,6 +133,9 @@ pub struct ScheduleSettings {
     /// The follower's coalescing window: how long after the first unemitted
     /// change its checkpoints are emitted.
     pub coalesce: Duration,
+    /// `emit.reverse.checkpoints.enabled`: the reverse round's interval
+    /// (docs/operations.md, "Failing back"), or `None` when it is off.
+    pub reverse_every: Option<Duration>,
 }
 
 /// What the loop should do now.
@@ -171,6 +174,10 @@ pub enum Action {
     /// Ask for a full group sync (it starts once the one in flight ended);
     /// report the sync's end with [`FlowSchedule::full_sync_done`].
     FullSync,
+    /// The reverse round: reverse checkpoints (and the group sync into the
+    /// source) for the groups committed on the target; report with
+    /// [`FlowSchedule::reversed`].
+    Reverse,
 }
 
 /// What the driver should do after a follower step failed.
@@ -225,12 +232,14 @@ pub struct FlowSchedule {
     next_poll: Instant,
     next_refresh: Instant,
     next_sync: Instant,
+    next_reverse: Instant,
     /// The follower's coalescing window: when the first unemitted change came.
     first_change: Option<Instant>,
     first_round: bool,
     round_backoff: Backoff,
     follow_backoff: Backoff,
     sync_backoff: Backoff,
+    reverse_backoff: Backoff,
     follow_failures: u32,
     health: FollowHealth,
 }
@@ -249,11 +258,15 @@ impl FlowSchedule {
             next_poll: after(now, poll_every),
             next_refresh: after(now, refresh_every),
             next_sync: after(now, sync_every),
+            // The first reverse round follows the first forward one (due at
+            // once), which it never holds up.
+            next_reverse: now,
             first_change: None,
             first_round: true,
             round_backoff: Backoff::new(ROUND_BACKOFF_CAP),
             follow_backoff: Backoff::new(FOLLOW_BACKOFF_CAP),
             sync_backoff: Backoff::new(sync_every),
+            reverse_backoff: Backoff::new(ROUND_BACKOFF_CAP),
             follow_failures: 0,
             health: FollowHealth::default(),
             settings,
@@ -294,6 +307,9 @@ impl FlowSchedule {
         if self.settings.sync_every.is_some() {
             next = next.min(self.next_sync);
         }
+        if self.settings.reverse_every.is_some() {
+            next = next.min(self.next_reverse);
+        }
         if self.refreshes() {
             next = next.min(self.next_refresh);
         }
@@ -306,7 +322,7 @@ impl FlowSchedule {
     /// What to do at `now`. Due actions come in a fixed order: new offset
     /// syncs first (a checkpoint must be translated by every sync written
     /// before its commit), then the followed groups, the group refresh, the
-    /// periodic round, and the full group sync. An action that is handed out
+    /// periodic round, the full group sync, and the reverse round. An action that is handed out
     /// is not due again until its outcome is reported (or, for
     /// [`Action::EmitFollowed`] and [`Action::FullSync`], at once is no
     /// longer due).
@@ -335,6 +351,10 @@ impl FlowSchedule {
         {
             self.next_sync = after(now, every);
             return Next::Act(Action::FullSync);
+        }
+        if self.settings.reverse_every.is_some() && now >= self.next_reverse {
+            self.next_reverse = after(now, FAR_FUTURE);
+            return Next::Act(Action::Reverse);
         }
         if self.following {
             Next::Follow
@@ -427,6 +447,25 @@ impl FlowSchedule {
         }
         let wait = self.sync_backoff.failed().min(every);
         self.next_sync = after(now, wait);
+        Some(wait)
+    }
+
+    /// The reverse round ended at `now`. On success the next one is due after
+    /// its interval; a failed one (the source unreachable, as while it is
+    /// down after a failover) is tried again after the backoff, 1 s doubling
+    /// to [`ROUND_BACKOFF_CAP`] (never later than the interval); returns that
+    /// wait. Its failures are the reverse round's own: they do not make the
+    /// flow report its clusters unreachable, since the forward round reports
+    /// on the same clusters.
+    pub fn reversed(&mut self, now: Instant, ok: bool) -> Option<Duration> {
+        let every = self.settings.reverse_every.unwrap_or(FAR_FUTURE);
+        if ok {
+            self.reverse_backoff.succeeded();
+            self.next_reverse = after(now, every);
+            return None;
+        }
+        let wait = self.reverse_backoff.failed().min(every);
+        self.next_reverse = after(now, wait);
         Some(wait)
     }
 

@@ -467,4 +467,92 @@ mod rounds {
         let rewound = round.plan(&syncs(), &store, &commits(&[("S.orders", 0)]));
         assert_eq!(rewound.checkpoints, vec![checkpoint("orders", 0, 0)]);
     }
+
+    #[test]
+    fn positions_past_the_end_of_the_source_partition_are_taken_out() {
+        let mut plan = RoundPlan {
+            checkpoints: vec![
+                checkpoint("orders", 140, 101),
+                checkpoint("payments", 140, 101),
+                checkpoint("gone", 140, 101),
+            ],
+            ..RoundPlan::default()
+        };
+        // `payments` was created again on S and holds 7 records; `gone` was
+        // deleted; `orders` ends exactly at the position.
+        let ends = BTreeMap::from([
+            (TopicPartition::new("orders", 0), 101),
+            (TopicPartition::new("payments", 0), 7),
+        ]);
+        let past = keep_within_ends(&mut plan, &ends);
+        assert_eq!(plan.checkpoints, vec![checkpoint("orders", 140, 101)]);
+        assert_eq!(
+            past,
+            vec![
+                checkpoint("payments", 140, 101),
+                checkpoint("gone", 140, 101)
+            ]
+        );
+    }
+
+    fn group_state(offset: Option<i64>) -> crate::group_sync::TargetGroup {
+        crate::group_sync::TargetGroup::Empty(
+            offset
+                .map(|o| (TopicPartition::new("orders", 0), Some(o)))
+                .into_iter()
+                .collect(),
+        )
+    }
+
+    fn refresh(state: crate::group_sync::TargetGroup) -> TargetRefresh {
+        TargetRefresh::Done(BTreeMap::from([("g".to_string(), state)]))
+    }
+
+    fn sync_commit(plan: &GroupSyncPlan) -> Option<i64> {
+        plan.commits()
+            .next()
+            .map(|(_, c)| c[&TopicPartition::new("orders", 0)].offset)
+    }
+
+    #[test]
+    fn the_sync_into_the_source_raises_an_idle_group_and_never_lowers_one() {
+        let fresh = [checkpoint("orders", 140, 101)];
+        // Still at its pre-failover offset: raised.
+        let plan = plan_reverse_sync(&fresh, &refresh(group_state(Some(60))));
+        assert_eq!(sync_commit(&plan), Some(101));
+        // Never committed on S, or gone: raised.
+        let plan = plan_reverse_sync(&fresh, &refresh(group_state(None)));
+        assert_eq!(sync_commit(&plan), Some(101));
+        let plan = plan_reverse_sync(&fresh, &refresh(crate::group_sync::TargetGroup::Absent));
+        assert_eq!(sync_commit(&plan), Some(101));
+        // Ahead: never lowered.
+        let plan = plan_reverse_sync(&fresh, &refresh(group_state(Some(120))));
+        assert_eq!(sync_commit(&plan), None);
+        // Members: never written.
+        let plan = plan_reverse_sync(
+            &fresh,
+            &refresh(crate::group_sync::TargetGroup::Active(
+                crate::group_sync::TargetGroupState::Stable,
+            )),
+        );
+        assert_eq!(sync_commit(&plan), None);
+        // Unknown state or a failed refresh: nothing.
+        assert_eq!(
+            sync_commit(&plan_reverse_sync(&fresh, &TargetRefresh::Failed)),
+            None
+        );
+    }
+
+    #[test]
+    fn a_rewind_on_the_source_is_kept_until_the_target_commits_again() {
+        // The rule of the newer commit: a sync writes only the checkpoints the
+        // round has just written, so an idle group an operator rewound on S
+        // after its last sync is left alone by every later round...
+        let rewound = refresh(group_state(Some(10)));
+        assert_eq!(sync_commit(&plan_reverse_sync(&[], &rewound)), None);
+        assert!(plan_reverse_sync(&[], &rewound).decisions.is_empty());
+        // ... until the group commits on T again: that commit is newer.
+        let fresh = [checkpoint("orders", 150, 101)];
+        assert_eq!(sync_commit(&plan_reverse_sync(&fresh, &rewound)), Some(101));
+    }
 }

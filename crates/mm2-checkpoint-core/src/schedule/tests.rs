@@ -25,6 +25,7 @@ fn settings() -> ScheduleSettings {
         refresh_every: Some(secs(600)),
         poll_every: secs(1),
         coalesce: Duration::from_millis(200),
+        reverse_every: None,
     }
 }
 
@@ -49,6 +50,9 @@ fn drain(s: &mut FlowSchedule, now: Instant) -> (Vec<Action>, Next) {
                     }
                     Action::FullSync => {
                         s.full_sync_done(now, true);
+                    }
+                    Action::Reverse => {
+                        s.reversed(now, true);
                     }
                 }
             }
@@ -479,4 +483,74 @@ fn absurdly_long_intervals_saturate_instead_of_overflowing() {
         other => panic!("{other:?}"),
     }
     assert!(after(t(0), Duration::MAX) > t(0));
+}
+
+#[test]
+fn reverse_rounds_come_after_the_first_forward_round_and_then_every_interval() {
+    let settings = ScheduleSettings {
+        reverse_every: Some(secs(1)),
+        ..settings()
+    };
+    let mut s = FlowSchedule::new(settings, t(0), false);
+    let (actions, _) = drain(&mut s, t(0));
+    assert_eq!(
+        actions,
+        [Action::Emit { from_view: false }, Action::Reverse]
+    );
+    // Handed out: not due again until reported.
+    let mut s2 = FlowSchedule::new(s.settings.clone(), t(0), false);
+    assert_eq!(s2.next(t(0)), Next::Act(Action::Emit { from_view: false }));
+    assert_eq!(s2.next(t(0)), Next::Act(Action::Reverse));
+    assert_eq!(s2.next(t(0)), Next::WaitUntil(t(1_000)));
+    // Every second after the last one ended, beside the polls.
+    let (actions, _) = drain(&mut s, t(999));
+    assert!(!actions.contains(&Action::Reverse));
+    let (actions, _) = drain(&mut s, t(1_000));
+    assert_eq!(actions, [Action::PollSyncs, Action::Reverse]);
+}
+
+#[test]
+fn a_failed_reverse_round_backs_off_and_leaves_the_forward_round_alone() {
+    let settings = ScheduleSettings {
+        reverse_every: Some(secs(60)),
+        emit_every: secs(10),
+        ..settings()
+    };
+    let mut s = FlowSchedule::new(settings, t(0), false);
+    assert_eq!(s.next(t(0)), Next::Act(Action::Emit { from_view: false }));
+    s.emitted(t(0), Ok(RoundDone { emitted: 0 }));
+    assert_eq!(s.next(t(0)), Next::Act(Action::Reverse));
+    // The source is down: 1 s, 2 s, 4 s, ... up to the round cap of 30 s,
+    // never later than the interval.
+    let mut now = 0;
+    for expected in [1, 2, 4, 8, 16, 30, 30] {
+        assert_eq!(s.reversed(t(now), false), Some(secs(expected)));
+        now += expected * 1_000;
+        // Due again then, after the polls and forward rounds due meanwhile,
+        // which keep their own interval.
+        loop {
+            match s.next(t(now)) {
+                Next::Act(Action::Reverse) => break,
+                Next::Act(Action::PollSyncs) => {
+                    s.polled(t(now), Ok(()), false);
+                }
+                Next::Act(Action::Emit { .. }) => {
+                    s.emitted(t(now), Ok(RoundDone { emitted: 0 }));
+                }
+                other => panic!("{other:?} at {now}"),
+            }
+        }
+    }
+    // A success resets the backoff; the next round comes after the interval.
+    assert_eq!(s.reversed(t(now), true), None);
+    assert_eq!(s.reversed(t(now), false), Some(secs(1)));
+}
+
+#[test]
+fn without_reverse_checkpoints_no_reverse_round_is_due() {
+    let mut s = FlowSchedule::new(settings(), t(0), false);
+    for at in [0, 1_000, 60_000, 600_000] {
+        let (actions, _) = drain(&mut s, t(at));
+        assert!(!actions.contains(&Action::Reverse));
+    }
 }

@@ -458,6 +458,32 @@ keys! {
         doc: "find a group's exact position inside the sync bracket by comparing records",
         shown: Shown::Flow(|f| f.content_search.to_string()),
     };
+    /// Reverse checkpoints (and group sync into the source) for failing back.
+    REVERSE_CHECKPOINTS_ENABLED = Key {
+        name: "mm2-checkpoint.emit.reverse.checkpoints.enabled",
+        default: Default::Value("false"),
+        accepted: Accepted::Boolean,
+        owner: Owner::Ours,
+        scope: Scope::Flow,
+        doc: "also checkpoint the groups committed on the target back to the source, for failing back",
+        shown: Shown::Flow(|f| f.reverse_checkpoints_enabled.to_string()),
+    };
+    /// The time between reverse rounds.
+    REVERSE_CHECKPOINTS_INTERVAL = Key {
+        name: "mm2-checkpoint.emit.reverse.checkpoints.interval.ms",
+        default: Default::Value("1000"),
+        accepted: Accepted::Positive,
+        owner: Owner::Ours,
+        scope: Scope::Flow,
+        doc: "the time between reverse rounds",
+        shown: Shown::Flow(|f| {
+            if f.reverse_checkpoints_enabled {
+                millis(f.reverse_checkpoints_interval)
+            } else {
+                format!("{} (unused: reverse checkpoints are off)", millis(f.reverse_checkpoints_interval))
+            }
+        }),
+    };
     /// Whether instances sharing a flow elect one owner of it.
     MEMBERSHIP_ENABLED = Key {
         name: "mm2-checkpoint.membership.enabled",
@@ -565,6 +591,10 @@ pub const TRANSLATION_MAX_SYNCS_KEY: &str = TRANSLATION_MAX_SYNCS.name;
 /// The key turning on the content search inside the sync bracket (ours; only
 /// with precise translation; docs/translation.md, "Content search").
 pub const CONTENT_SEARCH_KEY: &str = CONTENT_SEARCH.name;
+
+/// The key turning reverse checkpoints on (ours; docs/operations.md,
+/// "Failing back").
+pub const REVERSE_CHECKPOINTS_ENABLED_KEY: &str = REVERSE_CHECKPOINTS_ENABLED.name;
 
 /// The key turning membership on: instances sharing a flow elect one owner
 /// of it through a group on its target cluster (ours; docs/membership.md).

@@ -297,6 +297,8 @@ impl<'a> Lookup<'a> {
             }
             v => Ok(v),
         });
+        let reverse_checkpoints_enabled = boolean(&keys::REVERSE_CHECKPOINTS_ENABLED);
+        let reverse_checkpoints_interval = millis(&keys::REVERSE_CHECKPOINTS_INTERVAL);
         let membership = self.membership(&get, &boolean, &millis, source, target);
         let checkpoints_topic_replication_factor = self.value_of(
             &get,
@@ -401,6 +403,8 @@ impl<'a> Lookup<'a> {
             offset_translation: offset_translation?,
             translation_max_syncs: translation_max_syncs?,
             content_search: content_search?,
+            reverse_checkpoints_enabled: reverse_checkpoints_enabled?,
+            reverse_checkpoints_interval: reverse_checkpoints_interval?,
             membership: membership?,
             origins: origins.into_inner(),
         })

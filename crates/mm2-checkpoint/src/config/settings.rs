@@ -179,6 +179,14 @@ pub struct FlowConfig {
     /// `mm2-checkpoint.offset.translation.content.search` (ours; default false):
     /// find the exact position inside the sync bracket by reading records.
     pub content_search: bool,
+    /// `mm2-checkpoint.emit.reverse.checkpoints.enabled` (ours; default
+    /// false): reverse checkpoints, and with `sync.group.offsets.enabled`
+    /// the group sync into the source, for failing back (docs/operations.md,
+    /// "Failing back").
+    pub reverse_checkpoints_enabled: bool,
+    /// `mm2-checkpoint.emit.reverse.checkpoints.interval.ms` (ours; default
+    /// 1 s): the time between reverse rounds.
+    pub reverse_checkpoints_interval: Duration,
     /// `mm2-checkpoint.membership.*` (ours; off by default): the flow's
     /// owner election among instances; `None` when off.
     pub membership: Option<MembershipConfig>,

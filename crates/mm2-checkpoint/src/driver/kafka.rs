@@ -575,6 +575,36 @@ impl FlowCluster for ClusterClient {
         reader.read_visit(self.client().await?, visit).await
     }
 
+    /// The high watermarks of `partitions` by ListOffsets (latest,
+    /// read_uncommitted); UNKNOWN_TOPIC_OR_PARTITION leaves a partition out,
+    /// any other error fails the call.
+    async fn end_offsets(
+        &self,
+        partitions: &[TopicPartition],
+    ) -> Result<BTreeMap<TopicPartition, i64>, Error> {
+        let client = self.client().await?;
+        let queries: Vec<(&str, i32, OffsetSpec)> = partitions
+            .iter()
+            .map(|tp| (tp.topic.as_str(), tp.partition, OffsetSpec::Latest))
+            .collect();
+        let mut ends = BTreeMap::new();
+        for answer in client
+            .list_offsets(&queries, IsolationLevel::ReadUncommitted)
+            .await
+        {
+            match answer.result {
+                Ok(found) => {
+                    if let Some(end) = found.offset {
+                        ends.insert(TopicPartition::new(answer.topic, answer.partition), end);
+                    }
+                }
+                Err(e) if e.kafka_error() == Some(ResponseError::UnknownTopicOrPartition) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(ends)
+    }
+
     /// The Fetch [`read_visit`](Self::read_visit) would make next, made now
     /// (kafka-lite's `PartitionReader::fetch_ahead`).
     async fn fetch_ahead(&self, reader: &PartitionReader) -> Result<Option<AheadFetch>, Error> {

@@ -17,7 +17,9 @@ use crate::shutdown::ShutdownSignal;
 use super::api::{DriverError, RunOptions, check_cpu};
 use super::flow::group_sync::sync_groups;
 use super::flow::sync_runner::{GroupSyncRunner, SyncDone, SyncStep};
-use super::flow::{CommitFollower, FlowContext, FlowState, StepCause, StepError};
+use super::flow::{
+    CommitFollower, FlowContext, FlowState, ReverseCheckpoints, StepCause, StepError,
+};
 use super::kafka::ClusterClient;
 use super::membership::Role;
 
@@ -149,7 +151,28 @@ async fn run_once(ctx: &FlowContext, shutdown: &ShutdownSignal) -> Result<(), St
             failed = s.failed, "group sync done"
         );
     }
+    if ctx.cfg.reverse_checkpoints_enabled {
+        let mut reverse = ReverseCheckpoints::new(ctx);
+        let summary = reverse.round(ctx, state.syncs.store()).await?;
+        log_reverse(ctx, &summary);
+    }
     Ok(())
+}
+
+/// Logs a finished reverse round.
+fn log_reverse(ctx: &FlowContext, s: &super::flow::reverse::ReverseSummary) {
+    tracing::info!(
+        flow = %ctx.name, groups = s.groups, emitted = s.emitted, skipped = s.skipped,
+        past_end = s.past_end, "reverse round done"
+    );
+    if let Some(synced) = s.synced {
+        tracing::info!(
+            flow = %ctx.name, committed = synced.committed, skipped_active = synced.skipped_active,
+            skipped_source_ahead = synced.skipped_target_ahead,
+            skipped_unknown_state = synced.skipped_unknown_state, failed = synced.failed,
+            "group sync into the source done"
+        );
+    }
 }
 
 /// The daemon loop of one flow. Returns when `shutdown` fires; an operation in
@@ -168,6 +191,10 @@ async fn run_flow(ctx: &FlowContext, shutdown: &ShutdownSignal) {
     };
     let mut syncer = GroupSyncRunner::new(ctx);
     let mut schedule = FlowSchedule::new(schedule_settings(ctx), now(), follower.is_some());
+    let mut reverse = ctx
+        .cfg
+        .reverse_checkpoints_enabled
+        .then(|| ReverseCheckpoints::new(ctx));
     run_loop(
         ctx,
         shutdown,
@@ -175,6 +202,7 @@ async fn run_flow(ctx: &FlowContext, shutdown: &ShutdownSignal) {
         &mut state,
         &mut syncer,
         &mut schedule,
+        &mut reverse,
     )
     .await;
     if let Some(done) = syncer.finish_commits(state.checkpoints.store()).await {
@@ -388,6 +416,9 @@ fn schedule_settings(ctx: &FlowContext) -> ScheduleSettings {
             .then_some(cfg.refresh_groups_interval),
         poll_every: cfg.consumer_poll_timeout,
         coalesce: cfg.follow_coalesce,
+        reverse_every: cfg
+            .reverse_checkpoints_enabled
+            .then_some(cfg.reverse_checkpoints_interval),
     }
 }
 
@@ -438,6 +469,7 @@ async fn run_loop<'a>(
     state: &mut FlowState,
     syncer: &mut GroupSyncRunner<'a, ClusterClient>,
     schedule: &mut FlowSchedule,
+    reverse: &mut Option<ReverseCheckpoints<ClusterClient>>,
 ) {
     let sync_enabled = ctx.cfg.sync_group_offsets_enabled;
     loop {
@@ -568,6 +600,39 @@ async fn run_loop<'a>(
             }
             // The full sync runs once the one in flight (if any) has ended.
             Next::Act(Action::FullSync) => syncer.want_full(),
+            Next::Act(Action::Reverse) => {
+                let Some(reverse) = reverse.as_mut() else {
+                    schedule.reversed(now(), true);
+                    continue;
+                };
+                // Catch up with the offset syncs first, as a forward round
+                // does; then the round, with a group sync moving on beside it.
+                let r = match state.poll_syncs(ctx).await {
+                    Ok(_) => {
+                        let round = reverse.round(ctx, state.syncs.store());
+                        tokio::pin!(round);
+                        loop {
+                            tokio::select! {
+                                r = &mut round => break r,
+                                s = syncer.next_step() => sync_stepped(ctx, syncer, s, state, schedule),
+                            }
+                        }
+                    }
+                    Err(e) => Err(e),
+                };
+                match r {
+                    Ok(summary) => {
+                        schedule.reversed(now(), true);
+                        if summary.emitted > 0 || summary.past_end > 0 {
+                            log_reverse(ctx, &summary);
+                        }
+                    }
+                    Err(e) => {
+                        let wait = schedule.reversed(now(), false).unwrap_or_default();
+                        tracing::warn!(flow = %ctx.name, error = %e, retry_in_ms = wait.as_millis() as u64, "reverse round failed; retrying");
+                    }
+                }
+            }
         }
     }
 }

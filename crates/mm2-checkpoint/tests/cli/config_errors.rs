@@ -324,6 +324,18 @@ const BAD_CONFIGS: &[BadConfig] = &[
         whole: false,
     },
     BadConfig {
+        name: "bad-reverse-checkpoints",
+        lines: "A->B.mm2-checkpoint.emit.reverse.checkpoints.enabled = on\n",
+        key: "A->B.mm2-checkpoint.emit.reverse.checkpoints.enabled",
+        whole: false,
+    },
+    BadConfig {
+        name: "zero-reverse-interval",
+        lines: "mm2-checkpoint.emit.reverse.checkpoints.interval.ms = 0\n",
+        key: "mm2-checkpoint.emit.reverse.checkpoints.interval.ms",
+        whole: false,
+    },
+    BadConfig {
         name: "zero-translation-budget",
         lines: "mm2-checkpoint.offset.translation.max.syncs.per.partition = 0\n",
         key: "mm2-checkpoint.offset.translation.max.syncs.per.partition",

@@ -106,6 +106,14 @@ pub trait FlowCluster: Clone + Send + Sync + 'static {
         offsets: &BTreeMap<TopicPartition, CommittedOffset>,
     ) -> impl Future<Output = Result<CommitOutcome, Error>> + Send;
 
+    /// The end offsets (high watermarks) of `partitions`; a partition the
+    /// cluster does not have (its topic deleted, or fewer partitions) is left
+    /// out of the answer. Reverse rounds check their positions against them.
+    fn end_offsets(
+        &self,
+        partitions: &[TopicPartition],
+    ) -> impl Future<Output = Result<BTreeMap<TopicPartition, i64>, Error>> + Send;
+
     /// Produces `batch` to `topic`-`partition` as one batch; returns the base
     /// offset.
     fn produce_batch(

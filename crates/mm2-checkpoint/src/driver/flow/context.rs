@@ -13,6 +13,7 @@ use kafka_protocol::error::ResponseError;
 
 use crate::config::{FlowConfig, GroupOffsetsMode};
 use crate::core::policy::ClusterSide;
+use crate::core::reverse::ReverseRound;
 use crate::core::{Flow, GroupFilter, ReplicationPolicy, TopicFilter};
 use crate::metrics::{FlowIdentity, Metrics};
 
@@ -267,6 +268,42 @@ impl<C: FlowCluster> FlowContext<C> {
             denied: std::sync::Mutex::new(BTreeSet::new()),
             _connections: connections,
         })
+    }
+
+    /// The context of the flow's reverse rounds (docs/operations.md,
+    /// "Failing back"): the same clusters the other way round, so that the
+    /// stateless steps and the checkpoints stage run on it unchanged: groups
+    /// are discovered and read on the target (its `source`), checkpoints are
+    /// written to and groups synced into the source (its `target`), in
+    /// MirrorMaker 2's checkpoints topic of the flow T->S
+    /// ([`ReverseRound::checkpoints_topic`]). Its topic filter accepts every
+    /// topic: the reverse round applies the flow's filter to the topics'
+    /// names on the source itself. It is named `S->T reverse` in logs and
+    /// metrics, and has no commit follower and no sync history.
+    pub fn reversed(&self) -> FlowContext<C> {
+        let round = ReverseRound {
+            flow: &self.flow,
+            policy: &self.policy,
+            topic_filter: &self.topic_filter,
+        };
+        FlowContext {
+            name: format!("{} reverse", self.name),
+            cfg: self.cfg.clone(),
+            flow: round.back_flow(),
+            policy: self.policy.clone(),
+            topic_filter: TopicFilter::accepting_all(),
+            group_filter: self.group_filter.clone(),
+            source: self.target.clone(),
+            target: self.source.clone(),
+            syncs_cluster: self.syncs_cluster.clone(),
+            syncs_topic: self.syncs_topic.clone(),
+            checkpoints_topic: round.checkpoints_topic(),
+            sync_history_topic: None,
+            metrics: self.metrics.clone(),
+            commits_client: None,
+            denied: std::sync::Mutex::new(BTreeSet::new()),
+            _connections: Vec::new(),
+        }
     }
 
     /// Wraps a cluster result: counts and returns the error with its context.

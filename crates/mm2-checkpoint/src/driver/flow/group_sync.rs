@@ -86,6 +86,16 @@ pub(super) async fn carry_out_sync<C: FlowCluster>(
     ctx: &FlowContext<C>,
     plan: GroupSyncPlan,
 ) -> SyncSummary {
+    carry_out_sync_with(ctx, plan, |_, _| {}).await
+}
+
+/// [`carry_out_sync`], also handing every group's outcome to `outcome` (the
+/// reverse round keeps the groups to try again).
+pub(super) async fn carry_out_sync_with<C: FlowCluster>(
+    ctx: &FlowContext<C>,
+    plan: GroupSyncPlan,
+    mut outcome: impl FnMut(&str, metrics::GroupSyncOutcome),
+) -> SyncSummary {
     let t = &ctx.target;
     let mut summary = SyncSummary::default();
     carry_out_group_sync(t, plan, |group, result| {
@@ -124,6 +134,7 @@ pub(super) async fn carry_out_sync<C: FlowCluster>(
             },
         };
         ctx.metrics.group_synced(&ctx.name, m);
+        outcome(group, m);
     })
     .await;
     summary

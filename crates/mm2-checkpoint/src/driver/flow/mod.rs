@@ -17,7 +17,10 @@
 //! discovery), [`topics`] (the compacted topics on the target), [`read`]
 //! (reading a state topic to its end), [`group_sync`] (target group sync,
 //! shared with `translate --apply`); [`sync_runner`] runs the loop's group
-//! syncs, one at a time beside the loop. The flow reaches its clusters only
+//! syncs, one at a time beside the loop. [`ReverseCheckpoints`]
+//! ([`reverse`]) is the stage of the reverse rounds for failing back, which
+//! run the checkpoints stage and group sync on the flow's reversed context;
+//! the run loop holds it beside [`FlowState`]. The flow reaches its clusters only
 //! through [`FlowCluster`] ([`cluster`]), so the orchestration is
 //! unit-tested on an in-memory cluster.
 
@@ -31,6 +34,7 @@ pub mod group_sync;
 pub mod groups;
 pub mod offset_syncs;
 pub mod read;
+pub mod reverse;
 pub mod state;
 pub mod sync_runner;
 #[cfg(test)]
@@ -41,4 +45,5 @@ pub use cluster::FlowCluster;
 pub use context::{FlowContext, StepCause, StepError};
 pub use follow::CommitFollower;
 pub use group_sync::{GroupSyncResult, carry_out_group_sync};
+pub use reverse::ReverseCheckpoints;
 pub use state::FlowState;

@@ -24,7 +24,7 @@ use std::collections::BTreeSet;
 use std::future::Future;
 use std::pin::Pin;
 
-use crate::core::CheckpointStore;
+use crate::core::{CheckpointStore, DecidedCheckpoints};
 
 use super::cluster::FlowCluster;
 use super::context::{FlowContext, StepError};
@@ -73,6 +73,9 @@ pub struct GroupSyncRunner<'a, C: FlowCluster> {
     want_full: bool,
     want_groups: BTreeSet<String>,
     running: Option<Running<'a>>,
+    /// With reverse checkpoints on: the checkpoints already decided upon,
+    /// never synced again (the newer commit wins).
+    decided: Option<DecidedCheckpoints>,
 }
 
 impl<'a, C: FlowCluster + 'a> GroupSyncRunner<'a, C> {
@@ -83,6 +86,10 @@ impl<'a, C: FlowCluster + 'a> GroupSyncRunner<'a, C> {
             want_full: false,
             want_groups: BTreeSet::new(),
             running: None,
+            decided: ctx
+                .cfg
+                .reverse_checkpoints_enabled
+                .then(DecidedCheckpoints::default),
         }
     }
 
@@ -151,7 +158,10 @@ impl<'a, C: FlowCluster + 'a> GroupSyncRunner<'a, C> {
         self.running = None;
         match step.0 {
             Step::Refreshed { only, refreshed } => {
-                let plan = refreshed.plan(store, only.as_ref());
+                let mut plan = refreshed.plan(store, only.as_ref());
+                if let Some(decided) = self.decided.as_mut() {
+                    decided.keep_new(&mut plan, store);
+                }
                 let ctx = self.ctx;
                 let full = only.is_none();
                 let groups = plan.decisions.len();

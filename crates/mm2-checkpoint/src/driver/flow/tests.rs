@@ -63,6 +63,12 @@ struct Mem {
     fail_produce_of_group: Option<String>,
     /// What `produce_in_flight` answers (none: no limit).
     produce_in_flight: Option<usize>,
+    /// The end offsets of data partitions (reverse rounds check against them).
+    ends: BTreeMap<TopicPartition, i64>,
+    /// ListOffsets fails with this.
+    list_offsets_error: Option<ResponseError>,
+    /// Groups with members (described as Stable; an admin commit is refused).
+    active: BTreeSet<String>,
 }
 
 /// A cluster in memory; clones share it.
@@ -167,7 +173,9 @@ impl FlowCluster for MemCluster {
         Ok(groups
             .iter()
             .map(|g| {
-                let state = if mem.groups.contains_key(g) {
+                let state = if mem.active.contains(g) {
+                    TargetGroupState::Stable
+                } else if mem.groups.contains_key(g) {
                     TargetGroupState::Empty
                 } else {
                     TargetGroupState::Dead
@@ -212,6 +220,9 @@ impl FlowCluster for MemCluster {
         tokio::task::yield_now().await;
         let mut mem = self.mem();
         mem.commits_in_flight -= 1;
+        if mem.active.contains(group) {
+            return Ok(CommitOutcome::GroupActive);
+        }
         let committed = mem.groups.entry(group.to_owned()).or_default();
         for (tp, o) in offsets {
             committed.insert(tp.clone(), Some(o.clone()));
@@ -356,6 +367,20 @@ impl FlowCluster for MemCluster {
             .collect();
         reader.seek(log.end());
         Ok((records, log.end()))
+    }
+
+    async fn end_offsets(
+        &self,
+        partitions: &[TopicPartition],
+    ) -> Result<BTreeMap<TopicPartition, i64>, Error> {
+        let mem = self.mem();
+        if let Some(e) = mem.list_offsets_error {
+            return Err(kafka("ListOffsets", e));
+        }
+        Ok(partitions
+            .iter()
+            .filter_map(|tp| mem.ends.get(tp).map(|&end| (tp.clone(), end)))
+            .collect())
     }
 
     async fn fetch_side(
@@ -1254,4 +1279,223 @@ fn encoded_parts_leave_out_the_skipped_indexes() {
     assert_eq!(parts(&[3, 4]), [vec![2], vec![5]]);
     assert_eq!(parts(&[5]), [vec![2, 3, 4]]);
     assert_eq!(parts(&[2, 3, 4, 5]), Vec::<Vec<i32>>::new());
+}
+
+/// A flow `A->B` with reverse checkpoints and group sync, the flow's offset
+/// syncs for `t`-0 (upstream, downstream), and source partition `t`-0 ending
+/// at `end`.
+fn reverse_flow(
+    syncs: &[(i64, i64)],
+    end: i64,
+) -> (
+    FlowContext<MemCluster>,
+    MemCluster,
+    MemCluster,
+    OffsetSyncStore,
+) {
+    let (ctx, source, target) = flow(
+        "sync.group.offsets.enabled = true\n\
+         A->B.mm2-checkpoint.emit.reverse.checkpoints.enabled = true\n",
+    );
+    let mut store = OffsetSyncStore::new(InitMode::LoadAllHistory);
+    store.finish_initial_read();
+    for &(u, d) in syncs {
+        store.apply("t", 0, u, d);
+    }
+    source.mem().ends.insert(TopicPartition::new("t", 0), end);
+    (ctx, source, target, store)
+}
+
+/// Commits `offset` for group `g` on `cluster`'s partition `topic`-0.
+fn commit(cluster: &MemCluster, topic: &str, offset: i64) {
+    cluster
+        .mem()
+        .groups
+        .entry("g".to_owned())
+        .or_default()
+        .insert(
+            TopicPartition::new(topic, 0),
+            Some(CommittedOffset::new(offset, "m")),
+        );
+}
+
+/// Group `g`'s committed offset of `topic`-0 on `cluster`.
+fn committed_at(cluster: &MemCluster, topic: &str) -> Option<i64> {
+    cluster
+        .mem()
+        .groups
+        .get("g")
+        .and_then(|o| o.get(&TopicPartition::new(topic, 0)).cloned().flatten())
+        .map(|c| c.offset)
+}
+
+#[tokio::test]
+async fn a_reverse_round_writes_t_to_s_checkpoints_on_the_source_and_raises_the_idle_group() {
+    let (ctx, source, target, syncs) = reverse_flow(&[(0, 0), (100, 140)], 500);
+    // Before the failover the group read 60 records on A; after it, 150 on B.
+    commit(&source, "t", 60);
+    commit(&target, "A.t", 150);
+    let mut reverse = super::ReverseCheckpoints::new(&ctx);
+    assert_eq!(ctx.reversed().checkpoints_topic, "B.checkpoints.internal");
+    let summary = reverse.round(&ctx, &syncs).await.unwrap();
+    assert_eq!((summary.emitted, summary.past_end), (1, 0));
+    // MM2's T->S flow's checkpoints topic, on the source: key (g, t-0),
+    // upstream the offset committed on B, downstream the position on A.
+    assert_eq!(
+        checkpoints_written(&source, "B.checkpoints.internal"),
+        [("g".to_owned(), 0, 150, 101)]
+    );
+    assert!(target.records("B.checkpoints.internal").is_empty());
+    assert_eq!(summary.synced.map(|s| s.committed), Some(1));
+    assert_eq!(committed_at(&source, "t"), Some(101));
+    // A restarted stage restores the store: nothing is written again.
+    let mut restarted = super::ReverseCheckpoints::new(&ctx);
+    let summary = restarted.round(&ctx, &syncs).await.unwrap();
+    assert_eq!(summary.emitted, 0);
+    assert_eq!(source.records("B.checkpoints.internal").len(), 1);
+}
+
+#[tokio::test]
+async fn no_reverse_checkpoint_past_the_end_of_a_recreated_source_topic() {
+    // `t` was deleted and created again on A: 20 records, the syncs say 100.
+    let (ctx, source, target, syncs) = reverse_flow(&[(0, 0), (100, 140)], 20);
+    commit(&source, "t", 5);
+    commit(&target, "A.t", 150);
+    let mut reverse = super::ReverseCheckpoints::new(&ctx);
+    let summary = reverse.round(&ctx, &syncs).await.unwrap();
+    assert_eq!((summary.emitted, summary.past_end), (0, 1));
+    assert!(checkpoints_written(&source, "B.checkpoints.internal").is_empty());
+    assert_eq!(committed_at(&source, "t"), Some(5));
+    // Deleted and not created again: the same.
+    source.mem().ends.clear();
+    let summary = reverse.round(&ctx, &syncs).await.unwrap();
+    assert_eq!((summary.emitted, summary.past_end), (0, 1));
+    assert_eq!(committed_at(&source, "t"), Some(5));
+}
+
+#[tokio::test]
+async fn a_rewind_on_the_source_is_not_undone_until_the_target_commits_again() {
+    let (ctx, source, target, syncs) = reverse_flow(&[(0, 0), (100, 140), (200, 260)], 500);
+    commit(&target, "A.t", 150);
+    let mut reverse = super::ReverseCheckpoints::new(&ctx);
+    reverse.round(&ctx, &syncs).await.unwrap();
+    assert_eq!(committed_at(&source, "t"), Some(101));
+    // An operator rewinds the idle group on A to process again.
+    commit(&source, "t", 10);
+    for _ in 0..3 {
+        let summary = reverse.round(&ctx, &syncs).await.unwrap();
+        assert_eq!(summary.emitted, 0);
+        assert!(summary.synced.is_none());
+    }
+    assert_eq!(committed_at(&source, "t"), Some(10));
+    // The group commits again on B: that commit is newer, and wins.
+    commit(&target, "A.t", 270);
+    reverse.round(&ctx, &syncs).await.unwrap();
+    assert_eq!(committed_at(&source, "t"), Some(201));
+}
+
+#[tokio::test]
+async fn the_sync_into_the_source_leaves_active_and_ahead_groups_alone_and_retries_unknown_ones() {
+    let (ctx, source, target, syncs) = reverse_flow(
+        &[(0, 0), (100, 140), (110, 150), (120, 160), (130, 170)],
+        500,
+    );
+    commit(&target, "A.t", 150);
+    // Ahead on A: never lowered.
+    commit(&source, "t", 300);
+    let mut reverse = super::ReverseCheckpoints::new(&ctx);
+    let s = reverse.round(&ctx, &syncs).await.unwrap().synced.unwrap();
+    assert_eq!((s.committed, s.skipped_target_ahead), (0, 1));
+    assert_eq!(committed_at(&source, "t"), Some(300));
+    // Members on A: never written.
+    commit(&source, "t", 50);
+    source.mem().active.insert("g".to_owned());
+    commit(&target, "A.t", 160);
+    let s = reverse.round(&ctx, &syncs).await.unwrap().synced.unwrap();
+    assert_eq!((s.committed, s.skipped_active), (0, 1));
+    assert_eq!(committed_at(&source, "t"), Some(50));
+    // The group's state unknown (DescribeGroups fails): tried again next
+    // round, when it is known, though nothing new was committed on B.
+    source.mem().active.clear();
+    source.mem().describe_error = Some(ResponseError::CoordinatorNotAvailable);
+    commit(&target, "A.t", 170);
+    let s = reverse.round(&ctx, &syncs).await.unwrap().synced.unwrap();
+    assert_eq!((s.committed, s.skipped_unknown_state), (0, 1));
+    source.mem().describe_error = None;
+    let s = reverse.round(&ctx, &syncs).await.unwrap().synced.unwrap();
+    assert_eq!(s.committed, 1);
+    assert_eq!(committed_at(&source, "t"), Some(130));
+}
+
+#[tokio::test]
+async fn an_unreachable_source_fails_the_reverse_round_with_nothing_written() {
+    let (ctx, source, target, syncs) = reverse_flow(&[(0, 0), (100, 140)], 500);
+    commit(&source, "t", 60);
+    commit(&target, "A.t", 150);
+    source.mem().list_offsets_error = Some(ResponseError::LeaderNotAvailable);
+    let mut reverse = super::ReverseCheckpoints::new(&ctx);
+    let e = reverse.round(&ctx, &syncs).await.unwrap_err();
+    assert_eq!((e.cluster.as_str(), e.op), ("A", "ListOffsets"));
+    assert!(checkpoints_written(&source, "B.checkpoints.internal").is_empty());
+    assert_eq!(committed_at(&source, "t"), Some(60));
+    source.mem().list_offsets_error = None;
+    assert_eq!(reverse.round(&ctx, &syncs).await.unwrap().emitted, 1);
+    assert_eq!(committed_at(&source, "t"), Some(101));
+}
+
+#[tokio::test]
+async fn a_group_that_never_committed_on_the_target_gets_nothing() {
+    let (ctx, source, _target, syncs) = reverse_flow(&[(0, 0), (100, 140)], 500);
+    commit(&source, "t", 60);
+    let mut reverse = super::ReverseCheckpoints::new(&ctx);
+    let summary = reverse.round(&ctx, &syncs).await.unwrap();
+    assert_eq!((summary.groups, summary.emitted), (0, 0));
+    assert!(summary.synced.is_none());
+    assert_eq!(committed_at(&source, "t"), Some(60));
+}
+
+/// One full sync of the run loop's runner, to its end.
+async fn full_sync(
+    runner: &mut super::sync_runner::GroupSyncRunner<'_, MemCluster>,
+    store: &CheckpointStore,
+) -> super::group_sync::SyncSummary {
+    runner.want_full();
+    runner.start(store);
+    let described = runner.next_step().await;
+    assert!(runner.advance(described, store).is_none());
+    let committed = runner.next_step().await;
+    let done = runner.advance(committed, store).expect("the sync ended");
+    done.result.unwrap()
+}
+
+#[tokio::test]
+async fn with_reverse_checkpoints_the_forward_sync_does_not_undo_a_rewind_on_the_target() {
+    use super::sync_runner::GroupSyncRunner;
+    for reverse in [false, true] {
+        let (ctx, _, target) = flow(&format!(
+            "A->B.mm2-checkpoint.emit.reverse.checkpoints.enabled = {reverse}\n"
+        ));
+        let mut store = CheckpointStore::new(["g"]);
+        store.on_produced(&[checkpoint_of("g", 0, 10)]);
+        let mut runner = GroupSyncRunner::new(&ctx);
+        assert_eq!(full_sync(&mut runner, &store).await.committed, 1);
+        assert_eq!(target_offset(&target, "g"), Some(10));
+        // An operator rewinds the idle group on B to process again.
+        commit(&target, "A.t", 2);
+        let s = full_sync(&mut runner, &store).await;
+        if reverse {
+            // Both directions sync: the older commit on A does not win.
+            assert_eq!(s.committed, 0);
+            assert_eq!(target_offset(&target, "g"), Some(2));
+        } else {
+            // MM2's forward sync alone raises it again, as MM2 does.
+            assert_eq!(s.committed, 1);
+            assert_eq!(target_offset(&target, "g"), Some(10));
+            continue;
+        }
+        // The group commits again on A: that checkpoint is newer, and wins.
+        store.on_produced(&[checkpoint_of("g", 0, 12)]);
+        assert_eq!(full_sync(&mut runner, &store).await.committed, 1);
+        assert_eq!(target_offset(&target, "g"), Some(12));
+    }
 }
