@@ -156,29 +156,35 @@ impl ClusterClient {
         self.client().await
     }
 
-    /// The end offsets (high watermarks) of `partitions`, one ListOffsets
-    /// per leader; a partition whose answer is an error (a topic that does
-    /// not exist) is left out of the map. Used by `cutover`.
+    /// The high watermarks of `partitions` by ListOffsets (latest,
+    /// read_uncommitted); UNKNOWN_TOPIC_OR_PARTITION leaves a partition out,
+    /// any other error fails the call. Used by the reverse rounds (through
+    /// [`FlowCluster`]) and by `cutover`.
     pub async fn end_offsets(
         &self,
         partitions: &[TopicPartition],
     ) -> Result<BTreeMap<TopicPartition, i64>, Error> {
+        let client = self.client().await?;
         let queries: Vec<(&str, i32, OffsetSpec)> = partitions
             .iter()
             .map(|tp| (tp.topic.as_str(), tp.partition, OffsetSpec::Latest))
             .collect();
-        let listed = self
-            .client()
-            .await?
+        let mut ends = BTreeMap::new();
+        for answer in client
             .list_offsets(&queries, IsolationLevel::ReadUncommitted)
-            .await;
-        Ok(listed
-            .into_iter()
-            .filter_map(|l| {
-                let offset = l.result.ok()?.offset?;
-                Some((TopicPartition::new(l.topic, l.partition), offset))
-            })
-            .collect())
+            .await
+        {
+            match answer.result {
+                Ok(found) => {
+                    if let Some(end) = found.offset {
+                        ends.insert(TopicPartition::new(answer.topic, answer.partition), end);
+                    }
+                }
+                Err(e) if e.kafka_error() == Some(ResponseError::UnknownTopicOrPartition) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(ends)
     }
 
     /// Starts writing as a flow's owner: takes `transactional_id` over
@@ -575,34 +581,12 @@ impl FlowCluster for ClusterClient {
         reader.read_visit(self.client().await?, visit).await
     }
 
-    /// The high watermarks of `partitions` by ListOffsets (latest,
-    /// read_uncommitted); UNKNOWN_TOPIC_OR_PARTITION leaves a partition out,
-    /// any other error fails the call.
+    /// [`ClusterClient::end_offsets`].
     async fn end_offsets(
         &self,
         partitions: &[TopicPartition],
     ) -> Result<BTreeMap<TopicPartition, i64>, Error> {
-        let client = self.client().await?;
-        let queries: Vec<(&str, i32, OffsetSpec)> = partitions
-            .iter()
-            .map(|tp| (tp.topic.as_str(), tp.partition, OffsetSpec::Latest))
-            .collect();
-        let mut ends = BTreeMap::new();
-        for answer in client
-            .list_offsets(&queries, IsolationLevel::ReadUncommitted)
-            .await
-        {
-            match answer.result {
-                Ok(found) => {
-                    if let Some(end) = found.offset {
-                        ends.insert(TopicPartition::new(answer.topic, answer.partition), end);
-                    }
-                }
-                Err(e) if e.kafka_error() == Some(ResponseError::UnknownTopicOrPartition) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(ends)
+        ClusterClient::end_offsets(self, partitions).await
     }
 
     /// The Fetch [`read_visit`](Self::read_visit) would make next, made now
