@@ -13,6 +13,7 @@ use p12_keystore::{KeyStore, KeyStoreEntry, Pkcs12ImportPolicy};
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
 use super::jks::{self, JksEntry, JksError};
+use super::pbe;
 use crate::config::check::ConfigWarning;
 use crate::config::error::ConfigError;
 use crate::config::providers::Environment;
@@ -419,9 +420,12 @@ pub(super) fn key_chain(
     Ok((chain, PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(der))))
 }
 
-/// Decrypts an `ENCRYPTED PRIVATE KEY` (PKCS#8 with PBES2: AES or 3DES, PBKDF2
-/// or scrypt), the form `openssl pkcs8 -topk8` and KIP-651 use. `der` is the
-/// section's body; `password_key` names `ssl.key.password` in errors.
+/// Decrypts an `ENCRYPTED PRIVATE KEY` (PKCS#8), in every form Java's
+/// `EncryptedPrivateKeyInfo` opens: PBES2 (AES or 3DES, PBKDF2 with
+/// HMAC-SHA1/SHA-2, or scrypt), what `openssl pkcs8 -topk8 -v2` and KIP-651
+/// use, or PKCS#12's PBES1 schemes (3DES, RC2), what `-v1 PBE-SHA1-3DES`
+/// writes. `der` is the section's body; `key` names where the key is,
+/// `password_key` names `ssl.key.password` in errors.
 pub(super) fn decrypt_pkcs8(
     der: &[u8],
     password: &Secret,
@@ -429,30 +433,54 @@ pub(super) fn decrypt_pkcs8(
     password_key: &KeyOrigin,
 ) -> Result<PrivateKeyDer<'static>, ConfigError> {
     use pkcs8::der::Decode as _;
-    let info = pkcs8::EncryptedPrivateKeyInfoRef::from_der(der).map_err(|e| {
-        key.error(format!(
-            "the ENCRYPTED PRIVATE KEY section is not an encrypted PKCS#8 key ({e})"
-        ))
-    })?;
-    let plain = info.decrypt(password.expose().as_bytes()).map_err(|e| {
-        let why = match e {
-            pkcs8::Error::EncryptedPrivateKey(pkcs5::Error::DecryptFailed)
-            | pkcs8::Error::Asn1(_) => "the password is wrong".to_string(),
-            pkcs8::Error::EncryptedPrivateKey(pkcs5::Error::UnsupportedAlgorithm { .. }) => {
-                "its encryption scheme is not supported (PBES2 with AES or 3DES and PBKDF2 \
-                 or scrypt are; re-encrypt with `openssl pkcs8 -topk8 -v2 aes-256-cbc`)"
-                    .to_string()
-            }
-            other => other.to_string(),
-        };
+    let cannot = |why: &str| {
         password_key.error(format!(
             "cannot decrypt the private key of `{}`: {why}",
             key.key
         ))
-    })?;
-    Ok(PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
-        plain.as_bytes().to_vec(),
-    )))
+    };
+    let not_pkcs8 = |why: &str| key.error(format!("the ENCRYPTED PRIVATE KEY section is {why}"));
+    match pbe::pkcs12_encrypted(der).map_err(|why| not_pkcs8(&why))? {
+        Some((scheme, params, data)) => {
+            let plain = pbe::decrypt(scheme, &params, data, password.expose()).map_err(|e| {
+                match e {
+                    pbe::PbeError::BadParameters(why) => not_pkcs8(&format!(
+                        "encrypted with {} under malformed parameters: {why}",
+                        scheme.java_name()
+                    )),
+                    pbe::PbeError::WrongPassword => cannot("the password is wrong"),
+                    pbe::PbeError::PasswordNotBmp => cannot(
+                        "the password has a character outside Unicode's basic plane, which                          PKCS#12 encryption cannot use",
+                    ),
+                }
+            })?;
+            // A wrong password passes the padding check once in ~256 tries;
+            // what it yields is then not a key.
+            if pkcs8::PrivateKeyInfoRef::from_der(&plain).is_err() {
+                return Err(cannot("the password is wrong"));
+            }
+            Ok(PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(plain)))
+        }
+        None => {
+            let info = pkcs8::EncryptedPrivateKeyInfoRef::from_der(der)
+                .map_err(|e| not_pkcs8(&format!("not an encrypted PKCS#8 key ({e})")))?;
+            let plain = info.decrypt(password.expose().as_bytes()).map_err(|e| {
+                cannot(&match e {
+                    pkcs8::Error::EncryptedPrivateKey(pkcs5::Error::DecryptFailed)
+                    | pkcs8::Error::Asn1(_) => "the password is wrong".to_string(),
+                    pkcs8::Error::EncryptedPrivateKey(
+                        pkcs5::Error::UnsupportedAlgorithm { .. }
+                        | pkcs5::Error::NoPbes1CryptSupport,
+                    ) => "its encryption scheme is not supported (PBES2 with AES or 3DES and                           PBKDF2 or scrypt, and PKCS#12's PBE-SHA1-3DES and PBE-SHA1-RC2 are;                           re-encrypt with `openssl pkcs8 -topk8 -v2 aes-256-cbc`)"
+                        .to_string(),
+                    other => other.to_string(),
+                })
+            })?;
+            Ok(PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
+                plain.as_bytes().to_vec(),
+            )))
+        }
+    }
 }
 
 /// PEM text for DER items under `label`, for handing decoded material to the
