@@ -307,7 +307,12 @@ fn pkcs12_jks_and_encrypted_pem_stores_write_checkpoints_over_mtls() {
             "PKCS12 store",
         ),
         ("encrypted-pem", &trust_p12, encrypted, "PKCS12 store"),
-        ("v1-certificate-pbes1-key", &trust_p12, v1_pbes1, "PKCS12 store"),
+        (
+            "v1-certificate-pbes1-key",
+            &trust_p12,
+            v1_pbes1,
+            "PKCS12 store",
+        ),
         ("jks", &trust_jks, jks.clone(), "JKS store"),
         // Java reads a trust store without its password (MSK's documentation
         // names its cacerts copy so): no integrity check, same certificates.

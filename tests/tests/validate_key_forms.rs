@@ -5,7 +5,8 @@
 //! with PKCS#12's PBES1 schemes (`openssl pkcs8 -v1 PBE-SHA1-3DES`, as in
 //! Kafka's own PEM tests, and RC2) and with PBES2 (PBKDF2 with HMAC-SHA1,
 //! SHA-256 or SHA-512; AES-128/256-CBC or DES-EDE3-CBC), PKCS12 stores with
-//! current and legacy protection, and keytool's PKCS12 and JKS stores. A
+//! current and legacy protection, and keytool's PKCS12, JKS and JCEKS stores
+//! (JCEKS keys under the JDK's `PBEWithMD5AndTripleDES`). A
 //! wrong password, a damaged key and an unsupported scheme exit 2 naming the
 //! key and the reason, and never print the password. No broker is needed:
 //! the bootstrap address refuses connections.
@@ -303,29 +304,27 @@ fn openssl_pkcs12(dir: &TempDir, name: &str, protection: &[&str]) -> PathBuf {
 }
 
 /// `source` (PKCS12) rewritten by keytool as a `kind` store, with the JDK's
-/// own protection for that type.
-fn keytool_store(dir: &TempDir, source: &Path, name: &str, kind: &str) -> PathBuf {
+/// own protection for that type; `extra` are further keytool arguments.
+fn keytool_store(dir: &TempDir, source: &Path, name: &str, kind: &str, extra: &[&str]) -> PathBuf {
     let store = dir.path(name);
-    run(
-        dir,
-        "keytool",
-        &[
-            "-importkeystore",
-            "-noprompt",
-            "-srckeystore",
-            s(source),
-            "-srcstoretype",
-            "PKCS12",
-            "-srcstorepass",
-            STORE_PASSWORD,
-            "-destkeystore",
-            s(&store),
-            "-deststoretype",
-            kind,
-            "-deststorepass",
-            STORE_PASSWORD,
-        ],
-    );
+    let mut args = vec![
+        "-importkeystore",
+        "-noprompt",
+        "-srckeystore",
+        s(source),
+        "-srcstoretype",
+        "PKCS12",
+        "-srcstorepass",
+        STORE_PASSWORD,
+        "-destkeystore",
+        s(&store),
+        "-deststoretype",
+        kind,
+        "-deststorepass",
+        STORE_PASSWORD,
+    ];
+    args.extend(extra);
+    run(dir, "keytool", &args);
     store
 }
 
@@ -347,14 +346,22 @@ fn pkcs12_and_jks_stores_of_every_protection_hold_a_usable_v1_certificate() {
             "sha1",
         ],
     );
-    let keytool_pkcs12 = keytool_store(&dir, &current, "keytool.p12", "PKCS12");
-    let keytool_jks = keytool_store(&dir, &current, "keytool.jks", "JKS");
+    let keytool_pkcs12 = keytool_store(&dir, &current, "keytool.p12", "PKCS12", &[]);
+    let keytool_jks = keytool_store(&dir, &current, "keytool.jks", "JKS", &[]);
+    let keytool_jceks = keytool_store(&dir, &current, "keytool.jceks", "JCEKS", &[]);
+    assert!(
+        std::fs::read(&keytool_jceks)
+            .expect("read JCEKS")
+            .starts_with(&[0xCE, 0xCE, 0xCE, 0xCE]),
+        "keytool wrote no JCEKS"
+    );
     for (kind, store) in [
         ("PKCS12", &current),
         ("PKCS12", &legacy),
         ("PKCS12", &triple_des),
         ("PKCS12", &keytool_pkcs12),
         ("JKS", &keytool_jks),
+        ("JCEKS", &keytool_jceks),
     ] {
         let cfg = config(
             &dir,
@@ -367,4 +374,58 @@ fn pkcs12_and_jks_stores_of_every_protection_hold_a_usable_v1_certificate() {
         );
         assert_valid(&validate(&cfg), s(store));
     }
+}
+
+#[test]
+fn a_jceks_key_with_its_own_password_opens_with_the_key_password_only() {
+    let dir = TempDir::new("key-forms", "jceks");
+    v1_identity(&dir);
+    let source = openssl_pkcs12(&dir, "source.p12", &[]);
+    let jceks = keytool_store(
+        &dir,
+        &source,
+        "own-key-password.jceks",
+        "JCEKS",
+        &["-srcalias", "client", "-destkeypass", KEY_PASSWORD],
+    );
+    let with = |key_password: Option<&str>| {
+        config(
+            &dir,
+            &format!(
+                "B.ssl.keystore.type = JCEKS\n\
+                 B.ssl.keystore.location = {}\n\
+                 B.ssl.keystore.password = {STORE_PASSWORD}{}",
+                s(&jceks),
+                key_password.map_or_else(String::new, |p| format!("\nB.ssl.key.password = {p}"))
+            ),
+        )
+    };
+    assert_valid(&validate(&with(Some(KEY_PASSWORD))), "JCEKS, key password");
+    assert_error(
+        &validate(&with(None)),
+        &[
+            "B.ssl.keystore.password",
+            "opens JCEKS store",
+            "but not its private key `client`",
+        ],
+    );
+    let wrong = format!("not-{KEY_PASSWORD}");
+    assert_error(
+        &validate(&with(Some(&wrong))),
+        &[
+            "B.ssl.key.password",
+            "is wrong for the private key `client` of JCEKS store",
+        ],
+    );
+    // The store's own integrity digest still guards the file.
+    let mut bytes = std::fs::read(&jceks).expect("read JCEKS");
+    // A bit of the last certificate's signature, just before the 20-byte
+    // digest.
+    let in_last_certificate = bytes.len() - 30;
+    bytes[in_last_certificate] ^= 0x01;
+    std::fs::write(&jceks, bytes).expect("write damaged JCEKS");
+    assert_error(
+        &validate(&with(Some(KEY_PASSWORD))),
+        &["B.ssl.keystore.password", "is wrong for JCEKS store"],
+    );
 }

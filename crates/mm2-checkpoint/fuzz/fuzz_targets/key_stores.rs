@@ -6,7 +6,7 @@
 //! PKCS#12's PBES1 schemes, opened with `ssl.key.password`). The first byte
 //! chooses which (modulo 3: 0 the key store, 1 the trust store, 2 the
 //! encrypted PEM key); the rest is the file or the key's DER. Content that starts like a JKS store gets
-//! its integrity digest computed for the configured password first, so the
+//! its integrity digest computed for the configured password first (JCEKS too), so the
 //! fuzzer reaches the entries and the private key's own protection, not only
 //! the digest check. Every input must give `Ok` or a `ConfigError`, never a
 //! panic, and no error may show the passwords.
@@ -66,10 +66,10 @@ impl Environment for OneFile {
 }
 
 /// `data` with the JKS integrity digest for the store password appended, if
-/// it starts like a JKS store.
+/// it starts like a JKS or JCEKS store (both have the same digest).
 fn with_jks_digest(data: &[u8]) -> Vec<u8> {
     let mut content = data.to_vec();
-    if content.starts_with(&[0xFE, 0xED, 0xFE, 0xED]) {
+    if content.starts_with(&[0xFE, 0xED, 0xFE, 0xED]) || content.starts_with(&[0xCE; 4]) {
         let password: Vec<u8> = STORE_PASSWORD
             .encode_utf16()
             .flat_map(u16::to_be_bytes)

@@ -1,5 +1,5 @@
-//! Key material that is not plain PEM: PKCS12 and JKS key and trust stores
-//! (`ssl.*.type=PKCS12` or `JKS`) and encrypted PKCS#8 private keys opened with
+//! Key material that is not plain PEM: PKCS12, JKS and JCEKS key and trust
+//! stores (`ssl.*.type=PKCS12`, `JKS` or `JCEKS`) and encrypted PKCS#8 private keys opened with
 //! `ssl.key.password`. Everything is decoded in memory, in pure Rust, when the
 //! configuration is loaded; the results are DER, which [`super::tls`] checks
 //! like PEM material and the driver hands to the TLS library. Messages never
@@ -26,6 +26,9 @@ pub enum StoreKind {
     Pkcs12,
     /// Java KeyStore, the JDK's proprietary format and Kafka's default type.
     Jks,
+    /// JCEKS, the JDK's other proprietary format (the JKS layout, keys under
+    /// `PBEWithMD5AndTripleDES`).
+    Jceks,
 }
 
 impl StoreKind {
@@ -34,6 +37,7 @@ impl StoreKind {
         match self {
             Self::Pkcs12 => "PKCS12",
             Self::Jks => "JKS",
+            Self::Jceks => "JCEKS",
         }
     }
 
@@ -43,6 +47,8 @@ impl StoreKind {
     fn of_content(bytes: &[u8]) -> Self {
         if bytes.starts_with(&jks::JKS_MAGIC) {
             Self::Jks
+        } else if bytes.starts_with(&jks::JCEKS_MAGIC) {
+            Self::Jceks
         } else {
             Self::Pkcs12
         }
@@ -79,8 +85,8 @@ enum Entry {
 enum ProtectedKey {
     /// Already opened with the store password (PKCS12: one password).
     Open(Vec<u8>),
-    /// JKS: protected by its own password.
-    Jks(Vec<u8>),
+    /// JKS or JCEKS: protected by its own password.
+    Jks(StoreKind, Vec<u8>),
 }
 
 /// Reads and opens a store in the format its content is in.
@@ -94,23 +100,19 @@ fn open(
     let bytes = env
         .read_file(path)
         .map_err(|e| key.error(format!("cannot read `{}`: {e}", path.display())))?;
-    if bytes.starts_with(&jks::JCEKS_MAGIC) {
-        return Err(key.error(format!(
-            "{} is a JCEKS store, which mm2-checkpoint does not read; convert it with \
-             `keytool -importkeystore -srckeystore <store> -srcstoretype JCEKS -destkeystore \
-             <store.p12> -deststoretype PKCS12`",
-            path.display()
-        )));
-    }
     let found = StoreKind::of_content(&bytes);
     let entries = match found {
-        StoreKind::Jks => open_jks(&bytes, store)?,
+        StoreKind::Jks | StoreKind::Jceks => open_jks(&bytes, found, store)?,
         StoreKind::Pkcs12 => open_pkcs12(&bytes, *kind, store)?,
     };
     Ok((found, entries))
 }
 
-fn open_jks(bytes: &[u8], store: &StoreFile<'_>) -> Result<Vec<Entry>, ConfigError> {
+fn open_jks(
+    bytes: &[u8],
+    found: StoreKind,
+    store: &StoreFile<'_>,
+) -> Result<Vec<Entry>, ConfigError> {
     let StoreFile {
         path,
         password,
@@ -120,11 +122,13 @@ fn open_jks(bytes: &[u8], store: &StoreFile<'_>) -> Result<Vec<Entry>, ConfigErr
     } = store;
     let entries = jks::parse(bytes, password.map(Secret::expose)).map_err(|e| match e {
         JksError::WrongStorePassword => password_key.error(format!(
-            "is wrong for JKS store {} (its integrity check failed)",
+            "is wrong for {} store {} (its integrity check failed)",
+            found.name(),
             path.display()
         )),
         other => key.error(format!(
-            "JKS store {}: {}",
+            "{} store {}: {}",
+            found.name(),
             path.display(),
             jks_problem(&other)
         )),
@@ -142,7 +146,7 @@ fn open_jks(bytes: &[u8], store: &StoreFile<'_>) -> Result<Vec<Entry>, ConfigErr
             } => Entry::Key {
                 alias,
                 chain: chain.into_iter().map(CertificateDer::from).collect(),
-                key: ProtectedKey::Jks(protected_key),
+                key: ProtectedKey::Jks(found, protected_key),
             },
         })
         .collect())
@@ -151,14 +155,22 @@ fn open_jks(bytes: &[u8], store: &StoreFile<'_>) -> Result<Vec<Entry>, ConfigErr
 /// What is wrong with a JKS store, for messages.
 fn jks_problem(e: &JksError) -> String {
     match e {
-        JksError::NotJks => "the file is not a JKS store".to_string(),
-        JksError::Damaged(why) => format!("the file is damaged or not a JKS store: {why}"),
+        JksError::NotJks => "the file is not a JKS or JCEKS store".to_string(),
+        JksError::Damaged(why) => format!("the file is damaged: {why}"),
         JksError::WrongStorePassword => "the store password is wrong".to_string(),
         JksError::WrongKeyPassword => "the key password is wrong".to_string(),
         JksError::UnsupportedKeyProtection(oid) => format!(
-            "its private key is protected by algorithm {oid}, not the JDK's JKS key \
-             protection; convert the store to PKCS12"
+            "its private key is protected by algorithm {oid}, not the JDK's JKS or JCEKS \
+             key protection; convert the store to PKCS12"
         ),
+        JksError::SecretKeyEntry(alias) => format!(
+            "entry `{alias}` is a secret key, which mm2-checkpoint cannot read past; keep \
+             only the private key and certificates in the store (or convert it to PKCS12)"
+        ),
+        JksError::PasswordNotAscii => "the key password has a character that is not \
+             printable ASCII, which JCEKS key protection (the JDK's PBEWithMD5AndTripleDES) \
+             cannot use"
+            .to_string(),
     }
 }
 
@@ -216,8 +228,9 @@ fn open_pkcs12(
                         StoreKind::Pkcs12 => {
                             "the file is not a PKCS12 store (or it is damaged)".to_string()
                         }
-                        StoreKind::Jks => {
-                            "the file is neither a JKS nor a PKCS12 store (or it is damaged)"
+                        StoreKind::Jks | StoreKind::Jceks => {
+                            "the file is neither a JKS, JCEKS nor a PKCS12 store (or it is \
+                             damaged)"
                                 .to_string()
                         }
                     }
@@ -394,23 +407,26 @@ pub(super) fn key_chain(
             }
             der
         }
-        ProtectedKey::Jks(protected) => {
+        ProtectedKey::Jks(found, protected) => {
             let (password, origin) = match key_password {
                 Some((password, origin)) => (password, origin),
                 None => (store_password, store.password_key),
             };
             jks::recover_key(&protected, password.expose()).map_err(|e| match e {
                 JksError::WrongKeyPassword if key_password.is_some() => origin.error(format!(
-                    "is wrong for the private key `{alias}` of JKS store {}",
+                    "is wrong for the private key `{alias}` of {} store {}",
+                    found.name(),
                     path.display()
                 )),
                 JksError::WrongKeyPassword => origin.error(format!(
-                    "opens JKS store {} but not its private key `{alias}`, which has a \
+                    "opens {} store {} but not its private key `{alias}`, which has a \
                      password of its own: set ssl.key.password",
+                    found.name(),
                     path.display()
                 )),
                 other => key.error(format!(
-                    "JKS store {}: {}",
+                    "{} store {}: {}",
+                    found.name(),
                     path.display(),
                     jks_problem(&other)
                 )),
