@@ -147,14 +147,14 @@ where
         .map_err(|_| PbeError::WrongPassword)
 }
 
-/// The scheme and its parameters' DER, and the encrypted data, of an
-/// `EncryptedPrivateKeyInfo` whose scheme is a PKCS#12 one. `Ok(None)`: a
-/// valid structure under another scheme (PBES2), for the `pkcs8` crate.
+/// The scheme, its parameters' DER and the encrypted data of an
+/// `EncryptedPrivateKeyInfo` under a PKCS#12 scheme.
 pub(super) type Pkcs12Encrypted<'a> = (Pkcs12Pbe, Vec<u8>, &'a [u8]);
 
 /// Reads `EncryptedPrivateKeyInfo ::= SEQUENCE { AlgorithmIdentifier,
-/// OCTET STRING }` far enough to tell a PKCS#12 scheme. `Err(why)`: not such
-/// a structure, or a PKCS#12 scheme Java cannot decrypt either.
+/// OCTET STRING }` far enough to tell a PKCS#12 scheme. `Ok(None)`: a
+/// valid structure under another scheme (PBES2), for the `pkcs8` crate;
+/// `Err(why)`: not such a structure, or a PKCS#12 scheme not read here.
 pub(super) fn pkcs12_encrypted(der: &[u8]) -> Result<Option<Pkcs12Encrypted<'_>>, String> {
     use x509_cert::der::Encode as _;
     let bad = |e: x509_cert::der::Error| format!("not an encrypted PKCS#8 key ({e})");
@@ -166,6 +166,7 @@ pub(super) fn pkcs12_encrypted(der: &[u8]) -> Result<Option<Pkcs12Encrypted<'_>>
             Ok((algorithm.oid, algorithm.parameters, data))
         })
         .map_err(bad)?;
+    reader.finish().map_err(bad)?;
     let scheme = match Pkcs12Pbe::of(&oid) {
         Ok(None) => return Ok(None),
         Ok(Some(scheme)) => scheme,
@@ -177,7 +178,12 @@ pub(super) fn pkcs12_encrypted(der: &[u8]) -> Result<Option<Pkcs12Encrypted<'_>>
         }
     };
     let params = params
-        .ok_or_else(|| format!("{} has no parameters", scheme.java_name()))?
+        .ok_or_else(|| {
+            format!(
+                "encrypted with {} but without its parameters",
+                scheme.java_name()
+            )
+        })?
         .to_der()
         .map_err(bad)?;
     Ok(Some((scheme, params, data)))
