@@ -304,6 +304,9 @@ pub struct TlsFiles {
     pub client_cert_pem: PathBuf,
     /// Client private key (unencrypted PKCS#8 PEM).
     pub client_key_pem: PathBuf,
+    /// An X.509 v1 certificate (no extensions) of the same client key,
+    /// signed by the same CA, as Kafka's security documentation makes them.
+    pub client_v1_cert_pem: PathBuf,
 }
 
 /// Why the cluster file could not be read.

@@ -1,8 +1,10 @@
 //! Key and trust stores as MM2 estates hold them, against the target
 //! cluster's real mTLS listener: PKCS12 and JKS stores written by the JDK's
 //! own `keytool` (the JKS key with a password of its own), legacy PKCS12
-//! (3DES/RC2, SHA-1) from `openssl pkcs12 -legacy`, and an encrypted PKCS#8
-//! key opened with `ssl.key.password`. `run --once`
+//! (3DES/RC2, SHA-1) from `openssl pkcs12 -legacy`, and encrypted PKCS#8
+//! keys opened with `ssl.key.password` (PBES2, and PBES1 `PBE-SHA1-3DES`
+//! beside an X.509 v1 client certificate, which the listener requires like
+//! any client certificate). `run --once`
 //! must write the checkpoint through them; wrong passwords and a store without
 //! a key must fail at `validate` (exit 2) naming the key, with no secret in
 //! the output. A trust store without the brokers' CA can only be found by a
@@ -25,6 +27,9 @@ use e2e::scratch::{path_str as s, tool};
 /// The stores of one test, made from the target cluster's test CA and client
 /// certificate.
 struct Stores {
+    /// PEM key store: the client key encrypted with `openssl pkcs8 -v1
+    /// PBE-SHA1-3DES`, then its X.509 v1 certificate.
+    v1_pbes1_pem: PathBuf,
     /// keytool PKCS12 trust store with the CA as a trusted entry.
     truststore: PathBuf,
     /// keytool PKCS12 key store (JDK defaults: PBES2/AES-256, HMAC-SHA256).
@@ -147,6 +152,28 @@ fn make_stores(dir: &Path) -> Stores {
     let mut pem = std::fs::read_to_string(&encrypted_key).expect("encrypted key");
     pem.push_str(&std::fs::read_to_string(cert).expect("client cert"));
     std::fs::write(&encrypted_pem, pem).expect("write encrypted PEM");
+    // Kafka's own PEM tests' form (`-v1 PBE-SHA1-3DES`) beside the client
+    // key's X.509 v1 certificate, as Kafka's security docs make them.
+    let pbes1_key = p("client-pbes1.key");
+    tool(
+        "openssl",
+        &[
+            "pkcs8",
+            "-topk8",
+            "-v1",
+            "PBE-SHA1-3DES",
+            "-in",
+            key,
+            "-out",
+            s(&pbes1_key),
+            "-passout",
+            &format!("pass:{KEY_PASSWORD}"),
+        ],
+    );
+    let v1_pbes1_pem = p("client-v1-pbes1.pem");
+    let mut pem = std::fs::read_to_string(&pbes1_key).expect("PBES1 key");
+    pem.push_str(&std::fs::read_to_string(&tls.client_v1_cert_pem).expect("client v1 cert"));
+    std::fs::write(&v1_pbes1_pem, pem).expect("write PBES1 PEM");
     let jks_truststore = p("truststore.jks");
     tool(
         "keytool",
@@ -197,6 +224,7 @@ fn make_stores(dir: &Path) -> Stores {
         );
     }
     Stores {
+        v1_pbes1_pem,
         truststore,
         keystore,
         legacy_keystore,
@@ -242,6 +270,12 @@ fn pkcs12_jks_and_encrypted_pem_stores_write_checkpoints_over_mtls() {
          {{t}}.ssl.key.password = {KEY_PASSWORD}",
         s(&stores.encrypted_pem)
     );
+    let v1_pbes1 = format!(
+        "{{t}}.ssl.keystore.type = PEM\n\
+         {{t}}.ssl.keystore.location = {}\n\
+         {{t}}.ssl.key.password = {KEY_PASSWORD}",
+        s(&stores.v1_pbes1_pem)
+    );
     // Kafka's default type is JKS: the trust store leaves it unset.
     let trust_jks = format!(
         "{{t}}.ssl.truststore.location = {}\n\
@@ -273,6 +307,12 @@ fn pkcs12_jks_and_encrypted_pem_stores_write_checkpoints_over_mtls() {
             "PKCS12 store",
         ),
         ("encrypted-pem", &trust_p12, encrypted, "PKCS12 store"),
+        (
+            "v1-certificate-pbes1-key",
+            &trust_p12,
+            v1_pbes1,
+            "PKCS12 store",
+        ),
         ("jks", &trust_jks, jks.clone(), "JKS store"),
         // Java reads a trust store without its password (MSK's documentation
         // names its cacerts copy so): no integrity check, same certificates.

@@ -2,7 +2,10 @@
 //!
 //! Every `kafka up` makes a fresh CA and signs two leaf certificates with it:
 //! the brokers' server certificate (SAN `DNS:localhost, IP:127.0.0.1`) and a
-//! client certificate for the mutual-TLS listener. Keys are unencrypted PKCS#8
+//! client certificate for the mutual-TLS listener; the client's key is also
+//! signed as an X.509 v1 certificate, as Kafka's security documentation makes
+//! them (`openssl x509 -req` without extensions), which Java clients present
+//! and the mutual-TLS listener accepts. Keys are unencrypted PKCS#8
 //! PEM, which both Kafka (`ssl.keystore.type=PEM`, given inline) and rustls
 //! read directly.
 
@@ -25,6 +28,8 @@ pub struct TestPki {
     pub client_cert_pem: PathBuf,
     /// Client private key (PKCS#8).
     pub client_key_pem: PathBuf,
+    /// The same client key's X.509 v1 certificate (no extensions).
+    pub client_v1_cert_pem: PathBuf,
 }
 
 /// Creates a CA, a server and a client certificate under `dir` (replacing old ones).
@@ -70,6 +75,26 @@ pub fn generate(dir: &Path) -> Result<TestPki> {
         "/CN=mm2-checkpoint-test-client",
         "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n",
     )?;
+    // No extension file: OpenSSL then writes a v1 certificate.
+    openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-sha256",
+            "-days",
+            "3650",
+            "-in",
+            "client.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "client-v1.pem",
+        ],
+    )?;
 
     Ok(TestPki {
         ca_pem: p("ca.pem"),
@@ -77,6 +102,7 @@ pub fn generate(dir: &Path) -> Result<TestPki> {
         server_key_pem: p("server.key"),
         client_cert_pem: p("client.pem"),
         client_key_pem: p("client.key"),
+        client_v1_cert_pem: p("client-v1.pem"),
     })
 }
 

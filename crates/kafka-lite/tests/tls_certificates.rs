@@ -564,3 +564,55 @@ async fn tls_broker_that_never_finishes_the_handshake_hits_the_connect_timeout()
         started.elapsed()
     );
 }
+
+fn pem_chain(leaf: &str) -> Vec<CertificateDer<'static>> {
+    CertificateDer::pem_file_iter(pki().path(&format!("{leaf}.pem")))
+        .expect("read cert")
+        .collect::<Result<_, _>>()
+        .expect("parse cert")
+}
+
+fn pem_key(leaf: &str) -> PrivateKeyDer<'static> {
+    PrivateKeyDer::from_pem_file(pki().path(&format!("{leaf}.key"))).expect("key")
+}
+
+#[test]
+fn a_v1_client_certificate_passes_the_identity_check_with_its_own_key_only() {
+    assert!(!has_version_field("v1"), "openssl made a v3 certificate");
+    assert_eq!(
+        kafka_lite::check_client_identity(&pem_chain("v1"), &pem_key("v1"), None)
+            .expect("Java presents v1 client certificates"),
+        kafka_lite::ClientIdentityCheck::Matches
+    );
+    let err = kafka_lite::check_client_identity(&pem_chain("v1"), &pem_key("good"), None)
+        .expect_err("another certificate's key");
+    assert!(
+        matches!(err, kafka_lite::ClientIdentityError::KeyMismatch),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_v1_client_certificate_is_installed_and_a_foreign_key_is_refused() {
+    let broker = tls_broker("good").await;
+    let with_client = |key: &str| TlsConfig {
+        client_cert: Some(kafka_lite::ClientCertConfig::from_files(
+            pki().path("v1.pem"),
+            pki().path(&format!("{key}.key")),
+        )),
+        ..trusting_test_ca()
+    };
+    // The fake broker asks for no client certificate; what counts is that
+    // the client configuration with a v1 certificate is built and connects.
+    connect(tls_config(with_client("v1")), &localhost(&broker))
+        .await
+        .expect("v1 client certificate installed");
+    let Err(err) = Connector::new(tls_config(with_client("good"))) else {
+        panic!("the key of another certificate was installed");
+    };
+    assert!(
+        err.to_string()
+            .contains("does not belong to the first certificate"),
+        "{err}"
+    );
+}

@@ -143,6 +143,7 @@ pub(super) fn start_cluster(
         ca_pem: pki.ca_pem.clone(),
         client_cert_pem: pki.client_cert_pem.clone(),
         client_key_pem: pki.client_key_pem.clone(),
+        client_v1_cert_pem: pki.client_v1_cert_pem.clone(),
     };
     let client_configs = write_client_configs(&dir, pki, &users, acl.as_ref())?;
     Ok(ClusterInfo {

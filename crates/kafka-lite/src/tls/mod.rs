@@ -24,6 +24,7 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::sign::{CertifiedKey, SingleCertAndKey};
 use rustls::{
     CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
 };
@@ -129,34 +130,54 @@ pub enum ClientIdentityError {
 
 /// Checks, without connecting, that `key` is usable by the crypto provider
 /// `provider` asks for (as [`TlsConfig::provider`]) and belongs to the first
-/// certificate of `chain`: the same check
-/// rustls makes when the client certificate is installed, run early so that a
-/// configuration can be validated before any network I/O. Messages never
+/// certificate of `chain`: the same check [`client_config`] makes when it
+/// installs the client certificate, run early so that a configuration can be
+/// validated before any network I/O. X.509 v1 certificates are accepted, as
+/// Java accepts them (docs/client.md, "Client certificates"). Messages never
 /// contain key material.
 pub fn check_client_identity(
     chain: &[CertificateDer<'static>],
     key: &PrivateKeyDer<'static>,
     provider: Option<TlsProviderRequest>,
 ) -> Result<ClientIdentityCheck, ClientIdentityError> {
-    if chain.is_empty() {
-        return Err(ClientIdentityError::NoCertificate);
-    }
     let provider =
         crypto_provider_for(&tls_provider_for(provider).map_err(ClientIdentityError::Provider)?);
+    certified_key(chain, key, &provider).map(|(_, check)| check)
+}
+
+/// The client certificate chain and key as rustls presents them, after the
+/// checks Java's key managers make: the key loads and its public half is the
+/// first certificate's. Unlike rustls' own `CertifiedKey::from_der`, the
+/// certificate is read with x509-cert, not webpki, so an X.509 v1
+/// certificate (no extensions, no SAN), which Java presents and brokers
+/// accept, is usable; the client never validates its own chain
+/// (docs/client.md, "Client certificates").
+fn certified_key(
+    chain: &[CertificateDer<'static>],
+    key: &PrivateKeyDer<'static>,
+    provider: &CryptoProvider,
+) -> Result<(CertifiedKey, ClientIdentityCheck), ClientIdentityError> {
+    use x509_cert::der::{Decode as _, Encode as _};
+    let Some(first) = chain.first() else {
+        return Err(ClientIdentityError::NoCertificate);
+    };
     let signing_key = provider
         .key_provider
         .load_private_key(key.clone_key())
         .map_err(|e| ClientIdentityError::UnusableKey(e.to_string()))?;
-    match rustls::sign::CertifiedKey::new(chain.to_vec(), signing_key).keys_match() {
-        Ok(()) => Ok(ClientIdentityCheck::Matches),
-        Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::Unknown)) => {
-            Ok(ClientIdentityCheck::Unknown)
+    let check = match signing_key.public_key() {
+        None => ClientIdentityCheck::Unknown,
+        Some(key_spki) => {
+            let cert_spki = x509_cert::Certificate::from_der(first.as_ref())
+                .and_then(|c| c.tbs_certificate().subject_public_key_info().to_der())
+                .map_err(|e| ClientIdentityError::BadCertificate(format!("not X.509 DER ({e})")))?;
+            if key_spki.as_ref() != cert_spki.as_slice() {
+                return Err(ClientIdentityError::KeyMismatch);
+            }
+            ClientIdentityCheck::Matches
         }
-        Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch)) => {
-            Err(ClientIdentityError::KeyMismatch)
-        }
-        Err(e) => Err(ClientIdentityError::BadCertificate(e.to_string())),
-    }
+    };
+    Ok((CertifiedKey::new(chain.to_vec(), signing_key), check))
 }
 
 /// Builds the rustls client configuration for `tls`, reading its PEM files:
@@ -220,13 +241,14 @@ pub fn client_config(tls: &TlsConfig) -> Result<Arc<ClientConfig>, Error> {
                     source_name(&client.key, "client key")
                 ))
             })?;
-            builder.with_client_auth_cert(certs, key).map_err(|e| {
+            let (certified, _) = certified_key(&certs, &key, &provider).map_err(|e| {
                 config_error(format!(
                     "client certificate {} and key {} are unusable: {e}",
                     source_name(&client.cert, "client certificate"),
                     source_name(&client.key, "client key")
                 ))
-            })?
+            })?;
+            builder.with_client_cert_resolver(Arc::new(SingleCertAndKey::from(certified)))
         }
     };
     Ok(Arc::new(config))

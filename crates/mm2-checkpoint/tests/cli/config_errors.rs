@@ -47,8 +47,8 @@ fn unsupported_security_setting_exits_2_naming_the_key() {
          B.bootstrap.servers = b:9092\n\
          A->B.enabled = true\n\
          A.security.protocol = SSL\n\
-         A.ssl.truststore.type = JCEKS\n\
-         A.ssl.truststore.location = /tmp/x.jceks\n",
+         A.ssl.truststore.type = BCFKS\n\
+         A.ssl.truststore.location = /tmp/x.bcfks\n",
     );
     assert_eq!(code, Some(2));
     assert!(

@@ -421,8 +421,8 @@ fn no_secrets_passes_a_config_whose_secrets_are_absent_and_says_what_it_did_not_
 fn no_secrets_still_fails_on_structural_errors() {
     for (name, extra, key) in [
         (
-            "no-secrets-jceks",
-            "B.ssl.keystore.type = JCEKS",
+            "no-secrets-bcfks",
+            "B.ssl.keystore.type = BCFKS",
             "B.ssl.keystore.type",
         ),
         (

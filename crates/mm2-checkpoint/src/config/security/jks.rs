@@ -19,13 +19,25 @@
 //! salt)`, `di = SHA-1(password || d(i-1))`, and `check = SHA-1(password ||
 //! key)`; the key is PKCS#8 DER.
 //!
+//! JCEKS (`keytool -storetype JCEKS`, the JDK's other proprietary format) is
+//! the same layout under magic 0xCECECECE, version 2, plus secret-key entries
+//! (tag 3, a serialized Java object this reader cannot step over, so they are
+//! an error). Its private keys are protected by the JDK's
+//! `PBEWithMD5AndTripleDES` (OID 1.3.6.1.4.1.42.2.19.1, parameters a salt of
+//! 8 bytes and an iteration count): each half of the salt (the first half
+//! reversed if both are equal) is hashed with the password, MD5 repeated
+//! `iterations` times over `previous || password`, giving 32 bytes, the
+//! 3DES key (24) and IV (8) for CBC with PKCS#5 padding. The password is
+//! taken as printable ASCII bytes, as the JDK's `PBEKey` takes it. A JCEKS
+//! store may also hold keys under the JKS protection.
+//!
 //! Everything is bounds-checked: a damaged or hostile file is an error, never
 //! a panic or an allocation larger than the file. Errors never contain key
 //! material or passwords. See docs/configuration.md, "TLS".
 
 use sha1::{Digest, Sha1};
 use x509_cert::der::asn1::OctetStringRef;
-use x509_cert::der::{Decode, Reader, SliceReader};
+use x509_cert::der::{Decode, Encode as _, Reader, SliceReader};
 use x509_cert::spki::AlgorithmIdentifierRef;
 
 /// The first four bytes of a JKS file.
@@ -36,6 +48,10 @@ pub(super) const JCEKS_MAGIC: [u8; 4] = [0xCE, 0xCE, 0xCE, 0xCE];
 const DIGEST_WHITENER: &[u8] = b"Mighty Aphrodite";
 /// The JDK's proprietary key protection algorithm.
 const KEY_PROTECTOR_OID: &str = "1.3.6.1.4.1.42.2.17.1.1";
+/// The JDK's `PBEWithMD5AndTripleDES`, JCEKS's key protection.
+const JCEKS_KEY_PROTECTOR_OID: &str = "1.3.6.1.4.1.42.2.19.1";
+/// The most iterations the JDK's JCEKS key protector accepts.
+const JCEKS_MAX_ITERATIONS: u64 = 5_000_000;
 const SHA1_LEN: usize = 20;
 
 /// Why a JKS file could not be read. Never carries a secret.
@@ -50,8 +66,14 @@ pub(super) enum JksError {
     WrongStorePassword,
     /// The key's check digest, keyed by the key password, does not match.
     WrongKeyPassword,
-    /// The key is protected by an algorithm other than the JDK's JKS one.
+    /// The key is protected by an algorithm other than the JDK's JKS or
+    /// JCEKS one.
     UnsupportedKeyProtection(String),
+    /// A JCEKS secret-key entry (its alias), which cannot be read past.
+    SecretKeyEntry(String),
+    /// A JCEKS key password with a character that is not printable ASCII,
+    /// which the JDK refuses for this protection too.
+    PasswordNotAscii,
 }
 
 /// One entry of a JKS store.
@@ -144,12 +166,18 @@ fn password_bytes(password: &str) -> Vec<u8> {
 /// protected until [`recover_key`].
 pub(super) fn parse(bytes: &[u8], password: Option<&str>) -> Result<Vec<JksEntry>, JksError> {
     let mut c = Cursor { bytes, at: 0 };
-    if c.take(4, "the magic number").ok() != Some(&JKS_MAGIC[..]) {
+    let magic = c
+        .take(4, "the magic number")
+        .map_err(|_| JksError::NotJks)?;
+    let jceks = magic == JCEKS_MAGIC;
+    if magic != JKS_MAGIC && !jceks {
         return Err(JksError::NotJks);
     }
     let version = c.u32("the version")?;
-    if version != 1 && version != 2 {
-        return Err(JksError::Damaged(format!("unknown JKS version {version}")));
+    if !(version == 2 || version == 1 && !jceks) {
+        return Err(JksError::Damaged(format!(
+            "unknown store version {version}"
+        )));
     }
     let count = c.u32("the entry count")?;
     // Each iteration consumes bytes or fails, so a hostile count costs nothing.
@@ -175,6 +203,7 @@ pub(super) fn parse(bytes: &[u8], password: Option<&str>) -> Result<Vec<JksEntry
             2 => JksEntry::TrustedCertificate {
                 certificate: c.certificate(version)?,
             },
+            3 if jceks => return Err(JksError::SecretKeyEntry(alias)),
             other => {
                 return Err(JksError::Damaged(format!(
                     "entry `{alias}` has unknown tag {other}"
@@ -211,13 +240,17 @@ pub(super) fn recover_key(protected_key: &[u8], password: &str) -> Result<Vec<u8
         JksError::Damaged(format!("a protected private key is not valid DER ({e})"))
     };
     let mut reader = SliceReader::new(protected_key).map_err(damaged)?;
-    let (algorithm, data) = reader
+    let (algorithm, parameters, data) = reader
         .sequence(|r| {
             let algorithm = AlgorithmIdentifierRef::decode(r)?;
             let data = <&OctetStringRef>::decode(r)?;
-            Ok((algorithm.oid.to_string(), data.as_bytes()))
+            let parameters = algorithm.parameters.map(|p| p.to_der()).transpose()?;
+            Ok((algorithm.oid.to_string(), parameters, data.as_bytes()))
         })
         .map_err(damaged)?;
+    if algorithm == JCEKS_KEY_PROTECTOR_OID {
+        return recover_jceks_key(parameters.as_deref().unwrap_or_default(), data, password);
+    }
     if algorithm != KEY_PROTECTOR_OID {
         return Err(JksError::UnsupportedKeyProtection(algorithm));
     }
@@ -249,6 +282,68 @@ pub(super) fn recover_key(protected_key: &[u8], password: &str) -> Result<Vec<u8
         return Err(JksError::WrongKeyPassword);
     }
     Ok(key)
+}
+
+/// Opens a key under `PBEWithMD5AndTripleDES` (see the module doc) with
+/// the DER of its `PBEParameter`.
+fn recover_jceks_key(
+    parameters: &[u8],
+    encrypted: &[u8],
+    password: &str,
+) -> Result<Vec<u8>, JksError> {
+    use cbc::cipher::block_padding::Pkcs7;
+    use cbc::cipher::{BlockModeDecrypt, KeyIvInit};
+    use md5::Md5;
+    let damaged = |e: x509_cert::der::Error| {
+        JksError::Damaged(format!(
+            "the JCEKS key protection's parameters are not valid ({e})"
+        ))
+    };
+    let mut reader = SliceReader::new(parameters).map_err(damaged)?;
+    let (salt, iterations) = reader
+        .sequence(|r| {
+            let salt = <&OctetStringRef>::decode(r)?.as_bytes();
+            Ok((salt, u64::decode(r)?))
+        })
+        .map_err(damaged)?;
+    if salt.len() != 8 || iterations == 0 || iterations > JCEKS_MAX_ITERATIONS {
+        return Err(JksError::Damaged(format!(
+            "the JCEKS key protection has a {}-byte salt and {iterations} iterations (8 \
+             bytes and 1 to {JCEKS_MAX_ITERATIONS} are read, as by the JDK)",
+            salt.len()
+        )));
+    }
+    if !password.chars().all(|c| (' '..='~').contains(&c)) {
+        return Err(JksError::PasswordNotAscii);
+    }
+    let mut salt: [u8; 8] = salt.try_into().unwrap_or_default();
+    if salt[..4] == salt[4..] {
+        salt[..4].reverse();
+    }
+    let mut derived = [0u8; 32];
+    for (half, out) in salt.chunks(4).zip(derived.chunks_mut(16)) {
+        let mut block = half.to_vec();
+        for _ in 0..iterations {
+            block = Md5::new()
+                .chain_update(&block)
+                .chain_update(password.as_bytes())
+                .finalize()
+                .to_vec();
+        }
+        out.copy_from_slice(&block);
+    }
+    let (key, iv) = derived.split_at(24);
+    let cipher = cbc::Decryptor::<des::TdesEde3>::new_from_slices(key, iv)
+        .map_err(|_| JksError::Damaged("a 3DES key of the wrong length".to_string()))?;
+    let plain = cipher
+        .decrypt_padded_vec::<Pkcs7>(encrypted)
+        .map_err(|_| JksError::WrongKeyPassword)?;
+    // A wrong password passes the padding check once in ~256 tries; what it
+    // yields is then not a key.
+    if pkcs8::PrivateKeyInfoRef::from_der(&plain).is_err() {
+        return Err(JksError::WrongKeyPassword);
+    }
+    Ok(plain)
 }
 
 #[cfg(test)]
@@ -382,5 +477,74 @@ mod tests {
         for n in 0..60 {
             let _ = recover_key(&vec![0x30; n], "pw");
         }
+    }
+
+    #[test]
+    fn a_jceks_store_is_read_and_its_secret_key_entries_are_named() {
+        let mut jceks = store("pw", "pw");
+        jceks[..4].copy_from_slice(&JCEKS_MAGIC);
+        let signed = jceks.len() - SHA1_LEN;
+        jceks.truncate(signed);
+        let digest = Sha1::new()
+            .chain_update(password_bytes("pw"))
+            .chain_update(DIGEST_WHITENER)
+            .chain_update(&jceks)
+            .finalize();
+        jceks.extend(digest);
+        assert_eq!(parse(&jceks, Some("pw")).unwrap().len(), 2);
+        // Version 1 is JKS only.
+        let mut v1 = jceks.clone();
+        v1[4..8].copy_from_slice(&1u32.to_be_bytes());
+        assert!(matches!(parse(&v1, None), Err(JksError::Damaged(_))));
+        // Tag 3: a secret key, a serialized Java object.
+        let mut secret = JCEKS_MAGIC.to_vec();
+        secret.extend(2u32.to_be_bytes());
+        secret.extend(1u32.to_be_bytes());
+        secret.extend(3u32.to_be_bytes());
+        utf(&mut secret, "aes");
+        secret.extend(0u64.to_be_bytes());
+        secret.extend([0xAC, 0xED, 0x00, 0x05]);
+        assert_eq!(
+            parse(&secret, None).unwrap_err(),
+            JksError::SecretKeyEntry("aes".to_string())
+        );
+    }
+
+    #[test]
+    fn jceks_key_protection_with_bad_parameters_is_an_error_not_a_panic() {
+        // SEQUENCE { SEQUENCE { OID 1.3.6.1.4.1.42.2.19.1, params }, OCTET STRING }
+        let protected = |params: &[u8], data: &[u8]| {
+            let oid = [
+                0x06, 0x09, 0x2B, 0x06, 0x01, 0x04, 0x01, 0x2A, 0x02, 0x13, 0x01,
+            ];
+            let mut alg = oid.to_vec();
+            alg.extend(params);
+            let mut body = vec![0x30, alg.len() as u8];
+            body.extend(alg);
+            body.extend([0x04, data.len() as u8]);
+            body.extend(data);
+            let mut der = vec![0x30, body.len() as u8];
+            der.extend(body);
+            der
+        };
+        let salt8 = [
+            0x30, 0x0D, 0x04, 0x08, 1, 2, 3, 4, 5, 6, 7, 8, 0x02, 0x01, 0x01,
+        ];
+        let salt4 = [0x30, 0x09, 0x04, 0x04, 1, 2, 3, 4, 0x02, 0x01, 0x01];
+        let zero_iterations = [
+            0x30, 0x0D, 0x04, 0x08, 1, 2, 3, 4, 5, 6, 7, 8, 0x02, 0x01, 0x00,
+        ];
+        for params in [&salt4[..], &zero_iterations, b"\x05\x00", b""] {
+            let r = recover_key(&protected(params, &[0; 16]), "pw");
+            assert!(matches!(r, Err(JksError::Damaged(_))), "{params:?}: {r:?}");
+        }
+        for n in 0..40 {
+            let r = recover_key(&protected(&salt8, &vec![0; n]), "pw");
+            assert!(matches!(r, Err(JksError::WrongKeyPassword)), "{n}: {r:?}");
+        }
+        assert_eq!(
+            recover_key(&protected(&salt8, &[0; 16]), "pässword"),
+            Err(JksError::PasswordNotAscii)
+        );
     }
 }

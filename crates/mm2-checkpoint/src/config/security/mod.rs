@@ -5,9 +5,9 @@
 //! This module turns that map into a typed [`ClusterConnection`], supporting what
 //! a small pure-Rust client can do and refusing, by key name, what it cannot:
 //!
-//! * TLS stores are PEM (files or inline, KIP-651), PKCS12 or JKS; encrypted
-//!   PKCS#8 keys are opened with `ssl.key.password`. JCEKS is refused with a
-//!   conversion hint.
+//! * TLS stores are PEM (files or inline, KIP-651), PKCS12, JKS or JCEKS;
+//!   encrypted PKCS#8 keys (PBES2, or PKCS#12's PBES1 schemes) are opened
+//!   with `ssl.key.password`.
 //! * SASL mechanisms PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 with credentials in
 //!   `sasl.jaas.config`, and OAUTHBEARER with Kafka's OIDC login callback handler
 //!   (token endpoint or `file://` token). GSSAPI (Kafka's default mechanism!) is
@@ -23,6 +23,7 @@
 mod cluster;
 mod jks;
 mod oauth;
+mod pbe;
 mod sasl;
 mod stores;
 mod tls;

@@ -1,5 +1,5 @@
-//! Key material that is not plain PEM: PKCS12 and JKS key and trust stores
-//! (`ssl.*.type=PKCS12` or `JKS`) and encrypted PKCS#8 private keys opened with
+//! Key material that is not plain PEM: PKCS12, JKS and JCEKS key and trust
+//! stores (`ssl.*.type=PKCS12`, `JKS` or `JCEKS`) and encrypted PKCS#8 private keys opened with
 //! `ssl.key.password`. Everything is decoded in memory, in pure Rust, when the
 //! configuration is loaded; the results are DER, which [`super::tls`] checks
 //! like PEM material and the driver hands to the TLS library. Messages never
@@ -13,6 +13,7 @@ use p12_keystore::{KeyStore, KeyStoreEntry, Pkcs12ImportPolicy};
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
 use super::jks::{self, JksEntry, JksError};
+use super::pbe;
 use crate::config::check::ConfigWarning;
 use crate::config::error::ConfigError;
 use crate::config::providers::Environment;
@@ -25,6 +26,9 @@ pub enum StoreKind {
     Pkcs12,
     /// Java KeyStore, the JDK's proprietary format and Kafka's default type.
     Jks,
+    /// JCEKS, the JDK's other proprietary format (the JKS layout, keys under
+    /// `PBEWithMD5AndTripleDES`).
+    Jceks,
 }
 
 impl StoreKind {
@@ -33,6 +37,7 @@ impl StoreKind {
         match self {
             Self::Pkcs12 => "PKCS12",
             Self::Jks => "JKS",
+            Self::Jceks => "JCEKS",
         }
     }
 
@@ -42,6 +47,8 @@ impl StoreKind {
     fn of_content(bytes: &[u8]) -> Self {
         if bytes.starts_with(&jks::JKS_MAGIC) {
             Self::Jks
+        } else if bytes.starts_with(&jks::JCEKS_MAGIC) {
+            Self::Jceks
         } else {
             Self::Pkcs12
         }
@@ -78,8 +85,8 @@ enum Entry {
 enum ProtectedKey {
     /// Already opened with the store password (PKCS12: one password).
     Open(Vec<u8>),
-    /// JKS: protected by its own password.
-    Jks(Vec<u8>),
+    /// JKS or JCEKS: protected by its own password.
+    Jks(StoreKind, Vec<u8>),
 }
 
 /// Reads and opens a store in the format its content is in.
@@ -93,23 +100,19 @@ fn open(
     let bytes = env
         .read_file(path)
         .map_err(|e| key.error(format!("cannot read `{}`: {e}", path.display())))?;
-    if bytes.starts_with(&jks::JCEKS_MAGIC) {
-        return Err(key.error(format!(
-            "{} is a JCEKS store, which mm2-checkpoint does not read; convert it with \
-             `keytool -importkeystore -srckeystore <store> -srcstoretype JCEKS -destkeystore \
-             <store.p12> -deststoretype PKCS12`",
-            path.display()
-        )));
-    }
     let found = StoreKind::of_content(&bytes);
     let entries = match found {
-        StoreKind::Jks => open_jks(&bytes, store)?,
+        StoreKind::Jks | StoreKind::Jceks => open_jks(&bytes, found, store)?,
         StoreKind::Pkcs12 => open_pkcs12(&bytes, *kind, store)?,
     };
     Ok((found, entries))
 }
 
-fn open_jks(bytes: &[u8], store: &StoreFile<'_>) -> Result<Vec<Entry>, ConfigError> {
+fn open_jks(
+    bytes: &[u8],
+    found: StoreKind,
+    store: &StoreFile<'_>,
+) -> Result<Vec<Entry>, ConfigError> {
     let StoreFile {
         path,
         password,
@@ -119,11 +122,13 @@ fn open_jks(bytes: &[u8], store: &StoreFile<'_>) -> Result<Vec<Entry>, ConfigErr
     } = store;
     let entries = jks::parse(bytes, password.map(Secret::expose)).map_err(|e| match e {
         JksError::WrongStorePassword => password_key.error(format!(
-            "is wrong for JKS store {} (its integrity check failed)",
+            "is wrong for {} store {} (its integrity check failed)",
+            found.name(),
             path.display()
         )),
         other => key.error(format!(
-            "JKS store {}: {}",
+            "{} store {}: {}",
+            found.name(),
             path.display(),
             jks_problem(&other)
         )),
@@ -141,7 +146,7 @@ fn open_jks(bytes: &[u8], store: &StoreFile<'_>) -> Result<Vec<Entry>, ConfigErr
             } => Entry::Key {
                 alias,
                 chain: chain.into_iter().map(CertificateDer::from).collect(),
-                key: ProtectedKey::Jks(protected_key),
+                key: ProtectedKey::Jks(found, protected_key),
             },
         })
         .collect())
@@ -150,14 +155,22 @@ fn open_jks(bytes: &[u8], store: &StoreFile<'_>) -> Result<Vec<Entry>, ConfigErr
 /// What is wrong with a JKS store, for messages.
 fn jks_problem(e: &JksError) -> String {
     match e {
-        JksError::NotJks => "the file is not a JKS store".to_string(),
-        JksError::Damaged(why) => format!("the file is damaged or not a JKS store: {why}"),
+        JksError::NotJks => "the file is not a JKS or JCEKS store".to_string(),
+        JksError::Damaged(why) => format!("the file is damaged: {why}"),
         JksError::WrongStorePassword => "the store password is wrong".to_string(),
         JksError::WrongKeyPassword => "the key password is wrong".to_string(),
         JksError::UnsupportedKeyProtection(oid) => format!(
-            "its private key is protected by algorithm {oid}, not the JDK's JKS key \
-             protection; convert the store to PKCS12"
+            "its private key is protected by algorithm {oid}, not the JDK's JKS or JCEKS \
+             key protection; convert the store to PKCS12"
         ),
+        JksError::SecretKeyEntry(alias) => format!(
+            "entry `{alias}` is a secret key, which mm2-checkpoint cannot read past; keep \
+             only the private key and certificates in the store (or convert it to PKCS12)"
+        ),
+        JksError::PasswordNotAscii => "the key password has a character that is not \
+             printable ASCII, which JCEKS key protection (the JDK's PBEWithMD5AndTripleDES) \
+             cannot use"
+            .to_string(),
     }
 }
 
@@ -215,8 +228,9 @@ fn open_pkcs12(
                         StoreKind::Pkcs12 => {
                             "the file is not a PKCS12 store (or it is damaged)".to_string()
                         }
-                        StoreKind::Jks => {
-                            "the file is neither a JKS nor a PKCS12 store (or it is damaged)"
+                        StoreKind::Jks | StoreKind::Jceks => {
+                            "the file is neither a JKS, JCEKS nor a PKCS12 store (or it is \
+                             damaged)"
                                 .to_string()
                         }
                     }
@@ -393,23 +407,26 @@ pub(super) fn key_chain(
             }
             der
         }
-        ProtectedKey::Jks(protected) => {
+        ProtectedKey::Jks(found, protected) => {
             let (password, origin) = match key_password {
                 Some((password, origin)) => (password, origin),
                 None => (store_password, store.password_key),
             };
             jks::recover_key(&protected, password.expose()).map_err(|e| match e {
                 JksError::WrongKeyPassword if key_password.is_some() => origin.error(format!(
-                    "is wrong for the private key `{alias}` of JKS store {}",
+                    "is wrong for the private key `{alias}` of {} store {}",
+                    found.name(),
                     path.display()
                 )),
                 JksError::WrongKeyPassword => origin.error(format!(
-                    "opens JKS store {} but not its private key `{alias}`, which has a \
+                    "opens {} store {} but not its private key `{alias}`, which has a \
                      password of its own: set ssl.key.password",
+                    found.name(),
                     path.display()
                 )),
                 other => key.error(format!(
-                    "JKS store {}: {}",
+                    "{} store {}: {}",
+                    found.name(),
                     path.display(),
                     jks_problem(&other)
                 )),
@@ -419,9 +436,12 @@ pub(super) fn key_chain(
     Ok((chain, PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(der))))
 }
 
-/// Decrypts an `ENCRYPTED PRIVATE KEY` (PKCS#8 with PBES2: AES or 3DES, PBKDF2
-/// or scrypt), the form `openssl pkcs8 -topk8` and KIP-651 use. `der` is the
-/// section's body; `password_key` names `ssl.key.password` in errors.
+/// Decrypts an `ENCRYPTED PRIVATE KEY` (PKCS#8), in every form Java's
+/// `EncryptedPrivateKeyInfo` opens: PBES2 (AES or 3DES, PBKDF2 with
+/// HMAC-SHA1/SHA-2, or scrypt), what `openssl pkcs8 -topk8 -v2` and KIP-651
+/// use, or PKCS#12's PBES1 schemes (3DES, RC2), what `-v1 PBE-SHA1-3DES`
+/// writes. `der` is the section's body; `key` names where the key is,
+/// `password_key` names `ssl.key.password` in errors.
 pub(super) fn decrypt_pkcs8(
     der: &[u8],
     password: &Secret,
@@ -429,30 +449,54 @@ pub(super) fn decrypt_pkcs8(
     password_key: &KeyOrigin,
 ) -> Result<PrivateKeyDer<'static>, ConfigError> {
     use pkcs8::der::Decode as _;
-    let info = pkcs8::EncryptedPrivateKeyInfoRef::from_der(der).map_err(|e| {
-        key.error(format!(
-            "the ENCRYPTED PRIVATE KEY section is not an encrypted PKCS#8 key ({e})"
-        ))
-    })?;
-    let plain = info.decrypt(password.expose().as_bytes()).map_err(|e| {
-        let why = match e {
-            pkcs8::Error::EncryptedPrivateKey(pkcs5::Error::DecryptFailed)
-            | pkcs8::Error::Asn1(_) => "the password is wrong".to_string(),
-            pkcs8::Error::EncryptedPrivateKey(pkcs5::Error::UnsupportedAlgorithm { .. }) => {
-                "its encryption scheme is not supported (PBES2 with AES or 3DES and PBKDF2 \
-                 or scrypt are; re-encrypt with `openssl pkcs8 -topk8 -v2 aes-256-cbc`)"
-                    .to_string()
-            }
-            other => other.to_string(),
-        };
+    let cannot = |why: &str| {
         password_key.error(format!(
             "cannot decrypt the private key of `{}`: {why}",
             key.key
         ))
-    })?;
-    Ok(PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
-        plain.as_bytes().to_vec(),
-    )))
+    };
+    let not_pkcs8 = |why: &str| key.error(format!("the ENCRYPTED PRIVATE KEY section is {why}"));
+    match pbe::pkcs12_encrypted(der).map_err(|why| not_pkcs8(&why))? {
+        Some((scheme, params, data)) => {
+            let plain = pbe::decrypt(scheme, &params, data, password.expose()).map_err(|e| {
+                match e {
+                    pbe::PbeError::BadParameters(why) => not_pkcs8(&format!(
+                        "encrypted with {} under malformed parameters: {why}",
+                        scheme.java_name()
+                    )),
+                    pbe::PbeError::WrongPassword => cannot("the password is wrong"),
+                    pbe::PbeError::PasswordNotBmp => cannot(
+                        "the password has a character outside Unicode's basic plane, which                          PKCS#12 encryption cannot use",
+                    ),
+                }
+            })?;
+            // A wrong password passes the padding check once in ~256 tries;
+            // what it yields is then not a key.
+            if pkcs8::PrivateKeyInfoRef::from_der(&plain).is_err() {
+                return Err(cannot("the password is wrong"));
+            }
+            Ok(PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(plain)))
+        }
+        None => {
+            let info = pkcs8::EncryptedPrivateKeyInfoRef::from_der(der)
+                .map_err(|e| not_pkcs8(&format!("not an encrypted PKCS#8 key ({e})")))?;
+            let plain = info.decrypt(password.expose().as_bytes()).map_err(|e| {
+                cannot(&match e {
+                    pkcs8::Error::EncryptedPrivateKey(pkcs5::Error::DecryptFailed)
+                    | pkcs8::Error::Asn1(_) => "the password is wrong".to_string(),
+                    pkcs8::Error::EncryptedPrivateKey(
+                        pkcs5::Error::UnsupportedAlgorithm { .. }
+                        | pkcs5::Error::NoPbes1CryptSupport,
+                    ) => "its encryption scheme is not supported (PBES2 with AES or 3DES and                           PBKDF2 or scrypt, and PKCS#12's PBE-SHA1-3DES and PBE-SHA1-RC2 are;                           re-encrypt with `openssl pkcs8 -topk8 -v2 aes-256-cbc`)"
+                        .to_string(),
+                    other => other.to_string(),
+                })
+            })?;
+            Ok(PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
+                plain.as_bytes().to_vec(),
+            )))
+        }
+    }
 }
 
 /// PEM text for DER items under `label`, for handing decoded material to the

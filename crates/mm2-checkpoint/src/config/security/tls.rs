@@ -23,14 +23,14 @@ use crate::config::providers::Environment;
 use crate::config::setting::Setting;
 
 /// Where certificates or a key come from: a PEM file, PEM text in the config
-/// value itself, or a PKCS12 or JKS store.
+/// value itself, or a PKCS12, JKS or JCEKS store.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PemSource {
     /// A PEM file on the local file system.
     File(PathBuf),
     /// PEM text given inline in the config (redacted in `Debug`: it may be a key).
     Inline(Secret),
-    /// A PKCS12 or JKS store (`ssl.*.type`) and its password; decoded into
+    /// A PKCS12, JKS or JCEKS store (`ssl.*.type`) and its password; decoded into
     /// DER by [`TlsSettings::load`].
     Store {
         /// The configured type (a file of the other type is opened all the
@@ -621,22 +621,15 @@ fn store_type(keys: &Keys<'_>, type_key: &str, what: &str) -> Result<StoreType, 
         Some(t) if t.eq_ignore_ascii_case("PEM") => Ok(StoreType::Pem),
         Some(t) if t.eq_ignore_ascii_case("PKCS12") => Ok(StoreType::Store(StoreKind::Pkcs12)),
         Some(t) if t.eq_ignore_ascii_case("JKS") => Ok(StoreType::Store(StoreKind::Jks)),
-        Some(t) if t.eq_ignore_ascii_case("JCEKS") => Err(keys.fail(keys.error(
-            type_key,
-            format!(
-                "{what} type JCEKS is not supported; PKCS12, JKS and PEM are. Convert the store \
-                 with `keytool -importkeystore -srckeystore <store> -srcstoretype JCEKS \
-                 -destkeystore <store.p12> -deststoretype PKCS12` and set {type_key}=PKCS12"
-            ),
-        ))),
+        Some(t) if t.eq_ignore_ascii_case("JCEKS") => Ok(StoreType::Store(StoreKind::Jceks)),
         Some(t) => Err(keys.fail(keys.error(
             type_key,
-            format!("{what} type `{t}` is not supported; use PKCS12, JKS or PEM"),
+            format!("{what} type `{t}` is not supported; use PKCS12, JKS, JCEKS or PEM"),
         ))),
     }
 }
 
-/// The password of a PKCS12 or JKS key store (required: the store's
+/// The password of a PKCS12, JKS or JCEKS key store (required: the store's
 /// integrity check, and its key's encryption, are keyed by it). The password
 /// may be unread (`--no-secrets`): only its presence is checked here.
 fn store_password(

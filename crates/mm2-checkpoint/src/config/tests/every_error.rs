@@ -20,7 +20,7 @@ fn every_independent_error_is_reported_in_one_check_in_file_order() {
          A.sasl.mechanism = SCRAM-SHA-512\n\
          A.sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required \
              username=\"u\" password=\"{SECRET_A}\";\n\
-         A.ssl.truststore.type = JCEKS\n\
+         A.ssl.truststore.type = BCFKS\n\
          A.ssl.truststore.location = /etc/kafka/ts.jks\n\
          B.security.protocol = SSL\n\
          B.ssl.keystore.type = PKCS12\n\
@@ -303,7 +303,7 @@ fn without_secrets_store_files_that_are_absent_are_listed_not_opened() {
 fn without_secrets_structural_errors_still_fail() {
     let env = FakeEnvironment::default();
     for (extra, key) in [
-        ("B.ssl.keystore.type = JCEKS", "B.ssl.keystore.type (22)"),
+        ("B.ssl.keystore.type = BCFKS", "B.ssl.keystore.type (22)"),
         (
             "sync.group.offsets.enabled = yes",
             "sync.group.offsets.enabled (22)",

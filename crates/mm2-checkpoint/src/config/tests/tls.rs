@@ -74,11 +74,11 @@ fn trust_store_without_certificates_is_an_error() {
 }
 
 #[test]
-fn jceks_trust_store_is_an_error_saying_to_convert_to_pkcs12() {
+fn a_store_type_java_reads_only_with_another_provider_is_an_error_naming_the_types_read() {
     assert_rejected(
-        &ssl("B.ssl.truststore.type = JCEKS\nB.ssl.truststore.location = /etc/kafka/ca.jceks"),
+        &ssl("B.ssl.truststore.type = BCFKS\nB.ssl.truststore.location = /etc/kafka/ca.bcfks"),
         "B.ssl.truststore.type",
-        &["PKCS12", "JCEKS", "keytool -importkeystore"],
+        &["`BCFKS` is not supported", "PKCS12, JKS, JCEKS or PEM"],
     );
 }
 
@@ -433,7 +433,8 @@ fn a_jks_key_store_that_is_no_store_is_an_error_naming_its_location() {
     let e = config.unwrap_err();
     assert_eq!(e.key(), Some("B.ssl.keystore.location"), "{e}");
     assert!(
-        e.message().contains("neither a JKS nor a PKCS12 store"),
+        e.message()
+            .contains("neither a JKS, JCEKS nor a PKCS12 store"),
         "{e}"
     );
     assert!(!e.to_string().contains("pw-77"), "{e}");
