@@ -151,10 +151,14 @@ fn run_cargo(root: &Path, args: &[&str]) -> Result<String> {
 
 type Id = (String, String);
 
+/// What [`parse_tree`] reads: the crates and the `(dependent, dependency)`
+/// pairs.
+type Tree = (BTreeSet<Id>, BTreeSet<(Id, Id)>);
+
 /// Reads `cargo tree --prefix depth --no-dedupe --format {p}` output: the
 /// sorted set of `(name, version)` and the `(dependent, dependency)` pairs,
 /// leaving out every proc-macro and what only it depends on.
-fn parse_tree(text: &str) -> Result<(BTreeSet<Id>, BTreeSet<(Id, Id)>)> {
+fn parse_tree(text: &str) -> Result<Tree> {
     let mut ids = BTreeSet::new();
     let mut pairs = BTreeSet::new();
     // The chain of ancestors of the current line; `None` marks a skipped

@@ -136,7 +136,7 @@ pub fn check_release_dir(root: &Path, package: &Package) -> Result<()> {
         let sbom_name = sbom::file_name(name);
         let doc: serde_json::Value = serde_json::from_str(&read(&sbom_name)?)
             .with_context(|| format!("parsing {sbom_name}"))?;
-        sbom::check(&doc, &digest, linked).with_context(|| format!("{sbom_name}"))?;
+        sbom::check(&doc, &digest, linked).with_context(|| sbom_name.clone())?;
         for c in linked.third_party() {
             if !notices.contains(&format!("\n{} {}  ", c.name, c.version)) {
                 bail!(
