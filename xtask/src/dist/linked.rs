@@ -584,6 +584,36 @@ mod tests {
         assert!(parse_tree("app v0.1.0\n").is_err());
     }
 
+    /// The real workspace: every artefact `dist` builds resolves, passes
+    /// the licence check and has licence texts; only the `ring` variant
+    /// links ring, and no proc-macro is listed.
+    #[test]
+    fn every_artefact_of_the_workspace_passes_the_licence_check() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let allowed = allowed_licences(root).unwrap();
+        let mut used = BTreeMap::new();
+        for variant in Variant::ALL {
+            for arch in Arch::ALL.into_iter().filter(|a| variant.builds_for(*a)) {
+                let linked = Linked::resolve(root, arch, variant).unwrap();
+                check_licences(&linked, &allowed).unwrap();
+                let names: BTreeSet<&str> = linked.crates.iter().map(|c| c.name.as_str()).collect();
+                assert_eq!(linked.crates[linked.root].name, BINARY);
+                assert_eq!(
+                    names.contains("ring"),
+                    variant == Variant::Ring,
+                    "{arch:?} {variant:?}"
+                );
+                assert!(
+                    !names.contains("serde_derive") && !names.contains("syn"),
+                    "{names:?}"
+                );
+                used.insert(format!("{arch:?}-{variant:?}"), linked);
+            }
+        }
+        assert_eq!(used.len(), 5);
+        third_party_licences("test", &used).unwrap();
+    }
+
     #[test]
     fn licence_texts_are_collected_shared_and_required() {
         let dir = std::env::temp_dir().join(format!("xtask-notices-{}", std::process::id()));
