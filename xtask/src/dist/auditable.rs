@@ -316,6 +316,30 @@ mod tests {
         fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// The 32-bit path of the ELF reader (armv7): an ARM object file made
+    /// by clang (installed by .ci/run for the `ring` variant).
+    #[test]
+    fn the_section_reads_back_from_a_32_bit_elf_file() {
+        let clang = which("clang").expect("clang is needed (installed by .ci/run)");
+        let dir = std::env::temp_dir().join(format!("xtask-dep-v0-32-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let source = dir.join("x.c");
+        fs::write(&source, "int answer = 42;\n").unwrap();
+        let object = dir.join("x.o");
+        let out = Command::new(clang)
+            .args(["--target=armv7-unknown-linux-gnueabihf", "-c", "-o"])
+            .arg(&object)
+            .arg(&source)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(fs::read(&object).unwrap()[4], 1, "not a 32-bit ELF file");
+        let linked = sample();
+        embed(&object, &linked).unwrap();
+        verify(&object, &linked).unwrap();
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn a_non_elf_file_is_an_error_not_a_panic() {
         assert!(read_section(b"hello", SECTION).is_err());
