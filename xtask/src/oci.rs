@@ -125,6 +125,10 @@ pub fn image(root: &Path, args: &[&str]) -> Result<()> {
             None => bail!("{name} is not in target/dist/SHA256SUMS: rerun `cargo xtask dist`"),
         }
         artefact::check_static(&path, arch)?;
+        // The image has no package database: scanners find the crates
+        // through the binary's own dependency list.
+        crate::dist::auditable::read_document(&path)
+            .with_context(|| format!("{name}: rerun `cargo xtask dist`"))?;
         binaries.push((arch, bytes));
     }
     if binaries.is_empty() {

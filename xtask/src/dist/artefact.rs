@@ -470,9 +470,17 @@ pub fn hex(bytes: &[u8]) -> String {
     })
 }
 
+/// The release-wide files copied from the repository root into
+/// `target/dist/` (see [`crate::dist::release`]).
+pub const COPIED: [&str; 3] = ["LICENSE", "NOTICE", "CHANGELOG.md"];
+
+/// The third-party licences file of `target/dist/`.
+pub const THIRD_PARTY: &str = "THIRD-PARTY-LICENSES";
+
 /// Rewrites `target/dist/SHA256SUMS` (the `sha256sum` format, so
 /// `sha256sum -c SHA256SUMS` verifies it) over every artefact of the current
-/// version present in `target/dist/`: binaries and image archives.
+/// version present in `target/dist/` (binaries, their SBOMs and image
+/// archives) and the release-wide files ([`THIRD_PARTY`], [`COPIED`]).
 pub fn write_sha256sums(package: &Package) -> Result<PathBuf> {
     let dir = package.dist_dir();
     let prefix = format!("{BINARY}-{}-", package.version);
@@ -481,7 +489,9 @@ pub fn write_sha256sums(package: &Package) -> Result<PathBuf> {
         .filter_map(|entry| entry.ok())
         .filter(|entry| entry.file_type().is_ok_and(|t| t.is_file()))
         .filter_map(|entry| entry.file_name().into_string().ok())
-        .filter(|name| name.starts_with(&prefix))
+        .filter(|name| {
+            name.starts_with(&prefix) || name == THIRD_PARTY || COPIED.contains(&name.as_str())
+        })
         .collect();
     names.sort();
     let mut text = String::new();

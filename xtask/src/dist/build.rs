@@ -1,6 +1,7 @@
 //! `cargo xtask dist`: builds the static musl binaries with `rust-lld`, C
-//! compilers poisoned for the default variant, into `target/dist/` with a
-//! `SHA256SUMS` (see [`crate::dist`]).
+//! compilers poisoned for the default variant, into the release directory
+//! `target/dist/` with their `.dep-v0` sections, SBOMs, the third-party
+//! licences and a `SHA256SUMS` (see [`crate::dist`], [`super::release`]).
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -10,9 +11,10 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 use super::artefact::{
-    Arch, BINARY, BUILD_STD_TOOLCHAIN, Package, StdSource, Variant, cargo, check_static, which,
-    write_sha256sums,
+    Arch, BINARY, BUILD_STD_TOOLCHAIN, COPIED, Package, StdSource, THIRD_PARTY, Variant, cargo,
+    check_static, which,
 };
+use super::release;
 
 /// Options of `cargo xtask dist`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,6 +80,9 @@ pub fn dist(root: &Path, args: &[&str]) -> Result<()> {
                 continue;
             }
             let started = std::time::Instant::now();
+            // Licences first: a crate outside deny.toml's allow list stops
+            // the build before it starts.
+            let linked = release::check_licences(root, arch, variant)?;
             let forbid_c = variant == Variant::Default && !options.allow_c;
             build(
                 root,
@@ -98,10 +103,13 @@ pub fn dist(root: &Path, args: &[&str]) -> Result<()> {
             fs::set_permissions(&artefact, fs::Permissions::from_mode(0o755))
                 .with_context(|| format!("chmod 0755 {}", artefact.display()))?;
             let report = check_static(&artefact, arch)?;
+            let section = release::finish_artefact(&package, arch, variant, &linked)?;
             let size = fs::metadata(&artefact)?.len();
             eprintln!(
-                "xtask: {} ({size} bytes, {}; {}) in {:.1}s",
+                "xtask: {} ({size} bytes, {section} of them the .dep-v0 section of {} crates; \
+                 {}; {}) in {:.1}s",
                 artefact.display(),
+                linked.crates.len(),
                 report.linkage,
                 if forbid_c {
                     "built with every C/C++ compiler variable pointing at a failing script"
@@ -112,8 +120,12 @@ pub fn dist(root: &Path, args: &[&str]) -> Result<()> {
             );
         }
     }
-    let sums = write_sha256sums(&package)?;
-    eprintln!("xtask: wrote {}", sums.display());
+    release::write_release_files(root, &package)?;
+    eprintln!(
+        "xtask: wrote the release directory {}: SBOMs, {THIRD_PARTY}, {}, SHA256SUMS",
+        dist_dir.display(),
+        COPIED.join(", ")
+    );
     Ok(())
 }
 

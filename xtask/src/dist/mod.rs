@@ -11,8 +11,16 @@
 //! mm2-checkpoint-<version>-aarch64-linux-musl
 //! mm2-checkpoint-<version>-x86_64-linux-musl-ring   --no-default-features --features ring
 //! mm2-checkpoint-<version>-aarch64-linux-musl-ring
+//! mm2-checkpoint-<version>-<arch>-linux-musl[-ring].cdx.json   CycloneDX SBOM of each
+//! THIRD-PARTY-LICENSES, LICENSE, NOTICE, CHANGELOG.md
 //! SHA256SUMS
 //! ```
+//!
+//! That directory is the release: [`release`] adds to each binary the
+//! cargo-auditable `.dep-v0` section ([`auditable`]) and writes its SBOM
+//! ([`sbom`]), both from the set of crates cargo resolves for that target and
+//! feature set ([`linked`], which also checks their licences against
+//! `deny.toml` and writes `THIRD-PARTY-LICENSES`).
 //!
 //! The default variant must not compile a single line of C. To prove it, the
 //! build runs with every variable a build script consults to find a C or C++
@@ -29,9 +37,14 @@
 //! `image` and `footprint`) is used by [`build`] (`dist`) and
 //! [`test`](mod@test) (`dist-test`); [`test`](mod@test) also uses [`run`],
 //! the seeded `run --once` rounds against the test clusters (also used by
-//! `footprint`).
+//! `footprint`). [`release`] uses [`linked`], [`auditable`] and [`sbom`];
+//! [`build`] and [`test`](mod@test) use [`release`].
 
 pub mod artefact;
+pub mod auditable;
 pub mod build;
+pub mod linked;
+pub mod release;
 pub mod run;
+pub mod sbom;
 pub mod test;

@@ -264,6 +264,13 @@ pub fn dist_test(root: &Path, args: &[&str]) -> Result<()> {
         }
     }
     let package = Package::load(root)?;
+    // The release directory first: cheap, and needs no cluster.
+    super::release::check_release_dir(root, &package)?;
+    eprintln!(
+        "xtask: {} is complete: each binary's .dep-v0 and SBOM match cargo's resolution, \
+         THIRD-PARTY-LICENSES lists every linked crate, SHA256SUMS matches",
+        package.dist_dir().display()
+    );
     let roots = package.dist_dir().join("test-root");
     let jail = Jail::detect();
 
