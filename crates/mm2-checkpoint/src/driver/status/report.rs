@@ -1,0 +1,280 @@
+//! The status document: one schema for the `status` command's JSON and the
+//! daemon's `GET /status` (docs/operations.md, "Status"), and the table the
+//! command prints.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::core::cutover::{GroupDecision, GroupPlan};
+use crate::core::status::{FlowSummary, GroupStatus, Readiness};
+
+use super::super::cutover::output::{refusal_text, status as partition_status, wait_text};
+
+/// The whole document.
+#[derive(Clone, Debug, Serialize)]
+pub struct StatusDoc {
+    /// When it was made, in milliseconds since the Unix epoch.
+    pub generated_ms: i64,
+    /// One entry per flow.
+    pub flows: Vec<FlowReport>,
+}
+
+/// One flow.
+#[derive(Clone, Debug, Serialize)]
+pub struct FlowReport {
+    /// `S->T`.
+    pub flow: String,
+    /// The flow's source cluster alias.
+    pub source: String,
+    /// The flow's target cluster alias.
+    pub target: String,
+    /// The membership group and its members; `None` (JSON `null`) when the
+    /// flow runs without membership.
+    pub membership: Option<MembershipReport>,
+    /// The checkpoints topic on the target.
+    pub checkpoints: TopicReport,
+    /// The offset-syncs topic.
+    pub offset_syncs: TopicReport,
+    /// The groups summed up.
+    pub summary: SummaryReport,
+    /// One entry per selected group.
+    pub groups: Vec<GroupReport>,
+}
+
+/// The flow's membership group on the target cluster.
+#[derive(Clone, Debug, Serialize)]
+pub struct MembershipReport {
+    /// The group id.
+    pub group: String,
+    /// Its state as the coordinator reports it (`Stable`, `Empty`, ...), or
+    /// the error that kept it from being described.
+    pub state: String,
+    /// Its members: the instances running the flow; one of them owns it.
+    pub members: Vec<MemberReport>,
+}
+
+/// One instance in the membership group.
+#[derive(Clone, Debug, Serialize)]
+pub struct MemberReport {
+    /// The coordinator's member id.
+    pub member_id: String,
+    /// The static `group.instance.id`, if set.
+    pub instance_id: Option<String>,
+    /// The instance's client id.
+    pub client_id: String,
+    /// The host it connected from.
+    pub host: String,
+}
+
+/// A state topic (checkpoints or offset syncs): its end offset and the time
+/// of its newest record.
+#[derive(Clone, Debug, Serialize)]
+pub struct TopicReport {
+    /// The topic name.
+    pub topic: String,
+    /// The end offset of partition 0 (the next offset to be written).
+    pub end_offset: i64,
+    /// The record time of the newest record, if any.
+    pub newest_ms: Option<i64>,
+    /// Milliseconds from that time to `generated_ms` (never negative).
+    pub newest_age_ms: Option<i64>,
+}
+
+/// [`FlowSummary`] as printed.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct SummaryReport {
+    /// Groups ready, every partition exact.
+    pub exact: usize,
+    /// Groups ready with a re-read bound somewhere.
+    pub bounded: usize,
+    /// Groups waiting for the mirror or the syncs.
+    pub waiting: usize,
+    /// Groups that cannot move now.
+    pub not_ready: usize,
+    /// The largest re-read bound of the ready groups.
+    pub max_reread: i64,
+    /// The oldest of the groups' newest checkpoints, in milliseconds.
+    pub max_checkpoint_age_ms: Option<i64>,
+}
+
+impl From<FlowSummary> for SummaryReport {
+    fn from(s: FlowSummary) -> Self {
+        SummaryReport {
+            exact: s.exact,
+            bounded: s.bounded,
+            waiting: s.waiting,
+            not_ready: s.not_ready,
+            max_reread: s.max_reread,
+            max_checkpoint_age_ms: s.max_checkpoint_age_ms,
+        }
+    }
+}
+
+/// One group.
+#[derive(Clone, Debug, Serialize)]
+pub struct GroupReport {
+    /// The group.
+    pub group: String,
+    /// Whether it may be cut over from the source to the target now.
+    pub ready: bool,
+    /// `exact`, `bounded`, `waiting` or `not_ready`.
+    pub status: &'static str,
+    /// Why it is not ready, in words.
+    pub reason: Option<String>,
+    /// The largest re-read bound of its decided partitions.
+    pub worst_reread: Option<i64>,
+    /// Milliseconds since its newest checkpoint record.
+    pub checkpoint_age_ms: Option<i64>,
+    /// Its partitions with a commit on the source.
+    pub partitions: Vec<PartitionReport>,
+}
+
+/// One partition of a group.
+#[derive(Clone, Debug, Serialize)]
+pub struct PartitionReport {
+    /// The topic on the source.
+    pub topic: String,
+    /// The partition.
+    pub partition: i32,
+    /// The group's committed offset on the source.
+    pub committed: i64,
+    /// The remote topic on the target.
+    pub remote_topic: String,
+    /// The position a cutover would commit on the target, when decided.
+    pub position: Option<i64>,
+    /// `exact`, `bounded`, `waiting` or `refused`.
+    pub status: &'static str,
+    /// How many records may be read again (0 when exact).
+    pub reread: Option<i64>,
+    /// Why it waits or is refused, in words.
+    pub reason: Option<String>,
+}
+
+/// The report of one group: its plan (the cutover's decisions) and status,
+/// the group leaving cluster `from` for cluster `to`.
+pub fn group_report(plan: &GroupPlan, status: &GroupStatus, from: &str, to: &str) -> GroupReport {
+    let reason = match &status.readiness {
+        Readiness::Exact | Readiness::Bounded { .. } => None,
+        Readiness::Waiting { partitions, first } => Some(format!(
+            "{partitions} partition(s) waiting: {}",
+            wait_text(*first)
+        )),
+        Readiness::NotReady(why) => Some(match plan.decision {
+            GroupDecision::Refused(Some(_)) => refusal_text(why, from, to),
+            _ => format!("a partition is refused: {}", refusal_text(why, from, to)),
+        }),
+    };
+    GroupReport {
+        group: plan.group.clone(),
+        ready: status.readiness.ready(),
+        status: status.readiness.name(),
+        reason,
+        worst_reread: status.worst_reread,
+        checkpoint_age_ms: status.checkpoint_age_ms,
+        partitions: plan
+            .partitions
+            .iter()
+            .map(|p| {
+                let (s, reason) = partition_status(&p.decision, from, to);
+                PartitionReport {
+                    topic: p.left.topic.clone(),
+                    partition: p.left.partition,
+                    committed: p.committed,
+                    remote_topic: p.there.topic.clone(),
+                    position: p.decision.position(),
+                    status: s,
+                    reread: p.decision.reread(),
+                    reason,
+                }
+            })
+            .collect(),
+    }
+}
+
+impl StatusDoc {
+    /// The document as JSON, pretty-printed.
+    pub fn json(&self) -> String {
+        // Only strings, numbers and options: serialising cannot fail.
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+    }
+
+    /// The document as text: per flow a header, then one line per group.
+    pub fn table(&self) -> String {
+        let mut out = String::new();
+        let age =
+            |ms: Option<i64>| ms.map_or_else(|| "-".to_owned(), |ms| format!("{}s", ms / 1000));
+        for f in &self.flows {
+            let _ = writeln!(out, "flow {}", f.flow);
+            match &f.membership {
+                None => {
+                    let _ = writeln!(out, "  owner: no membership");
+                }
+                Some(m) => {
+                    let members: Vec<String> = m
+                        .members
+                        .iter()
+                        .map(|x| format!("{}@{}", x.client_id, x.host))
+                        .collect();
+                    let _ = writeln!(
+                        out,
+                        "  owner: membership group {} ({}), members: {}",
+                        m.group,
+                        m.state,
+                        if members.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            members.join(", ")
+                        }
+                    );
+                }
+            }
+            for (name, t) in [
+                ("checkpoints", &f.checkpoints),
+                ("offset syncs", &f.offset_syncs),
+            ] {
+                let _ = writeln!(
+                    out,
+                    "  {name}: {} end {}, newest record {} old",
+                    t.topic,
+                    t.end_offset,
+                    age(t.newest_age_ms)
+                );
+            }
+            let s = &f.summary;
+            let _ = writeln!(
+                out,
+                "  groups: {} exact, {} bounded (max re-read {}), {} waiting, {} not ready",
+                s.exact, s.bounded, s.max_reread, s.waiting, s.not_ready
+            );
+            if f.groups.is_empty() {
+                continue;
+            }
+            let width = f
+                .groups
+                .iter()
+                .map(|g| g.group.len())
+                .max()
+                .unwrap_or(5)
+                .max(5);
+            let _ = writeln!(
+                out,
+                "  {:<width$}  {:<9}  {:>6}  {:>10}  REASON",
+                "GROUP", "STATUS", "REREAD", "CHECKPOINT"
+            );
+            for g in &f.groups {
+                let _ = writeln!(
+                    out,
+                    "  {:<width$}  {:<9}  {:>6}  {:>10}  {}",
+                    g.group,
+                    g.status,
+                    g.worst_reread
+                        .map_or_else(|| "-".to_owned(), |r| r.to_string()),
+                    age(g.checkpoint_age_ms),
+                    g.reason.as_deref().unwrap_or("")
+                );
+            }
+        }
+        out
+    }
+}
