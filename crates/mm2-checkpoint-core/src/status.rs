@@ -1,5 +1,5 @@
 //! Whether a group may move now, and how a flow's groups stand as a whole
-//! (docs/operations.md, "Status").
+//! (docs/operations.md, "status").
 //!
 //! `status` asks the same question a planned cutover asks, without waiting
 //! and without committing: the cutover's decisions ([`crate::cutover`]) are

@@ -165,6 +165,15 @@ fn run(args: RunArgs) -> Result<(), u8> {
         if !args.once {
             notify_systemd(&metrics, &shutdown);
         }
+        // `GET /status`: a read-only status pass of its own, only where the
+        // endpoint serves it.
+        if server.is_some() && !args.once {
+            tokio::spawn(driver::publish_status(
+                config.clone(),
+                metrics.clone(),
+                shutdown.clone(),
+            ));
+        }
         let options = RunOptions { once: args.once };
         let result = until_shutdown(
             driver::run(config, options, shutdown.clone(), metrics),
@@ -701,7 +710,9 @@ async fn start_metrics_server(
         },
     };
     match server.local_addr() {
-        Ok(bound) => tracing::info!(addr = %bound, "serving /metrics, /healthz and /readyz"),
+        Ok(bound) => {
+            tracing::info!(addr = %bound, "serving /metrics, /healthz, /readyz and /status")
+        }
         Err(e) => tracing::warn!(error = %e, "metrics endpoint bound, address unknown"),
     }
     Ok(tokio::spawn(

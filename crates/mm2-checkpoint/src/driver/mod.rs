@@ -29,8 +29,8 @@ pub use flow::cluster::CommitOutcome;
 pub use kafka::{ClusterClient, OutRecord, fetch_options};
 
 pub use status::{
-    FlowReport, GroupReport, MemberReport, MembershipReport, PartitionReport, StatusDoc,
-    StatusOptions, SummaryReport, TopicReport,
+    FlowReport, GroupReport, MemberReport, MembershipReport, PartitionReport, STATUS_INTERVAL,
+    StatusDoc, StatusOptions, SummaryReport, TopicReport,
 };
 
 pub use api::{
@@ -53,7 +53,7 @@ pub async fn run(
 }
 
 /// Prints whether groups may move across the flows now, and how the flows
-/// stand (docs/operations.md, "Status"): one read-only pass; the document
+/// stand (docs/operations.md, "status"): one read-only pass; the document
 /// printed is returned too.
 pub async fn status(
     config: MirrorConfig,
@@ -61,6 +61,14 @@ pub async fn status(
     shutdown: ShutdownSignal,
 ) -> Result<StatusDoc, DriverError> {
     status::status(config, options, shutdown).await
+}
+
+/// The daemon's status pass (docs/operations.md, "status"): every
+/// [`STATUS_INTERVAL`], the status of every enabled flow, published on
+/// `metrics`' status board (`GET /status` and the `status_*` gauges), until
+/// `shutdown`.
+pub async fn publish_status(config: MirrorConfig, metrics: Metrics, shutdown: ShutdownSignal) {
+    status::publish(config, metrics, shutdown).await;
 }
 
 /// Moves `options.groups` across `options.flow` (docs/operations.md,

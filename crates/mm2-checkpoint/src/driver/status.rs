@@ -1,5 +1,5 @@
 //! `status`: whether consumer groups may move across a flow now, and how the
-//! flow itself stands (docs/operations.md, "Status").
+//! flow itself stands (docs/operations.md, "status").
 //!
 //! One pass, read-only: it writes nothing, creates no topic and never joins a
 //! group. Per flow it describes the membership group on the target, reads
@@ -22,7 +22,7 @@ use crate::core::cutover::Direction;
 use crate::core::format::CheckpointKey;
 use crate::core::status::{group_status, summarize};
 use crate::core::{GroupFilter, InitMode, OffsetSyncStore};
-use crate::metrics::{Metrics, TopicKind};
+use crate::metrics::{FlowStatusCounts, Metrics, TopicKind};
 use crate::shutdown::ShutdownSignal;
 
 use super::api::{DriverError, TranslateFormat, check_cpu};
@@ -59,38 +59,86 @@ pub(super) async fn status(
     shutdown: ShutdownSignal,
 ) -> Result<StatusDoc, DriverError> {
     check_cpu(&config)?;
-    let flows: Vec<FlowConfig> = config
-        .flows
-        .into_iter()
-        .filter(|f| options.flow.as_ref().is_none_or(|n| *n == f.name()))
-        .collect();
     if let Some(name) = &options.flow
-        && flows.is_empty()
+        && !config.flows.iter().any(|f| f.name() == *name)
     {
         return Err(DriverError::Translate(format!(
             "flow {name} is not an enabled flow of the configuration"
         )));
     }
-    let now = now_ms();
-    let mut reports = Vec::with_capacity(flows.len());
-    for flow in flows {
-        // Reading changes nothing, so a signal stops it at once.
-        tokio::select! {
-            reason = shutdown.triggered() => {
-                return Err(DriverError::Interrupted(reason.to_string()));
-            }
-            r = flow_status(flow, &options, now) => reports.push(r?),
+    // Reading changes nothing, so a signal stops it at once.
+    let doc = tokio::select! {
+        reason = shutdown.triggered() => {
+            return Err(DriverError::Interrupted(reason.to_string()));
         }
-    }
-    let doc = StatusDoc {
-        generated_ms: now,
-        flows: reports,
+        r = collect(&config.flows, &options) => r?,
     };
     crate::console::out(&match options.format {
         TranslateFormat::Table => doc.table(),
         TranslateFormat::Json => doc.json(),
     });
     Ok(doc)
+}
+
+/// How often the daemon's status pass runs.
+pub const STATUS_INTERVAL: Duration = Duration::from_secs(60);
+
+/// The daemon's status pass: every [`STATUS_INTERVAL`], the status of every
+/// enabled flow (its groups as the flow's `groups` filter selects them),
+/// published on `metrics`' status board for `GET /status` and its gauges,
+/// until `shutdown`. A pass that fails keeps the previous document and logs
+/// a WARN.
+pub(super) async fn publish(config: MirrorConfig, metrics: Metrics, shutdown: ShutdownSignal) {
+    let board = metrics.status_board();
+    let options = StatusOptions::default();
+    loop {
+        let pass = tokio::select! {
+            _ = shutdown.triggered() => return,
+            r = collect(&config.flows, &options) => r,
+        };
+        match pass {
+            Ok(doc) => {
+                for f in &doc.flows {
+                    let s = &f.summary;
+                    board.set_flow(
+                        &f.flow,
+                        &FlowStatusCounts {
+                            exact: s.exact,
+                            bounded: s.bounded,
+                            waiting: s.waiting,
+                            not_ready: s.not_ready,
+                            max_reread: s.max_reread,
+                            max_checkpoint_age_ms: s.max_checkpoint_age_ms,
+                        },
+                    );
+                }
+                board.publish(doc.json());
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "status pass failed; /status keeps the previous document")
+            }
+        }
+        tokio::select! {
+            _ = shutdown.triggered() => return,
+            () = tokio::time::sleep(STATUS_INTERVAL) => {}
+        }
+    }
+}
+
+/// The status of `flows` (the one `options.flow` names, or all).
+async fn collect(flows: &[FlowConfig], options: &StatusOptions) -> Result<StatusDoc, DriverError> {
+    let now = now_ms();
+    let mut reports = Vec::new();
+    for flow in flows
+        .iter()
+        .filter(|f| options.flow.as_ref().is_none_or(|n| *n == f.name()))
+    {
+        reports.push(flow_status(flow.clone(), options, now).await?);
+    }
+    Ok(StatusDoc {
+        generated_ms: now,
+        flows: reports,
+    })
 }
 
 /// The status of one flow at time `now`.

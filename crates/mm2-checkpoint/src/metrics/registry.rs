@@ -23,6 +23,7 @@ use super::latency::LatencyMetrics;
 use super::membership::{MemberRole, MembershipMetrics};
 use super::readiness::Readiness;
 use super::requests::{RequestCounters, RequestSource};
+use super::status::StatusBoard;
 use crate::config::metrics::MetricsSettings;
 
 /// Prefix of every metric name.
@@ -283,6 +284,7 @@ struct Inner {
     membership: MembershipMetrics,
     requests: RequestCounters,
     readiness: Readiness,
+    status: StatusBoard,
     /// Length of the last exposition, to size the next one's buffer.
     last_len: std::sync::atomic::AtomicUsize,
 }
@@ -391,6 +393,7 @@ impl Metrics {
         let membership = MembershipMetrics::register(registry);
         let requests = RequestCounters::default();
         registry.register_collector(Box::new(requests.clone()));
+        let status = StatusBoard::register(registry);
         let ready = Gauge::<i64>::default();
         registry.register(
             "ready",
@@ -428,6 +431,7 @@ impl Metrics {
                 membership,
                 requests,
                 readiness: Readiness::with_gauge(ready),
+                status,
                 last_len: std::sync::atomic::AtomicUsize::new(0),
             }),
         }
@@ -438,6 +442,11 @@ impl Metrics {
     /// cluster's other clients).
     pub fn count_requests(&self, cluster: &str, source: RequestSource) {
         self.inner.requests.add(cluster, source);
+    }
+
+    /// The status document `/status` serves and its gauges.
+    pub fn status_board(&self) -> StatusBoard {
+        self.inner.status.clone()
     }
 
     /// The readiness flag tied to this registry's `ready` gauge.

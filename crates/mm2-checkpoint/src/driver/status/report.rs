@@ -1,5 +1,5 @@
 //! The status document: one schema for the `status` command's JSON and the
-//! daemon's `GET /status` (docs/operations.md, "Status"), and the table the
+//! daemon's `GET /status` (docs/operations.md, "status"), and the table the
 //! command prints.
 
 use std::fmt::Write as _;
