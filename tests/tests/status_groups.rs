@@ -14,8 +14,10 @@
 //! each with the age of its newest checkpoint; the flow has no membership
 //! and the offset-syncs and checkpoints topics have records. The table says
 //! the same. Nothing is committed on the target. Then `run` with
-//! `--metrics-addr` serves the same document on `GET /status` and counts the
-//! idle group in `status_groups{status="exact"}`.
+//! `--metrics-addr` and membership on serves the same document on
+//! `GET /status` and counts the idle group in
+//! `status_groups{status="exact"}`, and `status` names its member as the
+//! flow's owner.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -234,8 +236,22 @@ fn status_says_an_idle_group_at_a_sync_is_ready_and_exact_and_a_group_with_membe
         );
     }
 
-    // The daemon serves the same document on /status, and its gauges.
-    let daemon = Daemon::start(&props, &dir.join("daemon.log"));
+    // The daemon, with membership on, serves the same document on /status,
+    // and its gauges; `status` names it as the flow's owner.
+    let member_dir = dir.join("member");
+    std::fs::create_dir_all(&member_dir).expect("dir");
+    let instance = format!("{topic}-instance");
+    let member_props = our_config(
+        &member_dir,
+        &topic,
+        ".*",
+        &format!(
+            "mm2-checkpoint.membership.enabled = true\n\
+             mm2-checkpoint.membership.group.id = {topic}-membership\n\
+             mm2-checkpoint.membership.instance.id = {instance}\n"
+        ),
+    );
+    let daemon = Daemon::start(&member_props, &dir.join("daemon.log"));
     let deadline = Instant::now() + Duration::from_secs(60);
     let served = loop {
         if let Some((200, body)) = get(&daemon.addr, "/status") {
@@ -259,4 +275,29 @@ fn status_says_an_idle_group_at_a_sync_is_ready_and_exact_and_a_group_with_membe
         .metric("mm2_checkpoint_status_groups{flow=\"source->target\",status=\"exact\"}")
         .unwrap_or_else(|| panic!("no status_groups gauge; log:\n{}", daemon.log_text()));
     assert!(exact >= 1.0, "{exact}");
+
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let membership = loop {
+        let doc = status_json(&member_props, &[&idle]);
+        let m = doc["flows"][0]["membership"].clone();
+        if m["owner"].is_string() {
+            break m;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "status never named an owner: {doc:#}\nlog:\n{}",
+            daemon.log_text()
+        );
+        std::thread::sleep(Duration::from_secs(1));
+    };
+    assert_eq!(
+        membership["group"],
+        format!("{topic}-membership"),
+        "{membership}"
+    );
+    assert_eq!(membership["state"], "Stable", "{membership}");
+    let members = membership["members"].as_array().expect("members");
+    assert_eq!(members.len(), 1, "{membership}");
+    assert_eq!(members[0]["owner"], true, "{membership}");
+    assert_eq!(members[0]["instance_id"], instance.as_str(), "{membership}");
 }

@@ -20,6 +20,7 @@ use kafka_lite::PartitionReader;
 use crate::config::{FlowConfig, MirrorConfig};
 use crate::core::cutover::Direction;
 use crate::core::format::CheckpointKey;
+use crate::core::ownership::owns_by_assignment;
 use crate::core::status::{group_status, summarize};
 use crate::core::{GroupFilter, InitMode, OffsetSyncStore};
 use crate::metrics::{FlowStatusCounts, Metrics, TopicKind};
@@ -203,6 +204,7 @@ async fn describe_membership(target: &ClusterClient, group: &str) -> MembershipR
     let unknown = |e: String| MembershipReport {
         group: group.to_owned(),
         state: format!("unknown: {e}"),
+        owner: None,
         members: Vec::new(),
     };
     let client = match target.kafka().await {
@@ -211,20 +213,28 @@ async fn describe_membership(target: &ClusterClient, group: &str) -> MembershipR
     };
     let described = client.describe_groups(&[group.to_owned()]).await;
     match described.into_iter().next() {
-        Some((_, Ok(d))) => MembershipReport {
-            group: group.to_owned(),
-            state: d.state.to_string(),
-            members: d
+        Some((_, Ok(d))) => {
+            let members: Vec<MemberReport> = d
                 .members
                 .into_iter()
                 .map(|m| MemberReport {
+                    owner: owns_by_assignment(&m.assignment),
                     member_id: m.member_id,
                     instance_id: m.instance_id,
                     client_id: m.client_id,
                     host: m.client_host,
                 })
-                .collect(),
-        },
+                .collect();
+            MembershipReport {
+                group: group.to_owned(),
+                state: d.state.to_string(),
+                owner: members
+                    .iter()
+                    .find(|m| m.owner)
+                    .map(|m| format!("{}@{}", m.client_id, m.host)),
+                members,
+            }
+        }
         Some((_, Err(e))) => unknown(e.to_string()),
         None => unknown("no answer for the group".to_owned()),
     }

@@ -50,7 +50,11 @@ pub struct MembershipReport {
     /// Its state as the coordinator reports it (`Stable`, `Empty`, ...), or
     /// the error that kept it from being described.
     pub state: String,
-    /// Its members: the instances running the flow; one of them owns it.
+    /// The owner's `client_id@host` (the member whose assignment gives it
+    /// the flow), `None` when no member holds it (joining, rebalancing, or
+    /// no member at all).
+    pub owner: Option<String>,
+    /// Its members: the instances running the flow.
     pub members: Vec<MemberReport>,
 }
 
@@ -65,6 +69,8 @@ pub struct MemberReport {
     pub client_id: String,
     /// The host it connected from.
     pub host: String,
+    /// Whether its assignment gives it the flow.
+    pub owner: bool,
 }
 
 /// A state topic (checkpoints or offset syncs): its end offset and the time
@@ -218,7 +224,8 @@ impl StatusDoc {
                         .collect();
                     let _ = writeln!(
                         out,
-                        "  owner: membership group {} ({}), members: {}",
+                        "  owner: {} (membership group {}, {}), members: {}",
+                        m.owner.as_deref().unwrap_or("none"),
                         m.group,
                         m.state,
                         if members.is_empty() {
