@@ -165,6 +165,7 @@ fn status_says_an_idle_group_at_a_sync_is_ready_and_exact_and_a_group_with_membe
     let flow = &doc["flows"][0];
     assert_eq!(flow["flow"], "source->target", "{doc}");
     assert!(flow["membership"].is_null(), "no membership: {doc}");
+    assert!(flow["daemon"].is_null(), "not a daemon: {doc}");
     assert!(
         flow["offset_syncs"]["end_offset"].as_i64() > Some(0),
         "{doc}"
@@ -268,6 +269,12 @@ fn status_says_an_idle_group_at_a_sync_is_ready_and_exact_and_a_group_with_membe
         .unwrap_or_else(|e| panic!("/status is not JSON ({e}): {served}"));
     let flow = &served["flows"][0];
     assert_eq!(flow["flow"], "source->target", "{served}");
+    assert!(
+        flow["daemon"]
+            .as_object()
+            .is_some_and(|d| d.contains_key("last_round_ms")),
+        "{served}"
+    );
     let i = group(flow, &idle);
     assert_eq!(i["status"], "exact", "{served}");
     assert_eq!(i["partitions"][0]["position"], 100, "{served}");

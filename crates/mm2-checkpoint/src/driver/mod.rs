@@ -29,8 +29,8 @@ pub use flow::cluster::CommitOutcome;
 pub use kafka::{ClusterClient, OutRecord, fetch_options};
 
 pub use status::{
-    FlowReport, GroupReport, MemberReport, MembershipReport, PartitionReport, STATUS_INTERVAL,
-    StatusDoc, StatusOptions, SummaryReport, TopicReport,
+    DaemonReport, FlowReport, GroupReport, MemberReport, MembershipReport, PartitionReport,
+    STATUS_INTERVAL, StatusDoc, StatusOptions, SummaryReport, TopicReport,
 };
 
 pub use api::{

@@ -36,8 +36,8 @@ use super::flow::{FlowCluster, FlowContext};
 use super::kafka::{ClusterClient, fetch_options};
 
 pub use report::{
-    FlowReport, GroupReport, MemberReport, MembershipReport, PartitionReport, StatusDoc,
-    SummaryReport, TopicReport,
+    DaemonReport, FlowReport, GroupReport, MemberReport, MembershipReport, PartitionReport,
+    StatusDoc, SummaryReport, TopicReport,
 };
 
 /// What `mm2-checkpoint status` asks for.
@@ -98,7 +98,14 @@ pub(super) async fn publish(config: MirrorConfig, metrics: Metrics, shutdown: Sh
             r = collect(&config.flows, &options) => r,
         };
         match pass {
-            Ok(doc) => {
+            Ok(mut doc) => {
+                for f in &mut doc.flows {
+                    let last = metrics.last_round_ms(&f.flow);
+                    f.daemon = Some(DaemonReport {
+                        last_round_ms: last,
+                        last_round_age_ms: age(last, doc.generated_ms),
+                    });
+                }
                 for f in &doc.flows {
                     let s = &f.summary;
                     board.set_flow(
@@ -190,6 +197,7 @@ async fn flow_status(
         source: ctx.flow.source.clone(),
         target: ctx.flow.target.clone(),
         membership,
+        daemon: None,
         checkpoints,
         offset_syncs,
         summary,

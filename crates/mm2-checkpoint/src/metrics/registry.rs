@@ -526,6 +526,14 @@ impl Metrics {
             .set(now);
     }
 
+    /// When `flow`'s last emission round succeeded, in milliseconds since the
+    /// Unix epoch; `None` before the first (what
+    /// `last_round_timestamp_seconds{flow}` shows).
+    pub fn last_round_ms(&self, flow: &str) -> Option<i64> {
+        let seconds = self.inner.last_round.get(&flow_labels(flow))?.get();
+        (seconds > 0.0).then(|| (seconds * 1000.0) as i64)
+    }
+
     /// Records one round of `flow` in `round_duration_seconds`.
     pub fn observe_round_duration(&self, flow: &str, duration: Duration) {
         self.inner

@@ -742,3 +742,25 @@ mod process_metrics {
         }
     }
 }
+
+#[test]
+fn last_round_ms_is_none_before_the_first_round_then_its_time() {
+    let m = Metrics::new("t", "t");
+    m.register_flow(&FlowIdentity {
+        name: "A->B",
+        source: "A",
+        target: "B",
+        connector_source: "A",
+        connector_target: "B",
+        offset_syncs_topic: "mm2-offset-syncs.B.internal",
+    });
+    // Registered at 0: no round yet.
+    assert_eq!(m.last_round_ms("A->B"), None);
+    assert_eq!(m.last_round_ms("X->Y"), None);
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    m.round_succeeded("A->B");
+    let at = m.last_round_ms("A->B").expect("a round");
+    assert!(at >= before - 1, "{at} < {before}");
+}

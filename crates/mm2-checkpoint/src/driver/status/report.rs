@@ -32,6 +32,9 @@ pub struct FlowReport {
     /// The membership group and its members; `None` (JSON `null`) when the
     /// flow runs without membership.
     pub membership: Option<MembershipReport>,
+    /// What the daemon serving `/status` knows of the flow from running it;
+    /// `None` (JSON `null`) from the `status` command.
+    pub daemon: Option<DaemonReport>,
     /// The checkpoints topic on the target.
     pub checkpoints: TopicReport,
     /// The offset-syncs topic.
@@ -40,6 +43,17 @@ pub struct FlowReport {
     pub summary: SummaryReport,
     /// One entry per selected group.
     pub groups: Vec<GroupReport>,
+}
+
+/// What a daemon knows of a flow it runs.
+#[derive(Clone, Debug, Serialize)]
+pub struct DaemonReport {
+    /// When this instance's last emission round of the flow succeeded, in
+    /// milliseconds since the Unix epoch; `None` before the first (or while
+    /// this instance is a standby under membership).
+    pub last_round_ms: Option<i64>,
+    /// Milliseconds from then to the document's `generated_ms`.
+    pub last_round_age_ms: Option<i64>,
 }
 
 /// The flow's membership group on the target cluster.
