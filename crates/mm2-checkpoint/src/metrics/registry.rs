@@ -531,7 +531,7 @@ impl Metrics {
     /// `last_round_timestamp_seconds{flow}` shows).
     pub fn last_round_ms(&self, flow: &str) -> Option<i64> {
         let seconds = self.inner.last_round.get(&flow_labels(flow))?.get();
-        (seconds > 0.0).then(|| (seconds * 1000.0) as i64)
+        (seconds > 0.0).then_some((seconds * 1000.0) as i64)
     }
 
     /// Records one round of `flow` in `round_duration_seconds`.
