@@ -299,3 +299,113 @@ impl StatusDoc {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::TopicPartition;
+    use crate::core::cutover::{PartitionDecision, PartitionPlan, Refusal};
+    use crate::core::group_sync::TargetGroupState;
+    use crate::core::status::group_status;
+    use crate::core::sync_store::OffsetSync;
+
+    fn doc() -> StatusDoc {
+        let ready = GroupPlan {
+            group: "billing".into(),
+            partitions: vec![PartitionPlan {
+                left: TopicPartition::new("orders", 0),
+                there: TopicPartition::new("S.orders", 0),
+                committed: 50,
+                metadata: String::new(),
+                decision: PartitionDecision::Bounded {
+                    position: 48,
+                    through: OffsetSync::new(40, 47),
+                    reread: 3,
+                },
+            }],
+            decision: GroupDecision::Ready,
+        };
+        let busy = GroupPlan {
+            group: "busy".into(),
+            partitions: Vec::new(),
+            decision: GroupDecision::Refused(Some(Refusal::ActiveOnLeft(TargetGroupState::Stable))),
+        };
+        let groups = [(&ready, Some(1_000)), (&busy, None)]
+            .into_iter()
+            .map(|(plan, at)| group_report(plan, &group_status(plan, at, 4_000), "S", "T"))
+            .collect();
+        let topic = |name: &str| TopicReport {
+            topic: name.into(),
+            end_offset: 7,
+            newest_ms: Some(2_000),
+            newest_age_ms: Some(2_000),
+        };
+        StatusDoc {
+            generated_ms: 4_000,
+            flows: vec![FlowReport {
+                flow: "S->T".into(),
+                source: "S".into(),
+                target: "T".into(),
+                membership: None,
+                daemon: None,
+                checkpoints: topic("S.checkpoints.internal"),
+                offset_syncs: topic("mm2-offset-syncs.T.internal"),
+                summary: SummaryReport {
+                    exact: 0,
+                    bounded: 1,
+                    waiting: 0,
+                    not_ready: 1,
+                    max_reread: 3,
+                    max_checkpoint_age_ms: Some(3_000),
+                },
+                groups,
+            }],
+        }
+    }
+
+    #[test]
+    fn json_gives_each_group_its_readiness_bound_age_and_partitions() {
+        let v: serde_json::Value = serde_json::from_str(&doc().json()).expect("JSON");
+        let g = &v["flows"][0]["groups"];
+        assert_eq!(g[0]["group"], "billing");
+        assert_eq!(g[0]["ready"], true);
+        assert_eq!(g[0]["status"], "bounded");
+        assert_eq!(g[0]["worst_reread"], 3);
+        assert_eq!(g[0]["checkpoint_age_ms"], 3_000);
+        let p = &g[0]["partitions"][0];
+        assert_eq!(p["committed"], 50);
+        assert_eq!(p["position"], 48);
+        assert_eq!(p["remote_topic"], "S.orders");
+        assert_eq!(p["reread"], 3);
+        assert_eq!(g[1]["ready"], false);
+        assert_eq!(g[1]["status"], "not_ready");
+        assert_eq!(
+            g[1]["reason"],
+            "the group has active members on S (Stable): stop its consumers first"
+        );
+        assert!(v["flows"][0]["membership"].is_null());
+        assert!(v["flows"][0]["daemon"].is_null());
+    }
+
+    #[test]
+    fn the_table_has_the_owner_the_topics_the_summary_and_a_row_per_group() {
+        let t = doc().table();
+        assert!(t.contains("flow S->T\n  owner: no membership\n"), "{t}");
+        assert!(
+            t.contains("  offset syncs: mm2-offset-syncs.T.internal end 7, newest record 2s old\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("  groups: 0 exact, 1 bounded (max re-read 3), 0 waiting, 1 not ready\n"),
+            "{t}"
+        );
+        let rows: Vec<Vec<&str>> = t
+            .lines()
+            .skip_while(|l| !l.trim_start().starts_with("GROUP"))
+            .skip(1)
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert_eq!(rows[0][..4], ["billing", "bounded", "3", "3s"], "{t}");
+        assert_eq!(rows[1][..4], ["busy", "not_ready", "-", "-"], "{t}");
+    }
+}
