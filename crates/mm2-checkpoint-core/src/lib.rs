@@ -29,6 +29,7 @@ pub mod policy;
 pub mod reverse;
 pub mod round;
 pub mod schedule;
+pub mod status;
 pub mod topic_ids;
 pub mod window;
 

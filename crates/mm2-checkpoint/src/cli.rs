@@ -76,6 +76,11 @@ pub enum Command {
     /// commits, then print the positions (a dry run) or, with --execute,
     /// commit them.
     Cutover(CutoverArgs),
+    /// Tell whether consumer groups may move from a flow's source to its
+    /// target now (exact, with a re-read bound, waiting, or not ready and
+    /// why), and how each flow stands: its membership, its newest checkpoint
+    /// and offset sync. Reads only; exits 0 whatever the groups' status.
+    Status(StatusArgs),
     /// Print a shell completion script for bash, zsh, fish, elvish or
     /// powershell, e.g. `mm2-checkpoint completions bash > /etc/bash_completion.d/mm2-checkpoint`.
     Completions(CompletionsArgs),
@@ -390,6 +395,43 @@ pub struct CutoverArgs {
     /// only print what would be committed (a dry run).
     #[arg(long)]
     pub execute: bool,
+    /// Output format on stdout.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = TranslateFormatArg::Table)]
+    pub format: TranslateFormatArg,
+    /// Logging.
+    #[command(flatten)]
+    pub log: LogArgs,
+}
+
+/// Options of `status`. The groups are the union of `--group`,
+/// `--groups-file` and `--group-regex`/`--all-groups`; with none of them,
+/// every group the flow's `groups` filter accepts.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The configuration file.
+    #[command(flatten)]
+    pub config: ConfigFile,
+    /// How the configuration file is written.
+    #[command(flatten)]
+    pub config_format: ConfigFormatFlag,
+    /// Only this flow, `SOURCE->TARGET` (quote it in a shell); every enabled
+    /// flow without it.
+    #[arg(long, value_name = "SOURCE->TARGET")]
+    pub flow: Option<String>,
+    /// A consumer group of the source cluster; repeat for more groups.
+    #[arg(long = "group", value_name = "GROUP")]
+    pub groups: Vec<String>,
+    /// Read group names from FILE, one per line (`-` for stdin); blank lines
+    /// and lines starting with `#` are skipped.
+    #[arg(long, value_name = "FILE")]
+    pub groups_file: Option<PathBuf>,
+    /// Also every group on the source whose whole name matches REGEX (Java
+    /// syntax, a comma-separated list like MM2's `groups`).
+    #[arg(long, value_name = "REGEX", conflicts_with = "all_groups")]
+    pub group_regex: Option<String>,
+    /// Every group on the source.
+    #[arg(long)]
+    pub all_groups: bool,
     /// Output format on stdout.
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t = TranslateFormatArg::Table)]
     pub format: TranslateFormatArg,

@@ -25,14 +25,14 @@ use mm2_checkpoint::config::{
 };
 use mm2_checkpoint::core::GroupFilter;
 use mm2_checkpoint::core::cutover::{Direction, Outcome};
-use mm2_checkpoint::driver::{self, CutoverOptions, RunOptions, TranslateOptions};
+use mm2_checkpoint::driver::{self, CutoverOptions, RunOptions, StatusOptions, TranslateOptions};
 use mm2_checkpoint::metrics::{Metrics, MetricsServer};
 use mm2_checkpoint::shutdown::{self, ShutdownReason, ShutdownSignal};
 use mm2_checkpoint::{console, logging, notify};
 
 use cli::{
-    Cli, Command, ConfigFile, ConfigFormatFlag, CutoverArgs, LogArgs, RunArgs, TranslateArgs,
-    ValidateArgs, ValidateFormatArg,
+    Cli, Command, ConfigFile, ConfigFormatFlag, CutoverArgs, LogArgs, RunArgs, StatusArgs,
+    TranslateArgs, ValidateArgs, ValidateFormatArg,
 };
 
 /// A broker, the network or the runtime failed.
@@ -62,6 +62,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run(args),
         Command::Translate(args) => translate(args),
         Command::Cutover(args) => cutover(args),
+        Command::Status(args) => status(args),
         Command::Completions(args) => {
             console::out_bytes(&cli::completions(args.shell));
             Ok(())
@@ -163,6 +164,15 @@ fn run(args: RunArgs) -> Result<(), u8> {
         };
         if !args.once {
             notify_systemd(&metrics, &shutdown);
+        }
+        // `GET /status`: a read-only status pass of its own, only where the
+        // endpoint serves it.
+        if server.is_some() && !args.once {
+            tokio::spawn(driver::publish_status(
+                config.clone(),
+                metrics.clone(),
+                shutdown.clone(),
+            ));
         }
         let options = RunOptions { once: args.once };
         let result = until_shutdown(
@@ -391,6 +401,65 @@ fn cutover(args: CutoverArgs) -> Result<(), u8> {
             Outcome::Bounded => Err(EXIT_CUTOVER_BOUNDED),
             Outcome::Refused => Err(EXIT_CUTOVER_REFUSED),
         }
+    });
+    stop_runtime(runtime);
+    outcome
+}
+
+fn status(args: StatusArgs) -> Result<(), u8> {
+    let filter = log_filter(&args.log)?;
+    let log_format = log_format(&args.log)?;
+    let config = load_config(&args.config, &args.config_format, &[])?;
+    if let Some(flow) = &args.flow
+        && !config.flows.iter().any(|f| f.name() == *flow)
+    {
+        let enabled: Vec<String> = config.flows.iter().map(|f| f.name()).collect();
+        return Err(usage(&format!(
+            "--flow: `{flow}` is not an enabled flow of the configuration; enabled flows: {}",
+            enabled.join(", ")
+        )));
+    }
+    if args.groups.iter().any(|g| g.is_empty()) {
+        return Err(usage("--group: a group name cannot be empty"));
+    }
+    let mut groups = args.groups.clone();
+    if let Some(file) = &args.groups_file {
+        groups.extend(read_groups_file(file)?);
+        if groups.is_empty() && args.group_regex.is_none() && !args.all_groups {
+            return Err(usage("--groups-file: the file names no group"));
+        }
+    }
+    let matching = match (&args.group_regex, args.all_groups) {
+        (_, true) => Some(".*"),
+        (Some(regex), false) => Some(regex.as_str()),
+        (None, false) => None,
+    };
+    let matching = matching
+        .map(|regex| {
+            GroupFilter::new(Some(regex), Some(""))
+                .map_err(|e| usage(&format!("--group-regex (read like MM2's `groups`): {e}")))
+        })
+        .transpose()?;
+    let provider = tls_provider(&config)?;
+    start_logging(log_format, filter)?;
+    let runtime = build_runtime()?;
+    let shutdown = install_signals(&runtime)?;
+    log_tls_provider(&provider);
+    let outcome = runtime.block_on(async move {
+        let options = StatusOptions {
+            flow: args.flow,
+            groups,
+            matching,
+            format: args.format.into(),
+        };
+        until_shutdown(driver::status(config, options, shutdown.clone()), &shutdown)
+            .await
+            .unwrap_or_else(|reason| Err(driver::DriverError::Interrupted(reason.to_string())))
+            .map(|_| ())
+            .map_err(|e| {
+                tracing::error!(error = %e, "status failed");
+                EXIT_FAILURE
+            })
     });
     stop_runtime(runtime);
     outcome
@@ -641,7 +710,9 @@ async fn start_metrics_server(
         },
     };
     match server.local_addr() {
-        Ok(bound) => tracing::info!(addr = %bound, "serving /metrics, /healthz and /readyz"),
+        Ok(bound) => {
+            tracing::info!(addr = %bound, "serving /metrics, /healthz, /readyz and /status")
+        }
         Err(e) => tracing::warn!(error = %e, "metrics endpoint bound, address unknown"),
     }
     Ok(tokio::spawn(

@@ -12,7 +12,7 @@
 //! same as the daemon and `translate --apply` (idle groups only, never
 //! lowering).
 
-mod output;
+pub(super) mod output;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -63,7 +63,7 @@ pub(super) async fn cutover(
     ctx.sync_history_topic = None;
     let direction = options.direction;
     let (left, there) = sides(&ctx, direction);
-    let groups = select_groups(&ctx, left, &options).await?;
+    let groups = select_groups(&ctx, left, &options.groups, options.matching.as_ref()).await?;
 
     let syncs_topic_exists = ctx
         .syncs_cluster
@@ -156,7 +156,7 @@ pub(super) async fn cutover(
 }
 
 /// The side the groups leave and the side they go to.
-fn sides<C>(ctx: &FlowContext<C>, direction: Direction) -> (&C, &C) {
+pub(super) fn sides<C>(ctx: &FlowContext<C>, direction: Direction) -> (&C, &C) {
     match direction {
         Direction::Forward => (&ctx.source, &ctx.target),
         Direction::Back => (&ctx.target, &ctx.source),
@@ -173,19 +173,19 @@ fn fail(cluster: &ClusterClient, op: &str, e: &kafka_lite::Error) -> DriverError
 
 /// The named groups in the order given (once each), then the groups of the
 /// side left that the filter accepts, sorted.
-async fn select_groups(
+pub(super) async fn select_groups(
     ctx: &FlowContext,
     left: &ClusterClient,
-    options: &CutoverOptions,
+    named: &[String],
+    matching: Option<&crate::core::GroupFilter>,
 ) -> Result<Vec<String>, DriverError> {
     let mut seen = BTreeSet::new();
-    let mut groups: Vec<String> = options
-        .groups
+    let mut groups: Vec<String> = named
         .iter()
         .filter(|g| seen.insert((*g).clone()))
         .cloned()
         .collect();
-    if let Some(filter) = &options.matching {
+    if let Some(filter) = matching {
         let listed = left
             .list_groups()
             .await
@@ -237,7 +237,7 @@ fn name_there<C>(
 
 /// One pass over the facts: describes the groups on both sides, lists their
 /// commits and the partitions' end offsets, and asks the core for the plans.
-async fn gather(
+pub(super) async fn gather(
     ctx: &FlowContext,
     direction: Direction,
     groups: &[String],
@@ -368,7 +368,7 @@ fn decide(
 /// syncs (docs/translation.md, "Content search"). Each bracket is searched
 /// once; a new sync above the commit makes a new bracket, searched again.
 #[derive(Default)]
-struct Proofs {
+pub(super) struct Proofs {
     search: ContentSearch,
     decided: BTreeMap<(TopicPartition, i64), (Bracket, Option<i64>)>,
 }

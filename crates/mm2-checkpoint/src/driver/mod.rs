@@ -19,6 +19,7 @@ mod kafka;
 mod membership;
 mod run;
 mod seam;
+mod status;
 mod translate;
 
 // What the binary, xtask and the end-to-end tests use of the driver besides
@@ -26,6 +27,11 @@ mod translate;
 pub use flow::FlowCluster;
 pub use flow::cluster::CommitOutcome;
 pub use kafka::{ClusterClient, OutRecord, fetch_options};
+
+pub use status::{
+    DaemonReport, FlowReport, GroupReport, MemberReport, MembershipReport, PartitionReport,
+    STATUS_INTERVAL, StatusDoc, StatusOptions, SummaryReport, TopicReport,
+};
 
 pub use api::{
     CutoverOptions, CutoverReport, DriverError, RunOptions, TranslateFormat, TranslateOptions,
@@ -44,6 +50,25 @@ pub async fn run(
     metrics: Metrics,
 ) -> Result<(), DriverError> {
     run::run(config, options, shutdown, metrics).await
+}
+
+/// Prints whether groups may move across the flows now, and how the flows
+/// stand (docs/operations.md, "status"): one read-only pass; the document
+/// printed is returned too.
+pub async fn status(
+    config: MirrorConfig,
+    options: StatusOptions,
+    shutdown: ShutdownSignal,
+) -> Result<StatusDoc, DriverError> {
+    status::status(config, options, shutdown).await
+}
+
+/// The daemon's status pass (docs/operations.md, "status"): every
+/// [`STATUS_INTERVAL`], the status of every enabled flow, published on
+/// `metrics`' status board (`GET /status` and the `status_*` gauges), until
+/// `shutdown`.
+pub async fn publish_status(config: MirrorConfig, metrics: Metrics, shutdown: ShutdownSignal) {
+    status::publish(config, metrics, shutdown).await;
 }
 
 /// Moves `options.groups` across `options.flow` (docs/operations.md,

@@ -5,7 +5,8 @@
 //! through typed methods (`checkpoints_emitted`, `set_checkpoint_latency`, ...)
 //! so metric names and label spellings live only here. [`Readiness`] is the flag
 //! behind `/readyz` and the `mm2_checkpoint_ready` gauge. [`MetricsServer`]
-//! answers `/metrics`, `/healthz` and `/readyz`.
+//! answers `/metrics`, `/healthz`, `/readyz` and `/status` (the document a
+//! [`StatusBoard`] holds).
 //!
 //! The checkpoint latency is also exported under MirrorMaker 2's names as
 //! Strimzi's metrics rules produce them, and its labels follow the configured
@@ -25,6 +26,7 @@ mod readiness;
 mod registry;
 mod requests;
 mod server;
+mod status;
 mod stream;
 
 pub use crate::config::metrics::{LatencyGranularity, MetricsSettings};
@@ -37,6 +39,7 @@ pub use registry::{
 };
 pub use requests::RequestSource;
 pub use server::{MetricsServer, ServerLimits};
+pub use status::{FlowStatusCounts, STATUS_VALUES, StatusBoard};
 
 #[cfg(test)]
 mod tests;

@@ -23,6 +23,7 @@ use super::latency::LatencyMetrics;
 use super::membership::{MemberRole, MembershipMetrics};
 use super::readiness::Readiness;
 use super::requests::{RequestCounters, RequestSource};
+use super::status::StatusBoard;
 use crate::config::metrics::MetricsSettings;
 
 /// Prefix of every metric name.
@@ -284,6 +285,7 @@ struct Inner {
     membership: MembershipMetrics,
     requests: RequestCounters,
     readiness: Readiness,
+    status: StatusBoard,
     /// Length of the last exposition, to size the next one's buffer.
     last_len: std::sync::atomic::AtomicUsize,
 }
@@ -398,6 +400,7 @@ impl Metrics {
         let membership = MembershipMetrics::register(registry);
         let requests = RequestCounters::default();
         registry.register_collector(Box::new(requests.clone()));
+        let status = StatusBoard::register(registry);
         let ready = Gauge::<i64>::default();
         registry.register(
             "ready",
@@ -436,6 +439,7 @@ impl Metrics {
                 membership,
                 requests,
                 readiness: Readiness::with_gauge(ready),
+                status,
                 last_len: std::sync::atomic::AtomicUsize::new(0),
             }),
         }
@@ -446,6 +450,11 @@ impl Metrics {
     /// cluster's other clients).
     pub fn count_requests(&self, cluster: &str, source: RequestSource) {
         self.inner.requests.add(cluster, source);
+    }
+
+    /// The status document `/status` serves and its gauges.
+    pub fn status_board(&self) -> StatusBoard {
+        self.inner.status.clone()
     }
 
     /// The readiness flag tied to this registry's `ready` gauge.
@@ -557,6 +566,14 @@ impl Metrics {
             .last_round
             .get_or_create(&flow_labels(flow))
             .set(now);
+    }
+
+    /// When `flow`'s last emission round succeeded, in milliseconds since the
+    /// Unix epoch; `None` before the first (what
+    /// `last_round_timestamp_seconds{flow}` shows).
+    pub fn last_round_ms(&self, flow: &str) -> Option<i64> {
+        let seconds = self.inner.last_round.get(&flow_labels(flow))?.get();
+        (seconds > 0.0).then_some((seconds * 1000.0) as i64)
     }
 
     /// Records one round of `flow` in `round_duration_seconds`.

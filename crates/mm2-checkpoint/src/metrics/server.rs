@@ -1,6 +1,6 @@
 //! A minimal HTTP/1.1 endpoint for Prometheus scrapes and health probes.
 //!
-//! Only three read-only paths exist, every answer is small and each connection
+//! Only four read-only paths exist, every answer is small and each connection
 //! carries one request, so a hand-written handler on a `TcpListener` is enough
 //! and pulls in no HTTP stack. It defends itself instead of trusting the peer:
 //! the request head is read with a size limit and a deadline, at most
@@ -12,6 +12,7 @@
 //! | `/metrics` | every metric; OpenMetrics if the `Accept` header asks for it, else Prometheus text 0.0.4; streamed (below) |
 //! | `/healthz` | `200 ok` while the process runs |
 //! | `/readyz`  | `200 ready`, or `503` with the unmet readiness conditions |
+//! | `/status`  | `200` with the last status document (JSON, docs/operations.md "status"), or `503` before the first |
 //! | other | `404`; methods other than GET and HEAD get `405` |
 //!
 //! `/metrics` is written while it is encoded, in pieces of about 64 KB
@@ -37,12 +38,13 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, ToSocketAddrs};
 use tokio::sync::{Semaphore, mpsc};
 
-use super::{Metrics, Readiness};
+use super::{Metrics, Readiness, StatusBoard};
 use crate::shutdown::ShutdownSignal;
 
 const PROMETHEUS_CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
 const OPENMETRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 const TEXT: &str = "text/plain; charset=utf-8";
+const JSON: &str = "application/json";
 
 /// Bounds that keep one misbehaving client from costing more than a little
 /// memory and time.
@@ -180,7 +182,7 @@ async fn handle(
     let request = head.and_then(|bytes| parse_head(&bytes));
     let http10 = request.as_ref().is_ok_and(|r| r.http10);
     let response = match request {
-        Ok(request) => route(&request, readiness),
+        Ok(request) => route(&request, readiness, &metrics.status_board()),
         Err(HeadError::Closed) => return,
         Err(HeadError::Malformed) => Response::text(400, "bad request\n"),
         Err(HeadError::TooLarge) => Response::text(431, "request head too large\n"),
@@ -451,8 +453,11 @@ fn accepts_gzip(value: &str) -> bool {
     })
 }
 
-fn route(request: &Request, readiness: &Readiness) -> Response {
-    let known = matches!(request.path.as_str(), "/metrics" | "/healthz" | "/readyz");
+fn route(request: &Request, readiness: &Readiness, status: &StatusBoard) -> Response {
+    let known = matches!(
+        request.path.as_str(),
+        "/metrics" | "/healthz" | "/readyz" | "/status"
+    );
     if !known {
         return Response::text(404, "not found\n");
     }
@@ -476,6 +481,19 @@ fn route(request: &Request, readiness: &Readiness) -> Response {
             head_only: false,
         },
         "/healthz" => Response::text(200, "ok\n"),
+        "/status" => match status.document() {
+            Some(json) => Response {
+                status: 200,
+                content_type: JSON,
+                body: Body::Bytes(json.into_bytes()),
+                allow: false,
+                head_only: false,
+            },
+            None => Response::text(
+                503,
+                "no status yet: the first status pass has not finished\n",
+            ),
+        },
         _ => match readiness.status() {
             Ok(()) => Response::text(200, "ready\n"),
             Err(reasons) => Response::text(503, format!("not ready\n{reasons}\n")),

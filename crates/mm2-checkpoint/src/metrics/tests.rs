@@ -885,3 +885,18 @@ fn a_member_exports_its_fenced_writes_and_takeovers_at_0_from_its_start() {
         ["mm2_checkpoint_fenced_writes_total{flow=\"A->B\"} 1"]
     );
 }
+
+#[test]
+fn last_round_ms_is_none_before_the_first_round_then_its_time() {
+    let m = metrics();
+    register_a_to_b(&m);
+    // Registered at 0: no round yet.
+    assert_eq!(m.last_round_ms("A->B"), None);
+    assert_eq!(m.last_round_ms("X->Y"), None);
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    m.round_succeeded("A->B");
+    let at = m.last_round_ms("A->B").expect("a round");
+    assert!(at >= before - 1, "{at} < {before}");
+}

@@ -31,7 +31,14 @@ fn version_names_target_and_tls_provider() {
 fn help_lists_subcommands_and_exit_codes() {
     let (code, stdout, _) = run(&mut mm2(&["--help"]));
     assert_eq!(code, Some(0));
-    for word in ["validate", "run", "translate", "cutover", "Exit codes:"] {
+    for word in [
+        "validate",
+        "run",
+        "translate",
+        "cutover",
+        "status",
+        "Exit codes:",
+    ] {
         assert!(stdout.contains(word), "{word} missing:\n{stdout}");
     }
 }

@@ -555,3 +555,40 @@ fn cutover_argument_errors_exit_2_before_any_network_io() {
         assert!(started.elapsed() < Duration::from_secs(5), "{args:?}");
     }
 }
+
+#[test]
+fn status_argument_errors_exit_2_before_any_network_io() {
+    let dir = TempDir::new("cli", "status-args");
+    let config = config_with(&dir, "");
+    let missing = dir.0.join("nope.txt");
+    let empty = dir.write("empty.txt", "# nobody\n\n");
+    let base = ["status", path(&config)];
+    for (extra, expect) in [
+        (
+            vec!["--flow", "B->A"],
+            "--flow: `B->A` is not an enabled flow",
+        ),
+        (vec!["--group", ""], "--group: a group name cannot be empty"),
+        (
+            vec!["--groups-file", path(&missing)],
+            "--groups-file: cannot read",
+        ),
+        (
+            vec!["--groups-file", path(&empty)],
+            "--groups-file: the file names no group",
+        ),
+        (vec!["--group-regex", "(?<=a)b"], "--group-regex"),
+        (
+            vec!["--group-regex", "a.*", "--all-groups"],
+            "cannot be used with",
+        ),
+        (vec!["--format", "yaml"], "--format"),
+    ] {
+        let mut args = base.to_vec();
+        args.extend(extra);
+        let (code, stdout, stderr) = run(&mut mm2(&args));
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expect), "{args:?}: {stderr}");
+        assert_eq!(stdout, "", "{args:?}");
+    }
+}

@@ -149,6 +149,10 @@ pub struct GroupMember {
     pub client_id: String,
     /// The member's host.
     pub client_host: String,
+    /// The assignment the group's leader gave the member, as the
+    /// coordinator holds it (DescribeGroups, classic groups); empty from
+    /// ConsumerGroupDescribe, whose assignments are partitions.
+    pub assignment: Vec<u8>,
 }
 
 impl GroupMember {
@@ -157,12 +161,14 @@ impl GroupMember {
         instance_id: Option<&StrBytes>,
         client_id: &StrBytes,
         client_host: &StrBytes,
+        assignment: &[u8],
     ) -> Self {
         GroupMember {
             member_id: member_id.to_string(),
             instance_id: instance_id.map(|s| s.to_string()),
             client_id: client_id.to_string(),
             client_host: client_host.to_string(),
+            assignment: assignment.to_vec(),
         }
     }
 }
@@ -170,14 +176,20 @@ impl GroupMember {
 impl From<&DescribedGroupMember> for GroupMember {
     fn from(m: &DescribedGroupMember) -> Self {
         let instance = m.group_instance_id.as_ref();
-        GroupMember::new(&m.member_id, instance, &m.client_id, &m.client_host)
+        GroupMember::new(
+            &m.member_id,
+            instance,
+            &m.client_id,
+            &m.client_host,
+            &m.member_assignment,
+        )
     }
 }
 
 impl From<&ConsumerGroupMember> for GroupMember {
     fn from(m: &ConsumerGroupMember) -> Self {
         let instance = m.instance_id.as_ref();
-        GroupMember::new(&m.member_id, instance, &m.client_id, &m.client_host)
+        GroupMember::new(&m.member_id, instance, &m.client_id, &m.client_host, &[])
     }
 }
 

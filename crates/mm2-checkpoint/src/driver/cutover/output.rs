@@ -27,7 +27,7 @@ pub(super) struct Output<'a> {
 }
 
 /// Why a partition waits, in words.
-pub(super) fn wait_text(why: WaitReason) -> String {
+pub(in crate::driver) fn wait_text(why: WaitReason) -> String {
     match why {
         WaitReason::NotReady => "the offset-syncs topic is not read to its end".into(),
         WaitReason::NoSync => "no offset sync of the partition yet".into(),
@@ -42,7 +42,7 @@ pub(super) fn wait_text(why: WaitReason) -> String {
 }
 
 /// Why a partition or group is refused, in words.
-pub(super) fn refusal_text(why: &Refusal, from: &str, to: &str) -> String {
+pub(in crate::driver) fn refusal_text(why: &Refusal, from: &str, to: &str) -> String {
     match why {
         Refusal::TooOld => "every offset sync is past the commit (too old to translate)".into(),
         Refusal::PastEnd { position, end } => format!(
@@ -93,7 +93,11 @@ pub(super) fn commit_text(plan: &GroupPlan, execute: bool) -> String {
 }
 
 /// One partition's cells: status and reason.
-fn status(d: &PartitionDecision, from: &str, to: &str) -> (&'static str, Option<String>) {
+pub(in crate::driver) fn status(
+    d: &PartitionDecision,
+    from: &str,
+    to: &str,
+) -> (&'static str, Option<String>) {
     match d {
         PartitionDecision::Exact { .. } => ("exact", None),
         PartitionDecision::Bounded { .. } => ("bounded", None),

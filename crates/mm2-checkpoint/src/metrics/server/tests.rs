@@ -343,6 +343,27 @@ async fn readyz_is_503_with_reasons_until_ready() {
 }
 
 #[tokio::test]
+async fn status_is_503_until_a_document_is_published_then_serves_it_as_json() {
+    let s = start_default().await;
+    let answer = get(s.addr, "/status").await;
+    assert_eq!(
+        status_line(&answer),
+        "HTTP/1.1 503 Service Unavailable",
+        "{answer}"
+    );
+    s.metrics
+        .status_board()
+        .publish("{\"generated_ms\":1,\"flows\":[]}".to_owned());
+    let answer = get(s.addr, "/status").await;
+    assert_eq!(status_line(&answer), "HTTP/1.1 200 OK", "{answer}");
+    assert!(
+        answer.contains("\r\nContent-Type: application/json\r\n"),
+        "{answer}"
+    );
+    assert_eq!(body(&answer), "{\"generated_ms\":1,\"flows\":[]}");
+}
+
+#[tokio::test]
 async fn unknown_path_is_404() {
     let s = start_default().await;
     let answer = get(s.addr, "/admin").await;
