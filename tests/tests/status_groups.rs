@@ -249,7 +249,8 @@ fn status_says_an_idle_group_at_a_sync_is_ready_and_exact_and_a_group_with_membe
         &format!(
             "mm2-checkpoint.membership.enabled = true\n\
              mm2-checkpoint.membership.group.id = {topic}-membership\n\
-             mm2-checkpoint.membership.instance.id = {instance}\n"
+             mm2-checkpoint.membership.instance.id = {instance}\n\
+             mm2-checkpoint.status.interval.ms = 60000\n"
         ),
     );
     let daemon = Daemon::start(&member_props, &dir.join("daemon.log"));

@@ -243,6 +243,7 @@ fn main() {
         mm2_checkpoint::metrics::MetricsSettings {
             latency_granularity: mm2_checkpoint::metrics::LatencyGranularity::Partition,
             mm2_names: false,
+            status_interval: None,
         },
     );
     report("metrics: registry (kept)", s, entries);

@@ -166,10 +166,14 @@ fn run(args: RunArgs) -> Result<(), u8> {
             notify_systemd(&metrics, &shutdown);
         }
         // `GET /status`: a read-only status pass of its own, only where the
-        // endpoint serves it.
-        if server.is_some() && !args.once {
+        // endpoint serves it and `mm2-checkpoint.status.interval.ms` turns
+        // it on (it reads the clusters again: off by default).
+        if let (Some(_), false, Some(interval)) =
+            (&server, args.once, config.metrics.status_interval)
+        {
             tokio::spawn(driver::publish_status(
                 config.clone(),
+                interval,
                 metrics.clone(),
                 shutdown.clone(),
             ));

@@ -562,6 +562,19 @@ keys! {
         doc: "how finely the checkpoint-latency series are labelled",
         shown: Shown::Process(|m| m.latency_granularity.as_str().to_string()),
     };
+    /// How often the daemon's status pass runs for `GET /status` (off at 0).
+    STATUS_INTERVAL = Key {
+        name: "mm2-checkpoint.status.interval.ms",
+        default: Default::Value("0"),
+        accepted: Accepted::Described("integer ≥ 0 (0: off)"),
+        owner: Owner::Ours,
+        scope: Scope::Process,
+        doc: "how often the daemon reads the clusters for `GET /status` and the status gauges; 0 turns the pass off",
+        shown: Shown::Process(|m| match m.status_interval {
+            Some(d) => millis(d),
+            None => "0".to_string(),
+        }),
+    };
     /// Whether the checkpoint latency is also exported under MM2's names.
     MM2_NAMES = Key {
         name: "mm2-checkpoint.metrics.mm2.names.enabled",

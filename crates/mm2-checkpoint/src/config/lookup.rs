@@ -164,9 +164,20 @@ impl<'a> Lookup<'a> {
             })
         });
         let mm2_names = self.value_of(&top_level, &keys::MM2_NAMES, parse_bool);
+        let status_interval =
+            self.value_of(&top_level, &keys::STATUS_INTERVAL, |s| {
+                match parse_i64(s)? {
+                    0 => Ok(None),
+                    v if v > 0 => Ok(Some(std::time::Duration::from_millis(v.unsigned_abs()))),
+                    v => Err(s.error(format!(
+                        "must be 0 (off) or a number of milliseconds, got {v}"
+                    ))),
+                }
+            });
         Ok(MetricsSettings {
             latency_granularity: latency_granularity?,
             mm2_names: mm2_names?,
+            status_interval: status_interval?,
         })
     }
 

@@ -13,6 +13,9 @@ pub const LATENCY_GRANULARITY_KEY: &str = keys::LATENCY_GRANULARITY.name;
 /// The key turning MirrorMaker 2's checkpoint-latency names on or off.
 pub const MM2_NAMES_KEY: &str = keys::MM2_NAMES.name;
 
+/// The key of the daemon's status pass interval (0: off).
+pub const STATUS_INTERVAL_KEY: &str = keys::STATUS_INTERVAL.name;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -46,6 +49,7 @@ mod tests {
             MetricsSettings {
                 latency_granularity: LatencyGranularity::Group,
                 mm2_names: true,
+                status_interval: None,
             }
         );
         assert!(config.unknown_keys.is_empty(), "{:?}", config.unknown_keys);
@@ -80,12 +84,12 @@ mod tests {
     }
 
     #[test]
-    fn validate_prints_both_settings() {
+    fn validate_prints_the_settings() {
         let config = load(&format!("{LATENCY_GRANULARITY_KEY} = flow\n")).expect("accepted");
         let text = crate::config::render_effective_settings(&config);
         assert!(
             text.contains(&format!(
-                "{LATENCY_GRANULARITY_KEY} = flow\n{MM2_NAMES_KEY} = false\n"
+                "{LATENCY_GRANULARITY_KEY} = flow\n{STATUS_INTERVAL_KEY} = 0\n{MM2_NAMES_KEY} = false\n"
             )),
             "{text}"
         );
@@ -96,5 +100,27 @@ mod tests {
         let config = load("mm2-checkpoint.metrics.latency.granularty = group\n").expect("accepted");
         let unknown = &config.unknown_keys[0];
         assert_eq!(unknown.suggestion.as_deref(), Some(LATENCY_GRANULARITY_KEY));
+    }
+
+    #[test]
+    fn the_status_pass_is_off_by_default_and_at_0_and_on_at_an_interval() {
+        assert_eq!(load("").expect("accepted").metrics.status_interval, None);
+        let off = load(&format!("{STATUS_INTERVAL_KEY} = 0\n")).expect("accepted");
+        assert_eq!(off.metrics.status_interval, None);
+        let on = load(&format!("{STATUS_INTERVAL_KEY} = 60000\n")).expect("accepted");
+        assert_eq!(
+            on.metrics.status_interval,
+            Some(std::time::Duration::from_secs(60))
+        );
+        assert!(on.unknown_keys.is_empty(), "{:?}", on.unknown_keys);
+        for bad in ["-1", "soon"] {
+            let e = load(&format!("{STATUS_INTERVAL_KEY} = {bad}\n"))
+                .expect_err("rejected")
+                .to_string();
+            assert!(
+                e.contains(STATUS_INTERVAL_KEY) && e.contains("line 5"),
+                "{e}"
+            );
+        }
     }
 }

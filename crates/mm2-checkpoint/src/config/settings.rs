@@ -418,4 +418,8 @@ pub struct MetricsSettings {
     /// the checkpoint latency under the names Strimzi's rules give MM2's
     /// `MirrorCheckpointConnector` metrics.
     pub mm2_names: bool,
+    /// `mm2-checkpoint.status.interval.ms` (default 0, off): how often the
+    /// daemon's read-only status pass runs for `GET /status` and the status
+    /// gauges (docs/operations.md, "status").
+    pub status_interval: Option<std::time::Duration>,
 }

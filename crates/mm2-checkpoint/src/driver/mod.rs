@@ -30,7 +30,7 @@ pub use kafka::{ClusterClient, OutRecord, fetch_options};
 
 pub use status::{
     DaemonReport, FlowReport, GroupReport, MemberReport, MembershipReport, PartitionReport,
-    STATUS_INTERVAL, StatusDoc, StatusOptions, SummaryReport, TopicReport,
+    StatusDoc, StatusOptions, SummaryReport, TopicReport,
 };
 
 pub use api::{
@@ -64,11 +64,15 @@ pub async fn status(
 }
 
 /// The daemon's status pass (docs/operations.md, "status"): every
-/// [`STATUS_INTERVAL`], the status of every enabled flow, published on
-/// `metrics`' status board (`GET /status` and the `status_*` gauges), until
-/// `shutdown`.
-pub async fn publish_status(config: MirrorConfig, metrics: Metrics, shutdown: ShutdownSignal) {
-    status::publish(config, metrics, shutdown).await;
+/// `interval`, the status of every enabled flow, published on `metrics`'
+/// status board (`GET /status` and the `status_*` gauges), until `shutdown`.
+pub async fn publish_status(
+    config: MirrorConfig,
+    interval: std::time::Duration,
+    metrics: Metrics,
+    shutdown: ShutdownSignal,
+) {
+    status::publish(config, interval, metrics, shutdown).await;
 }
 
 /// Moves `options.groups` across `options.flow` (docs/operations.md,

@@ -81,15 +81,18 @@ pub(super) async fn status(
     Ok(doc)
 }
 
-/// How often the daemon's status pass runs.
-pub const STATUS_INTERVAL: Duration = Duration::from_secs(60);
-
-/// The daemon's status pass: every [`STATUS_INTERVAL`], the status of every
+/// The daemon's status pass: every `interval`
+/// (`mm2-checkpoint.status.interval.ms`), the status of every
 /// enabled flow (its groups as the flow's `groups` filter selects them),
 /// published on `metrics`' status board for `GET /status` and its gauges,
 /// until `shutdown`. A pass that fails keeps the previous document and logs
 /// a WARN.
-pub(super) async fn publish(config: MirrorConfig, metrics: Metrics, shutdown: ShutdownSignal) {
+pub(super) async fn publish(
+    config: MirrorConfig,
+    interval: Duration,
+    metrics: Metrics,
+    shutdown: ShutdownSignal,
+) {
     let board = metrics.status_board();
     let options = StatusOptions::default();
     loop {
@@ -128,7 +131,7 @@ pub(super) async fn publish(config: MirrorConfig, metrics: Metrics, shutdown: Sh
         }
         tokio::select! {
             _ = shutdown.triggered() => return,
-            () = tokio::time::sleep(STATUS_INTERVAL) => {}
+            () = tokio::time::sleep(interval) => {}
         }
     }
 }

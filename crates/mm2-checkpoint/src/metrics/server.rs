@@ -491,7 +491,7 @@ fn route(request: &Request, readiness: &Readiness, status: &StatusBoard) -> Resp
             },
             None => Response::text(
                 503,
-                "no status yet: the first status pass has not finished\n",
+                "no status yet: the status pass is off (mm2-checkpoint.status.interval.ms = 0) or its first pass has not finished\n",
             ),
         },
         _ => match readiness.status() {

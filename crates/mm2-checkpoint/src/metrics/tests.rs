@@ -13,6 +13,7 @@ fn metrics() -> Metrics {
         MetricsSettings {
             latency_granularity: LatencyGranularity::Partition,
             mm2_names: false,
+            status_interval: None,
         },
     )
 }
@@ -398,6 +399,7 @@ fn with(granularity: LatencyGranularity, mm2_names: bool) -> Metrics {
         MetricsSettings {
             latency_granularity: granularity,
             mm2_names,
+            status_interval: None,
         },
     )
 }

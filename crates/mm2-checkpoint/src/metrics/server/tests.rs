@@ -28,6 +28,7 @@ async fn start(limits: ServerLimits) -> Running {
         MetricsSettings {
             latency_granularity: LatencyGranularity::Partition,
             mm2_names: false,
+            status_interval: None,
         },
     );
     let shutdown = ShutdownSignal::new();
