@@ -278,8 +278,9 @@ fn run_line(line: &str, paths: &Paths, source: &str, group: &str) -> Ran {
     ran
 }
 
-/// The translate table's row of the group: (source offset, target offset).
-fn translate_row(ran: &Ran, group: &str) -> (i64, i64) {
+/// The translate table's row of the group, whose topic must be `topic` (the
+/// name on the side the group goes to): (source offset, target offset).
+fn translate_row(ran: &Ran, group: &str, topic: &str) -> (i64, i64) {
     let rows: Vec<Vec<&str>> = ran
         .stdout
         .lines()
@@ -289,9 +290,10 @@ fn translate_row(ran: &Ran, group: &str) -> (i64, i64) {
     let [row] = &rows[..] else {
         panic!("one row of {group} expected:\n{}", ran.stdout);
     };
-    let [_, _, "0", source, target] = row[..] else {
+    let [_, shown, "0", source, target] = row[..] else {
         panic!("a translate row: {row:?}");
     };
+    assert_eq!(shown, topic, "{}", ran.stdout);
     (
         source.parse().expect("source offset"),
         target.parse().expect("target offset"),
@@ -502,7 +504,7 @@ fn the_failover_and_failback_runbooks_as_written_lose_nothing_and_reread_within_
             let ran = run_line(line, &lost, LOST_SOURCE, &g.name);
             if line.starts_with("mm2-checkpoint translate ") && !line.contains("--apply") {
                 assert_eq!(ran.code, 0, "{}", ran.stderr);
-                let (source_offset, target_offset) = translate_row(&ran, &g.name);
+                let (source_offset, target_offset) = translate_row(&ran, &g.name, &remote);
                 assert_eq!(source_offset, g.commit_on_s, "{}", ran.stdout);
                 position = Some(target_offset);
             } else if line.contains("--apply") {
@@ -550,7 +552,7 @@ fn the_failover_and_failback_runbooks_as_written_lose_nothing_and_reread_within_
             let ran = run_line(line, &paths, s_bootstrap, &g.name);
             if line.starts_with("mm2-checkpoint translate ") && !line.contains("--apply") {
                 assert_eq!(ran.code, 0, "{}", ran.stderr);
-                let (source_offset, target_offset) = translate_row(&ran, &g.name);
+                let (source_offset, target_offset) = translate_row(&ran, &g.name, &topic);
                 assert!(source_offset <= commit_on_t, "{}", ran.stdout);
                 position = Some(target_offset);
             } else if line.contains("--apply") {
