@@ -31,7 +31,11 @@
 //! on the target (the mirror of a fresh topic keeps the offsets, so these are
 //! the bounds `translate`'s two columns print). The lagging group reads less
 //! on the target than it had on the source, so it goes back to its commit
-//! from before the failover (never lowered) and reads nothing again there.
+//! from before the failover (never lowered) and reads nothing again there
+//! (unless the reverse position is past that commit).
+//!
+//! Twice, side by side: under MM2's default replication policy (`source.<topic>`
+//! on the target) and under the identity policy (the same name on both).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -59,6 +63,7 @@ const LAGGING_READ_ON_T: u32 = 300;
 const BUDGET: Duration = Duration::from_secs(120);
 /// A bootstrap address nothing listens on: the lost source.
 const LOST_SOURCE: &str = "127.0.0.1:1";
+const IDENTITY: &str = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy";
 
 /// Writes `value-0-<i>` at source offset `i` of partition 0, 25 records every
 /// 50 ms (a live stream: MM2 then writes its offset syncs at its spacing),
@@ -397,8 +402,9 @@ struct Group {
     commit_on_t: Option<i64>,
 }
 
-#[test]
-fn the_failover_and_failback_runbooks_as_written_lose_nothing_and_reread_within_the_bounds() {
+/// The whole lifecycle under MM2's default replication policy or the
+/// identity policy (the remote topic has the source topic's name).
+fn lifecycle(identity: bool) {
     let started = Instant::now();
     let failover = runnable(&runbook("Failover runbook"));
     let failback = runnable(&runbook("Failback runbook"));
@@ -412,7 +418,16 @@ fn the_failover_and_failback_runbooks_as_written_lose_nothing_and_reread_within_
     let s_bootstrap = c.source().bootstrap.get(Listener::Plaintext);
     let t_bootstrap = c.target().bootstrap.get(Listener::Plaintext);
     let topic = unique_name("runbooks");
-    let remote = remote_topic(&topic);
+    let remote = if identity {
+        topic.clone()
+    } else {
+        remote_topic(&topic)
+    };
+    let policy = if identity {
+        format!("replication.policy.class = {IDENTITY}\n")
+    } else {
+        String::new()
+    };
     let source = e2e::world::client(c.source());
     ok(
         rt.block_on(source.create_topic(&topic, 1, 1, &[])),
@@ -420,6 +435,11 @@ fn the_failover_and_failback_runbooks_as_written_lose_nothing_and_reread_within_
     );
     let mut config = Mm2Config::new(&topic, &format!("{topic}-.*")).without_checkpoints();
     config.offset_lag_max = 10;
+    if identity {
+        config
+            .extra
+            .push(("replication.policy.class".to_owned(), IDENTITY.to_owned()));
+    }
     let mut mm2_process = ok(
         Mm2Process::start_replicating(c, &config, BUDGET),
         "starting MirrorMaker 2 and its replication task",
@@ -429,11 +449,13 @@ fn the_failover_and_failback_runbooks_as_written_lose_nothing_and_reread_within_
         &dir,
         &topic,
         &format!("{topic}-.*"),
-        "emit.checkpoints.interval.seconds = 1\n\
-         refresh.groups.interval.seconds = 1\n\
-         sync.group.offsets.enabled = true\n\
-         sync.group.offsets.interval.seconds = 1\n\
-         mm2-checkpoint.emit.reverse.checkpoints.enabled = true\n",
+        &format!(
+            "{policy}emit.checkpoints.interval.seconds = 1\n\
+             refresh.groups.interval.seconds = 1\n\
+             sync.group.offsets.enabled = true\n\
+             sync.group.offsets.interval.seconds = 1\n\
+             mm2-checkpoint.emit.reverse.checkpoints.enabled = true\n"
+        ),
     );
     // The same file as the runbook's commands see it with the source lost.
     let lost_dir = dir.join("lost");
@@ -592,5 +614,19 @@ fn the_failover_and_failback_runbooks_as_written_lose_nothing_and_reread_within_
     let (code, _, log) = daemon.expect("the daemon").terminate();
     assert_eq!(code, Some(0), "the daemon's exit\n{log}");
     ok(mm2_process.stop(Duration::from_secs(10)), "stopping MM2");
-    println!("runbooks: {:.1} s", started.elapsed().as_secs_f64());
+    println!(
+        "runbooks ({}): {:.1} s",
+        if identity { "identity" } else { "default" },
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn the_runbooks_as_written_with_the_default_policy_lose_nothing_and_reread_within_the_bounds() {
+    lifecycle(false);
+}
+
+#[test]
+fn the_runbooks_as_written_with_the_identity_policy_lose_nothing_and_reread_within_the_bounds() {
+    lifecycle(true);
 }
