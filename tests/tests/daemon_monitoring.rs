@@ -112,7 +112,11 @@ fn every_documented_family_is_served_from_start_up_and_nothing_else() {
     let rt = rt();
     let w = World::new(&rt, "families", 1);
     let group = w.seed(&rt, &[(0, 0, 3), (0, 10, 13)], &[(0, 10)]);
-    let config = w.properties(&group, "mm2-checkpoint.metrics.mm2.names.enabled = true");
+    let config = w.properties(
+        &group,
+        "mm2-checkpoint.metrics.mm2.names.enabled = true\n\
+         mm2-checkpoint.status.interval.ms = 60000",
+    );
     let daemon = Daemon::start(&config, &w.dir.join("daemon.log"));
     let mut first = None;
     wait_for("the first scrape", Duration::from_secs(30), || {
@@ -121,13 +125,14 @@ fn every_documented_family_is_served_from_start_up_and_nothing_else() {
     });
     let (_, body) = first.expect("scraped");
     // The latency families have a series per checkpointed group, so they
-    // appear with the first checkpoint; every other family has its series
-    // from the first scrape on.
-    let latency = |f: &&String| f.contains("checkpoint_latency_ms");
+    // appear with the first checkpoint, and the status gauges with the
+    // status pass's first document; every other family has its series from
+    // the first scrape on.
+    let later = |f: &&String| f.contains("checkpoint_latency_ms") || f.contains("_status_");
     let served = families_with_samples(&body);
     let missing: Vec<&String> = documented
         .iter()
-        .filter(|f| !latency(f) && !served.contains(*f))
+        .filter(|f| !later(f) && !served.contains(*f))
         .collect();
     assert!(
         missing.is_empty(),
@@ -139,6 +144,9 @@ fn every_documented_family_is_served_from_start_up_and_nothing_else() {
     );
     wait_for("the first checkpoint", Duration::from_secs(60), || {
         daemon.metric(&emitted) == Some(1.0)
+    });
+    wait_for("the first status pass", Duration::from_secs(60), || {
+        get(&daemon.addr, "/status").is_some_and(|(status, _)| status == 200)
     });
     let (_, body) = get(&daemon.addr, "/metrics").expect("metrics");
     let served = families_with_samples(&body);
