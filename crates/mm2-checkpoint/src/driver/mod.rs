@@ -12,6 +12,7 @@
 //! [`TranslateOptions`], a [`ShutdownSignal`] and [`Metrics`].
 
 mod api;
+mod columns;
 mod connect;
 mod cutover;
 mod flow;

@@ -15,6 +15,7 @@ use crate::metrics::{Metrics, TopicKind};
 use crate::shutdown::ShutdownSignal;
 
 use super::api::{DriverError, TranslateFormat, TranslateOptions, TranslateReport, check_cpu};
+use super::columns::write_columns;
 use super::flow::group_sync::refresh_target;
 use super::flow::read::read_to_end;
 use super::flow::{FlowContext, GroupSyncResult, carry_out_group_sync};
@@ -235,34 +236,7 @@ impl Output<'_> {
                 ]
             })
             .collect();
-        let mut widths = headers.map(str::len);
-        for row in &cells {
-            for (w, c) in widths.iter_mut().zip(row) {
-                *w = (*w).max(c.len());
-            }
-        }
-        let line = |cols: [&str; 5]| {
-            let mut s = String::new();
-            for (i, (c, w)) in cols.iter().zip(widths).enumerate() {
-                if i > 0 {
-                    s.push_str("  ");
-                }
-                if i >= 2 {
-                    let _ = write!(s, "{c:>w$}");
-                } else {
-                    let _ = write!(s, "{c:<w$}");
-                }
-            }
-            s.trim_end().to_string()
-        };
-        let _ = writeln!(out, "{}", line(headers));
-        for row in &cells {
-            let _ = writeln!(
-                out,
-                "{}",
-                line([&row[0], &row[1], &row[2], &row[3], &row[4]].map(String::as_str))
-            );
-        }
+        write_columns(&mut out, headers, &cells, |i| i >= 2);
         for g in groups {
             if !rows.iter().any(|r| r.group == g) {
                 let _ = writeln!(out, "# {g}: no checkpoint");

@@ -11,6 +11,8 @@ use crate::core::cutover::{
     Direction, GroupDecision, GroupPlan, Outcome, PartitionDecision, Refusal, WaitReason,
 };
 
+use crate::driver::columns::write_columns;
+
 /// The printed result of a cutover.
 pub(super) struct Output<'a> {
     pub(super) flow: &'a str,
@@ -171,30 +173,7 @@ impl Output<'_> {
                 ]);
             }
         }
-        let mut widths = headers.map(str::len);
-        for row in &cells {
-            for (w, c) in widths.iter_mut().zip(row) {
-                *w = (*w).max(c.len());
-            }
-        }
-        let line = |cols: [&str; 8]| {
-            let mut s = String::new();
-            for (i, (c, w)) in cols.iter().zip(widths).enumerate() {
-                if i > 0 {
-                    s.push_str("  ");
-                }
-                if matches!(i, 2 | 3 | 5 | 6) {
-                    let _ = write!(s, "{c:>w$}");
-                } else {
-                    let _ = write!(s, "{c:<w$}");
-                }
-            }
-            s.trim_end().to_string()
-        };
-        let _ = writeln!(out, "{}", line(headers));
-        for row in &cells {
-            let _ = writeln!(out, "{}", line(row.each_ref().map(String::as_str)));
-        }
+        write_columns(&mut out, headers, &cells, |i| matches!(i, 2 | 3 | 5 | 6));
         let _ = writeln!(out, "# groups:");
         for plan in self.plans {
             let result = self.results.get(&plan.group).map_or("", |r| r.1.as_str());
