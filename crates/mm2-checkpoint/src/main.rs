@@ -21,7 +21,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use mm2_checkpoint::config::{
-    self, ConfigError, MirrorConfig, ProcessEnvironment, Secrets, Validation,
+    self, ConfigError, FlowConfig, MirrorConfig, ProcessEnvironment, Secrets, Validation,
 };
 use mm2_checkpoint::core::GroupFilter;
 use mm2_checkpoint::core::cutover::{Direction, Outcome};
@@ -260,36 +260,59 @@ fn notify_systemd(metrics: &Metrics, shutdown: &ShutdownSignal) {
     }
 }
 
-fn translate(args: TranslateArgs) -> Result<(), u8> {
-    let filter = log_filter(&args.log)?;
-    let log_format = log_format(&args.log)?;
-    let config = load_config(&args.config, &args.config_format, &[])?;
-    if !config.flows.iter().any(|f| f.name() == args.flow) {
-        let enabled: Vec<String> = config.flows.iter().map(|f| f.name()).collect();
-        return Err(usage(&format!(
-            "--flow: `{}` is not an enabled flow of the configuration; enabled flows: {}",
-            args.flow,
-            enabled.join(", ")
-        )));
-    }
-    if args.groups.iter().any(|g| g.is_empty()) {
+/// The enabled flow of `config` named `name` (`--flow`), or a usage error
+/// listing the enabled ones.
+fn enabled_flow<'a>(config: &'a MirrorConfig, name: &str) -> Result<&'a FlowConfig, u8> {
+    config
+        .flows
+        .iter()
+        .find(|f| f.name() == name)
+        .ok_or_else(|| {
+            let enabled: Vec<String> = config.flows.iter().map(|f| f.name()).collect();
+            usage(&format!(
+                "--flow: `{name}` is not an enabled flow of the configuration; enabled flows: {}",
+                enabled.join(", ")
+            ))
+        })
+}
+
+/// The groups a one-off command is given: those of `--group` (`named`) and
+/// `--groups-file` (`file`), and the filter of `--group-regex` (`regex`) or
+/// `--all-groups` (`all`), read like MM2's `groups`.
+fn select_groups(
+    named: &[String],
+    file: Option<&Path>,
+    regex: Option<&str>,
+    all: bool,
+) -> Result<(Vec<String>, Option<GroupFilter>), u8> {
+    if named.iter().any(String::is_empty) {
         return Err(usage("--group: a group name cannot be empty"));
     }
-    let mut groups = args.groups.clone();
-    if let Some(file) = &args.groups_file {
+    let mut groups = named.to_vec();
+    if let Some(file) = file {
         groups.extend(read_groups_file(file)?);
     }
-    let matching = match (&args.group_regex, args.all_groups) {
-        (_, true) => Some(".*"),
-        (Some(regex), false) => Some(regex.as_str()),
-        (None, false) => None,
-    };
+    let matching = if all { Some(".*") } else { regex };
     let matching = matching
         .map(|regex| {
             GroupFilter::new(Some(regex), Some(""))
                 .map_err(|e| usage(&format!("--group-regex (read like MM2's `groups`): {e}")))
         })
         .transpose()?;
+    Ok((groups, matching))
+}
+
+fn translate(args: TranslateArgs) -> Result<(), u8> {
+    let filter = log_filter(&args.log)?;
+    let log_format = log_format(&args.log)?;
+    let config = load_config(&args.config, &args.config_format, &[])?;
+    enabled_flow(&config, &args.flow)?;
+    let (groups, matching) = select_groups(
+        &args.groups,
+        args.groups_file.as_deref(),
+        args.group_regex.as_deref(),
+        args.all_groups,
+    )?;
     let provider = tls_provider(&config)?;
     start_logging(log_format, filter)?;
     let runtime = build_runtime()?;
@@ -331,14 +354,7 @@ fn cutover(args: CutoverArgs) -> Result<(), u8> {
     let filter = log_filter(&args.log)?;
     let log_format = log_format(&args.log)?;
     let config = load_config(&args.config, &args.config_format, &[])?;
-    let Some(flow) = config.flows.iter().find(|f| f.name() == args.flow) else {
-        let enabled: Vec<String> = config.flows.iter().map(|f| f.name()).collect();
-        return Err(usage(&format!(
-            "--flow: `{}` is not an enabled flow of the configuration; enabled flows: {}",
-            args.flow,
-            enabled.join(", ")
-        )));
-    };
+    let flow = enabled_flow(&config, &args.flow)?;
     let direction = if args.to == flow.target.alias {
         Direction::Forward
     } else if args.to == flow.source.alias {
@@ -354,21 +370,12 @@ fn cutover(args: CutoverArgs) -> Result<(), u8> {
             flow.target.alias
         )));
     };
-    if args.groups.iter().any(|g| g.is_empty()) {
-        return Err(usage("--group: a group name cannot be empty"));
-    }
-    let mut groups = args.groups.clone();
-    if let Some(file) = &args.groups_file {
-        groups.extend(read_groups_file(file)?);
-    }
-    let matching = args
-        .group_regex
-        .as_deref()
-        .map(|regex| {
-            GroupFilter::new(Some(regex), Some(""))
-                .map_err(|e| usage(&format!("--group-regex (read like MM2's `groups`): {e}")))
-        })
-        .transpose()?;
+    let (groups, matching) = select_groups(
+        &args.groups,
+        args.groups_file.as_deref(),
+        args.group_regex.as_deref(),
+        false,
+    )?;
     if groups.is_empty() && matching.is_none() {
         return Err(usage("--groups-file: the file names no group"));
     }
@@ -414,36 +421,18 @@ fn status(args: StatusArgs) -> Result<(), u8> {
     let filter = log_filter(&args.log)?;
     let log_format = log_format(&args.log)?;
     let config = load_config(&args.config, &args.config_format, &[])?;
-    if let Some(flow) = &args.flow
-        && !config.flows.iter().any(|f| f.name() == *flow)
-    {
-        let enabled: Vec<String> = config.flows.iter().map(|f| f.name()).collect();
-        return Err(usage(&format!(
-            "--flow: `{flow}` is not an enabled flow of the configuration; enabled flows: {}",
-            enabled.join(", ")
-        )));
+    if let Some(flow) = &args.flow {
+        enabled_flow(&config, flow)?;
     }
-    if args.groups.iter().any(|g| g.is_empty()) {
-        return Err(usage("--group: a group name cannot be empty"));
+    let (groups, matching) = select_groups(
+        &args.groups,
+        args.groups_file.as_deref(),
+        args.group_regex.as_deref(),
+        args.all_groups,
+    )?;
+    if args.groups_file.is_some() && groups.is_empty() && matching.is_none() {
+        return Err(usage("--groups-file: the file names no group"));
     }
-    let mut groups = args.groups.clone();
-    if let Some(file) = &args.groups_file {
-        groups.extend(read_groups_file(file)?);
-        if groups.is_empty() && args.group_regex.is_none() && !args.all_groups {
-            return Err(usage("--groups-file: the file names no group"));
-        }
-    }
-    let matching = match (&args.group_regex, args.all_groups) {
-        (_, true) => Some(".*"),
-        (Some(regex), false) => Some(regex.as_str()),
-        (None, false) => None,
-    };
-    let matching = matching
-        .map(|regex| {
-            GroupFilter::new(Some(regex), Some(""))
-                .map_err(|e| usage(&format!("--group-regex (read like MM2's `groups`): {e}")))
-        })
-        .transpose()?;
     let provider = tls_provider(&config)?;
     start_logging(log_format, filter)?;
     let runtime = build_runtime()?;
