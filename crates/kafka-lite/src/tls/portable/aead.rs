@@ -7,7 +7,6 @@
 
 use std::marker::PhantomData;
 
-use aes_gcm::aead::array::Array;
 use aes_gcm::aead::consts::{U12, U16};
 use aes_gcm::aead::{AeadCore, AeadInOut, KeyInit};
 use aes_gcm::{Aes128Gcm, Aes256Gcm};
@@ -20,7 +19,7 @@ use rustls::crypto::cipher::{
 };
 use rustls::{ConnectionTrafficSecrets, ContentType, ProtocolVersion};
 
-const TAG_LEN: usize = 16;
+use kafka_lite_aead::{Refused, TAG_LEN};
 /// TLS 1.2 AES-GCM: the 8 explicit nonce bytes sent before each record.
 const GCM_EXPLICIT_NONCE_LEN: usize = 8;
 /// The largest plaintext a record may carry (RFC 8446 §5.1).
@@ -37,6 +36,46 @@ pub(super) trait TlsAead:
     const TLS12_GCM: bool;
     /// The secrets in rustls' export form.
     fn secrets(key: AeadKey, iv: Iv) -> ConnectionTrafficSecrets;
+    /// Seals `buf` in place, returning the tag (`kafka_lite_aead`, compiled
+    /// for speed).
+    fn seal_record(
+        &self,
+        nonce: &[u8; NONCE_LEN],
+        aad: &[u8],
+        buf: &mut [u8],
+    ) -> Result<[u8; TAG_LEN], Refused>;
+    /// Opens `buf` in place after checking `tag` (`kafka_lite_aead`).
+    fn open_record(
+        &self,
+        nonce: &[u8; NONCE_LEN],
+        aad: &[u8],
+        buf: &mut [u8],
+        tag: &[u8; TAG_LEN],
+    ) -> Result<(), Refused>;
+}
+
+/// The two record calls of [`TlsAead`] for one cipher, by name in
+/// `kafka_lite_aead`.
+macro_rules! record_calls {
+    ($seal:ident, $open:ident) => {
+        fn seal_record(
+            &self,
+            nonce: &[u8; NONCE_LEN],
+            aad: &[u8],
+            buf: &mut [u8],
+        ) -> Result<[u8; TAG_LEN], Refused> {
+            kafka_lite_aead::$seal(self, nonce, aad, buf)
+        }
+        fn open_record(
+            &self,
+            nonce: &[u8; NONCE_LEN],
+            aad: &[u8],
+            buf: &mut [u8],
+            tag: &[u8; TAG_LEN],
+        ) -> Result<(), Refused> {
+            kafka_lite_aead::$open(self, nonce, aad, buf, tag)
+        }
+    };
 }
 
 impl TlsAead for Aes128Gcm {
@@ -45,6 +84,7 @@ impl TlsAead for Aes128Gcm {
     fn secrets(key: AeadKey, iv: Iv) -> ConnectionTrafficSecrets {
         ConnectionTrafficSecrets::Aes128Gcm { key, iv }
     }
+    record_calls!(seal_aes128_gcm, open_aes128_gcm);
 }
 
 impl TlsAead for Aes256Gcm {
@@ -53,6 +93,7 @@ impl TlsAead for Aes256Gcm {
     fn secrets(key: AeadKey, iv: Iv) -> ConnectionTrafficSecrets {
         ConnectionTrafficSecrets::Aes256Gcm { key, iv }
     }
+    record_calls!(seal_aes256_gcm, open_aes256_gcm);
 }
 
 impl TlsAead for ChaCha20Poly1305 {
@@ -61,6 +102,7 @@ impl TlsAead for ChaCha20Poly1305 {
     fn secrets(key: AeadKey, iv: Iv) -> ConnectionTrafficSecrets {
         ConnectionTrafficSecrets::Chacha20Poly1305 { key, iv }
     }
+    record_calls!(seal_chacha20_poly1305, open_chacha20_poly1305);
 }
 
 /// The rustls algorithm object for AEAD `A`.
@@ -173,9 +215,8 @@ fn gcm_iv(salt: &[u8], explicit: &[u8]) -> Iv {
     Iv::new(iv)
 }
 
-fn tag_of(bytes: &[u8]) -> Result<Array<u8, U16>, rustls::Error> {
-    let tag: [u8; TAG_LEN] = bytes.try_into().map_err(|_| rustls::Error::DecryptError)?;
-    Ok(Array::from(tag))
+fn tag_of(bytes: &[u8]) -> Result<[u8; TAG_LEN], rustls::Error> {
+    bytes.try_into().map_err(|_| rustls::Error::DecryptError)
 }
 
 /// Seals `buf` in place and returns the tag.
@@ -184,10 +225,10 @@ fn seal<A: TlsAead>(
     nonce: [u8; NONCE_LEN],
     aad: &[u8],
     buf: &mut [u8],
-) -> Result<Array<u8, U16>, rustls::Error> {
+) -> Result<[u8; TAG_LEN], rustls::Error> {
     let cipher = cipher.as_ref().ok_or(rustls::Error::EncryptError)?;
     cipher
-        .encrypt_inout_detached(&Array::from(nonce), aad, buf.into())
+        .seal_record(&nonce, aad, buf)
         .map_err(|_| rustls::Error::EncryptError)
 }
 
@@ -201,7 +242,7 @@ fn open<A: TlsAead>(
 ) -> Result<(), rustls::Error> {
     let cipher = cipher.as_ref().ok_or(rustls::Error::DecryptError)?;
     cipher
-        .decrypt_inout_detached(&Array::from(nonce), aad, buf.into(), &tag_of(tag)?)
+        .open_record(&nonce, aad, buf, &tag_of(tag)?)
         .map_err(|_| rustls::Error::DecryptError)
 }
 
