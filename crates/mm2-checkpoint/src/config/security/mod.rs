@@ -24,6 +24,7 @@ mod cluster;
 mod jks;
 mod oauth;
 mod pbe;
+mod pkcs12;
 mod sasl;
 mod stores;
 mod tls;

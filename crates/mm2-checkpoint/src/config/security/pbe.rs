@@ -20,10 +20,11 @@ use x509_cert::der::asn1::{ObjectIdentifier, OctetStringRef};
 use x509_cert::der::{Decode, Reader, SliceReader};
 use x509_cert::spki::AlgorithmIdentifierRef;
 
-/// The most iterations accepted: the JDK's PKCS12 key store refuses more
+/// The most iterations accepted (here and for PKCS12 stores' MACs and
+/// PBKDF2): the JDK's PKCS12 key store refuses more
 /// (`PKCS12KeyStore.MAX_ITERATION_COUNT`), and a hostile file must not make
 /// `validate` spin.
-const MAX_ITERATIONS: u64 = 5_000_000;
+pub(super) const MAX_ITERATIONS: u64 = 5_000_000;
 
 /// A PKCS#12 password-based encryption scheme Java reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,18 +2,20 @@
 //! stores (`ssl.*.type=PKCS12`, `JKS` or `JCEKS`) and encrypted PKCS#8 private keys opened with
 //! `ssl.key.password`. Everything is decoded in memory, in pure Rust, when the
 //! configuration is loaded; the results are DER, which [`super::tls`] checks
-//! like PEM material and the driver hands to the TLS library. Messages never
-//! contain key material or passwords. See docs/configuration.md, "TLS".
+//! like PEM material and the driver hands to the TLS library. The formats are
+//! parsed by [`super::pkcs12`], [`super::jks`] and [`super::pbe`]; this file
+//! opens stores and turns their errors into messages naming the keys. Messages
+//! never contain key material or passwords. See docs/configuration.md, "TLS".
 
 use std::path::Path;
 
 use base64::Engine as _;
 use kafka_lite::Secret;
-use p12_keystore::{KeyStore, KeyStoreEntry, Pkcs12ImportPolicy};
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
 use super::jks::{self, JksEntry, JksError};
 use super::pbe;
+use super::pkcs12::{self, Pkcs12Error};
 use crate::config::check::ConfigWarning;
 use crate::config::error::ConfigError;
 use crate::config::providers::Environment;
@@ -206,61 +208,55 @@ fn open_pkcs12(
             None => (bytes, ""),
         },
     };
-    let opened =
-        KeyStore::from_pkcs12(bytes, password_text, Pkcs12ImportPolicy::Strict).map_err(|e| {
-            use p12_keystore::error::Error as P12;
-            let why = match e {
-                P12::MacError(_) | P12::UnpadError | P12::Pkcs5Error(_) if password.is_none() => {
-                    return needed();
-                }
-                // The integrity MAC is keyed by the store password.
-                P12::MacError(_) => {
-                    return password_key.error(format!(
-                        "is wrong for PKCS12 store {} (its integrity check failed)",
-                        path.display()
-                    ));
-                }
-                P12::UnpadError | P12::Pkcs5Error(_) => {
-                    "a protected entry cannot be decrypted with the store password".to_string()
-                }
-                P12::DerError(_) | P12::InvalidVersion | P12::InvalidData | P12::InvalidLength => {
-                    match configured {
-                        StoreKind::Pkcs12 => {
-                            "the file is not a PKCS12 store (or it is damaged)".to_string()
-                        }
-                        StoreKind::Jks | StoreKind::Jceks => {
-                            "the file is neither a JKS, JCEKS nor a PKCS12 store (or it is \
-                             damaged)"
-                                .to_string()
-                        }
-                    }
-                }
-                other => format!("the store cannot be opened: {other}"),
-            };
-            key.error(format!(
-                "{} store {}: {why}",
-                configured.name(),
-                path.display()
-            ))
-        })?;
-    Ok(opened
-        .entries()
-        .filter_map(|(alias, entry)| match entry {
-            KeyStoreEntry::Certificate(c) => {
-                Some(Entry::Trusted(CertificateDer::from(c.as_der().to_vec())))
+    let contents = pkcs12::parse(bytes, password_text).map_err(|e| {
+        let why = match e {
+            Pkcs12Error::WrongPassword | Pkcs12Error::Undecryptable if password.is_none() => {
+                return needed();
             }
-            KeyStoreEntry::PrivateKeyChain(chain) => Some(Entry::Key {
-                alias: alias.to_owned(),
-                chain: chain
-                    .certs()
-                    .iter()
-                    .map(|c| CertificateDer::from(c.as_der().to_vec()))
-                    .collect(),
-                key: ProtectedKey::Open(chain.key().as_der().to_vec()),
-            }),
-            _ => None,
-        })
-        .collect())
+            // The integrity MAC is keyed by the store password.
+            Pkcs12Error::WrongPassword => {
+                return password_key.error(format!(
+                    "is wrong for PKCS12 store {} (its integrity check failed)",
+                    path.display()
+                ));
+            }
+            Pkcs12Error::PasswordNotBmp => {
+                return password_key.error(format!(
+                    "has a character outside Unicode's basic plane, which PKCS12 store {} \
+                     cannot use (its key derivation takes the password as a BMPString)",
+                    path.display()
+                ));
+            }
+            Pkcs12Error::Undecryptable => {
+                "a protected entry cannot be decrypted with the store password".to_string()
+            }
+            Pkcs12Error::NotPkcs12(detail) => match configured {
+                StoreKind::Pkcs12 => {
+                    format!("the file is not a PKCS12 store (or it is damaged: {detail})")
+                }
+                StoreKind::Jks | StoreKind::Jceks => format!(
+                    "the file is neither a JKS, JCEKS nor a PKCS12 store (or it is damaged: \
+                     {detail})"
+                ),
+            },
+            Pkcs12Error::Unsupported(what) => format!("the store cannot be opened: {what}"),
+        };
+        key.error(format!(
+            "{} store {}: {why}",
+            configured.name(),
+            path.display()
+        ))
+    })?;
+    let keys = contents.keys.into_iter().map(|entry| Entry::Key {
+        alias: entry.alias,
+        chain: entry.chain.into_iter().map(CertificateDer::from).collect(),
+        key: ProtectedKey::Open(entry.key),
+    });
+    let trusted = contents
+        .trusted
+        .into_iter()
+        .map(|c| Entry::Trusted(CertificateDer::from(c)));
+    Ok(keys.chain(trusted).collect())
 }
 
 /// A PKCS12 file as Java reads it without a password: its integrity MAC is
