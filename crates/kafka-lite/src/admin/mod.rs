@@ -95,16 +95,11 @@ impl Client {
         let mut backoff = self.new_backoff();
         let deadline = backoff.deadline();
         while !pending.is_empty() {
-            let mut buckets: HashMap<BrokerInfo, Vec<String>> = HashMap::new();
-            let coordinators = Client::within(deadline, self.group_coordinators(&pending)).await;
-            for (group, coordinator) in coordinators {
-                match coordinator {
-                    Ok(broker) => buckets.entry(broker).or_default().push(group),
-                    // Already retried by group_coordinators.
-                    Err(e) => {
-                        results.insert(group, Some(Err(e)));
-                    }
-                }
+            let (buckets, failed) =
+                Client::within(deadline, self.coordinator_buckets(&pending)).await;
+            // Already retried by group_coordinators.
+            for (group, e) in failed {
+                results.insert(group, Some(Err(e)));
             }
             let mut tasks = tokio::task::JoinSet::new();
             for (broker, bucket) in buckets {

@@ -277,6 +277,15 @@ pub async fn carry_out_group_sync<C: FlowCluster>(
     mut report: impl FnMut(&str, GroupSyncResult),
 ) {
     use futures_util::stream::{self, StreamExt};
+    // The steady case, every group idle at its checkpoints: nothing to
+    // commit, so every result is known now, reported without a future per
+    // group.
+    if plan.commits().next().is_none() {
+        for (group, decision) in plan.decisions {
+            report(&group, GroupSyncResult::NotCommitted(decision));
+        }
+        return;
+    }
     let mut results = stream::iter(plan.decisions.into_iter().map(
         |(group, decision)| async move {
             let result = match decision {
