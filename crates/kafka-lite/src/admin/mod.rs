@@ -9,7 +9,7 @@
 pub(crate) mod groups;
 pub(crate) mod topics;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fmt;
 use std::future::Future;
 
