@@ -358,6 +358,22 @@ impl CheckpointStore {
             .map(|(g, _)| &**g)
     }
 
+    /// The groups a full group sync covers, sorted: every assigned group and
+    /// every group holding a checkpoint, each with its checkpoints (`None`
+    /// when it has none). One walk of the store, nothing allocated.
+    pub fn sync_groups(&self) -> impl Iterator<Item = (&str, Option<GroupCheckpoints<'_>>)> {
+        self.groups
+            .iter()
+            .filter(|(_, held)| held.assigned || !held.group.entries.is_empty())
+            .map(|(g, Held { group, .. })| {
+                let cps = (!group.entries.is_empty()).then_some(GroupCheckpoints {
+                    group,
+                    topics: &self.topics,
+                });
+                (&**g, cps)
+            })
+    }
+
     /// Applies one record of the checkpoints topic, read oldest first. Never fails:
     /// bad records are skipped and counted (see [`CheckpointStore::restore_stats`]).
     pub fn restore_record(&mut self, key: Option<&[u8]>, value: Option<&[u8]>) -> RestoreOutcome {

@@ -32,9 +32,10 @@
 //! A race remains by nature: a group can become active between the refresh and the
 //! commit. The broker then rejects the commit for a group with members.
 
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
-use super::checkpoint_store::CheckpointStore;
+use super::checkpoint_store::{CheckpointStore, GroupCheckpoints, StoredCheckpoint};
 use super::types::{CommittedOffset, TopicPartition};
 
 /// A consumer group's state on the target, as `DescribeGroups` /
@@ -59,12 +60,16 @@ pub enum TargetGroupState {
     Unknown,
 }
 
+/// An `Empty` target group's committed offsets, per partition (`None` =
+/// committed at -1).
+pub type TargetOffsets = BTreeMap<TopicPartition, Option<i64>>;
+
 /// What the refresh learned about one target group.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TargetGroup {
     /// The group is `Empty` and its committed offsets were listed (`None` = committed
     /// at -1).
-    Empty(BTreeMap<TopicPartition, Option<i64>>),
+    Empty(TargetOffsets),
     /// The group does not exist on the target (`Dead`).
     Absent,
     /// The group has members or is rebalancing.
@@ -77,10 +82,7 @@ impl TargetGroup {
     /// Classifies a described group. `committed` is the listing of its offsets,
     /// needed only for `Empty` groups; an `Empty` group without a listing is
     /// [`TargetGroup::Unknown`].
-    pub fn from_state(
-        state: TargetGroupState,
-        committed: Option<BTreeMap<TopicPartition, Option<i64>>>,
-    ) -> Self {
+    pub fn from_state(state: TargetGroupState, committed: Option<TargetOffsets>) -> Self {
         match state {
             TargetGroupState::Empty => committed.map_or(TargetGroup::Unknown, TargetGroup::Empty),
             TargetGroupState::Dead => TargetGroup::Absent,
@@ -213,20 +215,13 @@ impl DecidedCheckpoints {
 
 /// Decides the target group commits of one sync round from the checkpoint store
 /// and this round's refresh. Covers the store's assigned groups and every group
-/// with checkpoints.
+/// with checkpoints ([`CheckpointStore::sync_groups`]).
 pub fn plan_group_sync(store: &CheckpointStore, refresh: &TargetRefresh) -> GroupSyncPlan {
-    let mut plan = GroupSyncPlan::default();
-    for group in store.assigned_groups() {
-        if store.group(group).is_none_or(|cps| cps.is_empty()) {
-            plan.decisions
-                .insert(group.to_owned(), GroupSyncDecision::NothingToDo);
-        }
-    }
-    for (group, _) in store.groups() {
-        plan.decisions
-            .insert(group.to_owned(), decide_group(store, group, refresh));
-    }
-    plan
+    let decisions = store
+        .sync_groups()
+        .map(|(group, checkpoints)| (group.to_owned(), decide_group(checkpoints, group, refresh)))
+        .collect();
+    GroupSyncPlan { decisions }
 }
 
 /// [`plan_group_sync`] for `groups` only (the groups whose checkpoints the
@@ -238,62 +233,83 @@ pub fn plan_group_sync_for<'a>(
 ) -> GroupSyncPlan {
     let decisions = groups
         .into_iter()
-        .map(|group| (group.to_owned(), decide_group(store, group, refresh)))
+        .map(|group| {
+            let decision = decide_group(store.group(group), group, refresh);
+            (group.to_owned(), decision)
+        })
         .collect();
     GroupSyncPlan { decisions }
 }
 
 /// The decision for one group from its checkpoints and the refresh.
+///
+/// Runs for every group of every sync, most of them idle groups already at
+/// their checkpoints: a group that commits nothing allocates nothing. Its
+/// checkpoints and an `Empty` group's offsets are both sorted by topic then
+/// partition, so they are compared in one walk side by side, and only the
+/// offsets to write are copied out (docs/benchmarks.md, "Group sync CPU").
 fn decide_group(
-    store: &CheckpointStore,
+    checkpoints: Option<GroupCheckpoints<'_>>,
     group: &str,
     refresh: &TargetRefresh,
 ) -> GroupSyncDecision {
-    let Some(checkpoints) = store.group(group) else {
+    let Some(checkpoints) = checkpoints else {
         return GroupSyncDecision::NothingToDo;
     };
     // Offsets we could write: every checkpoint with a valid downstream offset.
-    let wanted: BTreeMap<TopicPartition, CommittedOffset> = checkpoints
+    let mut writable = checkpoints
         .iter()
         .filter(|(_, _, cp)| cp.downstream_offset >= 0)
-        .map(|(topic, partition, cp)| {
-            let offset = CommittedOffset {
-                offset: cp.downstream_offset,
-                metadata: cp.metadata.to_string(),
-            };
-            (TopicPartition::new(topic, partition), offset)
-        })
-        .collect();
-    if wanted.is_empty() {
+        .peekable();
+    if writable.peek().is_none() {
         return GroupSyncDecision::NothingToDo;
     }
     let target = match refresh {
         TargetRefresh::Failed => None,
         TargetRefresh::Done(groups) => groups.get(group),
     };
-    decide(wanted, target)
-}
-
-fn decide(
-    wanted: BTreeMap<TopicPartition, CommittedOffset>,
-    target: Option<&TargetGroup>,
-) -> GroupSyncDecision {
+    let to_commit = |topic: &str, partition: i32, cp: &StoredCheckpoint| {
+        let offset = CommittedOffset {
+            offset: cp.downstream_offset,
+            metadata: cp.metadata.to_string(),
+        };
+        (TopicPartition::new(topic, partition), offset)
+    };
     match target {
         None | Some(TargetGroup::Unknown) => GroupSyncDecision::SkippedUnknownState,
         Some(TargetGroup::Active(state)) => GroupSyncDecision::SkippedActive(*state),
         Some(TargetGroup::Absent) => GroupSyncDecision::Commit {
-            offsets: wanted,
+            offsets: writable
+                .map(|(topic, partition, cp)| to_commit(topic, partition, cp))
+                .collect(),
             target_ahead: 0,
         },
         Some(TargetGroup::Empty(committed)) => {
-            let total = wanted.len();
-            let to_write: BTreeMap<TopicPartition, CommittedOffset> = wanted
-                .into_iter()
-                .filter(|(tp, o)| match committed.get(tp) {
-                    None | Some(None) => true,
-                    Some(Some(current)) => *current < o.offset,
-                })
-                .collect();
+            let mut total = 0;
+            let mut to_write = GroupCommit::new();
+            let mut on_target = committed.iter().peekable();
+            for (topic, partition, cp) in writable {
+                total += 1;
+                // The target's offset of this partition: skip the target's
+                // partitions before it; `None` if it has none or it is -1.
+                let current = loop {
+                    let Some((tp, _)) = on_target.peek() else {
+                        break None;
+                    };
+                    match (tp.topic.as_str(), tp.partition).cmp(&(topic, partition)) {
+                        Ordering::Less => {
+                            on_target.next();
+                        }
+                        Ordering::Equal => break on_target.next().and_then(|(_, o)| *o),
+                        Ordering::Greater => break None,
+                    }
+                };
+                // Never rewind: written only where the target is behind.
+                if current.is_none_or(|c| c < cp.downstream_offset) {
+                    let (tp, offset) = to_commit(topic, partition, cp);
+                    to_write.insert(tp, offset);
+                }
+            }
             if to_write.is_empty() {
                 return GroupSyncDecision::SkippedTargetAhead { partitions: total };
             }
@@ -393,6 +409,43 @@ mod tests {
             [("S.t-2".to_string(), 30), ("S.t-3".to_string(), 40)]
         );
         assert_eq!(committed(&plan, "g"), Some((2, 2)));
+    }
+
+    /// The checkpoints and the target's offsets are compared side by side
+    /// in one walk: the target's extra partitions and topics, before, between
+    /// and after the checkpointed ones, must not shift which offset is
+    /// compared with which checkpoint.
+    #[test]
+    fn d5_empty_group_compares_each_partition_with_its_own_target_offset() {
+        let s = store(&[
+            ("g", "S.b", 0, 10),
+            ("g", "S.b", 2, 20),
+            ("g", "S.b", 10, 30),
+            ("g", "S.d", 1, 40),
+            ("g", "S.f", 0, 50),
+        ]);
+        let target = TargetGroup::Empty(BTreeMap::from([
+            (tp("S.a", 0), Some(1_000)), // not checkpointed
+            (tp("S.b", 0), Some(10)),    // equal: skip
+            (tp("S.b", 1), Some(1_000)), // not checkpointed
+            (tp("S.b", 2), Some(19)),    // behind: write
+            (tp("S.b", 3), Some(1_000)), // not checkpointed
+            (tp("S.c", 0), None),        // not checkpointed
+            (tp("S.d", 1), Some(41)),    // ahead: skip
+            (tp("S.e", 0), Some(0)),     // not checkpointed
+            (tp("S.z", 0), Some(1_000)), // not checkpointed
+        ]));
+        // S.b-10 comes after S.b-3 (by partition number); S.f is missing.
+        let plan = plan_group_sync(&s, &refresh(&[("g", target)]));
+        assert_eq!(
+            offsets(&plan, "g").unwrap(),
+            [
+                ("S.b-2".to_string(), 20),
+                ("S.b-10".to_string(), 30),
+                ("S.f-0".to_string(), 50)
+            ]
+        );
+        assert_eq!(committed(&plan, "g"), Some((3, 2)));
     }
 
     #[test]

@@ -41,7 +41,7 @@ pub use followed_offsets::{Applied, FollowedOffsets};
 pub use format::{Checkpoint, CheckpointKey, DecodeError, EncodeError};
 pub use group_sync::{
     DecidedCheckpoints, GroupCommit, GroupSyncDecision, GroupSyncPlan, TargetGroup,
-    TargetGroupState, TargetRefresh, plan_group_sync, plan_group_sync_for,
+    TargetGroupState, TargetOffsets, TargetRefresh, plan_group_sync, plan_group_sync_for,
 };
 pub use policy::{Flow, OffsetSyncsLocation, ReplicationPolicy};
 pub use round::{

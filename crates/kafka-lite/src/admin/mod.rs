@@ -9,7 +9,7 @@
 pub(crate) mod groups;
 pub(crate) mod topics;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fmt;
 use std::future::Future;
 
@@ -77,7 +77,12 @@ impl Client {
         F: Fn(Client, BrokerInfo, Vec<String>) -> Fut,
         Fut: Future<Output = Result<Vec<(String, Result<T, Error>)>, Error>> + Send + 'static,
     {
-        let mut results: PerGroup<T> = IndexMap::with_capacity(groups.len());
+        // `None` until the group has a result; keeps the caller's order. A
+        // group still without one at the end gets COORDINATOR_NOT_AVAILABLE,
+        // made then: most calls never need it, and building an error per
+        // group up front was a visible part of a batched call's CPU.
+        let mut results: IndexMap<String, Option<Result<T, Error>>> =
+            IndexMap::with_capacity(groups.len());
         let mut seen = HashSet::new();
         let mut pending: Vec<String> = groups
             .iter()
@@ -85,29 +90,16 @@ impl Client {
             .cloned()
             .collect();
         for group in &pending {
-            // Placeholder, replaced below; keeps the caller's order.
-            results.insert(
-                group.clone(),
-                Err(Error::made_up(
-                    what,
-                    ResponseError::CoordinatorNotAvailable,
-                    format!("group {group:?}"),
-                )),
-            );
+            results.insert(group.clone(), None);
         }
         let mut backoff = self.new_backoff();
         let deadline = backoff.deadline();
         while !pending.is_empty() {
-            let mut buckets: HashMap<BrokerInfo, Vec<String>> = HashMap::new();
-            let coordinators = Client::within(deadline, self.group_coordinators(&pending)).await;
-            for (group, coordinator) in coordinators {
-                match coordinator {
-                    Ok(broker) => buckets.entry(broker).or_default().push(group),
-                    // Already retried by group_coordinators.
-                    Err(e) => {
-                        results.insert(group, Err(e));
-                    }
-                }
+            let (buckets, failed) =
+                Client::within(deadline, self.coordinator_buckets(&pending)).await;
+            // Already retried by group_coordinators.
+            for (group, e) in failed {
+                results.insert(group, Some(Err(e)));
             }
             let mut tasks = tokio::task::JoinSet::new();
             for (broker, bucket) in buckets {
@@ -150,7 +142,7 @@ impl Client {
                         }
                     }
                     if let Some(slot) = results.get_mut(&group) {
-                        *slot = result;
+                        *slot = Some(result);
                     }
                 }
             }
@@ -161,5 +153,17 @@ impl Client {
             pending = retry;
         }
         results
+            .into_iter()
+            .map(|(group, result)| {
+                let result = result.unwrap_or_else(|| {
+                    Err(Error::made_up(
+                        what,
+                        ResponseError::CoordinatorNotAvailable,
+                        format!("group {group:?}"),
+                    ))
+                });
+                (group, result)
+            })
+            .collect()
     }
 }

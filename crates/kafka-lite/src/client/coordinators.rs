@@ -115,6 +115,48 @@ impl Client {
         results
     }
 
+    /// The coordinators of `groups` (no duplicates), as buckets of groups per
+    /// coordinator, and the groups whose lookup failed. The cached
+    /// coordinators are sorted into their buckets under one lock, without a
+    /// copy of the broker per group; the rest are looked up as
+    /// [`group_coordinators`](Self::group_coordinators) does. Every batched
+    /// group operation starts here, for each of its groups, every round.
+    pub(crate) async fn coordinator_buckets(
+        &self,
+        groups: &[String],
+    ) -> (HashMap<BrokerInfo, Vec<String>>, Vec<(String, Error)>) {
+        let mut buckets: HashMap<BrokerInfo, Vec<String>> = HashMap::new();
+        let mut pending: Vec<String> = Vec::new();
+        {
+            let cache = self
+                .inner
+                .coordinators
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            for group in groups {
+                match cache.get(group) {
+                    Some(broker) => match buckets.get_mut(broker) {
+                        Some(bucket) => bucket.push(group.clone()),
+                        None => {
+                            buckets.insert(broker.clone(), vec![group.clone()]);
+                        }
+                    },
+                    None => pending.push(group.clone()),
+                }
+            }
+        }
+        let mut failed = Vec::new();
+        if !pending.is_empty() {
+            for (group, found) in self.group_coordinators(&pending).await {
+                match found {
+                    Ok(broker) => buckets.entry(broker).or_default().push(group),
+                    Err(e) => failed.push((group, e)),
+                }
+            }
+        }
+        (buckets, failed)
+    }
+
     async fn find_coordinators_once(
         &self,
         groups: &[String],

@@ -23,7 +23,9 @@ use kafka_protocol::error::ResponseError;
 use tokio::sync::OnceCell;
 
 use crate::core::content_search::SideRead;
-use crate::core::{CommittedOffset, GroupCommits, GroupOffsets, TargetGroupState, TopicPartition};
+use crate::core::{
+    CommittedOffset, GroupCommits, GroupOffsets, TargetGroupState, TargetOffsets, TopicPartition,
+};
 
 use super::flow::cluster::{
     CommitOutcome, CreateOutcome, DescribedGroup, FetchedCommits, FlowCluster,
@@ -394,6 +396,30 @@ impl FlowCluster for ClusterClient {
                         metadata: c.metadata.to_owned(),
                     });
                     offsets.insert(TopicPartition::new(p.topic, p.partition), committed);
+                }
+                offsets
+            })
+            .await;
+        Ok(fetched.into_iter().collect())
+    }
+
+    /// Committed offsets of `groups` (batched per coordinator) as a group
+    /// sync compares them: each answer is decoded straight into a
+    /// [`TargetOffsets`], without the metadata, which the sync does not read.
+    /// Partitions with an error are left out.
+    async fn fetch_target_offsets(
+        &self,
+        groups: &[String],
+    ) -> Result<BTreeMap<String, Result<TargetOffsets, Error>>, Error> {
+        let fetched = self
+            .client()
+            .await?
+            .fetch_group_offsets_as(groups, &OffsetFetchOptions::default(), |partitions| {
+                let mut offsets = TargetOffsets::new();
+                for p in partitions {
+                    // Partitions with an error are left out.
+                    let Ok(c) = p.committed else { continue };
+                    offsets.insert(TopicPartition::new(p.topic, p.partition), c.offset);
                 }
                 offsets
             })

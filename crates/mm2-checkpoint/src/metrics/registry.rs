@@ -611,13 +611,23 @@ impl Metrics {
 
     /// Adds one to `group_syncs_total{flow,outcome}`.
     pub fn group_synced(&self, flow: &str, outcome: GroupSyncOutcome) {
+        self.groups_synced(flow, outcome, 1);
+    }
+
+    /// Adds `groups` to `group_syncs_total{flow,outcome}`: a sync counts each
+    /// outcome once at its end, not once per group (at 1,000 groups a
+    /// label lookup per group was a visible part of a sync's CPU).
+    pub fn groups_synced(&self, flow: &str, outcome: GroupSyncOutcome, groups: u64) {
+        if groups == 0 {
+            return;
+        }
         self.inner
             .group_syncs
             .get_or_create(&OutcomeLabels {
                 flow: flow.to_string(),
                 outcome: outcome.as_str(),
             })
-            .inc();
+            .inc_by(groups);
     }
 
     /// Adds one to `request_errors_total{cluster,api,error}`, e.g.

@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 pub(super) const USAGE: &str = "\
 usage: cargo xtask bench [-- CRITERION ARGS]
        cargo xtask bench mm2 [--groups 10,100,1000,5000,10000|0] [--partitions 10]
-                             [--ours-only-groups 100000] [--mm2-jvm stock,small]
+                             [--ours-only-groups 100000] [--mm2-jvm stock,small|none]
                              [--build dist|release]
                              [--variants group-sync,tls-scram|none]
                              [--variant-groups 1000]
@@ -192,10 +192,15 @@ impl Mm2Args {
                     };
                 }
                 "--mm2-jvm" => {
-                    args.mm2_jvm = value()?
-                        .split(',')
-                        .map(|w| Mm2Jvm::parse(w.trim()))
-                        .collect::<Result<_>>()?;
+                    let v = value()?;
+                    // `none`: ours alone, also for the variants.
+                    args.mm2_jvm = if v == "none" {
+                        Vec::new()
+                    } else {
+                        v.split(',')
+                            .map(|w| Mm2Jvm::parse(w.trim()))
+                            .collect::<Result<_>>()?
+                    };
                 }
                 "--variants" => {
                     let v = value()?;

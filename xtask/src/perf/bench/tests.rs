@@ -59,6 +59,12 @@ fn parse_reads_every_option() {
             .variants
             .is_empty()
     );
+    assert!(
+        Mm2Args::parse(&["--mm2-jvm", "none"])
+            .unwrap()
+            .mm2_jvm
+            .is_empty()
+    );
     assert!(a.ours_only.is_empty());
     assert_eq!(
         a.mm2_jvm,

@@ -315,7 +315,6 @@ impl Client {
         };
         for g in &response.groups {
             let id = g.group_id.0.to_string();
-            let context = format!("group {id:?}");
             let error = ResponseError::try_from_code(g.error_code);
             let state = GroupState::parse(&g.group_state);
             // v6+ answers GROUP_ID_NOT_FOUND where v5 answers Dead.
@@ -325,14 +324,20 @@ impl Client {
                 maybe_consumer.push(id);
                 continue;
             }
-            let result = Error::check_code("DescribeGroups", g.error_code, context).map(|()| {
-                GroupDescription {
-                    state,
-                    protocol_type: g.protocol_type.to_string(),
-                    protocol: g.protocol_data.to_string(),
-                    members: g.members.iter().map(GroupMember::from).collect(),
-                    ..absent(&id)
+            // The context is formatted only for an error (this runs for
+            // every group of every group sync).
+            let checked = match error {
+                None => Ok(()),
+                Some(_) => {
+                    Error::check_code("DescribeGroups", g.error_code, format!("group {id:?}"))
                 }
+            };
+            let result = checked.map(|()| GroupDescription {
+                state,
+                protocol_type: g.protocol_type.to_string(),
+                protocol: g.protocol_data.to_string(),
+                members: g.members.iter().map(GroupMember::from).collect(),
+                ..absent(&id)
             });
             out.push((id, result));
         }

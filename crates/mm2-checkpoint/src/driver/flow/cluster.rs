@@ -10,7 +10,8 @@ use kafka_lite::{AheadFetch, Error, PartitionReader, StartOffset};
 
 use crate::core::content_search::SideRead;
 use crate::core::{
-    CommittedOffset, GroupCommits, GroupOffsets, TargetGroupState, TopicPartition, group_commits,
+    CommittedOffset, GroupCommits, GroupOffsets, TargetGroupState, TargetOffsets, TopicPartition,
+    group_commits,
 };
 
 /// What `create_topic` found.
@@ -95,6 +96,31 @@ pub trait FlowCluster: Clone + Send + Sync + 'static {
             Ok(fetched
                 .into_iter()
                 .map(|(g, r)| (g, r.map(group_commits)))
+                .collect())
+        }
+    }
+
+    /// Committed offsets of `groups` as a group sync compares them with the
+    /// checkpoints: the offset only, no metadata ([`TargetOffsets`]). By
+    /// default [`fetch_group_offsets`](Self::fetch_group_offsets), converted;
+    /// `ClusterClient` decodes the answers straight into this shape.
+    fn fetch_target_offsets(
+        &self,
+        groups: &[String],
+    ) -> impl Future<Output = Result<BTreeMap<String, Result<TargetOffsets, Error>>, Error>> + Send
+    {
+        async move {
+            let fetched = self.fetch_group_offsets(groups).await?;
+            Ok(fetched
+                .into_iter()
+                .map(|(g, r)| {
+                    let offsets = r.map(|o| {
+                        o.into_iter()
+                            .map(|(tp, c)| (tp, c.map(|c| c.offset)))
+                            .collect()
+                    });
+                    (g, offsets)
+                })
                 .collect())
         }
     }

@@ -90,7 +90,8 @@ pub(super) async fn carry_out_sync<C: FlowCluster>(
 }
 
 /// [`carry_out_sync`], also handing every group's outcome to `outcome` (the
-/// reverse round keeps the groups to try again).
+/// reverse round keeps the groups to try again). `group_syncs_total` gets
+/// each outcome's count when the sync ends.
 pub(super) async fn carry_out_sync_with<C: FlowCluster>(
     ctx: &FlowContext<C>,
     plan: GroupSyncPlan,
@@ -98,6 +99,7 @@ pub(super) async fn carry_out_sync_with<C: FlowCluster>(
 ) -> SyncSummary {
     let t = &ctx.target;
     let mut summary = SyncSummary::default();
+    let mut counts = [0u64; metrics::GroupSyncOutcome::ALL.len()];
     carry_out_group_sync(t, plan, |group, result| {
         let m = match result {
             GroupSyncResult::Committed { partitions, .. } => {
@@ -133,10 +135,15 @@ pub(super) async fn carry_out_sync_with<C: FlowCluster>(
                 GroupSyncDecision::NothingToDo | GroupSyncDecision::Commit { .. } => return,
             },
         };
-        ctx.metrics.group_synced(&ctx.name, m);
+        if let Some(i) = metrics::GroupSyncOutcome::ALL.iter().position(|o| *o == m) {
+            counts[i] += 1;
+        }
         outcome(group, m);
     })
     .await;
+    for (o, n) in metrics::GroupSyncOutcome::ALL.into_iter().zip(counts) {
+        ctx.metrics.groups_synced(&ctx.name, o, n);
+    }
     summary
 }
 
@@ -175,7 +182,7 @@ pub async fn refresh_groups<C: FlowCluster>(
     let mut offsets = if empty.is_empty() {
         BTreeMap::new()
     } else {
-        match t.fetch_group_offsets(&empty).await {
+        match t.fetch_target_offsets(&empty).await {
             Ok(o) => o,
             Err(e) => {
                 ctx.metrics
@@ -187,11 +194,7 @@ pub async fn refresh_groups<C: FlowCluster>(
     };
     let mut out = BTreeMap::new();
     for (group, d) in described {
-        let committed = offsets.remove(&group).and_then(Result::ok).map(|o| {
-            o.into_iter()
-                .map(|(tp, v)| (tp, v.map(|c| c.offset)))
-                .collect()
-        });
+        let committed = offsets.remove(&group).and_then(Result::ok);
         out.insert(group, TargetGroup::from_state(d.state, committed));
     }
     Ok(out)
@@ -204,13 +207,7 @@ pub(super) fn sync_group_names(
 ) -> Vec<String> {
     match only {
         Some(only) => only.iter().cloned().collect(),
-        None => store
-            .assigned_groups()
-            .map(str::to_owned)
-            .chain(store.groups().map(|(g, _)| g.to_owned()))
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect(),
+        None => store.sync_groups().map(|(g, _)| g.to_owned()).collect(),
     }
 }
 
@@ -280,6 +277,15 @@ pub async fn carry_out_group_sync<C: FlowCluster>(
     mut report: impl FnMut(&str, GroupSyncResult),
 ) {
     use futures_util::stream::{self, StreamExt};
+    // The steady case, every group idle at its checkpoints: nothing to
+    // commit, so every result is known now, reported without a future per
+    // group.
+    if plan.commits().next().is_none() {
+        for (group, decision) in plan.decisions {
+            report(&group, GroupSyncResult::NotCommitted(decision));
+        }
+        return;
+    }
     let mut results = stream::iter(plan.decisions.into_iter().map(
         |(group, decision)| async move {
             let result = match decision {
