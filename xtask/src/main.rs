@@ -70,9 +70,14 @@ commands:
                     down again if this command started them. With `-p NAME` in ARGS
                     `--workspace` is left out; with target options (`--test NAME`,
                     `--lib`, ...) only one `cargo test ARGS` runs
-  dist [--target x86_64|aarch64|all] [--variant default|ring|all] [--allow-c]
+  dist [--target x86_64|aarch64|armv7|all] [--variant default|ring|all] [--allow-c]
                     static release binaries into target/dist/ with SHA256SUMS
-                    (default: both targets, default variant, C compilers poisoned)
+                    (default: x86_64 and aarch64, default variant, C compilers poisoned)
+  size-report [--target x86_64|aarch64|armv7|all] [--top N]
+                    where the bytes of the last `dist` build go: loaded sections
+                    and code per crate, from its symbols (dist strips only the
+                    copy in target/dist/; it fails when an artefact is over its
+                    budget: 6 MiB, armv7 5 MiB). See docs/benchmarks.md
   dist-test [--target T] [--variant V]
                     run each built binary in an empty root (chroot; qemu for
                     foreign architectures): --version, --help, and a real
@@ -243,6 +248,10 @@ fn run(args: &[String]) -> Result<ExitCode> {
         }
         ["dist", rest @ ..] => {
             dist::build::dist(&workspace_root(), rest)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        ["size-report", rest @ ..] => {
+            dist::size::size_report(&workspace_root(), rest)?;
             Ok(ExitCode::SUCCESS)
         }
         ["dist-test", rest @ ..] => {

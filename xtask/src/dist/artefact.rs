@@ -176,7 +176,9 @@ impl StdSource {
 /// Which cryptography provider the binary is built with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Variant {
-    /// Default features: rustls with the pure-Rust `graviola` provider, no C.
+    /// Default features: rustls with kafka-lite's portable RustCrypto
+    /// provider, no C and no assembly (graviola is an opt-in feature that no
+    /// artefact has).
     Default,
     /// `--no-default-features --features ring`: compiles C; built for the
     /// architectures with a prebuilt standard library only (see
@@ -222,7 +224,7 @@ impl Variant {
     /// Parses `default`, `ring` or `all`.
     pub fn parse(word: &str) -> Result<Vec<Variant>> {
         Ok(match word {
-            "default" | "graviola" => vec![Variant::Default],
+            "default" => vec![Variant::Default],
             "ring" => vec![Variant::Ring],
             "all" => Variant::ALL.to_vec(),
             _ => bail!("unknown variant `{word}`: expected default, ring or all"),

@@ -14,7 +14,7 @@ use super::artefact::{
     Arch, BINARY, BUILD_STD_TOOLCHAIN, COPIED, Package, StdSource, THIRD_PARTY, Variant, cargo,
     check_static, which,
 };
-use super::release;
+use super::{release, size};
 
 /// Options of `cargo xtask dist`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,9 +102,10 @@ pub fn dist(root: &Path, args: &[&str]) -> Result<()> {
             })?;
             fs::set_permissions(&artefact, fs::Permissions::from_mode(0o755))
                 .with_context(|| format!("chmod 0755 {}", artefact.display()))?;
+            size::strip(&artefact)?;
             let report = check_static(&artefact, arch)?;
             let section = release::finish_artefact(&package, arch, variant, &linked)?;
-            let size = fs::metadata(&artefact)?.len();
+            let size = size::check_budget(&artefact, arch, variant)?;
             eprintln!(
                 "xtask: {} ({size} bytes, {section} of them the .dep-v0 section of {} crates; \
                  {}; {}) in {:.1}s",
@@ -361,7 +362,21 @@ fn build(
     ])
     .args(variant.cargo_feature_args())
     .current_dir(root)
-    .env(format!("CARGO_TARGET_{target_var}_LINKER"), "rust-lld");
+    .env(format!("CARGO_TARGET_{target_var}_LINKER"), "rust-lld")
+    // Symbols stay in target/<triple>/release for `size-report`; the copy in
+    // target/dist/ is stripped (`size::strip`).
+    .env("CARGO_PROFILE_RELEASE_STRIP", "false");
+    if arch == Arch::X86_64 {
+        // x86_64 is linked as a static PIE (address randomisation), whose
+        // relocations rust-lld packs in the compact RELR form that the musl
+        // rustup ships (1.2.5) applies at start-up: 434 KB of `.rela.dyn`
+        // become 5 KB of `.relr.dyn` (docs/benchmarks.md, binary size). The
+        // other targets link non-PIE static executables with no such table.
+        cmd.env(
+            format!("CARGO_TARGET_{target_var}_RUSTFLAGS"),
+            "-C link-arg=-zpack-relative-relocs",
+        );
+    }
     if let StdSource::BuildStd {
         musl_lib_dir,
         gcc_lib_dir,

@@ -3,12 +3,13 @@
 //! `dist` builds `mm2-checkpoint` for the musl targets, links it with the
 //! `rust-lld` that ships with every rustup toolchain (the musl targets bring
 //! their own C runtime objects, so no C toolchain is involved), checks that
-//! each artefact really is static, and writes them with a `SHA256SUMS` file
-//! into `target/dist/`:
+//! each artefact really is static and within its size budget ([`size`]), and
+//! writes them, stripped, with a `SHA256SUMS` file into `target/dist/`:
 //!
 //! ```text
-//! mm2-checkpoint-<version>-x86_64-linux-musl        default features (graviola)
+//! mm2-checkpoint-<version>-x86_64-linux-musl        default features (portable TLS provider)
 //! mm2-checkpoint-<version>-aarch64-linux-musl
+//! mm2-checkpoint-<version>-armv7-linux-musleabihf
 //! mm2-checkpoint-<version>-x86_64-linux-musl-ring   --no-default-features --features ring
 //! mm2-checkpoint-<version>-aarch64-linux-musl-ring
 //! mm2-checkpoint-<version>-<arch>-linux-musl[-ring].cdx.json   CycloneDX SBOM of each
@@ -47,4 +48,5 @@ pub mod linked;
 pub mod release;
 pub mod run;
 pub mod sbom;
+pub mod size;
 pub mod test;

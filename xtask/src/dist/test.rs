@@ -353,12 +353,9 @@ pub fn dist_test(root: &Path, args: &[&str]) -> Result<()> {
             }
             match (arch, variant) {
                 (Arch::X86_64, _) => cpu_check(&test)?,
-                // qemu-user's aarch64 CPU models all have the crypto
-                // extensions, so the portable path is forced instead.
                 (Arch::Aarch64, Variant::Default) => {
-                    for protocol in Protocol::TLS {
-                        test.round(protocol, emulation, &[FORCE_PORTABLE])?;
-                    }
+                    test.round(Protocol::Ssl, emulation, &[FORCE_PORTABLE])?;
+                    graviola_refused(&test, emulation)?;
                 }
                 _ => {}
             }
@@ -432,10 +429,7 @@ impl ArtefactTest<'_> {
             let stderr = String::from_utf8_lossy(&out.stderr);
             let logged = logged_provider(&stderr)
                 .with_context(|| format!("{name} {how} logged no TLS provider: {stderr}"))?;
-            // This machine's CPU, for the native runs.
-            let native_graviola = kafka_lite::graviola_cpu_support().is_ok();
-            let expected =
-                expected_provider(self.variant, self.arch, emulation, env, native_graviola);
+            let expected = expected_provider(self.variant);
             if logged != expected {
                 bail!("{name} {how} ran the `{logged}` TLS provider, expected `{expected}`");
             }
@@ -478,28 +472,14 @@ fn logged_provider(log: &str) -> Option<String> {
 /// for the portable one (docs/deploy.md).
 const FORCE_PORTABLE: (&str, &str) = ("MM2_TLS_PROVIDER", "portable");
 
-/// The TLS provider a build of `variant` for `arch` must choose when run
-/// through `emulation` with `env`: ring in a ring build; the portable one
-/// where it is forced, where graviola is not built (armv7), on the old
-/// x86_64 CPU model, and natively on a machine whose CPU lacks graviola's
-/// features (`native_graviola` false); graviola otherwise (qemu's `max`
-/// models have every feature).
-fn expected_provider(
-    variant: Variant,
-    arch: Arch,
-    emulation: Option<Emulation>,
-    env: &[(&str, &str)],
-    native_graviola: bool,
-) -> &'static str {
-    let forced_portable = env.contains(&FORCE_PORTABLE);
-    let old_cpu = emulation.and_then(|e| e.cpu) == Some(OLD_CPU);
-    let native_without = emulation.is_none() && !native_graviola;
+/// The TLS provider a build of `variant` must choose, on every CPU and
+/// whether or not `MM2_TLS_PROVIDER=portable` forces it: ring in a ring
+/// build, else the portable provider (graviola is an opt-in cargo feature
+/// that no artefact has; docs/tls-providers.md).
+fn expected_provider(variant: Variant) -> &'static str {
     match variant {
         Variant::Ring => "ring",
-        Variant::Default if forced_portable || arch == Arch::Armv7 || old_cpu || native_without => {
-            "portable"
-        }
-        Variant::Default => "graviola",
+        Variant::Default => "portable",
     }
 }
 
@@ -668,12 +648,12 @@ const OLD_CPU: &str = "Nehalem";
 /// qemu's model with every feature it emulates (AVX2 and ADX included).
 const FULL_CPU: &str = "max";
 
-/// x86_64 on an emulated CPU without what graviola needs ([`OLD_CPU`]): the
-/// default build must complete every TLS round there on the portable
-/// provider, must refuse a forced graviola (exit 2, before any network I/O)
-/// naming the missing features, and must choose graviola on an emulated CPU
-/// that has them ([`FULL_CPU`], whatever this machine's CPU is); the ring
-/// build must complete the TLS rounds there with ring.
+/// x86_64 on an emulated CPU without AES-NI and AVX ([`OLD_CPU`]) and on
+/// one with every feature ([`FULL_CPU`]), whatever this machine's CPU is:
+/// the default build completes its TLS rounds on both with the portable
+/// provider (ChaCha20-Poly1305 offered first on the old one) and refuses a
+/// forced graviola, which it does not have; the ring build completes the TLS
+/// rounds on the old CPU with ring.
 fn cpu_check(test: &ArtefactTest<'_>) -> Result<()> {
     let Some(qemu) = which(QEMU_X86_64) else {
         bail!(
@@ -690,61 +670,53 @@ fn cpu_check(test: &ArtefactTest<'_>) -> Result<()> {
         })
     };
     let old = on(OLD_CPU);
-    let name = test.name;
-    match test.variant {
-        Variant::Ring => {
-            for protocol in Protocol::TLS {
-                test.round(protocol, old, &[])?;
-            }
-            Ok(())
-        }
-        Variant::Default => {
-            for protocol in Protocol::TLS {
-                test.round(protocol, old, &[])?;
-            }
-            let round = test.clusters.prepare("x86_64_oldcpu_graviola")?;
-            test.clusters.install(test.dir, &round, Protocol::Ssl)?;
-            let args = ["run", "--config", CONFIG_IN_ROOT, "--once"];
-            let force = [(FORCE_PORTABLE.0, "graviola")];
-            let out = test
-                .jail
-                .run_with(test.dir, old, &force, &args, RUN_TIMEOUT)?;
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            let missing = ["aes", "pclmulqdq", "bmi1", "adx", "avx", "avx2"];
-            let names_all = missing.iter().all(|f| {
-                stderr
-                    .split(|c: char| !c.is_ascii_alphanumeric())
-                    .any(|word| word == *f)
-            });
-            // Exit 2 is the binary's own (launchers fail with 126/127, the
-            // emulator with 1 or a signal), and so is the message: it
-            // refuses before logging anything.
-            if out.status.code() != Some(2)
-                || !stderr.starts_with("error: this CPU (x86_64) lacks features")
-                || !stderr.contains("portable")
-                || !names_all
-            {
-                bail!(
-                    "{name} on an emulated {OLD_CPU} CPU with a TLS config and \
-                     {}=graviola must exit 2 naming the missing CPU features {missing:?} and \
-                     the portable provider: {}",
-                    FORCE_PORTABLE.0,
-                    describe(&out)
-                );
-            }
-            eprintln!(
-                "xtask: {name} `{}` over SSL on an emulated {OLD_CPU} CPU with {}=graviola: {} \
-                 with {:?}",
-                args.join(" "),
-                FORCE_PORTABLE.0,
-                out.status,
-                stderr.trim()
-            );
-            // The choice is the CPU's: on an emulated CPU that has
-            // graviola's features, graviola.
-            test.round(Protocol::Ssl, on(FULL_CPU), &[])
-        }
+    for protocol in Protocol::TLS {
+        test.round(protocol, old, &[])?;
     }
+    if test.variant == Variant::Default {
+        graviola_refused(test, old)?;
+        test.round(Protocol::Ssl, on(FULL_CPU), &[])?;
+    }
+    Ok(())
+}
+
+/// The default build has no graviola provider: forcing it must exit 2
+/// before any network I/O, saying so and naming the alternatives.
+fn graviola_refused(test: &ArtefactTest<'_>, emulation: Option<Emulation>) -> Result<()> {
+    let name = test.name;
+    let round = test
+        .clusters
+        .prepare(&format!("{}_forced_graviola", test.arch.name()))?;
+    test.clusters.install(test.dir, &round, Protocol::Ssl)?;
+    let args = ["run", "--config", CONFIG_IN_ROOT, "--once"];
+    let force = [(FORCE_PORTABLE.0, "graviola")];
+    let out = test
+        .jail
+        .run_with(test.dir, emulation, &force, &args, RUN_TIMEOUT)?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Exit 2 is the binary's own (launchers fail with 126/127, the
+    // emulator with 1 or a signal), and so is the message.
+    if out.status.code() != Some(2)
+        || !stderr.contains("=graviola, but this build")
+        || !stderr.contains("has no graviola provider")
+        || !stderr.contains("portable")
+    {
+        bail!(
+            "{name} with a TLS config and {}=graviola must exit 2 saying the build has no \
+             graviola provider: {}",
+            FORCE_PORTABLE.0,
+            describe(&out)
+        );
+    }
+    eprintln!(
+        "xtask: {name} `{}` over SSL{} with {}=graviola: {} with {:?}",
+        args.join(" "),
+        Emulation::shown(emulation),
+        FORCE_PORTABLE.0,
+        out.status,
+        stderr.trim()
+    );
+    Ok(())
 }
 
 /// The test's negative control: the host's own dynamically linked `true`,
@@ -824,49 +796,9 @@ mod tests {
     }
 
     #[test]
-    fn the_expected_provider_follows_build_cpu_and_forcing() {
-        let old = Some(Emulation {
-            program: QEMU_X86_64,
-            cpu: Some(OLD_CPU),
-        });
-        let a7 = Emulation::of(Arch::Armv7).map(|e| Emulation {
-            cpu: Some("cortex-a7"),
-            ..e
-        });
-        let d = Variant::Default;
-        assert_eq!(
-            expected_provider(d, Arch::X86_64, None, &[], true),
-            "graviola"
-        );
-        assert_eq!(
-            expected_provider(d, Arch::X86_64, old, &[], true),
-            "portable"
-        );
-        assert_eq!(
-            expected_provider(d, Arch::Aarch64, None, &[FORCE_PORTABLE], true),
-            "portable"
-        );
-        assert_eq!(
-            expected_provider(d, Arch::Aarch64, None, &[], true),
-            "graviola"
-        );
-        assert_eq!(
-            expected_provider(d, Arch::X86_64, None, &[], false),
-            "portable"
-        );
-        let max = Some(Emulation {
-            program: QEMU_X86_64,
-            cpu: Some(FULL_CPU),
-        });
-        assert_eq!(
-            expected_provider(d, Arch::X86_64, max, &[], false),
-            "graviola"
-        );
-        assert_eq!(expected_provider(d, Arch::Armv7, a7, &[], true), "portable");
-        assert_eq!(
-            expected_provider(Variant::Ring, Arch::X86_64, old, &[], false),
-            "ring"
-        );
+    fn the_expected_provider_follows_the_build() {
+        assert_eq!(expected_provider(Variant::Default), "portable");
+        assert_eq!(expected_provider(Variant::Ring), "ring");
     }
 
     #[test]

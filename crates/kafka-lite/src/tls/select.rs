@@ -155,8 +155,8 @@ pub fn choose(
         }),
         TlsProviderRequest::Graviola if !built.graviola => Err(Error::TlsConfig {
             detail: format!(
-                "{asked_by}=graviola, but this build for {} has no graviola provider; use auto \
-                 or portable",
+                "{asked_by}=graviola, but this build for {} has no graviola provider (it needs \
+                 the `graviola` cargo feature, on x86_64 or aarch64); use auto or portable",
                 cpu.arch
             ),
         }),
@@ -178,7 +178,7 @@ pub fn choose(
             reason: "built with the `ring` feature".into(),
         }),
         TlsProviderRequest::Auto if !built.graviola => Ok(portable(format!(
-            "graviola is not part of this build for {}",
+            "graviola is not part of this build for {} (an opt-in cargo feature)",
             cpu.arch
         ))),
         TlsProviderRequest::Auto if cpu.graviola_missing.is_empty() => Ok(TlsProviderChoice {
