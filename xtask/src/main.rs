@@ -73,11 +73,12 @@ commands:
   dist [--target x86_64|aarch64|armv7|all] [--variant default|ring|all] [--allow-c]
                     static release binaries into target/dist/ with SHA256SUMS
                     (default: x86_64 and aarch64, default variant, C compilers poisoned)
-  size-report [--target x86_64|aarch64|armv7|all] [--top N]
+  size-report [--target x86_64|aarch64|armv7|all] [--variant default|ring|all] [--top N]
                     where the bytes of the last `dist` build go: loaded sections
-                    and code per crate, from its symbols (dist strips only the
-                    copy in target/dist/; it fails when an artefact is over its
-                    budget: 6 MiB, armv7 5 MiB). See docs/benchmarks.md
+                    and code per crate, from the unstripped build dist keeps in
+                    target/size-report/ (dist fails when an artefact grows past
+                    its limit; the budget: 6 MiB, armv7 5 MiB). See
+                    docs/benchmarks.md, section Binary and image size
   dist-test [--target T] [--variant V]
                     run each built binary in an empty root (chroot; qemu for
                     foreign architectures): --version, --help, and a real

@@ -102,6 +102,7 @@ pub fn dist(root: &Path, args: &[&str]) -> Result<()> {
             })?;
             fs::set_permissions(&artefact, fs::Permissions::from_mode(0o755))
                 .with_context(|| format!("chmod 0755 {}", artefact.display()))?;
+            size::keep_symbols(&package, &built, arch, variant)?;
             size::strip(&artefact)?;
             let report = check_static(&artefact, arch)?;
             let section = release::finish_artefact(&package, arch, variant, &linked)?;
@@ -384,9 +385,21 @@ fn build(
     } = arch.std_source()
     {
         let unwind = unwind_dir(&package.target_dir, arch, gcc_lib_dir)?;
+        // armv7: the program and its standard library as Thumb-2, the
+        // compact instruction set every ARMv7-A core runs, instead of the
+        // target's default ARM encoding (docs/benchmarks.md, "Binary and
+        // image size"); the linker interworks with musl's ARM code.
+        let thumb = if arch == Arch::Armv7 {
+            " -C target-feature=+thumb-mode"
+        } else {
+            ""
+        };
         cmd.arg("-Zbuild-std=std,panic_abort").env(
             format!("CARGO_TARGET_{target_var}_RUSTFLAGS"),
-            format!("-L{musl_lib_dir} -L{gcc_lib_dir} -L{}", unwind.display()),
+            format!(
+                "-L{musl_lib_dir} -L{gcc_lib_dir} -L{}{thumb}",
+                unwind.display()
+            ),
         );
     }
     match no_c_compiler {
