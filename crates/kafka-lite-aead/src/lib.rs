@@ -57,74 +57,43 @@ fn open_with<
         .map_err(|_| Refused)
 }
 
-/// Encrypts `buf` in place with AES-128-GCM and returns the tag.
-#[inline(never)]
-pub fn seal_aes128_gcm(
-    cipher: &Aes128Gcm,
-    nonce: &[u8; NONCE_LEN],
-    aad: &[u8],
-    buf: &mut [u8],
-) -> Result<[u8; TAG_LEN], Refused> {
-    seal_with(cipher, nonce, aad, buf)
+/// A sealing and an opening function for one cipher: non-generic, so their
+/// machine code is made here, at this crate's optimisation level.
+macro_rules! record_functions {
+    ($cipher:ty, $name:literal, $seal:ident, $open:ident) => {
+        #[doc = concat!("Encrypts `buf` in place with ", $name, " and returns the tag.")]
+        #[inline(never)]
+        pub fn $seal(
+            cipher: &$cipher,
+            nonce: &[u8; NONCE_LEN],
+            aad: &[u8],
+            buf: &mut [u8],
+        ) -> Result<[u8; TAG_LEN], Refused> {
+            seal_with(cipher, nonce, aad, buf)
+        }
+
+        #[doc = concat!("Decrypts `buf` in place with ", $name, " after checking `tag`.")]
+        #[inline(never)]
+        pub fn $open(
+            cipher: &$cipher,
+            nonce: &[u8; NONCE_LEN],
+            aad: &[u8],
+            buf: &mut [u8],
+            tag: &[u8; TAG_LEN],
+        ) -> Result<(), Refused> {
+            open_with(cipher, nonce, aad, buf, tag)
+        }
+    };
 }
 
-/// Decrypts `buf` in place with AES-128-GCM after checking `tag`.
-#[inline(never)]
-pub fn open_aes128_gcm(
-    cipher: &Aes128Gcm,
-    nonce: &[u8; NONCE_LEN],
-    aad: &[u8],
-    buf: &mut [u8],
-    tag: &[u8; TAG_LEN],
-) -> Result<(), Refused> {
-    open_with(cipher, nonce, aad, buf, tag)
-}
-
-/// Encrypts `buf` in place with AES-256-GCM and returns the tag.
-#[inline(never)]
-pub fn seal_aes256_gcm(
-    cipher: &Aes256Gcm,
-    nonce: &[u8; NONCE_LEN],
-    aad: &[u8],
-    buf: &mut [u8],
-) -> Result<[u8; TAG_LEN], Refused> {
-    seal_with(cipher, nonce, aad, buf)
-}
-
-/// Decrypts `buf` in place with AES-256-GCM after checking `tag`.
-#[inline(never)]
-pub fn open_aes256_gcm(
-    cipher: &Aes256Gcm,
-    nonce: &[u8; NONCE_LEN],
-    aad: &[u8],
-    buf: &mut [u8],
-    tag: &[u8; TAG_LEN],
-) -> Result<(), Refused> {
-    open_with(cipher, nonce, aad, buf, tag)
-}
-
-/// Encrypts `buf` in place with ChaCha20-Poly1305 and returns the tag.
-#[inline(never)]
-pub fn seal_chacha20_poly1305(
-    cipher: &ChaCha20Poly1305,
-    nonce: &[u8; NONCE_LEN],
-    aad: &[u8],
-    buf: &mut [u8],
-) -> Result<[u8; TAG_LEN], Refused> {
-    seal_with(cipher, nonce, aad, buf)
-}
-
-/// Decrypts `buf` in place with ChaCha20-Poly1305 after checking `tag`.
-#[inline(never)]
-pub fn open_chacha20_poly1305(
-    cipher: &ChaCha20Poly1305,
-    nonce: &[u8; NONCE_LEN],
-    aad: &[u8],
-    buf: &mut [u8],
-    tag: &[u8; TAG_LEN],
-) -> Result<(), Refused> {
-    open_with(cipher, nonce, aad, buf, tag)
-}
+record_functions!(Aes128Gcm, "AES-128-GCM", seal_aes128_gcm, open_aes128_gcm);
+record_functions!(Aes256Gcm, "AES-256-GCM", seal_aes256_gcm, open_aes256_gcm);
+record_functions!(
+    ChaCha20Poly1305,
+    "ChaCha20-Poly1305",
+    seal_chacha20_poly1305,
+    open_chacha20_poly1305
+);
 
 #[cfg(test)]
 mod tests {

@@ -244,7 +244,7 @@ fn percent(part: u64, whole: u64) -> f64 {
 }
 
 /// 1234567 as "1,234,567".
-fn group_digits(n: u64) -> String {
+pub(crate) fn group_digits(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {

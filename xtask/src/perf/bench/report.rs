@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::process::{ProcSample, cpu_per_round};
+use crate::dist::size::group_digits;
 
 /// What one implementation did on one workload.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -256,24 +257,12 @@ fn cell_of(
         (Some(i), true) => format!(
             "> {:.0} s ({} of {} checkpoints)",
             i.after_s,
-            thousands(i.seen),
-            thousands(i.total)
+            group_digits(i.seen as u64),
+            group_digits(i.total as u64)
         ),
         (Some(_), false) => "—".to_owned(),
         (None, _) => cell(value),
     }
-}
-
-fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// The markdown table of a report: one row per metric and group count, the
