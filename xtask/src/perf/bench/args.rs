@@ -9,7 +9,7 @@ pub(super) const USAGE: &str = "\
 usage: cargo xtask bench [-- CRITERION ARGS]
        cargo xtask bench mm2 [--groups 10,100,1000,5000,10000|0] [--partitions 10]
                              [--ours-only-groups 100000] [--mm2-jvm stock,small|none]
-                             [--build dist|release]
+                             [--build dist|release|armv7-qemu]
                              [--variants group-sync,tls-scram|none]
                              [--variant-groups 1000]
                              [--syncs 1000000] [--window 30] [--out FILE]
@@ -114,6 +114,9 @@ pub enum OursBuild {
     Dist,
     /// `cargo build --release` for the host (glibc, its allocator).
     Release,
+    /// The armv7 artefact of `cargo xtask dist`, run by `qemu-arm-static`:
+    /// its memory is real (the emulator's own is added), its times are not.
+    Armv7Qemu,
 }
 
 /// Options of `bench mm2`.
@@ -217,7 +220,8 @@ impl Mm2Args {
                     args.build = match value()? {
                         "dist" => OursBuild::Dist,
                         "release" => OursBuild::Release,
-                        v => bail!("--build: {v:?} is neither dist nor release"),
+                        "armv7-qemu" => OursBuild::Armv7Qemu,
+                        v => bail!("--build: {v:?} is not dist, release or armv7-qemu"),
                     };
                 }
                 "--partitions" => {

@@ -40,6 +40,18 @@ impl Bench {
         Ok(path)
     }
 
+    /// A command that runs our binary, through its emulator if it has one.
+    fn ours_command(&self) -> Command {
+        match &self.launcher {
+            Some(emulator) => {
+                let mut cmd = Command::new(emulator);
+                cmd.arg(&self.bin);
+                cmd
+            }
+            None => Command::new(&self.bin),
+        }
+    }
+
     /// `mm2-checkpoint run` for `flow`, files in `dir`, with its metrics
     /// server on a free port; the guard and that port's address.
     pub(super) fn spawn_ours(&self, flow: &Flow, dir: &Path) -> Result<(Guard, String)> {
@@ -49,7 +61,7 @@ impl Bench {
             .context("picking a free port for the metrics server")?
             .port();
         let addr = format!("127.0.0.1:{port}");
-        let mut cmd = Command::new(&self.bin);
+        let mut cmd = self.ours_command();
         cmd.args([
             "run",
             "--log-format",
@@ -138,7 +150,7 @@ impl Bench {
     pub(super) fn ours_load_time(&self, flow: &Flow, label: &str) -> Result<(f64, f64)> {
         let dir = self.dir.join(label);
         let config = self.ours_config(&dir, flow)?;
-        let mut cmd = Command::new(&self.bin);
+        let mut cmd = self.ours_command();
         cmd.args(["run", "--once", "--log-format", "json", "--config"])
             .arg(&config);
         let log = dir.join("once.log");

@@ -47,6 +47,8 @@ pub(super) struct Bench {
     pub(super) target_addr: String,
     pub(super) kafka_libs: String,
     pub(super) bin: PathBuf,
+    /// The emulator that runs `bin` (`--build armv7-qemu`), if any.
+    pub(super) launcher: Option<PathBuf>,
     pub(super) dir: PathBuf,
     pub(super) ticks: u64,
     pub(super) window: Duration,
@@ -696,8 +698,10 @@ pub(super) fn parse_consumer_performance(out: &str) -> Option<KafkaConsumerRate>
     })
 }
 
-/// Builds `build` of ours and returns its path.
-fn ours_binary(root: &Path, build: OursBuild) -> Result<PathBuf> {
+/// Builds `build` of ours and returns its path, and the emulator that must
+/// run it, if any.
+fn ours_binary(root: &Path, build: OursBuild) -> Result<(PathBuf, Option<PathBuf>)> {
+    use crate::dist::artefact::{Arch, Package, which};
     match build {
         OursBuild::Release => {
             eprintln!("bench: building the release binary");
@@ -717,22 +721,34 @@ fn ours_binary(root: &Path, build: OursBuild) -> Result<PathBuf> {
                 bail!("`cargo build --release -p mm2-checkpoint` failed ({status})");
             }
             // Cargo's target directory, so a CARGO_TARGET_DIR is honoured.
-            let target = crate::dist::artefact::Package::load(root)?.target_dir;
-            Ok(target.join("release").join("mm2-checkpoint"))
+            let target = Package::load(root)?.target_dir;
+            Ok((target.join("release").join("mm2-checkpoint"), None))
         }
-        OursBuild::Dist => {
-            use crate::dist::artefact::{Arch, Package, Variant};
-            eprintln!(
-                "bench: building the static musl artefact (cargo xtask dist --target x86_64)"
-            );
-            crate::dist::build::dist(root, &["--target", "x86_64", "--variant", "default"])?;
-            let bin = Package::load(root)?.artefact(Arch::X86_64, Variant::Default);
-            if !bin.is_file() {
-                bail!("{} missing after `cargo xtask dist`", bin.display());
-            }
-            Ok(bin)
+        OursBuild::Dist => Ok((dist_artefact(root, Arch::X86_64)?, None)),
+        OursBuild::Armv7Qemu => {
+            let qemu = which("qemu-arm-static").context(
+                "`--build armv7-qemu` needs qemu-arm-static (Debian: apt-get install \
+                 qemu-user-static)",
+            )?;
+            Ok((dist_artefact(root, Arch::Armv7)?, Some(qemu)))
         }
     }
+}
+
+/// Builds the default artefact of `arch` with `cargo xtask dist` and returns
+/// its path.
+fn dist_artefact(root: &Path, arch: crate::dist::artefact::Arch) -> Result<PathBuf> {
+    use crate::dist::artefact::{Package, Variant};
+    eprintln!(
+        "bench: building the static musl artefact (cargo xtask dist --target {})",
+        arch.name()
+    );
+    crate::dist::build::dist(root, &["--target", arch.name(), "--variant", "default"])?;
+    let bin = Package::load(root)?.artefact(arch, Variant::Default);
+    if !bin.is_file() {
+        bail!("{} missing after `cargo xtask dist`", bin.display());
+    }
+    Ok(bin)
 }
 
 /// How the report names `build`.
@@ -740,6 +756,11 @@ fn build_label(build: OursBuild) -> &'static str {
     match build {
         OursBuild::Dist => "static musl artefact of `cargo xtask dist` (x86_64, default features)",
         OursBuild::Release => "`cargo build --release` for the host (glibc)",
+        OursBuild::Armv7Qemu => {
+            "armv7 static musl artefact of `cargo xtask dist`, run by qemu-arm-static: RSS is \
+             the emulator process's (the program's memory plus qemu's own), times and CPU are \
+             emulated and mean nothing"
+        }
     }
 }
 
@@ -774,7 +795,7 @@ impl Bench {
         rt: tokio::runtime::Runtime,
         build: OursBuild,
     ) -> Result<(Bench, ClusterEnv, u64)> {
-        let bin = ours_binary(root, build)?;
+        let (bin, launcher) = ours_binary(root, build)?;
         let env = ClusterEnv::acquire(root)?;
         let started_unix = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -815,6 +836,7 @@ impl Bench {
             target_addr,
             kafka_libs: env.file.kafka_libs.clone(),
             bin,
+            launcher,
             dir,
             ticks: clock_ticks(),
             window,

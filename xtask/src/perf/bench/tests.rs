@@ -387,3 +387,13 @@ fn parse_takes_groups_0_as_no_side_by_side_size() {
     assert!(a.groups.is_empty());
     assert_eq!(a.ours_only, vec![100_000]);
 }
+
+#[test]
+fn parse_reads_the_armv7_build_and_refuses_unknown_ones() {
+    let a = Mm2Args::parse(&["--build", "armv7-qemu"]).unwrap();
+    assert_eq!(a.build, super::args::OursBuild::Armv7Qemu);
+    let e = Mm2Args::parse(&["--build", "riscv"])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("armv7-qemu"), "{e}");
+}
