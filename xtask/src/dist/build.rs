@@ -329,6 +329,43 @@ fn host_triple() -> String {
         .unwrap_or_else(|| format!("{}-unknown-linux-gnu", std::env::consts::ARCH))
 }
 
+/// The linker script that drops the unwind tables (see the file).
+const NO_UNWIND_TABLES: &str = "xtask/src/dist/no-unwind-tables.ld";
+
+/// The link flags of a target built on rustup's prebuilt standard library.
+///
+/// Its functions all carry DWARF unwind tables, whatever `-C
+/// force-unwind-tables` says: the prebuilt library is compiled to unwind and
+/// its code, inlined into ours, brings its personality function along. The
+/// release profile aborts on panic and the panic hook prints no backtrace,
+/// so `no-unwind-tables.ld` discards the tables and `--no-eh-frame-hdr`
+/// leaves out their index (714 KB of the x86_64 artefact, docs/benchmarks.md,
+/// "Binary and image size"). The armv7 build compiles its standard library to
+/// abort, and its ARM index entries are small.
+///
+/// x86_64 is linked as a static PIE (address randomisation), whose
+/// relocations rust-lld packs in the compact RELR form that the musl rustup
+/// ships (1.2.5) applies at start-up: 434 KB of `.rela.dyn` become 5 KB of
+/// `.relr.dyn`. The other targets link non-PIE static executables with no
+/// such table.
+fn rustup_std_link_flags(root: &Path, arch: Arch) -> Result<String> {
+    let script = root.join(NO_UNWIND_TABLES);
+    let script = script.to_str().filter(|s| !s.contains(char::is_whitespace));
+    let Some(script) = script else {
+        bail!(
+            "the checkout's path {} holds white space or is not UTF-8: the linker \
+             script {NO_UNWIND_TABLES} cannot be named in RUSTFLAGS; build from a \
+             checkout whose path has neither",
+            root.display()
+        );
+    };
+    let mut flags = format!("-C link-arg=-T{script} -C link-arg=--no-eh-frame-hdr");
+    if arch == Arch::X86_64 {
+        flags.push_str(" -C link-arg=-zpack-relative-relocs");
+    }
+    Ok(flags)
+}
+
 /// One `cargo build --release` of the binary for one target and variant.
 fn build(
     root: &Path,
@@ -367,15 +404,10 @@ fn build(
     // Symbols stay in target/<triple>/release for `size-report`; the copy in
     // target/dist/ is stripped (`size::strip`).
     .env("CARGO_PROFILE_RELEASE_STRIP", "false");
-    if arch == Arch::X86_64 {
-        // x86_64 is linked as a static PIE (address randomisation), whose
-        // relocations rust-lld packs in the compact RELR form that the musl
-        // rustup ships (1.2.5) applies at start-up: 434 KB of `.rela.dyn`
-        // become 5 KB of `.relr.dyn` (docs/benchmarks.md, binary size). The
-        // other targets link non-PIE static executables with no such table.
+    if arch.std_source() == StdSource::Rustup {
         cmd.env(
             format!("CARGO_TARGET_{target_var}_RUSTFLAGS"),
-            "-C link-arg=-zpack-relative-relocs",
+            rustup_std_link_flags(root, arch)?,
         );
     }
     if let StdSource::BuildStd {

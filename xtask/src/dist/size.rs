@@ -29,71 +29,25 @@ pub fn budget(arch: Arch, _variant: Variant) -> u64 {
     }
 }
 
-/// The most bytes the stripped artefact may have today: its [`budget`] where
-/// the artefact is within it, else the size it had when this limit was last
-/// set, rounded up to 64 KiB, plus 64 KiB. A ratchet: an artefact that has
-/// not reached its budget yet may shrink but not grow by more than that.
-/// Lower a ceiling (or set it to 0, the budget) whenever a change makes the
-/// artefact smaller; docs/benchmarks.md, "Binary and image size", has the
-/// sizes.
-pub fn ceiling(arch: Arch, variant: Variant) -> u64 {
-    let measured: u64 = match (arch, variant) {
-        (Arch::X86_64, Variant::Default) => CEILING_X86_64,
-        (Arch::X86_64, Variant::Ring) => CEILING_X86_64_RING,
-        (Arch::Aarch64, Variant::Default) => CEILING_AARCH64,
-        (Arch::Aarch64, Variant::Ring) => CEILING_AARCH64_RING,
-        (Arch::Armv7, _) => CEILING_ARMV7,
-    };
-    measured.max(budget(arch, variant))
-}
-
-// From the artefacts of `cargo xtask dist --target all --variant all` at
-// commit 0aa7aaf: x86_64 6,526,200 bytes and x86_64-ring 7,004,792. The
-// others are within their budget (0: the budget applies): aarch64 5,555,760,
-// aarch64-ring 5,919,080, and armv7 3,967,024 once built as Thumb-2 (it was
-// 5,407,024 as ARM code).
-const CEILING_X86_64: u64 = 6_619_136;
-const CEILING_X86_64_RING: u64 = 7_077_888;
-const CEILING_AARCH64: u64 = 0;
-const CEILING_AARCH64_RING: u64 = 0;
-const CEILING_ARMV7: u64 = 0;
-
-/// Fails when `artefact` is over its [`ceiling`] and warns when it is over
-/// its [`budget`]; returns its size.
+/// Fails when `artefact` is over its [`budget`]; returns its size.
 pub fn check_budget(artefact: &Path, arch: Arch, variant: Variant) -> Result<u64> {
     let size = std::fs::metadata(artefact)
         .with_context(|| format!("reading the size of {}", artefact.display()))?
         .len();
     let goal = budget(arch, variant);
-    let limit = ceiling(arch, variant);
-    let look = format!(
-        "see where the bytes go with `cargo xtask size-report --target {}{}` and \
-         docs/benchmarks.md, \"Binary and image size\"",
-        arch.name(),
-        match variant {
-            Variant::Default => String::new(),
-            other => format!(" --variant {}", other.name()),
-        }
-    );
-    if size > limit {
-        bail!(
-            "{} is {size} bytes, {} over its limit of {limit} bytes ({}): {look}",
-            artefact.display(),
-            size - limit,
-            if limit == goal {
-                format!("its budget, {} MiB", goal / MIB)
-            } else {
-                format!("the size it had, on its way to {} MiB", goal / MIB)
-            },
-        );
-    }
     if size > goal {
-        eprintln!(
-            "xtask: warning: {} is {size} bytes, {} over its budget of {goal} bytes ({} MiB) \
-             but within its limit of {limit} bytes; {look}",
+        bail!(
+            "{} is {size} bytes, {} over its budget of {goal} bytes ({} MiB): see where the \
+             bytes go with `cargo xtask size-report --target {}{}` and docs/benchmarks.md, \
+             \"Binary and image size\"",
             artefact.display(),
             size - goal,
-            goal / MIB
+            goal / MIB,
+            arch.name(),
+            match variant {
+                Variant::Default => String::new(),
+                other => format!(" --variant {}", other.name()),
+            }
         );
     }
     Ok(size)
@@ -435,16 +389,16 @@ mod tests {
     }
 
     #[test]
-    fn a_file_over_its_limit_fails_and_says_how_to_look() {
+    fn a_file_over_its_budget_fails_and_says_how_to_look() {
         let dir = std::env::temp_dir().join(format!("xtask-size-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("artefact");
-        let limit = ceiling(Arch::Armv7, Variant::Default);
+        let limit = budget(Arch::Armv7, Variant::Default);
         std::fs::write(&file, vec![0u8; (limit + 1) as usize]).unwrap();
         let err = check_budget(&file, Arch::Armv7, Variant::Default).unwrap_err();
         let text = err.to_string();
         assert!(
-            text.contains(&format!("1 over its limit of {limit}")),
+            text.contains(&format!("1 over its budget of {limit}")),
             "{text}"
         );
         assert!(text.contains("size-report --target armv7"), "{text}");
@@ -454,16 +408,6 @@ mod tests {
             limit
         );
         std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn a_ceiling_is_never_below_the_budget() {
-        for arch in [Arch::X86_64, Arch::Aarch64, Arch::Armv7] {
-            for variant in Variant::ALL {
-                assert!(ceiling(arch, variant) >= budget(arch, variant));
-                assert_eq!(ceiling(arch, variant) % (64 * 1024), 0);
-            }
-        }
     }
 
     #[test]
