@@ -4,7 +4,8 @@
 //! checks and unit-tests `deploy/monitoring/alerts.yml`; and a real Prometheus
 //! (Debian's `prometheus` package) scraping a running daemon answers every
 //! query of `deploy/monitoring/grafana-dashboard.json` with data, loads the
-//! alert rules and serves the MirrorMaker 2-compatible latency names.
+//! alert rules and serves the MirrorMaker 2-compatible latency names (the
+//! legacy ones and KIP-1280's).
 
 use std::collections::BTreeSet;
 use std::io::{Read as _, Write as _};
@@ -62,8 +63,9 @@ fn documented_families() -> BTreeSet<String> {
         .filter_map(|l| l.strip_prefix("| `"))
         .filter_map(|l| l.split('`').next())
         .map(|name| {
-            // MM2's names and the standard process metrics carry no prefix.
-            if name.starts_with("kafka_connect_mirror") || name.starts_with("process_") {
+            // MM2's names (legacy and KIP-1280's) and the standard process
+            // metrics carry no prefix.
+            if name.starts_with("kafka_connect_") || name.starts_with("process_") {
                 name.to_string()
             } else {
                 format!("mm2_checkpoint_{name}")
@@ -115,6 +117,7 @@ fn every_documented_family_is_served_from_start_up_and_nothing_else() {
     let config = w.properties(
         &group,
         "mm2-checkpoint.metrics.mm2.names.enabled = true\n\
+         mm2-checkpoint.metrics.mm2.names.formats = legacy,new\n\
          mm2-checkpoint.status.interval.ms = 60000",
     );
     let daemon = Daemon::start(&config, &w.dir.join("daemon.log"));
@@ -351,6 +354,7 @@ fn prometheus_scrapes_the_daemon_and_every_dashboard_query_returns_data() {
     let config = w.properties(
         &group,
         "sync.group.offsets.enabled = true\nmm2-checkpoint.metrics.mm2.names.enabled = true\n\
+         mm2-checkpoint.metrics.mm2.names.formats = legacy,new\n\
          mm2-checkpoint.metrics.latency.granularity = partition",
     );
     let daemon = Daemon::start(&config, &w.dir.join("daemon.log"));
@@ -395,6 +399,17 @@ fn prometheus_scrapes_the_daemon_and_every_dashboard_query_returns_data() {
         w.remote_topic()
     ));
     assert_eq!(mm2.len(), 1, "{mm2:?}");
+    // And one built on MM2 4.3's new names (KIP-1280, the JMX exporter's
+    // default rendering of `kafka.connect:type=plugins,...`).
+    let new = prometheus.query(&format!(
+        "kafka_connect_plugins_checkpoint_latency_ms_max\
+         {{connector=\"MirrorCheckpointConnector\",task=\"0\",source=\"{}\",target=\"{}\",\
+         group=\"{group}\",topic=\"{}\",partition=\"0\"}}",
+        w.s,
+        w.t,
+        w.remote_topic()
+    ));
+    assert_eq!(new.len(), 1, "{new:?}");
     // Prometheus loaded and evaluates every alert rule.
     let mut rules = Vec::new();
     wait_for("the alert rules evaluated", Duration::from_secs(30), || {

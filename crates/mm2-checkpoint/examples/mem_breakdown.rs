@@ -244,6 +244,7 @@ fn main() {
             latency_granularity: mm2_checkpoint::metrics::LatencyGranularity::Partition,
             mm2_names: false,
             status_interval: None,
+            ..mm2_checkpoint::metrics::MetricsSettings::default()
         },
     );
     report("metrics: registry (kept)", s, entries);

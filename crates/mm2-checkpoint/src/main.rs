@@ -48,7 +48,7 @@ const EXIT_CUTOVER_BOUNDED: u8 = 4;
 const EXIT_CUTOVER_REFUSED: u8 = 5;
 
 fn main() -> ExitCode {
-    std::panic::set_hook(Box::new(log_panic));
+    install_panic_hook();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -212,9 +212,17 @@ fn run(args: RunArgs) -> Result<(), u8> {
     outcome
 }
 
+/// Makes every panic, on any thread, [`log_panic`].
+fn install_panic_hook() {
+    std::panic::set_hook(Box::new(log_panic));
+}
+
 /// A panic is a bug: it is logged as one ERROR line (through the log, so
-/// JSON logs keep it whole) naming where and what, and the process ends (the
-/// release build aborts; systemd and Kubernetes restart it).
+/// JSON logs keep it whole) naming where and what, and the process ends with
+/// SIGABRT (systemd and Kubernetes restart it). The release build's
+/// `panic = "abort"` would abort anyway; the hook aborts itself so that every
+/// build does, even when the panic is in a runtime worker, whose panic tokio
+/// would otherwise catch and leave the daemon running without that task.
 fn log_panic(info: &std::panic::PanicHookInfo<'_>) {
     let payload = info.payload();
     let message = payload
@@ -238,6 +246,7 @@ fn log_panic(info: &std::panic::PanicHookInfo<'_>) {
             "error: panicked: an internal error (a bug) at {location} in thread {thread}: {message}"
         ));
     }
+    std::process::abort();
 }
 
 /// Under a systemd `Type=notify` unit: tells systemd the daemon has started
@@ -711,4 +720,85 @@ async fn start_metrics_server(
     Ok(tokio::spawn(
         server.serve(metrics.clone(), shutdown.clone()),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    /// Set in the child process of the panic test: its log format.
+    const PANIC_CHILD_ENV: &str = "MM2_CHECKPOINT_TEST_PANIC_CHILD";
+
+    /// The child process of `a_panic_logs_one_error_line_and_ends_the_process`
+    /// (this test binary run again, with [`PANIC_CHILD_ENV`] set): the
+    /// binary's logging and panic hook, then a real bug (an index out of
+    /// bounds) on a worker thread. Without the variable it does nothing.
+    #[test]
+    #[ignore = "the child process of a_panic_logs_one_error_line_and_ends_the_process"]
+    fn panicking_child() {
+        let Ok(format) = std::env::var(PANIC_CHILD_ENV) else {
+            return;
+        };
+        let format = match format.as_str() {
+            "json" => logging::LogFormat::Json,
+            _ => logging::LogFormat::Text,
+        };
+        let filter = logging::filter(Some("info"), None).expect("filter");
+        start_logging(format, filter).expect("logging");
+        install_panic_hook();
+        let worker = std::thread::Builder::new()
+            .name("worker-7".to_owned())
+            .spawn(|| {
+                let partitions: Vec<i32> = std::hint::black_box(Vec::new());
+                partitions[3]
+            })
+            .expect("spawn");
+        let _ = worker.join();
+        console::err_line("still running after the panic");
+    }
+
+    #[test]
+    fn a_panic_logs_one_error_line_and_ends_the_process() {
+        let exe = std::env::current_exe().expect("test binary");
+        for format in ["text", "json"] {
+            let out = Command::new(&exe)
+                .args(["--ignored", "--exact", "tests::panicking_child"])
+                .args(["--nocapture", "--test-threads=1"])
+                .env(PANIC_CHILD_ENV, format)
+                .env_remove(logging::LOG_ENV)
+                .env_remove(logging::LOG_FORMAT_ENV)
+                .output()
+                .expect("child runs");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            #[cfg(unix)]
+            {
+                use std::os::unix::process::ExitStatusExt as _;
+                assert_eq!(
+                    out.status.signal(),
+                    Some(6),
+                    "{format}: ended by SIGABRT, not {:?}; stderr: {stderr}",
+                    out.status
+                );
+            }
+            assert!(!out.status.success(), "{format}: {stderr}");
+            let lines: Vec<&str> = stderr.lines().collect();
+            assert_eq!(lines.len(), 1, "{format}: one line, got: {stderr}");
+            let line = lines[0];
+            for part in [
+                "ERROR",
+                "panicked: an internal error (a bug)",
+                "index out of bounds: the len is 0 but the index is 3",
+                "main.rs:",
+                "worker-7",
+            ] {
+                assert!(line.contains(part), "{format}: `{part}` missing: {line}");
+            }
+            if format == "json" {
+                let event: serde_json::Value = serde_json::from_str(line).expect("one JSON object");
+                assert_eq!(event["level"], "ERROR", "{line}");
+                assert_eq!(event["fields"]["thread"], "worker-7", "{line}");
+            }
+        }
+    }
 }

@@ -585,6 +585,17 @@ keys! {
         doc: "also export the checkpoint latency under the names MirrorMaker 2's metrics get",
         shown: Shown::Process(|m| m.mm2_names.to_string()),
     };
+    /// Which of MM2's metric name formats (MM2 4.3's `metric.names.formats`)
+    /// the MM2 names follow.
+    MM2_NAME_FORMATS = Key {
+        name: "mm2-checkpoint.metrics.mm2.names.formats",
+        default: Default::Value("legacy"),
+        accepted: Accepted::Described("`legacy`, `new` or `legacy,new`"),
+        owner: Owner::Ours,
+        scope: Scope::Process,
+        doc: "with the MM2 names on, which of MirrorMaker 2's name formats they follow: the legacy `kafka.connect.mirror` names, KIP-1280's `kafka.connect:type=plugins` names (MM2 4.3's `metric.names.formats`), or both",
+        shown: Shown::Process(|m| m.mm2_name_formats.as_str().to_string()),
+    };
 }
 
 /// The key choosing how a flow learns the source groups' commits (ours: MM2

@@ -57,6 +57,13 @@ const CONNECTOR_PREFIXES: &[&str] = &[
     "admin.override.",
 ];
 
+/// Connector keys that MirrorMaker 2 reads since a Kafka release after 4.1.1,
+/// whose key list [`KAFKA_KEYS`] is: a file shared with a newer MM2 may set
+/// them. `metric.names.formats` (Kafka 4.3, KIP-1280) chooses the names of
+/// MM2's own metrics; ours follow `mm2-checkpoint.metrics.mm2.names.formats`
+/// (docs/operations.md, "MirrorMaker 2's names").
+const LATER_CONNECTOR_KEYS: &[&str] = &["metric.names.formats"];
+
 /// Key names by the definition that declares them.
 struct KafkaKeys {
     mirror_maker: BTreeSet<&'static str>,
@@ -127,6 +134,7 @@ impl KafkaKeys {
 
     fn is_connector_key(&self, key: &str) -> bool {
         self.connector.contains(key)
+            || LATER_CONNECTOR_KEYS.contains(&key)
             || keys::ours(Scope::Flow).any(|k| k == key)
             || CONNECTOR_PREFIXES.iter().any(|p| key.starts_with(p))
     }

@@ -164,6 +164,14 @@ impl<'a> Lookup<'a> {
             })
         });
         let mm2_names = self.value_of(&top_level, &keys::MM2_NAMES, parse_bool);
+        let mm2_name_formats = self.value_of(&top_level, &keys::MM2_NAME_FORMATS, |s| {
+            s.value.trim().parse().map_err(|e: UnknownSpelling| {
+                s.error(format!(
+                    "`{}` is not a list of name formats; use {}",
+                    e.given, e.expected
+                ))
+            })
+        });
         let status_interval =
             self.value_of(&top_level, &keys::STATUS_INTERVAL, |s| {
                 match parse_i64(s)? {
@@ -177,6 +185,7 @@ impl<'a> Lookup<'a> {
         Ok(MetricsSettings {
             latency_granularity: latency_granularity?,
             mm2_names: mm2_names?,
+            mm2_name_formats: mm2_name_formats?,
             status_interval: status_interval?,
         })
     }

@@ -5,13 +5,16 @@
 //! table (`keys.rs`), and `Lookup::metrics_settings` reads them.
 
 use super::keys;
-pub use super::settings::{LatencyGranularity, MetricsSettings};
+pub use super::settings::{LatencyGranularity, MetricsSettings, Mm2NameFormats};
 
 /// The key choosing the labels of the checkpoint-latency series.
 pub const LATENCY_GRANULARITY_KEY: &str = keys::LATENCY_GRANULARITY.name;
 
 /// The key turning MirrorMaker 2's checkpoint-latency names on or off.
 pub const MM2_NAMES_KEY: &str = keys::MM2_NAMES.name;
+
+/// The key choosing which of MirrorMaker 2's name formats the MM2 names follow.
+pub const MM2_NAME_FORMATS_KEY: &str = keys::MM2_NAME_FORMATS.name;
 
 /// The key of the daemon's status pass interval (0: off).
 pub const STATUS_INTERVAL_KEY: &str = keys::STATUS_INTERVAL.name;
@@ -49,6 +52,7 @@ mod tests {
             MetricsSettings {
                 latency_granularity: LatencyGranularity::Group,
                 mm2_names: true,
+                mm2_name_formats: Mm2NameFormats::Legacy,
                 status_interval: None,
             }
         );
@@ -81,6 +85,35 @@ mod tests {
             .expect_err("rejected")
             .to_string();
         assert!(e.contains(MM2_NAMES_KEY) && e.contains("`yes`"), "{e}");
+    }
+
+    #[test]
+    fn the_mm2_name_formats_are_a_list_of_legacy_and_new_as_mm2s_metric_names_formats() {
+        assert_eq!(
+            load("").expect("accepted").metrics.mm2_name_formats,
+            Mm2NameFormats::Legacy
+        );
+        for (value, formats) in [
+            ("legacy", Mm2NameFormats::Legacy),
+            ("new", Mm2NameFormats::New),
+            ("legacy,new", Mm2NameFormats::Both),
+            ("new , legacy", Mm2NameFormats::Both),
+        ] {
+            let config = load(&format!("{MM2_NAME_FORMATS_KEY} = {value}\n")).expect("accepted");
+            assert_eq!(config.metrics.mm2_name_formats, formats, "{value}");
+            assert!(config.unknown_keys.is_empty(), "{:?}", config.unknown_keys);
+        }
+        for bad in ["", "NEW", "legacy,", "legacy,old"] {
+            let e = load(&format!("{MM2_NAME_FORMATS_KEY} = {bad}\n"))
+                .expect_err("rejected")
+                .to_string();
+            assert!(
+                e.contains(MM2_NAME_FORMATS_KEY)
+                    && e.contains("line 5")
+                    && e.contains("`legacy`, `new` or `legacy,new`"),
+                "{bad}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -409,6 +409,77 @@ impl FromStr for LatencyGranularity {
     }
 }
 
+/// Which of MirrorMaker 2's metric name formats the MM2 names follow: MM2
+/// 4.3's `metric.names.formats` (KIP-1280; docs/operations.md, "MirrorMaker
+/// 2's names").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mm2NameFormats {
+    /// `kafka.connect.mirror:type=MirrorCheckpointConnector,...` only (MM2's
+    /// default, deprecated by MM2 4.3).
+    #[default]
+    Legacy,
+    /// `kafka.connect:type=plugins,connector=...,task=...,...` only.
+    New,
+    /// Both: every MM2 series twice.
+    Both,
+}
+
+impl Mm2NameFormats {
+    /// Every value.
+    pub const ALL: [Self; 3] = [
+        Mm2NameFormats::Legacy,
+        Mm2NameFormats::New,
+        Mm2NameFormats::Both,
+    ];
+
+    /// The setting's canonical spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mm2NameFormats::Legacy => "legacy",
+            Mm2NameFormats::New => "new",
+            Mm2NameFormats::Both => "legacy,new",
+        }
+    }
+
+    /// Whether the legacy names are exported.
+    pub fn legacy(self) -> bool {
+        matches!(self, Mm2NameFormats::Legacy | Mm2NameFormats::Both)
+    }
+
+    /// Whether KIP-1280's new names are exported.
+    pub fn new_names(self) -> bool {
+        matches!(self, Mm2NameFormats::New | Mm2NameFormats::Both)
+    }
+}
+
+impl FromStr for Mm2NameFormats {
+    type Err = UnknownSpelling;
+
+    /// A comma-separated list of `legacy` and `new`, as MM2's
+    /// `metric.names.formats` (a list: spaces around the commas are allowed,
+    /// the order does not matter).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let unknown = || UnknownSpelling {
+            given: s.to_string(),
+            expected: "`legacy`, `new` or `legacy,new`".to_string(),
+        };
+        let (mut legacy, mut new) = (false, false);
+        for item in s.split(',').map(str::trim) {
+            match item {
+                "legacy" => legacy = true,
+                "new" => new = true,
+                _ => return Err(unknown()),
+            }
+        }
+        match (legacy, new) {
+            (true, false) => Ok(Mm2NameFormats::Legacy),
+            (false, true) => Ok(Mm2NameFormats::New),
+            (true, true) => Ok(Mm2NameFormats::Both),
+            (false, false) => Err(unknown()),
+        }
+    }
+}
+
 /// The metrics settings of the whole process.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MetricsSettings {
@@ -418,6 +489,9 @@ pub struct MetricsSettings {
     /// the checkpoint latency under the names Strimzi's rules give MM2's
     /// `MirrorCheckpointConnector` metrics.
     pub mm2_names: bool,
+    /// `mm2-checkpoint.metrics.mm2.names.formats` (default `legacy`): which
+    /// of MM2's name formats the MM2 names follow when they are enabled.
+    pub mm2_name_formats: Mm2NameFormats,
     /// `mm2-checkpoint.status.interval.ms` (default 0, off): how often the
     /// daemon's read-only status pass runs for `GET /status` and the status
     /// gauges (docs/operations.md, "status").

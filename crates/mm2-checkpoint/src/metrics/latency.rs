@@ -1,8 +1,10 @@
 //! The checkpoint-latency series: ours (`mm2_checkpoint_checkpoint_latency_ms`)
 //! and, when enabled, MirrorMaker 2's names as Strimzi's metrics rules export
 //! them (`kafka_connect_mirror_mirrorcheckpointconnector_checkpoint_latency_ms`
-//! and its `_max`, `_min`, `_avg`), at the configured granularity
-//! (docs/operations.md, Metrics).
+//! and its `_max`, `_min`, `_avg`) and/or KIP-1280's new names as the JMX
+//! exporter renders them (`kafka_connect_plugins_checkpoint_latency_ms` and its
+//! `_max`, `_min`, `_avg`), at the configured granularity (docs/operations.md,
+//! Metrics).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::AtomicU64;
@@ -18,13 +20,27 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use crate::config::metrics::{LatencyGranularity, MetricsSettings};
+use crate::config::metrics::{LatencyGranularity, MetricsSettings, Mm2NameFormats};
 use crate::core::name::{Name, NameKey, by_name};
 use crate::core::topic_ids::TopicIds;
 
 /// Prefix of the MM2-compatible names: what Strimzi's JMX exporter rules (and
 /// its metrics reporter) make of `kafka.connect.mirror:type=MirrorCheckpointConnector`.
 pub const MM2_PREFIX: &str = "kafka_connect_mirror_mirrorcheckpointconnector";
+
+/// Prefix of KIP-1280's new names (MM2 4.3, `metric.names.formats = new`):
+/// what the JMX exporter makes of `kafka.connect:type=plugins,...`, the MBeans
+/// Connect registers a task's plugin metrics under (docs/operations.md,
+/// "MirrorMaker 2's names").
+pub const MM2_NEW_PREFIX: &str = "kafka_connect_plugins";
+
+/// The `connector` tag of the new names: the connector's name, which MM2's
+/// dedicated mode sets to the connector class's simple name.
+const MM2_CONNECTOR: &str = "MirrorCheckpointConnector";
+
+/// The `task` tag of the new names: one process checkpoints all of a flow's
+/// groups, as MM2's task 0 does with `tasks.max = 1`.
+const MM2_TASK: &str = "0";
 
 /// Kafka's default `metrics.sample.window.ms`: one sample of max, min and avg.
 const SAMPLE_WINDOW: Duration = Duration::from_secs(30);
@@ -110,17 +126,90 @@ impl EncodeLabelSet for Mm2Labels {
 
 type FloatGauge = Gauge<f64, AtomicU64>;
 
-/// MM2's `checkpoint-latency-ms` sensor under Strimzi's names.
-struct Mm2Families {
-    value: Family<Mm2Labels, FloatGauge>,
-    max: Family<Mm2Labels, FloatGauge>,
-    min: Family<Mm2Labels, FloatGauge>,
-    avg: Family<Mm2Labels, FloatGauge>,
+/// The labels of a series under KIP-1280's new names: Connect's plugin tags
+/// (`connector`, `task`) first, then MM2's own, the order of the MBean's keys.
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+struct PluginLabels(Mm2Labels);
+
+impl EncodeLabelSet for PluginLabels {
+    fn encode(&self, encoder: &mut LabelSetEncoder) -> Result<(), std::fmt::Error> {
+        ("connector", MM2_CONNECTOR).encode(encoder.encode_label())?;
+        ("task", MM2_TASK).encode(encoder.encode_label())?;
+        self.0.encode(encoder)
+    }
 }
 
-impl Mm2Families {
-    fn each(&self) -> [&Family<Mm2Labels, FloatGauge>; 4] {
+/// MM2's `checkpoint-latency-ms` sensor under one name format, labelled `L`.
+struct Mm2Families<L> {
+    value: Family<L, FloatGauge>,
+    max: Family<L, FloatGauge>,
+    min: Family<L, FloatGauge>,
+    avg: Family<L, FloatGauge>,
+}
+
+impl<L: Clone + std::hash::Hash + Eq> Mm2Families<L> {
+    fn new() -> Self {
+        Mm2Families {
+            value: Family::default(),
+            max: Family::default(),
+            min: Family::default(),
+            avg: Family::default(),
+        }
+    }
+
+    fn each(&self) -> [&Family<L, FloatGauge>; 4] {
         [&self.value, &self.max, &self.min, &self.avg]
+    }
+
+    /// Sets the series of `labels` to the latest value and the statistics.
+    fn set(&self, labels: &L, value: f64, (max, min, avg): (f64, f64, f64)) {
+        self.value.get_or_create(labels).set(value);
+        self.max.get_or_create(labels).set(max);
+        self.min.get_or_create(labels).set(min);
+        self.avg.get_or_create(labels).set(avg);
+    }
+
+    /// Removes the series of `labels`.
+    fn remove(&self, labels: &L) {
+        for family in self.each() {
+            family.remove(labels);
+        }
+    }
+}
+
+/// MM2's sensor under the name formats enabled: the legacy names, KIP-1280's
+/// new names, or both (at least one).
+struct Mm2Export {
+    legacy: Option<Mm2Families<Mm2Labels>>,
+    new: Option<Mm2Families<PluginLabels>>,
+}
+
+impl Mm2Export {
+    fn new(formats: Mm2NameFormats) -> Self {
+        Mm2Export {
+            legacy: formats.legacy().then(Mm2Families::new),
+            new: formats.new_names().then(Mm2Families::new),
+        }
+    }
+
+    /// Sets the series of `labels` under every enabled format.
+    fn set(&self, labels: Mm2Labels, value: f64, stats: (f64, f64, f64)) {
+        if let Some(legacy) = &self.legacy {
+            legacy.set(&labels, value, stats);
+        }
+        if let Some(new) = &self.new {
+            new.set(&PluginLabels(labels), value, stats);
+        }
+    }
+
+    /// Removes the series of `labels` under every enabled format.
+    fn remove(&self, labels: Mm2Labels) {
+        if let Some(legacy) = &self.legacy {
+            legacy.remove(&labels);
+        }
+        if let Some(new) = &self.new {
+            new.remove(&PluginLabels(labels));
+        }
     }
 }
 
@@ -564,19 +653,16 @@ impl LatencyIndex {
 /// The latency families and their index.
 pub(super) struct LatencyMetrics {
     granularity: LatencyGranularity,
-    mm2: Option<Mm2Families>,
+    mm2: Option<Mm2Export>,
     index: Arc<Mutex<LatencyIndex>>,
 }
 
 impl LatencyMetrics {
     /// The families for `settings`, not registered yet.
     pub(super) fn new(settings: MetricsSettings) -> Self {
-        let mm2 = settings.mm2_names.then(|| Mm2Families {
-            value: Family::default(),
-            max: Family::default(),
-            min: Family::default(),
-            avg: Family::default(),
-        });
+        let mm2 = settings
+            .mm2_names
+            .then(|| Mm2Export::new(settings.mm2_name_formats));
         LatencyMetrics {
             granularity: settings.latency_granularity,
             mm2,
@@ -594,35 +680,48 @@ impl LatencyMetrics {
     /// Registers the MM2-compatible families, if enabled, in `root` (the
     /// registry without a prefix).
     pub(super) fn register_mm2(&self, root: &mut Registry) {
-        let Some(families) = &self.mm2 else {
+        let Some(export) = &self.mm2 else {
             return;
         };
-        let sub = root.sub_registry_with_prefix(MM2_PREFIX);
-        for (name, help, family) in [
-            (
-                "checkpoint_latency_ms",
-                "MM2 checkpoint-latency-ms: milliseconds from a checkpoint record's \
-                 timestamp to the broker's acknowledgement (the latest)",
-                &families.value,
-            ),
-            (
-                "checkpoint_latency_ms_max",
-                "MM2 checkpoint-latency-ms-max: the largest latency of the last 60 s",
-                &families.max,
-            ),
-            (
-                "checkpoint_latency_ms_min",
-                "MM2 checkpoint-latency-ms-min: the smallest latency of the last 60 s",
-                &families.min,
-            ),
-            (
-                "checkpoint_latency_ms_avg",
-                "MM2 checkpoint-latency-ms-avg: the average latency of the last 60 s",
-                &families.avg,
-            ),
-        ] {
-            sub.register(name, help, family.clone());
+        if let Some(families) = &export.legacy {
+            register_mm2_families(root.sub_registry_with_prefix(MM2_PREFIX), families);
         }
+        if let Some(families) = &export.new {
+            register_mm2_families(root.sub_registry_with_prefix(MM2_NEW_PREFIX), families);
+        }
+    }
+}
+
+/// Registers MM2's four checkpoint-latency attributes of `families` in `sub`
+/// (the registry of one name format's prefix).
+fn register_mm2_families<L>(sub: &mut Registry, families: &Mm2Families<L>)
+where
+    L: EncodeLabelSet + Clone + std::hash::Hash + Eq + std::fmt::Debug + Send + Sync + 'static,
+{
+    for (name, help, family) in [
+        (
+            "checkpoint_latency_ms",
+            "MM2 checkpoint-latency-ms: milliseconds from a checkpoint record's \
+                 timestamp to the broker's acknowledgement (the latest)",
+            &families.value,
+        ),
+        (
+            "checkpoint_latency_ms_max",
+            "MM2 checkpoint-latency-ms-max: the largest latency of the last 60 s",
+            &families.max,
+        ),
+        (
+            "checkpoint_latency_ms_min",
+            "MM2 checkpoint-latency-ms-min: the smallest latency of the last 60 s",
+            &families.min,
+        ),
+        (
+            "checkpoint_latency_ms_avg",
+            "MM2 checkpoint-latency-ms-avg: the average latency of the last 60 s",
+            &families.avg,
+        ),
+    ] {
+        sub.register(name, help, family.clone());
     }
 }
 
@@ -732,7 +831,7 @@ impl LatencyMetrics {
                 topic: series_topic.map(|t| index.intern(t)),
                 partition: series_partition,
             };
-            let (max, min, avg) = index
+            let stats = index
                 .stats
                 .entry(key.clone())
                 .or_default()
@@ -743,10 +842,7 @@ impl LatencyMetrics {
                 target,
                 key,
             };
-            mm2.value.get_or_create(&labels).set(ms as f64);
-            mm2.max.get_or_create(&labels).set(max);
-            mm2.min.get_or_create(&labels).set(min);
-            mm2.avg.get_or_create(&labels).set(avg);
+            mm2.set(labels, ms as f64, stats);
         }
         if per_flow {
             index.flow_series.insert(flow_name, ms);
@@ -817,14 +913,11 @@ impl LatencyMetrics {
                 index.topics.release(e.topic);
             }
             index.stats.remove(&key);
-            let labels = Mm2Labels {
+            mm2.remove(Mm2Labels {
                 source: Arc::clone(&source),
                 target: Arc::clone(&target),
                 key,
-            };
-            for family in mm2.each() {
-                family.remove(&labels);
-            }
+            });
         }
     }
 
@@ -868,14 +961,11 @@ impl LatencyMetrics {
             };
             index.stats.remove(&key);
             let (source, target) = index.aliases(flow);
-            let labels = Mm2Labels {
+            mm2.remove(Mm2Labels {
                 source,
                 target,
                 key,
-            };
-            for family in mm2.each() {
-                family.remove(&labels);
-            }
+            });
         }
         index.forget_unused_names();
     }

@@ -29,8 +29,8 @@ mod server;
 mod status;
 mod stream;
 
-pub use crate::config::metrics::{LatencyGranularity, MetricsSettings};
-pub use latency::MM2_PREFIX;
+pub use crate::config::metrics::{LatencyGranularity, MetricsSettings, Mm2NameFormats};
+pub use latency::{MM2_NEW_PREFIX, MM2_PREFIX};
 pub use membership::MemberRole;
 pub use readiness::Readiness;
 pub use registry::{

@@ -14,6 +14,7 @@ fn metrics() -> Metrics {
             latency_granularity: LatencyGranularity::Partition,
             mm2_names: false,
             status_interval: None,
+            ..MetricsSettings::default()
         },
     )
 }
@@ -393,12 +394,21 @@ fn odd_group_names_are_escaped_on_one_line() {
 }
 
 fn with(granularity: LatencyGranularity, mm2_names: bool) -> Metrics {
+    with_formats(granularity, mm2_names, Mm2NameFormats::Legacy)
+}
+
+fn with_formats(
+    granularity: LatencyGranularity,
+    mm2_names: bool,
+    mm2_name_formats: Mm2NameFormats,
+) -> Metrics {
     Metrics::with_settings(
         "1.2.3",
         "rustls+test",
         MetricsSettings {
             latency_granularity: granularity,
             mm2_names,
+            mm2_name_formats,
             status_interval: None,
         },
     )
@@ -456,6 +466,69 @@ fn mm2_names_carry_source_target_group_topic_partition_with_max_min_avg() {
     m.remove_checkpoint_latency_group("A->B", "g");
     assert!(samples(&m, p).is_empty());
     assert!(interned_names(&m).is_empty());
+}
+
+/// KIP-1280's names: MBean `kafka.connect:type=plugins,connector=..,task=..,
+/// source=..,target=..,group=..,topic=..,partition=..` as the JMX exporter
+/// renders it by default (domain, first key's value, attribute; the other
+/// keys as labels in order).
+#[test]
+fn new_names_carry_connector_and_task_before_mm2_tags_beside_or_instead_of_legacy() {
+    let identity = FlowIdentity {
+        name: "A->B",
+        source: "A",
+        target: "B",
+        connector_source: "us",
+        connector_target: "eu",
+        offset_syncs_topic: "mm2-offset-syncs.eu.internal",
+    };
+    let legacy = "kafka_connect_mirror_mirrorcheckpointconnector_checkpoint_latency_ms";
+    let new = "kafka_connect_plugins_checkpoint_latency_ms";
+    let labels = "{connector=\"MirrorCheckpointConnector\",task=\"0\",\
+                  source=\"us\",target=\"eu\",group=\"g\",topic=\"us.orders\",partition=\"3\"}";
+    for (formats, want_legacy, want_new) in [
+        (Mm2NameFormats::Legacy, true, false),
+        (Mm2NameFormats::New, false, true),
+        (Mm2NameFormats::Both, true, true),
+    ] {
+        let m = with_formats(LatencyGranularity::Partition, true, formats);
+        m.register_flow(&identity);
+        let t0 = std::time::Instant::now();
+        for (after, ms) in [(0, 40), (10, 10)] {
+            let at = t0 + Duration::from_secs(after);
+            m.set_checkpoint_latency_at(at, "A->B", "g", "us.orders", 3, Duration::from_millis(ms));
+        }
+        let expected_new: Vec<String> = match want_new {
+            true => vec![
+                format!("{new}_avg{labels} 25.0"),
+                format!("{new}_max{labels} 40.0"),
+                format!("{new}_min{labels} 10.0"),
+                format!("{new}{labels} 10.0"),
+            ],
+            false => vec![],
+        };
+        assert_eq!(sorted_samples(&m, new), expected_new, "{formats:?}");
+        assert_eq!(
+            sorted_samples(&m, legacy).len(),
+            if want_legacy { 4 } else { 0 },
+            "{formats:?}"
+        );
+        let text = exposition(&m);
+        assert_eq!(
+            text.contains(&format!("# TYPE {new} gauge")),
+            want_new,
+            "{formats:?}: {text}"
+        );
+        // A group's removal removes its series under every format.
+        m.remove_checkpoint_latency_group("A->B", "g");
+        assert!(samples(&m, new).is_empty(), "{formats:?}");
+        assert!(samples(&m, legacy).is_empty(), "{formats:?}");
+    }
+    // The MM2 names off, no format is exported.
+    let off = with_formats(LatencyGranularity::Partition, false, Mm2NameFormats::Both);
+    off.set_checkpoint_latency("A->B", "g", "t", 0, Duration::from_millis(1));
+    let text = exposition(&off);
+    assert!(!text.contains("kafka_connect_"), "{text}");
 }
 
 #[test]

@@ -92,6 +92,23 @@ fn keys_read_by_mm2_but_of_no_effect_are_listed_with_their_lines() {
     );
 }
 
+/// `metric.names.formats`, a connector key of MM2 4.3 (KIP-1280, after the
+/// 4.1.1 key list), is read by MM2 and of no effect here, not unknown.
+#[test]
+fn mm2_4_3s_metric_names_formats_is_known_and_of_no_effect() {
+    let config = load(&with(
+        "metric.names.formats = legacy,new\nA->B.metric.names.formats = new",
+    ));
+    assert!(config.unknown_keys.is_empty(), "{:?}", config.unknown_keys);
+    assert_eq!(
+        config.no_effect_keys,
+        [
+            "A->B.metric.names.formats (line 6)",
+            "metric.names.formats (line 5)",
+        ]
+    );
+}
+
 /// Every key the checkpointing reads is left off that list, the connection
 /// keys and the config providers' own keys included.
 #[test]

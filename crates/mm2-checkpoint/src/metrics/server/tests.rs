@@ -29,6 +29,7 @@ async fn start(limits: ServerLimits) -> Running {
             latency_granularity: LatencyGranularity::Partition,
             mm2_names: false,
             status_interval: None,
+            ..MetricsSettings::default()
         },
     );
     let shutdown = ShutdownSignal::new();
