@@ -18,7 +18,7 @@ use std::time::Duration;
 use kafka_lite::PartitionReader;
 
 use crate::config::{FlowConfig, MirrorConfig};
-use crate::core::cutover::Direction;
+use crate::core::cutover::{Direction, reading_precision};
 use crate::core::format::CheckpointKey;
 use crate::core::ownership::owns_by_assignment;
 use crate::core::status::{group_status, summarize};
@@ -320,7 +320,8 @@ async fn read_syncs(
         DriverError::Translate(format!("cluster {}: reading {topic}: {e}", cluster.alias()))
     };
     let mode = InitMode::LoadAllHistory;
-    let mut store = OffsetSyncStore::with_precision(mode, ctx.cfg.sync_precision());
+    let precision = reading_precision(ctx.cfg.translation_max_syncs);
+    let mut store = OffsetSyncStore::with_precision(mode, precision);
     let exists = cluster
         .topic_exists(topic)
         .await
