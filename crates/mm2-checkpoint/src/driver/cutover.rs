@@ -84,7 +84,8 @@ pub(super) async fn cutover(
     let mut syncs = OffsetSyncs::new(
         OffsetSyncStore::with_precision(mode, reading_precision(ctx.cfg.translation_max_syncs)),
         false,
-    );
+    )
+    .quiet_fallbacks();
     let mut history = SyncHistory::default();
     syncs
         .load(&ctx, &mut history, mode)

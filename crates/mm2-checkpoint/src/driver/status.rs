@@ -335,10 +335,10 @@ async fn read_syncs(
                 newest_ms: None,
                 newest_age_ms: None,
             },
-            OffsetSyncs::new(store, false),
+            OffsetSyncs::new(store, false).quiet_fallbacks(),
         ));
     }
-    let mut syncs = OffsetSyncs::new(store, false);
+    let mut syncs = OffsetSyncs::new(store, false).quiet_fallbacks();
     syncs
         .load(ctx, &mut SyncHistory::default(), mode)
         .await
