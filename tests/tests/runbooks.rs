@@ -33,10 +33,10 @@
 //! on the target (the mirror of a fresh topic keeps the offsets, so these are
 //! the bounds the two columns of `translate`, and `COMMITTED` and
 //! `TRANSLATED` of `cutover`, print). The lagging group reads less on the
-//! target than it had on the source, so it goes back to its commit from
-//! before the failover (never lowered: the cutover refuses it as past the
-//! position) and reads nothing again there (unless the reverse position is
-//! past that commit).
+//! target than it had on the source (usually: it depends on where the
+//! failover put it), so it goes back to its commit from before the failover
+//! (never lowered: the cutover refuses it as past the position) and reads
+//! nothing again there (unless the reverse position is past that commit).
 //!
 //! Twice, side by side: under MM2's default replication policy (`source.<topic>`
 //! on the target) and under the identity policy (the same name on both).
