@@ -18,6 +18,14 @@
 //! `GET /status` and counts the idle group in
 //! `status_groups{status="exact"}`, and `status` names its member as the
 //! flow's owner.
+//!
+//! `status --to source` (the way back, failing back): a group committed at
+//! 100 on the target's remote topic (it read all of it), idle, is ready at
+//! 100 on the source, its partition bounded with nothing to read again
+//! (through the offset sync of record 99, at the end of both partitions), so
+//! the group counts as exact, read on the target; the
+//! checkpoints it reports are the reverse ones on the source (none
+//! written); nothing is committed on the source.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -26,7 +34,7 @@ use bytes::Bytes;
 use e2e::binary::mm2;
 use e2e::faults::{Daemon, get};
 use e2e::interop::{ok, our_config, run_once, test_dir};
-use e2e::mm2::{Mm2Config, Mm2Process, SOURCE_ALIAS, remote_topic};
+use e2e::mm2::{Mm2Config, Mm2Process, SOURCE_ALIAS, TARGET_ALIAS, remote_topic};
 use e2e::{Listener, clusters, unique_name};
 use kafka_lite::ProduceOptions;
 use kafka_lite::records::ProducerRecord;
@@ -36,6 +44,11 @@ const STARTUP_BUDGET: Duration = Duration::from_secs(120);
 
 /// Runs `status --format json` for `groups`; returns the document.
 fn status_json(props: &std::path::Path, groups: &[&str]) -> serde_json::Value {
+    status_json_with(props, &[], groups)
+}
+
+/// [`status_json`] with the arguments `extra` too (e.g. `--to source`).
+fn status_json_with(props: &std::path::Path, extra: &[&str], groups: &[&str]) -> serde_json::Value {
     let mut args = vec![
         "status",
         "--config",
@@ -45,6 +58,7 @@ fn status_json(props: &std::path::Path, groups: &[&str]) -> serde_json::Value {
         "--format",
         "json",
     ];
+    args.extend(extra);
     for g in groups {
         args.extend(["--group", g]);
     }
@@ -308,4 +322,125 @@ fn status_says_an_idle_group_at_a_sync_is_ready_and_exact_and_a_group_with_membe
     assert_eq!(members.len(), 1, "{membership}");
     assert_eq!(members[0]["owner"], true, "{membership}");
     assert_eq!(members[0]["instance_id"], instance.as_str(), "{membership}");
+}
+
+#[test]
+fn status_to_the_source_says_a_group_idle_on_the_target_is_ready_to_fail_back() {
+    let c = clusters();
+    let rt = e2e::world::rt();
+    let topic = unique_name("status-back");
+    let remote = remote_topic(&topic);
+    let back = format!("{topic}-back");
+    let source_client = e2e::world::client(c.source());
+    let target_client = e2e::world::client(c.target());
+    ok(
+        rt.block_on(source_client.create_topic(&topic, 1, 1, &[])),
+        "creating the source topic",
+    );
+    let kafka = ok(rt.block_on(source_client.kafka()), "source client");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let records: Vec<ProducerRecord> = (0..100)
+        .map(|i| ProducerRecord {
+            timestamp: now,
+            key: None,
+            value: Some(Bytes::from(format!("value-{i}"))),
+            headers: Vec::new(),
+        })
+        .collect();
+    ok(
+        rt.block_on(kafka.produce(&topic, 0, &records, &ProduceOptions::default())),
+        "producing to the source",
+    );
+    let config = Mm2Config::new(&topic, "none").without_checkpoints();
+    let _mm2 = ok(
+        Mm2Process::start_replicating(c, &config, STARTUP_BUDGET),
+        "starting MirrorMaker 2 and its replication task",
+    );
+    let dir = test_dir(&topic);
+    let props = our_config(&dir, &topic, ".*", "");
+    // The group failed over and read the whole remote topic on the target.
+    let offsets = BTreeMap::from([(
+        mm2_checkpoint::core::TopicPartition::new(remote.as_str(), 0),
+        mm2_checkpoint::core::CommittedOffset::new(100, ""),
+    )]);
+    ok(
+        rt.block_on(target_client.commit_group_offsets(&back, &offsets)),
+        "committing the group on the target",
+    );
+
+    let to_source = ["--to", SOURCE_ALIAS];
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let doc = loop {
+        let doc = status_json_with(&props, &to_source, &[&back]);
+        if group(&doc["flows"][0], &back)["ready"] == true {
+            break doc;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the group never became ready to fail back: {doc:#}"
+        );
+        std::thread::sleep(Duration::from_secs(1));
+    };
+    println!("{doc:#}");
+    let flow = &doc["flows"][0];
+    assert_eq!(flow["direction"], "back", "{doc}");
+    assert_eq!(flow["to"], SOURCE_ALIAS, "{doc}");
+    // The reverse checkpoints' topic on the source: none written.
+    assert_eq!(
+        flow["checkpoints"]["topic"],
+        format!("{TARGET_ALIAS}.checkpoints.internal"),
+        "{doc}"
+    );
+    let g = group(flow, &back);
+    // Nothing to read again: the group counts as exact.
+    assert_eq!(g["status"], "exact", "{doc}");
+    assert_eq!(g["worst_reread"], 0, "{doc}");
+    assert!(g["checkpoint_age_ms"].is_null(), "{doc}");
+    let p = &g["partitions"][0];
+    assert_eq!(p["topic"], remote.as_str(), "{doc}");
+    assert_eq!(p["committed"], 100, "{doc}");
+    assert_eq!(p["remote_topic"], topic.as_str(), "{doc}");
+    // A fresh remote topic: record 99's copy is at offset 99, with a sync;
+    // the group read it, and nothing follows on either side.
+    assert_eq!(p["position"], 100, "{doc}");
+    assert_eq!(p["status"], "bounded", "{doc}");
+    assert_eq!(p["reread"], 0, "{doc}");
+
+    // The table names the direction.
+    let out = mm2(
+        &[
+            "status",
+            "--config",
+            props.to_str().expect("utf-8"),
+            "--flow",
+            "source->target",
+            "--to",
+            SOURCE_ALIAS,
+            "--group",
+            &back,
+        ],
+        Duration::from_secs(60),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.starts_with(&format!(
+            "flow source->target (back: groups to {SOURCE_ALIAS})\n"
+        )),
+        "{stdout}"
+    );
+
+    // Read-only: nothing was committed on the source.
+    let committed = ok(
+        rt.block_on(source_client.fetch_group_offsets(std::slice::from_ref(&back))),
+        "listing the group on the source",
+    );
+    assert!(
+        committed
+            .get(&back)
+            .is_none_or(|o| o.as_ref().is_ok_and(|o| o.is_empty())),
+        "status committed {back} on the source: {committed:?}"
+    );
 }

@@ -30,8 +30,31 @@ use std::collections::BTreeMap;
 use crate::format::{Checkpoint, CheckpointKey};
 use crate::group_sync::TargetGroupState;
 use crate::reverse::ReverseTranslation;
-use crate::sync_store::OffsetSync;
+use crate::sync_store::{OffsetSync, Precision};
 use crate::types::{TopicPartition, Translation};
+
+/// How a cutover keeps the offset syncs it reads, whatever the flow's own
+/// translation: every sync of each partition's current generation, up to
+/// `max_syncs` per partition (the flow's precise budget), besides the 64
+/// slots (docs/translation.md, "Cutover decisions"). `status`, which asks
+/// the cutover's questions, reads the same way.
+///
+/// A cutover reads the offset-syncs topic once, when it runs, and that is
+/// usually long after the final commits it translates. MirrorMaker 2's slots
+/// alone keep only a few syncs far behind the newest one, so a commit made
+/// when its sync was the newest would be translated through a sync far
+/// below it (a commit at 2,150 on T back to 1 on S, through the first sync
+/// of the partition) while the daemon, which translated the commit when it
+/// was new, had found the sync just before it: the cutover was needlessly
+/// behind the daemon, and refused the group as ahead of its position where
+/// the daemon's group sync had raised it. Past the budget a partition's
+/// oldest syncs are dropped, and commits older than the oldest kept sync are
+/// answered from the slots again.
+pub fn reading_precision(max_syncs: usize) -> Precision {
+    Precision::Precise {
+        max_syncs: max_syncs.max(1),
+    }
+}
 
 /// Which way the groups move across the flow `S->T`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

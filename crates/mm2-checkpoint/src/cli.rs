@@ -418,18 +418,24 @@ pub struct StatusArgs {
     /// flow without it.
     #[arg(long, value_name = "SOURCE->TARGET")]
     pub flow: Option<String>,
-    /// A consumer group of the source cluster; repeat for more groups.
+    /// The cluster the groups would go to: the flow's TARGET (forward, the
+    /// default) or its SOURCE (back, failing back: the groups are read on
+    /// TARGET). Needs `--flow`.
+    #[arg(long, value_name = "CLUSTER", requires = "flow")]
+    pub to: Option<String>,
+    /// A consumer group of the cluster the groups leave (the source, or the
+    /// target with `--to SOURCE`); repeat for more groups.
     #[arg(long = "group", value_name = "GROUP")]
     pub groups: Vec<String>,
     /// Read group names from FILE, one per line (`-` for stdin); blank lines
     /// and lines starting with `#` are skipped.
     #[arg(long, value_name = "FILE")]
     pub groups_file: Option<PathBuf>,
-    /// Also every group on the source whose whole name matches REGEX (Java
-    /// syntax, a comma-separated list like MM2's `groups`).
+    /// Also every group on the cluster the groups leave whose whole name
+    /// matches REGEX (Java syntax, a comma-separated list like MM2's `groups`).
     #[arg(long, value_name = "REGEX", conflicts_with = "all_groups")]
     pub group_regex: Option<String>,
-    /// Every group on the source.
+    /// Every group on the cluster the groups leave.
     #[arg(long)]
     pub all_groups: bool,
     /// Output format on stdout.

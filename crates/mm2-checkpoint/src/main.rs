@@ -364,21 +364,7 @@ fn cutover(args: CutoverArgs) -> Result<(), u8> {
     let log_format = log_format(&args.log)?;
     let config = load_config(&args.config, &args.config_format, &[])?;
     let flow = enabled_flow(&config, &args.flow)?;
-    let direction = if args.to == flow.target.alias {
-        Direction::Forward
-    } else if args.to == flow.source.alias {
-        Direction::Back
-    } else {
-        return Err(usage(&format!(
-            "--to: `{}` is neither side of flow {}: use `{}` (forward, groups leave {}) or `{}` (back, groups leave {})",
-            args.to,
-            args.flow,
-            flow.target.alias,
-            flow.source.alias,
-            flow.source.alias,
-            flow.target.alias
-        )));
-    };
+    let direction = direction_to(flow, &args.flow, &args.to)?;
     let (groups, matching) = select_groups(
         &args.groups,
         args.groups_file.as_deref(),
@@ -426,12 +412,32 @@ fn cutover(args: CutoverArgs) -> Result<(), u8> {
     outcome
 }
 
+/// The direction of `--to CLUSTER` across flow `name` (`cutover`, `status`):
+/// forward to the flow's target, back to its source; anything else is a
+/// usage error naming both sides.
+fn direction_to(flow: &FlowConfig, name: &str, to: &str) -> Result<Direction, u8> {
+    if to == flow.target.alias {
+        Ok(Direction::Forward)
+    } else if to == flow.source.alias {
+        Ok(Direction::Back)
+    } else {
+        Err(usage(&format!(
+            "--to: `{to}` is neither side of flow {name}: use `{}` (forward, groups leave {}) or `{}` (back, groups leave {})",
+            flow.target.alias, flow.source.alias, flow.source.alias, flow.target.alias
+        )))
+    }
+}
+
 fn status(args: StatusArgs) -> Result<(), u8> {
     let filter = log_filter(&args.log)?;
     let log_format = log_format(&args.log)?;
     let config = load_config(&args.config, &args.config_format, &[])?;
-    if let Some(flow) = &args.flow {
-        enabled_flow(&config, flow)?;
+    let mut direction = Direction::Forward;
+    if let Some(name) = &args.flow {
+        let flow = enabled_flow(&config, name)?;
+        if let Some(to) = &args.to {
+            direction = direction_to(flow, name, to)?;
+        }
     }
     let (groups, matching) = select_groups(
         &args.groups,
@@ -450,6 +456,7 @@ fn status(args: StatusArgs) -> Result<(), u8> {
     let outcome = runtime.block_on(async move {
         let options = StatusOptions {
             flow: args.flow,
+            direction,
             groups,
             matching,
             format: args.format.into(),

@@ -234,6 +234,104 @@ fn back_a_position_past_the_end_on_s_is_refused() {
     assert_eq!(decided, PartitionDecision::Refused(Refusal::MissingThere));
 }
 
+/// Offset syncs as (upstream, downstream), in the order written.
+type Syncs = Vec<(i64, i64)>;
+
+/// The offset syncs MirrorMaker 2 4.1.1 wrote in the failback runbook's test
+/// (`tests/tests/runbooks.rs`, `offset.lag.max = 10`, an identity mirror of a
+/// fresh topic): one every 11 records while the producer writes, and the
+/// last record's when it stops at 2,150 (the source lost); then, S back,
+/// the producer writes again up to 5,050.
+fn runbook_syncs() -> (Syncs, Syncs) {
+    let before: Syncs = (0..=2145)
+        .step_by(11)
+        .chain([2149])
+        .map(|o| (o, o))
+        .collect();
+    let after: Syncs = (2156..=5049).step_by(11).map(|o| (o, o)).collect();
+    (before, after)
+}
+
+/// A reverse translation of `committed` by a store of `precision` that has
+/// read `syncs`, and the partition's syncs it holds.
+fn read_back(
+    syncs: &[(i64, i64)],
+    precision: Precision,
+    committed: i64,
+) -> (ReverseTranslation, Vec<OffsetSync>) {
+    let mut store = OffsetSyncStore::with_precision(InitMode::LoadAllHistory, precision);
+    for &(u, d) in syncs {
+        store.apply("t", 0, u, d);
+    }
+    store.finish_initial_read();
+    let known = store.known_syncs("t", 0).unwrap_or_default();
+    (translate_back(&store, "t", 0, committed), known)
+}
+
+fn translated(t: ReverseTranslation) -> ReversePosition {
+    match t {
+        ReverseTranslation::Translated(p) => p,
+        other => panic!("not translated: {other:?}"),
+    }
+}
+
+#[test]
+fn a_cutover_back_read_later_agrees_with_the_daemon_that_translated_the_commit_when_new() {
+    // The group stopped on T at 2,150 while the newest sync was (2149, 2149):
+    // the daemon's reverse round (MM2's slots) put it on S at 2,150, and its
+    // group sync raised the idle group on S there.
+    let (before, after) = runbook_syncs();
+    let daemon = translated(read_back(&before, Precision::Mm2, 2150).0);
+    assert_eq!((daemon.upstream, daemon.through), (2150, sync(2149, 2149)));
+    // `cutover --to S` runs after S is back and 2,900 more records are
+    // mirrored. Read as the cutover reads, the commit goes back through the
+    // same sync, and the group already there is ready (nothing to lower).
+    let all: Syncs = before.iter().chain(&after).copied().collect();
+    let (translation, known) = read_back(&all, reading_precision(1000), 2150);
+    let decided = decide_back(&BackFacts {
+        committed: 2150,
+        translation,
+        syncs: &known,
+        end_left: Some(5050),
+        end_there: Some(5050),
+    });
+    assert_eq!(
+        decided,
+        PartitionDecision::Bounded {
+            position: 2150,
+            through: sync(2149, 2149),
+            reread: 5050 - 2150
+        }
+    );
+    let plan = |decision| {
+        let there = Side::Idle(BTreeMap::from([(tp("orders"), 2150)]));
+        let part = PartitionPlan {
+            left: tp("S.orders"),
+            there: tp("orders"),
+            committed: 2150,
+            metadata: String::new(),
+            decision,
+        };
+        decide_group("g", &Side::Absent, &there, vec![part])
+    };
+    assert_eq!(plan(decided).decision, GroupDecision::Ready);
+    // MirrorMaker 2's 64 slots alone (how the cutover read before) keep no
+    // sync between 2,874 and the partition's first one by then: the commit
+    // went back to 1, and the group, raised to the true position, was
+    // refused as ahead of it.
+    let slots_only = translated(read_back(&all, Precision::Mm2, 2150).0);
+    assert_eq!((slots_only.upstream, slots_only.through), (1, sync(0, 0)));
+}
+
+#[test]
+fn a_cutover_reads_with_precise_translation_whatever_the_flow_translates_with() {
+    assert_eq!(
+        reading_precision(1000),
+        Precision::Precise { max_syncs: 1000 }
+    );
+    assert_eq!(reading_precision(0), Precision::Precise { max_syncs: 1 });
+}
+
 fn tp(topic: &str) -> TopicPartition {
     TopicPartition::new(topic, 0)
 }

@@ -444,7 +444,10 @@ keys! {
         shown: Shown::Flow(|f| match f.offset_translation {
             OffsetTranslation::Precise => f.translation_max_syncs.to_string(),
             OffsetTranslation::Mm2 => {
-                format!("{} (unused: translation is mm2)", f.translation_max_syncs)
+                format!(
+                    "{} (cutover and status only: translation is mm2)",
+                    f.translation_max_syncs
+                )
             }
         }),
     };

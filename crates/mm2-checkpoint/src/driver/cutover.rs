@@ -21,8 +21,8 @@ use crate::config::MirrorConfig;
 use crate::core::content_search::{Bracket, bracket};
 use crate::core::cutover::{
     BackFacts, Direction, ForwardFacts, GroupDecision, GroupPlan, Outcome, PartitionDecision,
-    PartitionPlan, Side, WaitReason, decide_back, decide_forward, decide_group, outcome, time_out,
-    wait_over,
+    PartitionPlan, Side, WaitReason, decide_back, decide_forward, decide_group, outcome,
+    reading_precision, time_out, wait_over,
 };
 use crate::core::reverse::translate_back;
 use crate::core::{
@@ -59,7 +59,9 @@ pub(super) async fn cutover(
     let metrics = Metrics::new(env!("CARGO_PKG_VERSION"), "n/a");
     let mut ctx = FlowContext::new(flow, metrics).map_err(|e| DriverError::Setup(e.to_string()))?;
     // Reading only: precise translation's history topic is neither created
-    // nor restored; the store keeps what the offset-syncs topic holds.
+    // nor restored; the store keeps what the offset-syncs topic holds, every
+    // sync of it within the budget, whatever the flow translates with
+    // (`core::cutover::reading_precision`).
     ctx.sync_history_topic = None;
     let direction = options.direction;
     let (left, there) = sides(&ctx, direction);
@@ -80,9 +82,10 @@ pub(super) async fn cutover(
     }
     let mode = InitMode::LoadAllHistory;
     let mut syncs = OffsetSyncs::new(
-        OffsetSyncStore::with_precision(mode, ctx.cfg.sync_precision()),
+        OffsetSyncStore::with_precision(mode, reading_precision(ctx.cfg.translation_max_syncs)),
         false,
-    );
+    )
+    .quiet_fallbacks();
     let mut history = SyncHistory::default();
     syncs
         .load(&ctx, &mut history, mode)

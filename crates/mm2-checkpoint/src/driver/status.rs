@@ -18,7 +18,7 @@ use std::time::Duration;
 use kafka_lite::PartitionReader;
 
 use crate::config::{FlowConfig, MirrorConfig};
-use crate::core::cutover::Direction;
+use crate::core::cutover::{Direction, reading_precision};
 use crate::core::format::CheckpointKey;
 use crate::core::ownership::owns_by_assignment;
 use crate::core::status::{group_status, summarize};
@@ -41,10 +41,13 @@ pub use report::{
 };
 
 /// What `mm2-checkpoint status` asks for.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct StatusOptions {
     /// One flow, `S->T`; every enabled flow when `None`.
     pub flow: Option<String>,
+    /// Which way the groups would move: forward (from S to T, the default)
+    /// or back (from T to S, failing back: `status --to S`).
+    pub direction: Direction,
     /// Groups by name.
     pub groups: Vec<String>,
     /// Also every group on the source that this filter accepts. With no
@@ -52,6 +55,20 @@ pub struct StatusOptions {
     pub matching: Option<GroupFilter>,
     /// How to print the document on stdout.
     pub format: TranslateFormat,
+}
+
+impl Default for StatusOptions {
+    /// Every enabled flow, forward, the groups of each flow's filter, as a
+    /// table (the daemon's status pass).
+    fn default() -> Self {
+        StatusOptions {
+            flow: None,
+            direction: Direction::Forward,
+            groups: Vec::new(),
+            matching: None,
+            format: TranslateFormat::default(),
+        }
+    }
 }
 
 pub(super) async fn status(
@@ -166,10 +183,16 @@ async fn flow_status(
         Some(m) => Some(describe_membership(&ctx.target, &m.group).await),
         None => None,
     };
-    let (checkpoints, newest_per_group) = read_checkpoints(&ctx, now).await?;
+    let direction = options.direction;
+    // The checkpoints a move would follow: forward the flow's on T; back the
+    // reverse checkpoints on S, in the checkpoints topic of the flow T->S
+    // (docs/translation.md, "Reverse checkpoints").
+    let (checkpoints, newest_per_group) = match direction {
+        Direction::Forward => read_checkpoints(&ctx, now).await?,
+        Direction::Back => read_checkpoints(&ctx.reversed(), now).await?,
+    };
     let (offset_syncs, syncs) = read_syncs(&ctx, now).await?;
 
-    let direction = Direction::Forward;
     let (left, there) = sides(&ctx, direction);
     let matching = match (&options.matching, options.groups.is_empty()) {
         (Some(filter), _) => Some(filter.clone()),
@@ -199,6 +222,11 @@ async fn flow_status(
         flow: ctx.name.clone(),
         source: ctx.flow.source.clone(),
         target: ctx.flow.target.clone(),
+        direction: match direction {
+            Direction::Forward => "forward",
+            Direction::Back => "back",
+        },
+        to: there.alias().to_owned(),
         membership,
         daemon: None,
         checkpoints,
@@ -256,7 +284,8 @@ fn age(at: Option<i64>, now: i64) -> Option<i64> {
     at.map(|t| now.saturating_sub(t).max(0))
 }
 
-/// Reads the checkpoints topic on the target: its end, its newest record's
+/// Reads the checkpoints topic on `ctx`'s target (for the reversed context,
+/// the reverse checkpoints on the source): its end, its newest record's
 /// time and, per group, the time of the group's newest checkpoint (a
 /// tombstone forgets the group's partition's record). A topic that does not
 /// exist yet has no checkpoint.
@@ -320,7 +349,8 @@ async fn read_syncs(
         DriverError::Translate(format!("cluster {}: reading {topic}: {e}", cluster.alias()))
     };
     let mode = InitMode::LoadAllHistory;
-    let mut store = OffsetSyncStore::with_precision(mode, ctx.cfg.sync_precision());
+    let precision = reading_precision(ctx.cfg.translation_max_syncs);
+    let mut store = OffsetSyncStore::with_precision(mode, precision);
     let exists = cluster
         .topic_exists(topic)
         .await
@@ -334,10 +364,10 @@ async fn read_syncs(
                 newest_ms: None,
                 newest_age_ms: None,
             },
-            OffsetSyncs::new(store, false),
+            OffsetSyncs::new(store, false).quiet_fallbacks(),
         ));
     }
-    let mut syncs = OffsetSyncs::new(store, false);
+    let mut syncs = OffsetSyncs::new(store, false).quiet_fallbacks();
     syncs
         .load(ctx, &mut SyncHistory::default(), mode)
         .await

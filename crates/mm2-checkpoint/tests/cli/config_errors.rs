@@ -579,6 +579,11 @@ fn status_argument_errors_exit_2_before_any_network_io() {
         ),
         (vec!["--group-regex", "(?<=a)b"], "--group-regex"),
         (
+            vec!["--flow", "A->B", "--to", "C"],
+            "--to: `C` is neither side of flow A->B",
+        ),
+        (vec!["--to", "A"], "--flow"),
+        (
             vec!["--group-regex", "a.*", "--all-groups"],
             "cannot be used with",
         ),

@@ -138,7 +138,7 @@ fn validate_shows_every_default_as_the_table_states_it() {
                 assert!(
                     value == default
                         || value == format!("{default:?}")
-                        || value.starts_with(&format!("{default} (unused")),
+                        || value.starts_with(&format!("{default} (")),
                     "{}: shows {value}, the table says {default}",
                     key.name
                 );

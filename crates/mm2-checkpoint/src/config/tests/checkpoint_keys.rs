@@ -172,7 +172,7 @@ fn offset_translation_precise_is_read_per_flow_with_its_budget() {
     );
     assert!(
         text.contains(
-            "  mm2-checkpoint.offset.translation.max.syncs.per.partition = 500 (unused: translation is mm2)"
+            "  mm2-checkpoint.offset.translation.max.syncs.per.partition = 500 (cutover and status only: translation is mm2)"
         ),
         "{text}"
     );

@@ -32,7 +32,16 @@ pub struct OffsetSyncs {
     /// The kinds of undecodable records already warned about.
     logged: BTreeSet<&'static str>,
     /// Partitions already warned about as past their precise-translation budget.
-    fallback_warned: BTreeSet<TopicPartition>,
+    fallback_warned: Fallbacks,
+}
+
+/// The partitions already logged as past their precise-translation budget,
+/// and at which level.
+#[derive(Default)]
+struct Fallbacks {
+    warned: BTreeSet<TopicPartition>,
+    /// A one-off read: at DEBUG, not WARN.
+    quiet: bool,
 }
 
 impl OffsetSyncs {
@@ -45,8 +54,18 @@ impl OffsetSyncs {
             position: 0,
             synced: following.then(BTreeSet::new),
             logged: BTreeSet::new(),
-            fallback_warned: BTreeSet::new(),
+            fallback_warned: Fallbacks::default(),
         }
+    }
+
+    /// For a one-off read (`cutover`, `status`): a partition past the precise
+    /// budget is logged at DEBUG instead of WARN. Such a read keeps every
+    /// sync of every partition of the topic (`core::cutover::reading_precision`),
+    /// not only of those it translates, and the daemon's status pass reads
+    /// the topic again every interval.
+    pub fn quiet_fallbacks(mut self) -> Self {
+        self.fallback_warned.quiet = true;
+        self
     }
 
     /// The offset-sync store.
@@ -68,7 +87,7 @@ impl OffsetSyncs {
     /// Whether `tp` was warned about as past its precise-translation budget.
     #[cfg(test)]
     pub(super) fn fallback_warned(&self, tp: &TopicPartition) -> bool {
-        self.fallback_warned.contains(tp)
+        self.fallback_warned.warned.contains(tp)
     }
 
     /// Whether partitions got new offset syncs since the follower last took
@@ -103,7 +122,7 @@ impl OffsetSyncs {
         let applied = self.read_all(ctx, history, restore.as_mut()).await?;
         if let Some(restore) = restore {
             let fell_back = history.finish(ctx, restore, self.position, mode, &mut self.store);
-            self.fallback_warned.extend(fell_back);
+            self.fallback_warned.warned.extend(fell_back);
         }
         Ok(applied)
     }
@@ -273,7 +292,7 @@ fn apply_sync_record<'r, C: FlowCluster>(
     ctx: &FlowContext<C>,
     syncs: &mut OffsetSyncStore,
     logged: &mut BTreeSet<&'static str>,
-    warned: &mut BTreeSet<TopicPartition>,
+    warned: &mut Fallbacks,
     history: &mut SyncHistory,
     rec: &'r ConsumerRecord,
     following: bool,
@@ -301,7 +320,7 @@ fn apply_sync_record<'r, C: FlowCluster>(
 fn apply_sync<'r>(
     flow: &str,
     syncs: &mut OffsetSyncStore,
-    warned: &mut BTreeSet<TopicPartition>,
+    warned: &mut Fallbacks,
     history: &mut SyncHistory,
     offset: i64,
     s: OffsetSyncRef<'r>,
@@ -326,7 +345,11 @@ fn apply_sync<'r>(
     let applied = syncs.apply(topic, partition, s.upstream_offset, s.downstream_offset);
     let sync = OffsetSync::new(s.upstream_offset, s.downstream_offset);
     history.on_sync(topic, partition, offset, sync, applied.restarted);
-    if applied.fell_back && !warned.contains(&TopicPartition::new(topic, partition)) {
+    if applied.fell_back
+        && !warned
+            .warned
+            .contains(&TopicPartition::new(topic, partition))
+    {
         let tp = TopicPartition::new(topic, partition);
         let oldest = syncs
             .precise_history(topic, partition)
@@ -336,18 +359,18 @@ fn apply_sync<'r>(
             Precision::Precise { max_syncs } => max_syncs,
             Precision::Mm2 => 0,
         };
-        tracing::warn!(
-            flow = %flow,
-            topic,
-            partition,
-            budget,
-            oldest_kept = oldest,
+        let text = format!(
             "source partition {tp} has more offset syncs than {} = {budget}: offsets below {oldest} \
              are now translated with MirrorMaker 2's precision (logged once per partition; see \
              precise_fallback_partitions)",
             crate::config::TRANSLATION_MAX_SYNCS_KEY
         );
-        warned.insert(tp);
+        if warned.quiet {
+            tracing::debug!(flow = %flow, topic, partition, budget, oldest_kept = oldest, "{text}");
+        } else {
+            tracing::warn!(flow = %flow, topic, partition, budget, oldest_kept = oldest, "{text}");
+        }
+        warned.warned.insert(tp);
     }
     (topic, partition, sync)
 }

@@ -29,13 +29,19 @@ pub struct FlowReport {
     pub source: String,
     /// The flow's target cluster alias.
     pub target: String,
+    /// Which way the groups would move: `forward` (from the source to the
+    /// target) or `back` (from the target to the source, `status --to S`).
+    pub direction: &'static str,
+    /// The cluster the groups would go to.
+    pub to: String,
     /// The membership group and its members; `None` (JSON `null`) when the
     /// flow runs without membership.
     pub membership: Option<MembershipReport>,
     /// What the daemon serving `/status` knows of the flow from running it;
     /// `None` (JSON `null`) from the `status` command.
     pub daemon: Option<DaemonReport>,
-    /// The checkpoints topic on the target.
+    /// The checkpoints topic a move follows: forward the flow's on the
+    /// target, back the reverse checkpoints on the source.
     pub checkpoints: TopicReport,
     /// The offset-syncs topic.
     pub offset_syncs: TopicReport,
@@ -225,7 +231,11 @@ impl StatusDoc {
         let age =
             |ms: Option<i64>| ms.map_or_else(|| "-".to_owned(), |ms| format!("{}s", ms / 1000));
         for f in &self.flows {
-            let _ = writeln!(out, "flow {}", f.flow);
+            if f.direction == "forward" {
+                let _ = writeln!(out, "flow {}", f.flow);
+            } else {
+                let _ = writeln!(out, "flow {} ({}: groups to {})", f.flow, f.direction, f.to);
+            }
             match &f.membership {
                 None => {
                     let _ = writeln!(out, "  owner: no membership");
@@ -346,6 +356,8 @@ mod tests {
                 flow: "S->T".into(),
                 source: "S".into(),
                 target: "T".into(),
+                direction: "forward",
+                to: "T".into(),
                 membership: None,
                 daemon: None,
                 checkpoints: topic("S.checkpoints.internal"),
@@ -385,6 +397,21 @@ mod tests {
         );
         assert!(v["flows"][0]["membership"].is_null());
         assert!(v["flows"][0]["daemon"].is_null());
+    }
+
+    #[test]
+    fn a_status_back_names_its_direction_in_the_json_and_the_table() {
+        let mut back = doc();
+        back.flows[0].direction = "back";
+        back.flows[0].to = "S".into();
+        let v: serde_json::Value = serde_json::from_str(&back.json()).expect("JSON");
+        assert_eq!(v["flows"][0]["direction"], "back");
+        assert_eq!(v["flows"][0]["to"], "S");
+        let t = back.table();
+        assert!(t.starts_with("flow S->T (back: groups to S)\n"), "{t}");
+        let v: serde_json::Value = serde_json::from_str(&doc().json()).expect("JSON");
+        assert_eq!(v["flows"][0]["direction"], "forward");
+        assert!(doc().table().starts_with("flow S->T\n"));
     }
 
     #[test]
