@@ -818,16 +818,20 @@ impl LatencyMetrics {
     ) {
         let lat = self;
         let flow_name = index.intern(flow);
-        let group_name = index.intern(group);
         let (series_topic, series_partition) = match lat.granularity {
             LatencyGranularity::Partition => (Some(topic), Some(partition)),
             LatencyGranularity::Group | LatencyGranularity::Flow => (None, None),
         };
-        let per_flow = matches!(lat.granularity, LatencyGranularity::Flow);
+        // At flow granularity no series names the group, so its name is not
+        // kept (100,000 names would be ~6 MB held for nothing).
+        let group_name = match lat.granularity {
+            LatencyGranularity::Flow => None,
+            LatencyGranularity::Group | LatencyGranularity::Partition => Some(index.intern(group)),
+        };
         if let Some(mm2) = &lat.mm2 {
             let key = LatencyKey {
                 flow: Arc::clone(&flow_name),
-                group: (!per_flow).then(|| Arc::clone(&group_name)),
+                group: group_name.clone(),
                 topic: series_topic.map(|t| index.intern(t)),
                 partition: series_partition,
             };
@@ -844,10 +848,10 @@ impl LatencyMetrics {
             };
             mm2.set(labels, ms as f64, stats);
         }
-        if per_flow {
+        let Some(group_name) = group_name else {
             index.flow_series.insert(flow_name, ms);
             return;
-        }
+        };
         // Looked up before inserting, so updating an existing series
         // allocates nothing.
         let LatencyIndex { series, topics, .. } = index;

@@ -586,6 +586,20 @@ fn flow_granularity_has_one_series_per_flow_that_outlives_its_groups() {
 }
 
 #[test]
+fn flow_granularity_keeps_no_group_name() {
+    let m = with(LatencyGranularity::Flow, false);
+    for group in ["g1", "g2", "g3"] {
+        m.set_checkpoint_latency("A->B", group, "t", 0, Duration::from_millis(2));
+    }
+    m.set_checkpoint_latencies(
+        "A->B",
+        [("g4", "t", 0), ("g5", "t", 1)],
+        Duration::from_millis(3),
+    );
+    assert_eq!(interned_names(&m), ["A->B"]);
+}
+
+#[test]
 fn a_registered_flow_has_a_zero_series_in_every_family_but_latency() {
     let m = metrics();
     m.register_flow(&FlowIdentity {
