@@ -28,6 +28,7 @@
 //! written); nothing is committed on the source.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -70,26 +71,23 @@ fn status_json_with(props: &std::path::Path, extra: &[&str], groups: &[&str]) ->
         .unwrap_or_else(|e| panic!("status printed no JSON ({e}):\n{stdout}\n{stderr}"))
 }
 
-/// The group named `name` in the flow's report.
-fn group<'a>(flow: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    flow["groups"]
-        .as_array()
-        .expect("groups")
-        .iter()
-        .find(|g| g["group"] == name)
-        .unwrap_or_else(|| panic!("no group {name} in {flow}"))
+/// A fresh one-partition topic named after `prefix` with 100 records on the
+/// source, mirrored to the target by the real MM2 (its checkpoint connector
+/// refused), and our properties for it in the test's directory.
+struct Mirrored {
+    topic: String,
+    remote: String,
+    dir: PathBuf,
+    props: PathBuf,
+    _mm2: Mm2Process,
 }
 
-#[test]
-fn status_says_an_idle_group_at_a_sync_is_ready_and_exact_and_a_group_with_members_is_not() {
+fn mirrored(prefix: &str) -> Mirrored {
     let c = clusters();
     let rt = e2e::world::rt();
-    let topic = unique_name("status");
+    let topic = unique_name(prefix);
     let remote = remote_topic(&topic);
-    let idle = format!("{topic}-idle");
-    let busy = format!("{topic}-busy");
     let source_client = e2e::world::client(c.source());
-    let target_client = e2e::world::client(c.target());
     ok(
         rt.block_on(source_client.create_topic(&topic, 1, 1, &[])),
         "creating the source topic",
@@ -112,12 +110,46 @@ fn status_says_an_idle_group_at_a_sync_is_ready_and_exact_and_a_group_with_membe
         "producing to the source",
     );
     let config = Mm2Config::new(&topic, "none").without_checkpoints();
-    let _mm2 = ok(
+    let mm2 = ok(
         Mm2Process::start_replicating(c, &config, STARTUP_BUDGET),
         "starting MirrorMaker 2 and its replication task",
     );
     let dir = test_dir(&topic);
     let props = our_config(&dir, &topic, ".*", "");
+    Mirrored {
+        topic,
+        remote,
+        dir,
+        props,
+        _mm2: mm2,
+    }
+}
+
+/// The group named `name` in the flow's report.
+fn group<'a>(flow: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    flow["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .find(|g| g["group"] == name)
+        .unwrap_or_else(|| panic!("no group {name} in {flow}"))
+}
+
+#[test]
+fn status_says_an_idle_group_at_a_sync_is_ready_and_exact_and_a_group_with_members_is_not() {
+    let c = clusters();
+    let rt = e2e::world::rt();
+    let Mirrored {
+        topic,
+        remote,
+        dir,
+        props,
+        _mm2,
+    } = mirrored("status");
+    let idle = format!("{topic}-idle");
+    let busy = format!("{topic}-busy");
+    let source_client = e2e::world::client(c.source());
+    let target_client = e2e::world::client(c.target());
 
     let offsets = BTreeMap::from([(
         mm2_checkpoint::core::TopicPartition::new(topic.as_str(), 0),
@@ -328,38 +360,16 @@ fn status_says_an_idle_group_at_a_sync_is_ready_and_exact_and_a_group_with_membe
 fn status_to_the_source_says_a_group_idle_on_the_target_is_ready_to_fail_back() {
     let c = clusters();
     let rt = e2e::world::rt();
-    let topic = unique_name("status-back");
-    let remote = remote_topic(&topic);
+    let Mirrored {
+        topic,
+        remote,
+        props,
+        _mm2,
+        ..
+    } = mirrored("status-back");
     let back = format!("{topic}-back");
     let source_client = e2e::world::client(c.source());
     let target_client = e2e::world::client(c.target());
-    ok(
-        rt.block_on(source_client.create_topic(&topic, 1, 1, &[])),
-        "creating the source topic",
-    );
-    let kafka = ok(rt.block_on(source_client.kafka()), "source client");
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-    let records: Vec<ProducerRecord> = (0..100)
-        .map(|i| ProducerRecord {
-            timestamp: now,
-            key: None,
-            value: Some(Bytes::from(format!("value-{i}"))),
-            headers: Vec::new(),
-        })
-        .collect();
-    ok(
-        rt.block_on(kafka.produce(&topic, 0, &records, &ProduceOptions::default())),
-        "producing to the source",
-    );
-    let config = Mm2Config::new(&topic, "none").without_checkpoints();
-    let _mm2 = ok(
-        Mm2Process::start_replicating(c, &config, STARTUP_BUDGET),
-        "starting MirrorMaker 2 and its replication task",
-    );
-    let dir = test_dir(&topic);
-    let props = our_config(&dir, &topic, ".*", "");
     // The group failed over and read the whole remote topic on the target.
     let offsets = BTreeMap::from([(
         mm2_checkpoint::core::TopicPartition::new(remote.as_str(), 0),

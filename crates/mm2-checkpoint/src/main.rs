@@ -322,41 +322,28 @@ fn translate(args: TranslateArgs) -> Result<(), u8> {
         args.group_regex.as_deref(),
         args.all_groups,
     )?;
-    let provider = tls_provider(&config)?;
-    start_logging(log_format, filter)?;
-    let runtime = build_runtime()?;
-    let shutdown = install_signals(&runtime)?;
-    log_tls_provider(&provider);
-    let outcome = runtime.block_on(async move {
-        let options = TranslateOptions {
-            flow: args.flow,
-            groups,
-            matching,
-            format: args.format.into(),
-            apply: args.apply,
-        };
-        let report = until_shutdown(
-            driver::translate(config, options, shutdown.clone()),
-            &shutdown,
-        )
-        .await
-        .unwrap_or_else(|reason| Err(driver::DriverError::Interrupted(reason.to_string())))
-        .map_err(|e| {
-            tracing::error!(error = %e, "translate failed");
-            EXIT_FAILURE
-        })?;
-        if report.not_applied.is_empty() {
-            return Ok(());
-        }
-        for (group, why) in &report.not_applied {
-            console::err_line(&format!(
-                "error: --apply: group {group} was not committed: {why}"
-            ));
-        }
-        Err(EXIT_NOT_APPLIED)
-    });
-    stop_runtime(runtime);
-    outcome
+    let options = TranslateOptions {
+        flow: args.flow,
+        groups,
+        matching,
+        format: args.format.into(),
+        apply: args.apply,
+    };
+    let report = run_one_off(
+        "translate",
+        config,
+        (log_format, filter),
+        |config, shutdown| driver::translate(config, options, shutdown),
+    )?;
+    if report.not_applied.is_empty() {
+        return Ok(());
+    }
+    for (group, why) in &report.not_applied {
+        console::err_line(&format!(
+            "error: --apply: group {group} was not committed: {why}"
+        ));
+    }
+    Err(EXIT_NOT_APPLIED)
 }
 
 fn cutover(args: CutoverArgs) -> Result<(), u8> {
@@ -374,42 +361,29 @@ fn cutover(args: CutoverArgs) -> Result<(), u8> {
     if groups.is_empty() && matching.is_none() {
         return Err(usage("--groups-file: the file names no group"));
     }
-    let provider = tls_provider(&config)?;
-    start_logging(log_format, filter)?;
-    let runtime = build_runtime()?;
-    let shutdown = install_signals(&runtime)?;
-    log_tls_provider(&provider);
-    let outcome = runtime.block_on(async move {
-        let options = CutoverOptions {
-            flow: args.flow,
-            direction,
-            groups,
-            matching,
-            format: args.format.into(),
-            timeout: args.timeout,
-            execute: args.execute,
-        };
-        let report = until_shutdown(
-            driver::cutover(config, options, shutdown.clone()),
-            &shutdown,
-        )
-        .await
-        .unwrap_or_else(|reason| Err(driver::DriverError::Interrupted(reason.to_string())))
-        .map_err(|e| {
-            tracing::error!(error = %e, "cutover failed");
-            EXIT_FAILURE
-        })?;
-        for (group, why) in &report.not_committed {
-            console::err_line(&format!("cutover: group {group}: {why}"));
-        }
-        match report.outcome {
-            Outcome::AllExact => Ok(()),
-            Outcome::Bounded => Err(EXIT_CUTOVER_BOUNDED),
-            Outcome::Refused => Err(EXIT_CUTOVER_REFUSED),
-        }
-    });
-    stop_runtime(runtime);
-    outcome
+    let options = CutoverOptions {
+        flow: args.flow,
+        direction,
+        groups,
+        matching,
+        format: args.format.into(),
+        timeout: args.timeout,
+        execute: args.execute,
+    };
+    let report = run_one_off(
+        "cutover",
+        config,
+        (log_format, filter),
+        |config, shutdown| driver::cutover(config, options, shutdown),
+    )?;
+    for (group, why) in &report.not_committed {
+        console::err_line(&format!("cutover: group {group}: {why}"));
+    }
+    match report.outcome {
+        Outcome::AllExact => Ok(()),
+        Outcome::Bounded => Err(EXIT_CUTOVER_BOUNDED),
+        Outcome::Refused => Err(EXIT_CUTOVER_REFUSED),
+    }
 }
 
 /// The direction of `--to CLUSTER` across flow `name` (`cutover`, `status`):
@@ -448,25 +422,47 @@ fn status(args: StatusArgs) -> Result<(), u8> {
     if args.groups_file.is_some() && groups.is_empty() && matching.is_none() {
         return Err(usage("--groups-file: the file names no group"));
     }
+    let options = StatusOptions {
+        flow: args.flow,
+        direction,
+        groups,
+        matching,
+        format: args.format.into(),
+    };
+    run_one_off(
+        "status",
+        config,
+        (log_format, filter),
+        |config, shutdown| driver::status(config, options, shutdown),
+    )
+    .map(|_| ())
+}
+
+/// Runs the one-off command `name` (translate, cutover, status) after its
+/// arguments and configuration were checked: picks the TLS provider, starts
+/// logging, builds the runtime with the signal handlers and runs `command`
+/// until it ends or a signal stops it ([`until_shutdown`]). Its error is
+/// logged and is [`EXIT_FAILURE`].
+fn run_one_off<T, F>(
+    name: &str,
+    config: MirrorConfig,
+    (log_format, filter): (logging::LogFormat, tracing_subscriber::EnvFilter),
+    command: impl FnOnce(MirrorConfig, ShutdownSignal) -> F,
+) -> Result<T, u8>
+where
+    F: std::future::Future<Output = Result<T, driver::DriverError>>,
+{
     let provider = tls_provider(&config)?;
     start_logging(log_format, filter)?;
     let runtime = build_runtime()?;
     let shutdown = install_signals(&runtime)?;
     log_tls_provider(&provider);
-    let outcome = runtime.block_on(async move {
-        let options = StatusOptions {
-            flow: args.flow,
-            direction,
-            groups,
-            matching,
-            format: args.format.into(),
-        };
-        until_shutdown(driver::status(config, options, shutdown.clone()), &shutdown)
+    let outcome = runtime.block_on(async {
+        until_shutdown(command(config, shutdown.clone()), &shutdown)
             .await
             .unwrap_or_else(|reason| Err(driver::DriverError::Interrupted(reason.to_string())))
-            .map(|_| ())
             .map_err(|e| {
-                tracing::error!(error = %e, "status failed");
+                tracing::error!(error = %e, "{name} failed");
                 EXIT_FAILURE
             })
     });

@@ -420,17 +420,21 @@ fn sorted_samples(m: &Metrics, name: &str) -> Vec<String> {
     lines
 }
 
+/// Flow `A->B` whose connector names its clusters `us` and `eu`, as MM2's
+/// `source` and `target` tags show them.
+const US_TO_EU: FlowIdentity<'static> = FlowIdentity {
+    name: "A->B",
+    source: "A",
+    target: "B",
+    connector_source: "us",
+    connector_target: "eu",
+    offset_syncs_topic: "mm2-offset-syncs.eu.internal",
+};
+
 #[test]
 fn mm2_names_carry_source_target_group_topic_partition_with_max_min_avg() {
     let m = with(LatencyGranularity::Partition, true);
-    m.register_flow(&FlowIdentity {
-        name: "A->B",
-        source: "A",
-        target: "B",
-        connector_source: "us",
-        connector_target: "eu",
-        offset_syncs_topic: "mm2-offset-syncs.eu.internal",
-    });
+    m.register_flow(&US_TO_EU);
     let t0 = std::time::Instant::now();
     for (after, ms) in [(0, 40), (10, 10), (20, 25)] {
         let at = t0 + Duration::from_secs(after);
@@ -474,14 +478,7 @@ fn mm2_names_carry_source_target_group_topic_partition_with_max_min_avg() {
 /// keys as labels in order).
 #[test]
 fn new_names_carry_connector_and_task_before_mm2_tags_beside_or_instead_of_legacy() {
-    let identity = FlowIdentity {
-        name: "A->B",
-        source: "A",
-        target: "B",
-        connector_source: "us",
-        connector_target: "eu",
-        offset_syncs_topic: "mm2-offset-syncs.eu.internal",
-    };
+    let identity = US_TO_EU;
     let legacy = "kafka_connect_mirror_mirrorcheckpointconnector_checkpoint_latency_ms";
     let new = "kafka_connect_plugins_checkpoint_latency_ms";
     let labels = "{connector=\"MirrorCheckpointConnector\",task=\"0\",\
