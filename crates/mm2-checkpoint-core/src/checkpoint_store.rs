@@ -464,6 +464,16 @@ impl CheckpointStore {
         }
     }
 
+    /// This store, its versions counted on from `earlier` (the
+    /// [`version`](Self::version) of a store it replaces): every group it
+    /// records gets a version above the replaced store's, so a group sync
+    /// that remembers versions of the replaced store reads each group of this
+    /// one again once, and misses none of its changes.
+    pub fn with_versions_after(mut self, earlier: u64) -> Self {
+        self.version = self.version.max(earlier);
+        self
+    }
+
     /// How many recordings changed a group so far: each such recording
     /// gives its group this number as its
     /// [`GroupCheckpoints::version`], so the group sync can tell which

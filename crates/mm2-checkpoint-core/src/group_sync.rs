@@ -836,6 +836,23 @@ mod tests {
     }
 
     #[test]
+    fn a_store_rebuilt_in_place_of_another_is_read_again_and_its_changes_seen() {
+        let old = store(&[("g", "S.t", 0, 10), ("h", "S.t", 0, 20)]);
+        let mut synced = SyncedGroups::default();
+        let absent = [("g", TargetGroup::Absent), ("h", TargetGroup::Absent)];
+        sync_unsynced(&mut synced, &old, &absent, &[]);
+        // The groups changed: the store is rebuilt from the checkpoints.
+        let mut s = CheckpointStore::new(["g", "h"]).with_versions_after(old.version());
+        for cp in old.checkpoints() {
+            s.on_produced(&[cp]);
+        }
+        let (read, _) = sync_unsynced(&mut synced, &s, &absent, &[]);
+        assert_eq!(read, ["g", "h"]);
+        produce(&mut s, "g", 0, 11);
+        assert_eq!(synced.unsynced(&s, None), ["g"]);
+    }
+
+    #[test]
     fn a_failed_commit_is_decided_again() {
         let s = store(&[("g", "S.t", 0, 10)]);
         let mut decided = DecidedCheckpoints::default();
