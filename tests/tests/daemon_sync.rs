@@ -1,5 +1,7 @@
 //! Group offset sync end to end: dead and empty target groups get the
-//! translated offsets, an active group is refused, nothing is ever rewound.
+//! translated offsets, an active group is refused, nothing is ever rewound,
+//! and the daemon leaves a rewound idle group until its source group
+//! commits again.
 
 use std::time::{Duration, Instant};
 
@@ -80,4 +82,38 @@ fn a_target_group_with_active_members_is_refused() {
     assert_ne!(offsets.get(&0), Some(&13), "an active group was synced");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("skipped_active=1"), "{stderr}");
+}
+
+/// The daemon syncs a group only when it has a new checkpoint
+/// (docs/translation.md, "Only new checkpoints"): an idle target group an
+/// operator rewound stays where it was put, over later syncs, until the
+/// source group commits again. MirrorMaker 2 raises it at its next sync.
+#[test]
+fn the_daemon_leaves_a_rewound_idle_target_group_until_the_source_commits_again() {
+    use e2e::faults::{Daemon, wait_for};
+    let rt = rt();
+    let w = World::new(&rt, "syncrewind", 1);
+    let group = w.seed(&rt, &[(0, 0, 3), (0, 10, 13)], &[(0, 10)]);
+    let daemon = Daemon::start(&sync_config(&w, &group), &w.dir.join("daemon.log"));
+    wait_for("the first sync", Duration::from_secs(60), || {
+        w.target_offsets(&rt, &group) == [(0, 13)].into()
+    });
+    // An operator rewinds the idle group on the target to process again.
+    w.commit_target(&rt, &group, &[(0, 5)]);
+    let syncs_done = || daemon.log_text().matches("group sync done").count();
+    let before = syncs_done();
+    wait_for("three more group syncs", Duration::from_secs(60), || {
+        syncs_done() >= before + 3
+    });
+    assert_eq!(
+        w.target_offsets(&rt, &group),
+        [(0, 5)].into(),
+        "a group sync undid the rewind"
+    );
+    // The source group commits again: its new checkpoint is synced.
+    w.commit_source(&rt, &group, &[(0, 12)]);
+    wait_for("the new checkpoint's sync", Duration::from_secs(60), || {
+        w.target_offsets(&rt, &group) == [(0, 14)].into()
+    });
+    assert_eq!(daemon.sigterm().code(), Some(0));
 }

@@ -156,6 +156,9 @@ struct Entry {
 #[derive(Clone, Debug, Default)]
 struct Group {
     entries: Vec<Entry>,
+    /// The store's [`CheckpointStore::version`] when a checkpoint of this
+    /// group last changed (0: never).
+    version: u64,
 }
 
 impl Group {
@@ -167,15 +170,20 @@ impl Group {
     /// Stores `checkpoint` for `tp`, holding a new entry's topic name in
     /// `topics`. `held` is the id of the topic the previous call held, if
     /// any: the same topic is then counted by id, without hashing its name.
+    /// Whether the group changed (a new partition or another checkpoint).
     fn insert(
         &mut self,
         topics: &mut TopicIds,
         tp: &TopicPartition,
         checkpoint: StoredCheckpoint,
         held: &mut Option<u32>,
-    ) {
+    ) -> bool {
         match self.position(topics, &tp.topic, tp.partition) {
-            Ok(i) => self.entries[i].checkpoint = checkpoint,
+            Ok(i) => {
+                let changed = self.entries[i].checkpoint != checkpoint;
+                self.entries[i].checkpoint = checkpoint;
+                changed
+            }
             Err(i) => {
                 // Grow by an eighth, not double: most groups stop growing after
                 // the first round, and doubling would leave up to half unused.
@@ -196,6 +204,7 @@ impl Group {
                     checkpoint,
                 };
                 self.entries.insert(i, entry);
+                true
             }
         }
     }
@@ -259,6 +268,13 @@ impl<'a> GroupCheckpoints<'a> {
     pub fn is_empty(&self) -> bool {
         self.group.entries.is_empty()
     }
+
+    /// The store's [`version`](CheckpointStore::version) when a checkpoint
+    /// of this group last changed: a higher one later means it changed
+    /// since.
+    pub fn version(&self) -> u64 {
+        self.group.version
+    }
 }
 
 /// A group the store holds: whether it is assigned, and its checkpoints
@@ -292,6 +308,9 @@ pub struct CheckpointStore {
     topics: TopicIds,
     restore_stats: RestoreStats,
     produce_failures: u64,
+    /// Counts the recordings that changed a group (restored or produced
+    /// checkpoints that differ from the stored ones).
+    version: u64,
 }
 
 impl CheckpointStore {
@@ -430,14 +449,38 @@ impl CheckpointStore {
             group.entries.reserve_exact(run.len());
         }
         let mut held = None;
+        let mut changed = false;
         for cp in run {
-            group.insert(
+            changed |= group.insert(
                 &mut self.topics,
                 &cp.key.topic_partition,
                 StoredCheckpoint::from(cp),
                 &mut held,
             );
         }
+        if changed {
+            self.version += 1;
+            group.version = self.version;
+        }
+    }
+
+    /// This store, its versions counted on from `earlier` (the
+    /// [`version`](Self::version) of a store it replaces): every group it
+    /// records gets a version above the replaced store's, so a group sync
+    /// that remembers versions of the replaced store reads each group of this
+    /// one again once, and misses none of its changes.
+    pub fn with_versions_after(mut self, earlier: u64) -> Self {
+        self.version = self.version.max(earlier);
+        self
+    }
+
+    /// How many recordings changed a group so far: each such recording
+    /// gives its group this number as its
+    /// [`GroupCheckpoints::version`], so the group sync can tell which
+    /// groups changed since it last synced them (docs/translation.md,
+    /// "Group sync").
+    pub fn version(&self) -> u64 {
+        self.version
     }
 
     /// Records checkpoints the broker acknowledged. Call it in produce order: the

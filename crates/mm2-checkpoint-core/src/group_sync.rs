@@ -33,7 +33,7 @@
 //! commit. The broker then rejects the commit for a group with members.
 
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::checkpoint_store::{CheckpointStore, GroupCheckpoints, StoredCheckpoint};
 use super::types::{CommittedOffset, TopicPartition};
@@ -155,22 +155,114 @@ impl GroupSyncPlan {
     }
 }
 
+/// The groups the daemon's group sync has synced, and at which
+/// [`CheckpointStore::version`]: the rule that it reads and writes only the
+/// groups whose checkpoints are new since (docs/translation.md, "Group
+/// sync", "Only new checkpoints").
+///
+/// MirrorMaker 2 describes every target group and fetches every idle one's
+/// offsets each interval, only to find nearly all of them at their
+/// checkpoints already. The daemon reads a group on the target only while
+/// it is *unsynced*: it has a checkpoint that changed since the group was
+/// last synced, or it was never synced (held in memory: after a restart
+/// every group is unsynced once). A group is synced when its plan settled
+/// it: its commit landed, the target was at or ahead of every checkpoint, or
+/// it had nothing to write. A group that had members, whose state was
+/// unknown, whose commit failed or was refused stays unsynced and is read
+/// again at the next sync. So an idle target group an operator rewound stays
+/// where it was put until its source group commits again (a new checkpoint);
+/// the safety rules of [`plan_group_sync`] are unchanged.
+#[derive(Clone, Debug, Default)]
+pub struct SyncedGroups {
+    synced: HashMap<Box<str>, u64>,
+}
+
+impl SyncedGroups {
+    /// Of `groups` (every group of `store` with a checkpoint when `None`),
+    /// those whose checkpoints changed since they were last synced, sorted;
+    /// groups without a checkpoint have nothing to sync and are left out.
+    pub fn unsynced(
+        &self,
+        store: &CheckpointStore,
+        groups: Option<&BTreeSet<String>>,
+    ) -> Vec<String> {
+        let is_unsynced = |group: &str, checkpoints: GroupCheckpoints<'_>| {
+            self.synced
+                .get(group)
+                .is_none_or(|synced| *synced < checkpoints.version())
+        };
+        match groups {
+            Some(groups) => groups
+                .iter()
+                .filter(|g| store.group(g).is_some_and(|cps| is_unsynced(g, cps)))
+                .cloned()
+                .collect(),
+            None => store
+                .groups()
+                .filter(|(g, cps)| is_unsynced(g, *cps))
+                .map(|(g, _)| g.to_owned())
+                .collect(),
+        }
+    }
+
+    /// Takes in `plan`, made from `store` as it is now: every group the plan
+    /// settles without a commit (the target at or ahead, nothing to write)
+    /// is synced at its version now. Returns the version of each group the
+    /// plan commits into, for [`committed`](Self::committed) once the
+    /// commit landed.
+    pub fn planned(&mut self, plan: &GroupSyncPlan, store: &CheckpointStore) -> PlannedCommits {
+        let mut commits = PlannedCommits::default();
+        for (group, decision) in &plan.decisions {
+            let Some(version) = store.group(group).map(|cps| cps.version()) else {
+                continue;
+            };
+            match decision {
+                GroupSyncDecision::SkippedTargetAhead { .. } | GroupSyncDecision::NothingToDo => {
+                    self.synced.insert(group.as_str().into(), version);
+                }
+                GroupSyncDecision::Commit { .. } => {
+                    commits.versions.insert(group.clone(), version);
+                }
+                // Tried again at the next sync.
+                GroupSyncDecision::SkippedActive(_) | GroupSyncDecision::SkippedUnknownState => {}
+            }
+        }
+        commits
+    }
+
+    /// The commit `planned` made into `group` landed: the group is synced at
+    /// the version it was planned from (a checkpoint made since keeps it
+    /// unsynced).
+    pub fn committed(&mut self, planned: &PlannedCommits, group: &str) {
+        if let Some(version) = planned.versions.get(group) {
+            let synced = self.synced.entry(group.into()).or_default();
+            *synced = (*synced).max(*version);
+        }
+    }
+}
+
+/// The store versions of the groups a plan commits into
+/// ([`SyncedGroups::planned`]).
+#[derive(Clone, Debug, Default)]
+pub struct PlannedCommits {
+    versions: BTreeMap<String, u64>,
+}
+
 /// The checkpoints a running flow's group sync has already decided upon, per
 /// group and target partition: the rule of the newer commit when both
 /// directions sync (docs/translation.md, "Group sync into the source").
 ///
-/// The forward sync repeats every checkpoint each interval, so an idle group
-/// an operator rewound on the target (to process again) would be raised
-/// straight back to the checkpoint of the source's older commit. With
-/// reverse checkpoints on, the flow's syncs keep only the partitions whose
-/// checkpoint is new since this sync last decided upon it: a checkpoint is
-/// written at most once; a rewind on the target stays until the group commits
-/// again on the source, a newer commit. A group whose state was unknown is
-/// decided again next time. Held in memory: after a restart every
-/// checkpoint is new once.
+/// [`SyncedGroups`] reads a group again once one of its checkpoints is new;
+/// with reverse checkpoints on, the flow's syncs then also keep only the
+/// partitions whose checkpoint is new since this sync last decided upon it:
+/// a checkpoint is written at most once, so a rewind on the target of one
+/// partition stays until the group commits that partition again on the
+/// source, a newer commit. A group whose state was unknown, or whose commit
+/// failed ([`forget`](Self::forget)), is decided again next time. Held in
+/// memory: after a restart every checkpoint is new once.
 #[derive(Clone, Debug, Default)]
 pub struct DecidedCheckpoints {
-    decided: BTreeMap<(String, TopicPartition), (i64, i64)>,
+    decided: BTreeMap<String, BTreeMap<TopicPartition, (i64, i64)>>,
 }
 
 impl DecidedCheckpoints {
@@ -198,18 +290,21 @@ impl DecidedCheckpoints {
                     )
                 })
                 .collect();
+            let decided = self.decided.entry(group.clone()).or_default();
             if let GroupSyncDecision::Commit { offsets, .. } = decision {
-                offsets.retain(|tp, _| {
-                    self.decided.get(&(group.clone(), tp.clone())) != current.get(tp)
-                });
+                offsets.retain(|tp, _| decided.get(tp) != current.get(tp));
                 if offsets.is_empty() {
                     *decision = GroupSyncDecision::NothingToDo;
                 }
             }
-            for (tp, cp) in current {
-                self.decided.insert((group.clone(), tp), cp);
-            }
+            decided.extend(current);
         }
+    }
+
+    /// The commit into `group` failed: its checkpoints are decided upon
+    /// again by the next plan.
+    pub fn forget(&mut self, group: &str) {
+        self.decided.remove(group);
     }
 }
 
@@ -589,6 +684,186 @@ mod tests {
         let mut plan = plan_group_sync(&s, &behind(3, 4));
         decided.keep_new(&mut plan, &s);
         assert_eq!(offsets(&plan, "g").unwrap(), [("S.t-1".to_string(), 40)]);
+    }
+
+    /// One sync of the daemon's: the unsynced groups of `s` are read (as
+    /// `target` says), planned and the commits all land, except those
+    /// into `failing`. Returns the groups read and the plan.
+    fn sync_unsynced(
+        synced: &mut SyncedGroups,
+        s: &CheckpointStore,
+        target: &[(&str, TargetGroup)],
+        failing: &[&str],
+    ) -> (Vec<String>, GroupSyncPlan) {
+        let read = synced.unsynced(s, None);
+        let found = TargetRefresh::Done(
+            target
+                .iter()
+                .filter(|(g, _)| read.iter().any(|r| r == g))
+                .map(|(g, t)| (g.to_string(), t.clone()))
+                .collect(),
+        );
+        let plan = plan_group_sync_for(s, read.iter().map(String::as_str), &found);
+        let planned = synced.planned(&plan, s);
+        for (group, _) in plan.commits() {
+            if !failing.contains(&group) {
+                synced.committed(&planned, group);
+            }
+        }
+        (read, plan)
+    }
+
+    fn produce(s: &mut CheckpointStore, group: &str, partition: i32, down: i64) {
+        s.on_produced(&[Checkpoint {
+            key: CheckpointKey {
+                group: group.to_string(),
+                topic_partition: tp("S.t", partition),
+            },
+            upstream_offset: down + 100,
+            downstream_offset: down,
+            metadata: format!("md{down}"),
+        }]);
+    }
+
+    #[test]
+    fn only_groups_whose_checkpoints_moved_are_read_again() {
+        let mut s = store(&[("g", "S.t", 0, 10), ("h", "S.t", 0, 20)]);
+        let mut synced = SyncedGroups::default();
+        let absent = [("g", TargetGroup::Absent), ("h", TargetGroup::Absent)];
+        // First: every group with a checkpoint ("idle" has none).
+        let (read, plan) = sync_unsynced(&mut synced, &s, &absent, &[]);
+        assert_eq!(read, ["g", "h"]);
+        assert_eq!(plan.commits().count(), 2);
+        // Nothing moved: nothing read.
+        let (read, _) = sync_unsynced(&mut synced, &s, &absent, &[]);
+        assert!(read.is_empty());
+        // The same checkpoint again is no move.
+        produce(&mut s, "h", 0, 20);
+        assert!(synced.unsynced(&s, None).is_empty());
+        // h moved: h alone.
+        produce(&mut s, "h", 0, 25);
+        let (read, plan) = sync_unsynced(&mut synced, &s, &absent, &[]);
+        assert_eq!(read, ["h"]);
+        assert_eq!(offsets(&plan, "h").unwrap(), [("S.t-0".to_string(), 25)]);
+        assert!(synced.unsynced(&s, None).is_empty());
+        // Of a set of wanted groups, likewise; a group without checkpoints
+        // is never read.
+        produce(&mut s, "g", 1, 5);
+        let wanted = BTreeSet::from(["g".to_string(), "h".to_string(), "idle".to_string()]);
+        assert_eq!(synced.unsynced(&s, Some(&wanted)), ["g"]);
+    }
+
+    #[test]
+    fn a_group_found_ahead_or_with_nothing_to_write_is_synced() {
+        let s = store(&[("g", "S.t", 0, 10), ("n", "S.t", 0, -1)]);
+        let mut synced = SyncedGroups::default();
+        let ahead = TargetGroup::Empty(BTreeMap::from([(tp("S.t", 0), Some(11))]));
+        let (read, plan) = sync_unsynced(
+            &mut synced,
+            &s,
+            &[("g", ahead), ("n", TargetGroup::Absent)],
+            &[],
+        );
+        assert_eq!(read, ["g", "n"]);
+        assert_eq!(
+            plan.decisions["g"],
+            GroupSyncDecision::SkippedTargetAhead { partitions: 1 }
+        );
+        assert_eq!(plan.decisions["n"], GroupSyncDecision::NothingToDo);
+        // An operator rewinds g on the target: not read, so not raised.
+        assert!(synced.unsynced(&s, None).is_empty());
+    }
+
+    #[test]
+    fn a_group_with_members_unknown_or_whose_commit_failed_is_read_again() {
+        let s = store(&[
+            ("a", "S.t", 0, 10),
+            ("f", "S.t", 0, 10),
+            ("u", "S.t", 0, 10),
+        ]);
+        let mut synced = SyncedGroups::default();
+        let first = [
+            ("a", TargetGroup::Active(TargetGroupState::Stable)),
+            ("f", TargetGroup::Absent),
+            ("u", TargetGroup::Unknown),
+        ];
+        let (read, plan) = sync_unsynced(&mut synced, &s, &first, &["f"]);
+        assert_eq!(read, ["a", "f", "u"]);
+        assert_eq!(plan.commits().count(), 1);
+        // None settled: all read again, until each is.
+        let then = [
+            ("a", TargetGroup::Absent),
+            ("f", TargetGroup::Absent),
+            ("u", TargetGroup::Absent),
+        ];
+        let (read, plan) = sync_unsynced(&mut synced, &s, &then, &[]);
+        assert_eq!(read, ["a", "f", "u"]);
+        assert_eq!(plan.commits().count(), 3);
+        assert!(synced.unsynced(&s, None).is_empty());
+        // After a failed describe, likewise.
+        let mut s = s;
+        produce(&mut s, "a", 0, 11);
+        let read = synced.unsynced(&s, None);
+        let plan = plan_group_sync_for(&s, read.iter().map(String::as_str), &TargetRefresh::Failed);
+        let _ = synced.planned(&plan, &s);
+        assert_eq!(synced.unsynced(&s, None), ["a"]);
+    }
+
+    #[test]
+    fn a_checkpoint_made_while_its_commit_was_in_flight_keeps_the_group_unsynced() {
+        let mut s = store(&[("g", "S.t", 0, 10)]);
+        let mut synced = SyncedGroups::default();
+        let read = synced.unsynced(&s, None);
+        let refresh = refresh(&[("g", TargetGroup::Absent)]);
+        let plan = plan_group_sync_for(&s, read.iter().map(String::as_str), &refresh);
+        let planned = synced.planned(&plan, &s);
+        produce(&mut s, "g", 0, 12);
+        synced.committed(&planned, "g");
+        assert_eq!(synced.unsynced(&s, None), ["g"]);
+    }
+
+    #[test]
+    fn after_a_restart_every_group_is_read_once() {
+        let s = store(&[("g", "S.t", 0, 10), ("h", "S.t", 0, 20)]);
+        let mut synced = SyncedGroups::default();
+        let absent = [("g", TargetGroup::Absent), ("h", TargetGroup::Absent)];
+        sync_unsynced(&mut synced, &s, &absent, &[]);
+        assert!(synced.unsynced(&s, None).is_empty());
+        // The memory is the running daemon's: a new one reads everything.
+        let mut synced = SyncedGroups::default();
+        let (read, _) = sync_unsynced(&mut synced, &s, &absent, &[]);
+        assert_eq!(read, ["g", "h"]);
+    }
+
+    #[test]
+    fn a_store_rebuilt_in_place_of_another_is_read_again_and_its_changes_seen() {
+        let old = store(&[("g", "S.t", 0, 10), ("h", "S.t", 0, 20)]);
+        let mut synced = SyncedGroups::default();
+        let absent = [("g", TargetGroup::Absent), ("h", TargetGroup::Absent)];
+        sync_unsynced(&mut synced, &old, &absent, &[]);
+        // The groups changed: the store is rebuilt from the checkpoints.
+        let mut s = CheckpointStore::new(["g", "h"]).with_versions_after(old.version());
+        for cp in old.checkpoints() {
+            s.on_produced(&[cp]);
+        }
+        let (read, _) = sync_unsynced(&mut synced, &s, &absent, &[]);
+        assert_eq!(read, ["g", "h"]);
+        produce(&mut s, "g", 0, 11);
+        assert_eq!(synced.unsynced(&s, None), ["g"]);
+    }
+
+    #[test]
+    fn a_failed_commit_is_decided_again() {
+        let s = store(&[("g", "S.t", 0, 10)]);
+        let mut decided = DecidedCheckpoints::default();
+        let absent = refresh(&[("g", TargetGroup::Absent)]);
+        let mut plan = plan_group_sync(&s, &absent);
+        decided.keep_new(&mut plan, &s);
+        assert_eq!(plan.commits().count(), 1);
+        decided.forget("g");
+        let mut plan = plan_group_sync(&s, &absent);
+        decided.keep_new(&mut plan, &s);
+        assert_eq!(offsets(&plan, "g").unwrap(), [("S.t-0".to_string(), 10)]);
     }
 
     #[test]

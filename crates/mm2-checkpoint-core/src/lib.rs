@@ -40,8 +40,9 @@ pub use filter::{FilterError, GroupFilter, TopicFilter};
 pub use followed_offsets::{Applied, FollowedOffsets};
 pub use format::{Checkpoint, CheckpointKey, DecodeError, EncodeError};
 pub use group_sync::{
-    DecidedCheckpoints, GroupCommit, GroupSyncDecision, GroupSyncPlan, TargetGroup,
-    TargetGroupState, TargetOffsets, TargetRefresh, plan_group_sync, plan_group_sync_for,
+    DecidedCheckpoints, GroupCommit, GroupSyncDecision, GroupSyncPlan, PlannedCommits,
+    SyncedGroups, TargetGroup, TargetGroupState, TargetOffsets, TargetRefresh, plan_group_sync,
+    plan_group_sync_for,
 };
 pub use policy::{Flow, OffsetSyncsLocation, ReplicationPolicy};
 pub use round::{

@@ -132,8 +132,12 @@ impl Checkpoints {
         let groups = discover_groups(ctx).await?;
         if groups != self.groups {
             tracing::info!(flow = %ctx.name, before = self.groups.len(), after = groups.len(), "the set of consumer groups changed");
-            let (store, ok) =
-                restore_store(ctx, CheckpointStore::new(groups.iter().cloned())).await;
+            // Versions go on from the old store's: the group sync reads
+            // each group of the new one again once (docs/translation.md,
+            // "Only new checkpoints").
+            let fresh = CheckpointStore::new(groups.iter().cloned())
+                .with_versions_after(self.store.version());
+            let (store, ok) = restore_store(ctx, fresh).await;
             if ok {
                 self.store = store;
                 self.groups = groups;

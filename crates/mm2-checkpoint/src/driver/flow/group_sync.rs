@@ -90,8 +90,9 @@ pub(super) async fn carry_out_sync<C: FlowCluster>(
 }
 
 /// [`carry_out_sync`], also handing every group's outcome to `outcome` (the
-/// reverse round keeps the groups to try again). `group_syncs_total` gets
-/// each outcome's count when the sync ends.
+/// reverse round keeps the groups to try again, the run loop's runner the
+/// groups it synced). `group_syncs_total` gets each outcome's count when the
+/// sync ends.
 pub(super) async fn carry_out_sync_with<C: FlowCluster>(
     ctx: &FlowContext<C>,
     plan: GroupSyncPlan,
@@ -201,10 +202,7 @@ pub async fn refresh_groups<C: FlowCluster>(
 }
 
 /// The groups a sync of `only` (all of the store's when `None`) describes.
-pub(super) fn sync_group_names(
-    store: &CheckpointStore,
-    only: Option<&BTreeSet<String>>,
-) -> Vec<String> {
+fn sync_group_names(store: &CheckpointStore, only: Option<&BTreeSet<String>>) -> Vec<String> {
     match only {
         Some(only) => only.iter().cloned().collect(),
         None => store.sync_groups().map(|(g, _)| g.to_owned()).collect(),

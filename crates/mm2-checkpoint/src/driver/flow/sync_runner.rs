@@ -19,18 +19,21 @@
 //!   so the commits carry the newest checkpoints. The safety rules are the
 //!   core's, unchanged: never into a group with members, never a rewind
 //!   (docs/behaviour.md, group sync).
+//! * **Only unsynced groups.** A sync reads on the target only the groups
+//!   whose checkpoints changed since they were last synced, or whose last
+//!   sync did not settle them (`core::SyncedGroups`; docs/translation.md,
+//!   "Only new checkpoints"): a steady flow's periodic sync reads nothing.
 
 use std::collections::BTreeSet;
 use std::future::Future;
 use std::pin::Pin;
 
-use crate::core::{CheckpointStore, DecidedCheckpoints};
+use crate::core::{CheckpointStore, DecidedCheckpoints, PlannedCommits, SyncedGroups};
+use crate::metrics::GroupSyncOutcome;
 
 use super::cluster::FlowCluster;
 use super::context::{FlowContext, StepError};
-use super::group_sync::{
-    Refreshed, SyncSummary, carry_out_sync, refresh_for_sync, sync_group_names,
-};
+use super::group_sync::{Refreshed, SyncSummary, carry_out_sync_with, refresh_for_sync};
 
 /// What a finished sync reports to the loop.
 #[derive(Debug)]
@@ -49,10 +52,18 @@ pub struct SyncStep(Step);
 
 enum Step {
     Refreshed {
-        only: Option<BTreeSet<String>>,
+        full: bool,
+        groups: BTreeSet<String>,
         refreshed: Refreshed,
     },
-    Done(SyncDone),
+    Done {
+        done: SyncDone,
+        planned: PlannedCommits,
+        /// The groups whose commit landed.
+        committed: Vec<String>,
+        /// The groups whose commit failed.
+        failed: Vec<String>,
+    },
 }
 
 type StepFuture<'a> = Pin<Box<dyn Future<Output = Step> + Send + 'a>>;
@@ -73,6 +84,9 @@ pub struct GroupSyncRunner<'a, C: FlowCluster> {
     want_full: bool,
     want_groups: BTreeSet<String>,
     running: Option<Running<'a>>,
+    /// The groups synced, and at which store version: a sync reads only
+    /// the others.
+    synced: SyncedGroups,
     /// With reverse checkpoints on: the checkpoints already decided upon,
     /// never synced again (the newer commit wins).
     decided: Option<DecidedCheckpoints>,
@@ -86,6 +100,7 @@ impl<'a, C: FlowCluster + 'a> GroupSyncRunner<'a, C> {
             want_full: false,
             want_groups: BTreeSet::new(),
             running: None,
+            synced: SyncedGroups::default(),
             decided: ctx
                 .cfg
                 .reverse_checkpoints_enabled
@@ -117,8 +132,9 @@ impl<'a, C: FlowCluster + 'a> GroupSyncRunner<'a, C> {
         matches!(self.running, Some(Running::Committing(_)))
     }
 
-    /// Starts the wanted sync unless one runs. `store` names the groups of a
-    /// full sync.
+    /// Starts the wanted sync unless one runs: of the wanted groups (all of
+    /// `store`'s for a full sync), those not synced since their checkpoints
+    /// last changed.
     pub fn start(&mut self, store: &CheckpointStore) {
         if self.running.is_some() {
             return;
@@ -132,10 +148,15 @@ impl<'a, C: FlowCluster + 'a> GroupSyncRunner<'a, C> {
             Some(std::mem::take(&mut self.want_groups))
         };
         let ctx = self.ctx;
-        let groups = sync_group_names(store, only.as_ref());
+        let full = only.is_none();
+        let groups = self.synced.unsynced(store, only.as_ref());
         self.running = Some(Running::Refreshing(Box::pin(async move {
-            let refreshed = refresh_for_sync(ctx, groups).await;
-            Step::Refreshed { only, refreshed }
+            let refreshed = refresh_for_sync(ctx, groups.clone()).await;
+            Step::Refreshed {
+                full,
+                groups: groups.into_iter().collect(),
+                refreshed,
+            }
         })));
     }
 
@@ -157,25 +178,53 @@ impl<'a, C: FlowCluster + 'a> GroupSyncRunner<'a, C> {
     pub fn advance(&mut self, step: SyncStep, store: &CheckpointStore) -> Option<SyncDone> {
         self.running = None;
         match step.0 {
-            Step::Refreshed { only, refreshed } => {
-                let mut plan = refreshed.plan(store, only.as_ref());
+            Step::Refreshed {
+                full,
+                groups,
+                refreshed,
+            } => {
+                let mut plan = refreshed.plan(store, Some(&groups));
                 if let Some(decided) = self.decided.as_mut() {
                     decided.keep_new(&mut plan, store);
                 }
+                let planned = self.synced.planned(&plan, store);
                 let ctx = self.ctx;
-                let full = only.is_none();
                 let groups = plan.decisions.len();
                 self.running = Some(Running::Committing(Box::pin(async move {
-                    let summary = carry_out_sync(ctx, plan).await;
-                    Step::Done(SyncDone {
-                        full,
-                        groups,
-                        result: refreshed.finish(summary),
+                    let (mut committed, mut failed) = (Vec::new(), Vec::new());
+                    let summary = carry_out_sync_with(ctx, plan, |group, outcome| match outcome {
+                        GroupSyncOutcome::Committed => committed.push(group.to_owned()),
+                        GroupSyncOutcome::Failed => failed.push(group.to_owned()),
+                        _ => {}
                     })
+                    .await;
+                    Step::Done {
+                        done: SyncDone {
+                            full,
+                            groups,
+                            result: refreshed.finish(summary),
+                        },
+                        planned,
+                        committed,
+                        failed,
+                    }
                 })));
                 None
             }
-            Step::Done(done) => {
+            Step::Done {
+                done,
+                planned,
+                committed,
+                failed,
+            } => {
+                for group in &committed {
+                    self.synced.committed(&planned, group);
+                }
+                if let Some(decided) = self.decided.as_mut() {
+                    for group in &failed {
+                        decided.forget(group);
+                    }
+                }
                 self.start(store);
                 Some(done)
             }

@@ -69,6 +69,10 @@ struct Mem {
     list_offsets_error: Option<ResponseError>,
     /// Groups with members (described as Stable; an admin commit is refused).
     active: BTreeSet<String>,
+    /// Every group described, in order.
+    described: Vec<String>,
+    /// An OffsetCommit into this group fails.
+    fail_commit_of: Option<String>,
 }
 
 /// A cluster in memory; clones share it.
@@ -166,7 +170,8 @@ impl FlowCluster for MemCluster {
         &self,
         groups: &[String],
     ) -> Result<BTreeMap<String, DescribedGroup>, Error> {
-        let mem = self.mem();
+        let mut mem = self.mem();
+        mem.described.extend(groups.iter().cloned());
         if let Some(e) = mem.describe_error {
             return Err(kafka("DescribeGroups", e));
         }
@@ -222,6 +227,12 @@ impl FlowCluster for MemCluster {
         mem.commits_in_flight -= 1;
         if mem.active.contains(group) {
             return Ok(CommitOutcome::GroupActive);
+        }
+        if mem.fail_commit_of.as_deref() == Some(group) {
+            return Err(kafka(
+                "OffsetCommit",
+                ResponseError::CoordinatorNotAvailable,
+            ));
         }
         let committed = mem.groups.entry(group.to_owned()).or_default();
         for (tp, o) in offsets {
@@ -640,15 +651,18 @@ async fn the_run_loops_group_sync_runs_one_at_a_time_plans_late_and_coalesces() 
     assert_eq!(done.result.unwrap().committed, 1);
     assert_eq!(target_offset(&target, "g"), Some(20));
     assert_eq!(target_offset(&target, "h"), None);
-    // Its end started the next one, of both groups, coalesced.
+    // Its end started the next one, of both groups, coalesced; g was
+    // synced at its newest checkpoint already and is not read again.
     assert!(!runner.is_idle());
+    target.mem().described.clear();
     let described = runner.next_step().await;
     assert!(runner.advance(described, &store).is_none());
     let committed = runner.next_step().await;
     let done = runner.advance(committed, &store).expect("the sync ended");
-    assert_eq!(done.groups, 2);
+    assert_eq!(done.groups, 1);
+    assert_eq!(target.mem().described, ["h"]);
     let summary = done.result.unwrap();
-    assert_eq!((summary.committed, summary.skipped_target_ahead), (1, 1));
+    assert_eq!((summary.committed, summary.skipped_target_ahead), (1, 0));
     assert_eq!(target_offset(&target, "h"), Some(5));
     assert!(runner.is_idle());
     assert_eq!(target.mem().most_commits_in_flight, 1);
@@ -1455,21 +1469,28 @@ async fn a_group_that_never_committed_on_the_target_gets_nothing() {
 }
 
 /// One full sync of the run loop's runner, to its end.
-async fn full_sync(
+async fn full_sync_done(
     runner: &mut super::sync_runner::GroupSyncRunner<'_, MemCluster>,
     store: &CheckpointStore,
-) -> super::group_sync::SyncSummary {
+) -> super::sync_runner::SyncDone {
     runner.want_full();
     runner.start(store);
     let described = runner.next_step().await;
     assert!(runner.advance(described, store).is_none());
     let committed = runner.next_step().await;
-    let done = runner.advance(committed, store).expect("the sync ended");
-    done.result.unwrap()
+    runner.advance(committed, store).expect("the sync ended")
+}
+
+/// [`full_sync_done`]'s summary of a sync that succeeded.
+async fn full_sync(
+    runner: &mut super::sync_runner::GroupSyncRunner<'_, MemCluster>,
+    store: &CheckpointStore,
+) -> super::group_sync::SyncSummary {
+    full_sync_done(runner, store).await.result.unwrap()
 }
 
 #[tokio::test]
-async fn with_reverse_checkpoints_the_forward_sync_does_not_undo_a_rewind_on_the_target() {
+async fn the_forward_sync_does_not_undo_a_rewind_on_the_target() {
     use super::sync_runner::GroupSyncRunner;
     for reverse in [false, true] {
         let (ctx, _, target) = flow(&format!(
@@ -1480,22 +1501,119 @@ async fn with_reverse_checkpoints_the_forward_sync_does_not_undo_a_rewind_on_the
         let mut runner = GroupSyncRunner::new(&ctx);
         assert_eq!(full_sync(&mut runner, &store).await.committed, 1);
         assert_eq!(target_offset(&target, "g"), Some(10));
-        // An operator rewinds the idle group on B to process again.
+        // An operator rewinds the idle group on B to process again: the
+        // older commit on A does not win (MM2 would raise it again).
         commit(&target, "A.t", 2);
         let s = full_sync(&mut runner, &store).await;
-        if reverse {
-            // Both directions sync: the older commit on A does not win.
-            assert_eq!(s.committed, 0);
-            assert_eq!(target_offset(&target, "g"), Some(2));
-        } else {
-            // MM2's forward sync alone raises it again, as MM2 does.
-            assert_eq!(s.committed, 1);
-            assert_eq!(target_offset(&target, "g"), Some(10));
-            continue;
-        }
+        assert_eq!(s.committed, 0, "reverse {reverse}");
+        assert_eq!(target_offset(&target, "g"), Some(2));
         // The group commits again on A: that checkpoint is newer, and wins.
         store.on_produced(&[checkpoint_of("g", 0, 12)]);
         assert_eq!(full_sync(&mut runner, &store).await.committed, 1);
         assert_eq!(target_offset(&target, "g"), Some(12));
     }
+}
+
+#[tokio::test]
+async fn the_run_loops_sync_reads_only_the_groups_whose_checkpoints_moved() {
+    use super::sync_runner::GroupSyncRunner;
+    let (ctx, _, target) = flow("");
+    let mut store = CheckpointStore::new(["g", "h", "idle"]);
+    store.on_produced(&[checkpoint_of("g", 0, 10), checkpoint_of("h", 0, 7)]);
+    let mut runner = GroupSyncRunner::new(&ctx);
+    // First: every group with a checkpoint is read (none without one).
+    assert_eq!(full_sync(&mut runner, &store).await.committed, 2);
+    assert_eq!(target.mem().described, ["g", "h"]);
+    // Nothing moved: nothing is read, nothing written.
+    target.mem().described.clear();
+    let s = full_sync(&mut runner, &store).await;
+    assert_eq!((s.committed, s.skipped_target_ahead), (0, 0));
+    assert!(target.mem().described.is_empty());
+    // The same checkpoint produced again is no change.
+    store.on_produced(&[checkpoint_of("h", 0, 7)]);
+    assert_eq!(full_sync(&mut runner, &store).await.committed, 0);
+    assert!(target.mem().described.is_empty());
+    // g moved: g alone is read and written.
+    store.on_produced(&[checkpoint_of("g", 0, 15)]);
+    assert_eq!(full_sync(&mut runner, &store).await.committed, 1);
+    assert_eq!(target.mem().described, ["g"]);
+    assert_eq!(target_offset(&target, "g"), Some(15));
+    assert_eq!(target_offset(&target, "h"), Some(7));
+    // A group found ahead on the target is settled too.
+    store.on_produced(&[checkpoint_of("h", 0, 9)]);
+    target.mem().described.clear();
+    commit_of(&target, "h", 20);
+    let s = full_sync(&mut runner, &store).await;
+    assert_eq!((s.committed, s.skipped_target_ahead), (0, 1));
+    assert_eq!(full_sync(&mut runner, &store).await.skipped_target_ahead, 0);
+    assert_eq!(target.mem().described, ["h"]);
+    // A new runner (a restart) reads every group once.
+    target.mem().described.clear();
+    let mut runner = GroupSyncRunner::new(&ctx);
+    let s = full_sync(&mut runner, &store).await;
+    assert_eq!((s.committed, s.skipped_target_ahead), (0, 2));
+    assert_eq!(target.mem().described, ["g", "h"]);
+}
+
+#[tokio::test]
+async fn a_group_with_members_a_failed_commit_or_an_unknown_state_is_read_again() {
+    use super::sync_runner::GroupSyncRunner;
+    for reverse in [false, true] {
+        let (ctx, _, target) = flow(&format!(
+            "A->B.mm2-checkpoint.emit.reverse.checkpoints.enabled = {reverse}\n"
+        ));
+        let mut store = CheckpointStore::new(["g", "h"]);
+        store.on_produced(&[checkpoint_of("g", 0, 10), checkpoint_of("h", 0, 7)]);
+        let mut runner = GroupSyncRunner::new(&ctx);
+        // g has members, the commit into h fails.
+        target.mem().active.insert("g".to_owned());
+        target.mem().fail_commit_of = Some("h".to_owned());
+        let s = full_sync(&mut runner, &store).await;
+        assert_eq!((s.committed, s.skipped_active, s.failed), (0, 1, 1));
+        // Both are read again though their checkpoints did not move; the
+        // describe fails this time.
+        target.mem().described.clear();
+        target.mem().describe_error = Some(ResponseError::CoordinatorNotAvailable);
+        assert!(full_sync_done(&mut runner, &store).await.result.is_err());
+        assert_eq!(target.mem().described, ["g", "h"]);
+        // Read again: h commits now; g still has members.
+        target.mem().describe_error = None;
+        target.mem().fail_commit_of = None;
+        target.mem().described.clear();
+        let s = full_sync(&mut runner, &store).await;
+        assert_eq!((s.committed, s.skipped_active), (1, 1), "reverse {reverse}");
+        assert_eq!(target.mem().described, ["g", "h"]);
+        assert_eq!(target_offset(&target, "h"), Some(7));
+        // g's members leave: with reverse checkpoints on, members on B made
+        // the newer commits and g is left alone (docs/translation.md, "Group
+        // sync into the source"); without, g gets its checkpoint now.
+        target.mem().active.clear();
+        target.mem().described.clear();
+        let s = full_sync(&mut runner, &store).await;
+        assert_eq!(target.mem().described, ["g"]);
+        if reverse {
+            assert_eq!(s.committed, 0);
+            assert_eq!(target_offset(&target, "g"), None);
+        } else {
+            assert_eq!(s.committed, 1);
+            assert_eq!(target_offset(&target, "g"), Some(10));
+        }
+        // Settled either way: not read again.
+        target.mem().described.clear();
+        assert_eq!(full_sync_done(&mut runner, &store).await.groups, 0);
+        assert!(target.mem().described.is_empty());
+    }
+}
+
+/// Commits `offset` of `A.t`-0 into `group` on `cluster`.
+fn commit_of(cluster: &MemCluster, group: &str, offset: i64) {
+    cluster
+        .mem()
+        .groups
+        .entry(group.to_owned())
+        .or_default()
+        .insert(
+            TopicPartition::new("A.t", 0),
+            Some(CommittedOffset::new(offset, "m")),
+        );
 }
